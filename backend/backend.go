@@ -1,0 +1,85 @@
+package backend
+
+import (
+	"context"
+	"time"
+)
+
+// Lease is a grant of a key to one owner, as the store saw it when it
+// answered.
+type Lease struct {
+	// Key is the key the lease is on.
+	Key string
+	// Owner is the opaque owner string the lease was granted to.
+	Owner string
+	// Token is the fencing token of this grant: strictly greater than the
+	// token of every earlier grant of the same key in the same store.
+	Token uint64
+	// TTL is the time the lease had left on the store's clock when the
+	// store answered. The caller's own view of expiry must start from the
+	// moment it sent the request, not from when it read the answer.
+	TTL time.Duration
+}
+
+// Store is a storage-only lease store. It grants, renews and releases
+// leases on keys and tells waiters when a key was released. It holds no
+// policy: when to renew, how long to wait and when to give up belong to the
+// packages that use it (role, synclock, schedlock), which are written once
+// for every Store.
+//
+// All methods are safe for concurrent use. Every method validates its
+// arguments and returns an error wrapping ErrInvalidArgument for an empty
+// key or owner, a key or owner that is too long or holds control
+// characters, or a non-positive ttl; no method panics on bad input or on
+// foreign data found in the store (that is ErrCorrupt).
+//
+// Expiry is decided by the store's clock only (Redis PX, Consul session
+// TTL, the in-memory store's clock); no method compares client clocks.
+type Store interface {
+	// Acquire grants key to owner for ttl if the key is free (set if
+	// absent). floor is the highest fencing token the caller has seen for
+	// this key; the new token is max(stored counter, floor) + 1, so tokens
+	// keep increasing even when the store restarted empty. Pass 0 when the
+	// caller has seen none.
+	//
+	// If the key is held, including by owner itself, Acquire returns a
+	// *HeldError (errors.Is(err, ErrHeld)) naming the holder's lease.
+	Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (Lease, error)
+
+	// Renew extends owner's live lease on key to ttl from now, keeping its
+	// token. If owner does not hold the key (never did, expired, released,
+	// or another owner holds it now), Renew returns a *NotHeldError
+	// (errors.Is(err, ErrNotHeld)) and changes nothing.
+	Renew(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error)
+
+	// Release ends owner's lease on key. With keepFor <= 0 the key is
+	// deleted at once and watchers are woken. With keepFor > 0 the key stays
+	// held for exactly keepFor more (it can no longer be renewed), which is
+	// how a job lock keeps its lockAtLeastFor. Only the owner can release:
+	// for any other owner, or a key that is gone, Release returns a
+	// *NotHeldError and changes nothing. Releasing a lease that owner has
+	// already released with keepFor > 0 is not an error.
+	Release(ctx context.Context, key, owner string, keepFor time.Duration) error
+
+	// Get returns the lease currently on key, or an error wrapping
+	// ErrNotFound if the key is free.
+	Get(ctx context.Context, key string) (Lease, error)
+
+	// Watch subscribes to releases of key. The returned Watch signals
+	// after every Release of the key with keepFor <= 0 that happens after
+	// Watch returned. Stores may also signal on expiry or spuriously (for
+	// instance after a lost connection, when a release may have been
+	// missed); stores that cannot see expiry do not signal it, so callers
+	// re-check at the holder's remaining TTL, as WaitFree does. Close the
+	// Watch when done.
+	Watch(ctx context.Context, key string) (Watch, error)
+}
+
+// Watch is a subscription to the releases of one key.
+type Watch interface {
+	// C receives a value when the key may have become free. Signals are
+	// coalesced: many releases between two reads give one value.
+	C() <-chan struct{}
+	// Close ends the subscription. It is idempotent.
+	Close() error
+}

@@ -1,0 +1,40 @@
+// Package backend defines the storage-only lease interface that every baton
+// store implements, the errors it returns, and helpers shared by adapters.
+//
+// A Store grants a key to one owner for a TTL measured on the store's own
+// clock, renews and releases it only for that owner, and tells waiters when
+// a key was released. Policy — when to renew, how long to wait, when to step
+// down — lives above it in the role, synclock and schedlock packages and is
+// written once for every store. The adapters are membackend (in-process, for
+// tests and examples) and redisbackend (redis.UniversalClient: standalone,
+// Sentinel, Cluster). The conformance suite in backendtest runs against
+// every adapter on real servers.
+//
+// # What is promised
+//
+//   - At most one owner holds a key at any instant of the store's clock.
+//   - Every grant of a key carries a fencing token strictly greater than
+//     the token of every earlier grant of that key in the same store, also
+//     across expiry and release; when the caller passes the highest token it
+//     has seen as the floor of Acquire, also across a store that lost its
+//     data.
+//   - Renew and Release change nothing unless the caller is the current
+//     owner: a stale owner can never extend, shorten or delete a newer
+//     holder's lease.
+//
+// # What is not promised
+//
+// A lease is not mutual exclusion between processes: a holder that pauses
+// (GC, SIGSTOP, a slow network) past its TTL may still believe it holds the
+// key while a newer owner does. Code that changes a shared resource under a
+// lease should pass the fencing token to that resource and let it reject
+// writes carrying a token older than one it has seen. Release notifications
+// are hints: a waiter must still Acquire, and must re-check at the holder's
+// remaining TTL because stores need not signal expiry.
+//
+// # Keys
+//
+// Keys are opaque strings. A key may carry one Redis-style hash tag such as
+// "{acme:billing}:role"; stores that shard keep every key with the same tag
+// together. AppKey builds the keys baton uses.
+package backend

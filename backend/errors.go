@@ -1,0 +1,70 @@
+package backend
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrHeld reports that a key is held by a lease (possibly the caller's
+	// own). The error is a *HeldError that names the holder.
+	ErrHeld = errors.New("key is held")
+
+	// ErrNotHeld reports that the caller does not hold the lease it tried
+	// to renew or release. The error is a *NotHeldError.
+	ErrNotHeld = errors.New("lease not held")
+
+	// ErrNotFound reports that no lease is on a key.
+	ErrNotFound = errors.New("no lease on key")
+
+	// ErrInvalidArgument reports a bad key, owner or duration.
+	ErrInvalidArgument = errors.New("invalid argument")
+
+	// ErrCorrupt reports data in the store that baton did not write in
+	// that shape, such as a foreign value under one of its keys.
+	ErrCorrupt = errors.New("unexpected data in store")
+
+	// ErrClosed reports use of a store after Close.
+	ErrClosed = errors.New("store closed")
+)
+
+// HeldError is returned by Acquire when the key is held.
+type HeldError struct {
+	// Holder is the lease that holds the key, with its remaining TTL.
+	Holder Lease
+}
+
+// Error implements error.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("key %q is held by %q (token %d) for another %v",
+		e.Holder.Key, e.Holder.Owner, e.Holder.Token, e.Holder.TTL)
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// NotHeldError is returned by Renew and Release when the caller does not
+// hold the lease.
+type NotHeldError struct {
+	// Key is the key of the operation.
+	Key string
+	// Owner is the caller that tried to renew or release.
+	Owner string
+	// Holder is the lease that holds the key now; its Owner is empty when
+	// the key is free.
+	Holder Lease
+}
+
+// Error implements error.
+func (e *NotHeldError) Error() string {
+	if e.Holder.Owner == "" {
+		return fmt.Sprintf("%q does not hold key %q: the key is free (lease expired or released)", e.Owner, e.Key)
+	}
+	if e.Holder.Owner == e.Owner {
+		return fmt.Sprintf("%q does not hold key %q: its lease was released and is only kept for another %v", e.Owner, e.Key, e.Holder.TTL)
+	}
+	return fmt.Sprintf("%q does not hold key %q: it is held by %q (token %d)", e.Owner, e.Key, e.Holder.Owner, e.Holder.Token)
+}
+
+// Is makes errors.Is(err, ErrNotHeld) true.
+func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }

@@ -1,0 +1,100 @@
+package backend
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits on what a Store accepts. They keep keys readable in every store
+// (Consul KV paths included) and durations inside what every store can
+// represent.
+const (
+	MaxKeyLen   = 512
+	MaxOwnerLen = 256
+	MinTTL      = time.Millisecond
+	MaxTTL      = 365 * 24 * time.Hour
+)
+
+// ValidateKey reports whether key is usable as a lease key: non-empty, at
+// most MaxKeyLen bytes of UTF-8 without spaces or control characters, with
+// balanced hash-tag braces.
+func ValidateKey(key string) error {
+	if err := validateName("key", key, MaxKeyLen); err != nil {
+		return err
+	}
+	if open, close := strings.Count(key, "{"), strings.Count(key, "}"); open > 1 || close > 1 || open != close {
+		return fmt.Errorf("%w: key %q: at most one {hash tag} with balanced braces is allowed", ErrInvalidArgument, key)
+	}
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		j := strings.IndexByte(key, '}')
+		if j < i+2 {
+			return fmt.Errorf("%w: key %q: the {hash tag} must be non-empty and opened before it is closed", ErrInvalidArgument, key)
+		}
+	}
+	return nil
+}
+
+// ValidateOwner reports whether owner is usable as a lease owner:
+// non-empty, at most MaxOwnerLen bytes of UTF-8 without spaces or control
+// characters.
+func ValidateOwner(owner string) error {
+	return validateName("owner", owner, MaxOwnerLen)
+}
+
+// ValidateTTL reports whether d is usable as a lease duration named what
+// (for instance "ttl"). Stores round durations up to whole milliseconds.
+func ValidateTTL(what string, d time.Duration) error {
+	if d < MinTTL || d > MaxTTL {
+		return fmt.Errorf("%w: %s %v is outside [%v, %v]", ErrInvalidArgument, what, d, MinTTL, MaxTTL)
+	}
+	return nil
+}
+
+// ValidateKeepFor reports whether keepFor is usable in Release: <= 0 means
+// release at once, positive values are bounded like a TTL.
+func ValidateKeepFor(keepFor time.Duration) error {
+	if keepFor <= 0 {
+		return nil
+	}
+	return ValidateTTL("keepFor", RoundUpMillis(keepFor))
+}
+
+func validateName(what, s string, maxLen int) error {
+	if s == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalidArgument, what)
+	}
+	if len(s) > maxLen {
+		return fmt.Errorf("%w: %s %.40q... is %d bytes, more than %d", ErrInvalidArgument, what, s, len(s), maxLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidArgument, what, s)
+	}
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("%w: %s %q holds a space or control character", ErrInvalidArgument, what, s)
+		}
+	}
+	return nil
+}
+
+// ValidateArgs checks the arguments common to Acquire and Renew.
+func ValidateArgs(key, owner string, ttl time.Duration) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ValidateOwner(owner); err != nil {
+		return err
+	}
+	return ValidateTTL("ttl", ttl)
+}
+
+// RoundUpMillis returns d rounded up to a whole millisecond, the resolution
+// of every store.
+func RoundUpMillis(d time.Duration) time.Duration {
+	if r := d % time.Millisecond; r != 0 {
+		return d - r + time.Millisecond
+	}
+	return d
+}

@@ -1,0 +1,69 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+)
+
+// AppKey returns the key of a per-app object, such as the role key
+// "{acme:billing}:role" or a lock key "{acme:billing}:lock:nightly".
+// The {tenant:app} hash tag keeps all keys of one app in one Redis Cluster
+// slot.
+func AppKey(tenant, app string, parts ...string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	b.WriteString(tenant)
+	b.WriteByte(':')
+	b.WriteString(app)
+	b.WriteByte('}')
+	for _, p := range parts {
+		b.WriteByte(':')
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// WaitFree blocks until key is free in store — released, expired or never
+// held — or ctx ends. It subscribes before it looks, so a release between
+// the look and the wait is not missed, and it re-checks at the holder's
+// remaining TTL so expiry is noticed by stores that do not signal it.
+// The key may be taken again by the time WaitFree returns; the caller
+// still has to Acquire.
+func WaitFree(ctx context.Context, store Store, key string) error {
+	w, err := store.Watch(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		l, err := store.Get(ctx, key)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		// Look again just after the holder's lease would end.
+		d := l.TTL + time.Millisecond
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-w.C():
+			timer.Stop() // since Go 1.23 a stopped timer delivers no stale value
+		case <-timer.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package role
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Defaults of the seed framework's scheduler-lock.* keys.
+const (
+	DefaultHeartbeatInterval   = 15 * time.Second
+	DefaultHeartbeatExpiration = 45 * time.Second
+)
+
+// Config tunes an election. The zero value means the seed's defaults: the
+// feature enabled, a 15 s heartbeat and a 45 s role TTL.
+type Config struct {
+	// Disabled turns the role feature off (scheduler-lock.enabled=false):
+	// no keys are written, IsMaster reports false and master-only jobs
+	// never run.
+	Disabled bool
+	// HeartbeatInterval is how often the master renews the role key and a
+	// slave looks for a free one
+	// (scheduler-lock.touch-heartbeat-interval-in-milliseconds). Default
+	// 15 s. It must be less than half of HeartbeatExpiration so that one
+	// lost renewal is survivable.
+	HeartbeatInterval time.Duration
+	// HeartbeatExpiration is the TTL of the role key
+	// (scheduler-lock.heartbeat-expiration-duration-in-seconds). Default
+	// 45 s.
+	HeartbeatExpiration time.Duration
+	// SafetyMargin is how long before the role key can expire on the
+	// server that the master stops calling itself master when renewals
+	// fail. Default: a tenth of HeartbeatExpiration, at most half of
+	// HeartbeatInterval. It must be less than HeartbeatInterval.
+	SafetyMargin time.Duration
+}
+
+// WithDefaults returns c with every zero duration replaced by its default.
+func (c Config) WithDefaults() Config {
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.HeartbeatExpiration == 0 {
+		c.HeartbeatExpiration = DefaultHeartbeatExpiration
+	}
+	if c.SafetyMargin == 0 {
+		c.SafetyMargin = min(c.HeartbeatExpiration/10, c.HeartbeatInterval/2)
+	}
+	return c
+}
+
+// Validate reports every timing rule the configuration breaks, after
+// defaults are applied, in one error. It names the Go fields; the config
+// package reports the same rules under the configuration keys.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	if c.HeartbeatInterval < time.Millisecond {
+		errs = append(errs, fmt.Errorf("role: HeartbeatInterval %v must be at least 1ms", c.HeartbeatInterval))
+	}
+	if c.HeartbeatExpiration < time.Millisecond {
+		errs = append(errs, fmt.Errorf("role: HeartbeatExpiration %v must be at least 1ms", c.HeartbeatExpiration))
+	}
+	if c.SafetyMargin < 0 {
+		errs = append(errs, fmt.Errorf("role: SafetyMargin %v must not be negative", c.SafetyMargin))
+	}
+	if len(errs) == 0 {
+		if 2*c.HeartbeatInterval >= c.HeartbeatExpiration {
+			errs = append(errs, fmt.Errorf("role: HeartbeatInterval %v must be less than half of HeartbeatExpiration %v so that one lost renewal is survivable", c.HeartbeatInterval, c.HeartbeatExpiration))
+		}
+		if c.SafetyMargin >= c.HeartbeatInterval {
+			errs = append(errs, fmt.Errorf("role: SafetyMargin %v must be less than HeartbeatInterval %v", c.SafetyMargin, c.HeartbeatInterval))
+		}
+	}
+	return errors.Join(errs...)
+}
