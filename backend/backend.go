@@ -57,8 +57,9 @@ type Store interface {
 	// held for exactly keepFor more (it can no longer be renewed), which is
 	// how a job lock keeps its lockAtLeastFor. Only the owner can release:
 	// for any other owner, or a key that is gone, Release returns a
-	// *NotHeldError and changes nothing. Releasing a lease that owner has
-	// already released with keepFor > 0 is not an error.
+	// *NotHeldError and changes nothing. Releasing again a lease that owner
+	// already released with keepFor > 0 is not an error: with keepFor > 0
+	// it changes nothing, with keepFor <= 0 it deletes the key at once.
 	Release(ctx context.Context, key, owner string, keepFor time.Duration) error
 
 	// Get returns the lease currently on key, or an error wrapping

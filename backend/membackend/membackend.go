@@ -1,0 +1,315 @@
+// Package membackend is an in-process lease store for unit tests, examples
+// and single-process programs. It implements backend.Store with the same
+// guarantees as the networked stores — owner-checked renew and release,
+// strictly increasing fencing tokens, expiry on the store's own clock,
+// release notifications — so policy code tested on it behaves the same on
+// Redis or Consul.
+//
+// Every user of one Store shares its data, as the clients of one server do.
+// The store's clock is injectable (for baton's own tests), which lets
+// policy tests move time instead of sleeping.
+package membackend
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/clock"
+)
+
+var _ backend.Store = (*Store)(nil)
+
+// Store is an in-memory backend.Store. The zero value is not usable; call
+// New.
+type Store struct {
+	clock clock.Clock
+
+	mu       sync.Mutex
+	leases   map[string]*entry
+	fences   map[string]uint64
+	watchers map[string]map[*watch]struct{}
+	closed   bool
+}
+
+type entry struct {
+	owner    string
+	token    uint64
+	expires  time.Time
+	released bool
+	timer    clock.Timer // deletes the entry when it expires
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock makes the store decide expiry on c instead of the real clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Store) { s.clock = c }
+}
+
+// New returns an empty store.
+func New(opts ...Option) *Store {
+	s := &Store{
+		clock:    clock.Real,
+		leases:   make(map[string]*entry),
+		fences:   make(map[string]uint64),
+		watchers: make(map[string]map[*watch]struct{}),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Acquire implements backend.Store.
+func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if err := s.check(ctx, "acquire", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+		return backend.Lease{}, fmt.Errorf("membackend: acquire: %w", err)
+	}
+	ttl = backend.RoundUpMillis(ttl)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return backend.Lease{}, err
+	}
+	now := s.clock.Now()
+	if e := s.liveLocked(key, now); e != nil {
+		return backend.Lease{}, &backend.HeldError{Holder: e.lease(key, now)}
+	}
+	token := max(s.fences[key], floor) + 1
+	s.fences[key] = token
+	e := &entry{owner: owner, token: token}
+	s.leases[key] = e
+	s.expireLocked(key, e, now, ttl)
+	return e.lease(key, now), nil
+}
+
+// Renew implements backend.Store.
+func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if err := s.check(ctx, "renew", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+		return backend.Lease{}, fmt.Errorf("membackend: renew: %w", err)
+	}
+	ttl = backend.RoundUpMillis(ttl)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return backend.Lease{}, err
+	}
+	now := s.clock.Now()
+	e := s.liveLocked(key, now)
+	if e == nil || e.owner != owner || e.released {
+		return backend.Lease{}, s.notHeldLocked(key, owner, e, now)
+	}
+	s.expireLocked(key, e, now, ttl)
+	return e.lease(key, now), nil
+}
+
+// Release implements backend.Store.
+func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if err := s.check(ctx, "release", key); err != nil {
+		return err
+	}
+	if err := backend.ValidateKey(key); err != nil {
+		return fmt.Errorf("membackend: release: %w", err)
+	}
+	if err := backend.ValidateOwner(owner); err != nil {
+		return fmt.Errorf("membackend: release: %w", err)
+	}
+	if err := backend.ValidateKeepFor(keepFor); err != nil {
+		return fmt.Errorf("membackend: release: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	e := s.liveLocked(key, now)
+	if e == nil || e.owner != owner {
+		return s.notHeldLocked(key, owner, e, now)
+	}
+	if keepFor > 0 {
+		if e.released {
+			return nil // already released; the kept time stays as it was
+		}
+		e.released = true
+		s.expireLocked(key, e, now, backend.RoundUpMillis(keepFor))
+		return nil
+	}
+	s.deleteLocked(key, e)
+	return nil
+}
+
+// Get implements backend.Store.
+func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
+	if err := s.check(ctx, "get", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := backend.ValidateKey(key); err != nil {
+		return backend.Lease{}, fmt.Errorf("membackend: get: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return backend.Lease{}, err
+	}
+	now := s.clock.Now()
+	e := s.liveLocked(key, now)
+	if e == nil {
+		return backend.Lease{}, fmt.Errorf("membackend: get %q: %w", key, backend.ErrNotFound)
+	}
+	return e.lease(key, now), nil
+}
+
+// Watch implements backend.Store. The in-memory store signals on release
+// and on expiry.
+func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
+	if err := s.check(ctx, "watch", key); err != nil {
+		return nil, err
+	}
+	if err := backend.ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("membackend: watch: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return nil, err
+	}
+	w := &watch{store: s, key: key, ch: make(chan struct{}, 1)}
+	set := s.watchers[key]
+	if set == nil {
+		set = make(map[*watch]struct{})
+		s.watchers[key] = set
+	}
+	set[w] = struct{}{}
+	return w, nil
+}
+
+// Reset drops every lease and every fencing counter, as a server restarted
+// without its data would. Watchers are signalled. Tests use it to check
+// that fencing floors keep tokens increasing.
+func (s *Store) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, e := range s.leases {
+		s.deleteLocked(key, e)
+	}
+	clear(s.fences)
+}
+
+// Close stops the store's timers and makes every later call fail with
+// backend.ErrClosed. Watches stay readable but receive nothing more.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, e := range s.leases {
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+	}
+	return nil
+}
+
+func (s *Store) check(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("membackend: %s %q: %w", op, key, context.Cause(ctx))
+	}
+	return nil
+}
+
+func (s *Store) openLocked() error {
+	if s.closed {
+		return fmt.Errorf("membackend: %w", backend.ErrClosed)
+	}
+	return nil
+}
+
+// liveLocked returns key's entry if it has not expired by now.
+func (s *Store) liveLocked(key string, now time.Time) *entry {
+	e := s.leases[key]
+	if e == nil {
+		return nil
+	}
+	if !now.Before(e.expires) {
+		s.deleteLocked(key, e)
+		return nil
+	}
+	return e
+}
+
+func (s *Store) notHeldLocked(key, owner string, e *entry, now time.Time) error {
+	err := &backend.NotHeldError{Key: key, Owner: owner}
+	if e != nil {
+		err.Holder = e.lease(key, now)
+	}
+	return err
+}
+
+// expireLocked sets e to expire ttl after now and arms the timer that
+// removes it and wakes watchers at that moment.
+func (s *Store) expireLocked(key string, e *entry, now time.Time, ttl time.Duration) {
+	e.expires = now.Add(ttl)
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	e.timer = s.clock.AfterFunc(ttl, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.leases[key] == e && !s.clock.Now().Before(e.expires) {
+			s.deleteLocked(key, e)
+		}
+	})
+}
+
+func (s *Store) deleteLocked(key string, e *entry) {
+	if e.timer != nil {
+		e.timer.Stop()
+	}
+	delete(s.leases, key)
+	for w := range s.watchers[key] {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *entry) lease(key string, now time.Time) backend.Lease {
+	return backend.Lease{Key: key, Owner: e.owner, Token: e.token, TTL: e.expires.Sub(now)}
+}
+
+type watch struct {
+	store *Store
+	key   string
+	ch    chan struct{}
+	once  sync.Once
+}
+
+func (w *watch) C() <-chan struct{} { return w.ch }
+
+func (w *watch) Close() error {
+	w.once.Do(func() {
+		s := w.store
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		set := s.watchers[w.key]
+		delete(set, w)
+		if len(set) == 0 {
+			delete(s.watchers, w.key)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,339 @@
+// Package redisbackend is the Redis lease store of baton. It works on any
+// redis.UniversalClient: a standalone server, a Sentinel-managed master
+// (redis.NewFailoverClient) or a Redis Cluster.
+//
+// # Layout
+//
+// A lease key K is stored as the hash "<prefix>:K" (fields owner, token
+// and, once released with a keep time, released) with a PX expiry, and its
+// fencing counter as the integer "<prefix>:K:fence", which never expires.
+// K's hash tag (the part in braces, such as "{acme:billing}") keeps both in
+// one Cluster slot; a key without one is used whole as its tag. The suffix
+// ":fence" is reserved.
+//
+// Every operation is one Lua script (EVALSHA, falling back to EVAL when the
+// server does not have it yet), so the owner check, the fencing increment,
+// the write and the release notification are atomic. Expiry is decided by
+// the server's clock alone.
+//
+// # Notifications
+//
+// Release publishes on a channel named after the lease key. Watch
+// subscribes to it over one shared pub/sub connection per Store, opened on
+// the first Watch and closed by Close; the subscription is confirmed by the
+// server before Watch returns, so a release after Watch returned is never
+// missed while the connection stays up. Keyspace notifications are not
+// needed: expiry is not signalled, and waiters re-check at the holder's
+// remaining TTL (backend.WaitFree). When the pub/sub connection breaks,
+// every watcher gets a signal, because a release may have been missed.
+package redisbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+)
+
+var _ backend.Store = (*Store)(nil)
+
+// DefaultPrefix is the key prefix used when none is given.
+const DefaultPrefix = "baton"
+
+const fenceSuffix = ":fence"
+
+// Store is a backend.Store on Redis. Create it with New; call Close to
+// release its pub/sub connection. The client is not closed by Close.
+type Store struct {
+	rdb    redis.UniversalClient
+	prefix string
+	health time.Duration
+
+	mu   sync.Mutex // guards subs and closed
+	subs *subscriber
+	done bool
+}
+
+// Option configures a Store.
+type Option func(*Store) error
+
+// WithPrefix sets the prefix of every Redis key the store writes (default
+// "baton"). Stores with different prefixes never see each other's leases.
+func WithPrefix(prefix string) Option {
+	return func(s *Store) error {
+		if prefix == "" || strings.ContainsAny(prefix, "{} \t\r\n") {
+			return fmt.Errorf("redisbackend: %w: prefix %q must be non-empty without braces or spaces", backend.ErrInvalidArgument, prefix)
+		}
+		s.prefix = prefix
+		return nil
+	}
+}
+
+// WithHealthCheck sets how long the pub/sub connection may stay silent
+// before the store pings it, and after twice that without an answer,
+// replaces it (default 15 s). It bounds how long a silently broken
+// connection (a network cut without a reset) can hide releases.
+func WithHealthCheck(d time.Duration) Option {
+	return func(s *Store) error {
+		if d <= 0 {
+			return fmt.Errorf("redisbackend: %w: health check interval %v must be positive", backend.ErrInvalidArgument, d)
+		}
+		s.health = d
+		return nil
+	}
+}
+
+// New returns a Store on rdb. It does not talk to Redis until it is used.
+func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("redisbackend: %w: nil client", backend.ErrInvalidArgument)
+	}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Prefix returns the key prefix of the store.
+func (s *Store) Prefix() string { return s.prefix }
+
+// LeaseKey returns the Redis key that holds the lease on key.
+func (s *Store) LeaseKey(key string) string {
+	if strings.IndexByte(key, '{') >= 0 {
+		return s.prefix + ":" + key
+	}
+	return s.prefix + ":{" + key + "}"
+}
+
+// FenceKey returns the Redis key that holds the fencing counter of key.
+func (s *Store) FenceKey(key string) string { return s.LeaseKey(key) + fenceSuffix }
+
+func validKey(op, key string) error {
+	if err := backend.ValidateKey(key); err != nil {
+		return fmt.Errorf("redisbackend: %s: %w", op, err)
+	}
+	if strings.HasSuffix(key, fenceSuffix) {
+		return fmt.Errorf("redisbackend: %s: %w: key %q ends in the reserved suffix %q", op, backend.ErrInvalidArgument, key, fenceSuffix)
+	}
+	return nil
+}
+
+func (s *Store) closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+func (s *Store) begin(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("redisbackend: %s %q: %w", op, key, context.Cause(ctx))
+	}
+	if s.closed() {
+		return fmt.Errorf("redisbackend: %s %q: %w", op, key, backend.ErrClosed)
+	}
+	return validKey(op, key)
+}
+
+// Acquire implements backend.Store.
+func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if err := s.begin(ctx, "acquire", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
+	}
+	ms := backend.RoundUpMillis(ttl).Milliseconds()
+	res, err := acquireScript.Run(ctx, s.rdb, []string{s.LeaseKey(key), s.FenceKey(key)},
+		owner, ms, strconv.FormatUint(floor, 10)).Slice()
+	if err != nil {
+		return backend.Lease{}, s.transport("acquire", key, ctx, err)
+	}
+	r, err := parseReply("acquire", key, res)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	switch r.status {
+	case "ok":
+		return r.lease, nil
+	case "held":
+		return backend.Lease{}, &backend.HeldError{Holder: r.lease}
+	}
+	return backend.Lease{}, r.unexpected("acquire", key)
+}
+
+// Renew implements backend.Store.
+func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if err := s.begin(ctx, "renew", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+		return backend.Lease{}, fmt.Errorf("redisbackend: renew: %w", err)
+	}
+	ms := backend.RoundUpMillis(ttl).Milliseconds()
+	res, err := renewScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}, owner, ms).Slice()
+	if err != nil {
+		return backend.Lease{}, s.transport("renew", key, ctx, err)
+	}
+	r, err := parseReply("renew", key, res)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	switch r.status {
+	case "ok":
+		return r.lease, nil
+	case "held", "free":
+		return backend.Lease{}, &backend.NotHeldError{Key: key, Owner: owner, Holder: r.lease}
+	}
+	return backend.Lease{}, r.unexpected("renew", key)
+}
+
+// Release implements backend.Store.
+func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if err := s.begin(ctx, "release", key); err != nil {
+		return err
+	}
+	if err := backend.ValidateOwner(owner); err != nil {
+		return fmt.Errorf("redisbackend: release: %w", err)
+	}
+	if err := backend.ValidateKeepFor(keepFor); err != nil {
+		return fmt.Errorf("redisbackend: release: %w", err)
+	}
+	var ms int64
+	if keepFor > 0 {
+		ms = backend.RoundUpMillis(keepFor).Milliseconds()
+	}
+	res, err := releaseScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}, owner, ms).Slice()
+	if err != nil {
+		return s.transport("release", key, ctx, err)
+	}
+	r, err := parseReply("release", key, res)
+	if err != nil {
+		return err
+	}
+	switch r.status {
+	case "ok":
+		return nil
+	case "held", "free":
+		return &backend.NotHeldError{Key: key, Owner: owner, Holder: r.lease}
+	}
+	return r.unexpected("release", key)
+}
+
+// Get implements backend.Store.
+func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
+	if err := s.begin(ctx, "get", key); err != nil {
+		return backend.Lease{}, err
+	}
+	res, err := getScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}).Slice()
+	if err != nil {
+		return backend.Lease{}, s.transport("get", key, ctx, err)
+	}
+	r, err := parseReply("get", key, res)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	switch r.status {
+	case "held":
+		return r.lease, nil
+	case "free":
+		return backend.Lease{}, fmt.Errorf("redisbackend: get %q: %w", key, backend.ErrNotFound)
+	}
+	return backend.Lease{}, r.unexpected("get", key)
+}
+
+// transport wraps an error from the client. When ctx ended, the context's
+// error is joined so errors.Is finds it.
+func (s *Store) transport(op, key string, ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = errors.Join(err, context.Cause(ctx))
+	}
+	return fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+}
+
+type reply struct {
+	status string
+	lease  backend.Lease
+	detail string
+}
+
+func (r reply) unexpected(op, key string) error {
+	if r.status == "corrupt" {
+		return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, r.detail)
+	}
+	return fmt.Errorf("redisbackend: %s %q: %w: script replied %q", op, key, backend.ErrCorrupt, r.status)
+}
+
+// parseReply turns a script's reply into a lease, checking every field so
+// that foreign data gives ErrCorrupt instead of a panic or a zero token.
+func parseReply(op, key string, res []any) (reply, error) {
+	bad := func(format string, args ...any) (reply, error) {
+		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, fmt.Sprintf(format, args...))
+	}
+	if len(res) == 0 {
+		return bad("empty script reply")
+	}
+	status, _ := res[0].(string)
+	r := reply{status: status}
+	switch status {
+	case "free":
+		return r, nil
+	case "corrupt":
+		if len(res) > 1 {
+			r.detail, _ = res[1].(string)
+		}
+		return r, nil
+	case "ok", "held":
+	default:
+		return bad("unknown script reply %v", res)
+	}
+	if len(res) < 4 {
+		return bad("short script reply %v", res)
+	}
+	owner, _ := res[1].(string)
+	tok, _ := res[2].(string)
+	ttl, ok := res[3].(int64)
+	if !ok {
+		return bad("lease TTL %v is not an integer", res[3])
+	}
+	if owner == "" {
+		return bad("lease has no owner field")
+	}
+	token, err := strconv.ParseUint(tok, 10, 64)
+	if err != nil || token == 0 {
+		return bad("lease token %q is not a positive integer", tok)
+	}
+	if ttl < 0 && status == "held" {
+		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
+	}
+	r.lease = backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}
+	return r, nil
+}
+
+// Close closes the store's pub/sub connection, if one was opened, and
+// makes every later call fail with backend.ErrClosed. It does not close
+// the Redis client. Open watches stay readable but receive nothing more.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil
+	}
+	s.done = true
+	sub := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	if sub != nil {
+		return sub.close()
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package redisbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// Watch implements backend.Store. It returns once the server has
+// confirmed the subscription.
+func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
+	if err := s.begin(ctx, "watch", key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("redisbackend: watch %q: %w", key, backend.ErrClosed)
+	}
+	if s.subs == nil {
+		s.subs = newSubscriber(s.rdb, s.health)
+	}
+	sub := s.subs
+	s.mu.Unlock()
+
+	w, err := sub.watch(ctx, s.LeaseKey(key))
+	if err != nil {
+		return nil, s.transport("watch", key, ctx, err)
+	}
+	return w, nil
+}
+
+// subscriber multiplexes the watches of one Store over one pub/sub
+// connection. Channels are subscribed while at least one watch needs them.
+// At most one SUBSCRIBE per channel is in flight, so the first
+// "subscribe" confirmation seen for a channel while one is pending is the
+// answer to it.
+type subscriber struct {
+	client redis.UniversalClient
+	ps     *redis.PubSub // replaced only by the receive goroutine, under mu
+	health time.Duration
+	stop   context.CancelFunc
+	ctx    context.Context
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	channels map[string]*channel
+	closed   bool
+}
+
+type channel struct {
+	watches    map[*watch]struct{}
+	subscribed bool
+	pending    bool            // a SUBSCRIBE is in flight
+	confirmed  []chan struct{} // closed when the pending SUBSCRIBE is confirmed
+}
+
+func newSubscriber(rdb redis.UniversalClient, health time.Duration) *subscriber {
+	ctx, stop := context.WithCancel(context.Background())
+	s := &subscriber{
+		client:   rdb,
+		ps:       rdb.Subscribe(ctx),
+		health:   health,
+		ctx:      ctx,
+		stop:     stop,
+		channels: make(map[string]*channel),
+	}
+	s.wg.Add(1)
+	go s.receive()
+	return s
+}
+
+func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
+	w := &watch{sub: s, name: name, ch: make(chan struct{}, 1)}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, backend.ErrClosed
+	}
+	c := s.channels[name]
+	if c == nil {
+		c = &channel{watches: make(map[*watch]struct{})}
+		s.channels[name] = c
+	}
+	c.watches[w] = struct{}{}
+	if c.subscribed {
+		s.mu.Unlock()
+		return w, nil
+	}
+	ready := make(chan struct{})
+	c.confirmed = append(c.confirmed, ready)
+	if !c.pending {
+		c.pending = true
+		if err := s.ps.Subscribe(ctx, name); err != nil {
+			c.pending = false
+			c.confirmed = nil
+			s.dropLocked(w)
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
+	s.mu.Unlock()
+
+	select {
+	case <-ready:
+		return w, nil
+	case <-ctx.Done():
+		w.Close()
+		return nil, context.Cause(ctx)
+	case <-s.ctx.Done():
+		w.Close()
+		return nil, backend.ErrClosed
+	}
+}
+
+// dropLocked removes w and unsubscribes its channel when nobody needs it
+// and no SUBSCRIBE is in flight (the receiver handles that case when the
+// confirmation arrives).
+func (s *subscriber) dropLocked(w *watch) {
+	c := s.channels[w.name]
+	if c == nil {
+		return
+	}
+	delete(c.watches, w)
+	if len(c.watches) > 0 || c.pending {
+		return
+	}
+	if c.subscribed && !s.closed {
+		// Best effort: a failed UNSUBSCRIBE leaves a harmless
+		// subscription that the receiver drops on its next confirmation.
+		_ = s.ps.Unsubscribe(context.Background(), w.name)
+	}
+	delete(s.channels, w.name)
+}
+
+func (s *subscriber) receive() {
+	defer s.wg.Done()
+	silent := 0     // health intervals without any traffic
+	broken := false // the last receive failed
+	for {
+		msg, err := s.ps.ReceiveTimeout(s.ctx, s.health)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			var nerr interface{ Timeout() bool }
+			if errors.As(err, &nerr) && nerr.Timeout() {
+				silent++
+				if silent >= 3 {
+					// Pinged twice without an answer: the
+					// connection is dead without having said so.
+					s.reconnect()
+					silent = 0
+				} else {
+					_ = s.ps.Ping(s.ctx)
+				}
+				continue
+			}
+			// The client reconnects and re-subscribes on the next
+			// receive; releases published meanwhile are lost, so every
+			// watcher is told to look again now and once more when the
+			// connection is back.
+			if !broken {
+				broken = true
+				s.signalAll()
+			}
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		silent = 0
+		if broken {
+			broken = false
+			s.signalAll()
+		}
+		switch m := msg.(type) {
+		case *redis.Message:
+			s.signal(m.Channel)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				s.confirm(m.Channel)
+			}
+		}
+	}
+}
+
+// reconnect replaces a connection that stopped answering. Closing the
+// old PubSub and subscribing a new one to every channel in use is the
+// only way to force go-redis to dial again.
+func (s *subscriber) reconnect() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	_ = s.ps.Close()
+	names := make([]string, 0, len(s.channels))
+	for name, c := range s.channels {
+		names = append(names, name)
+		c.pending, c.subscribed = true, false
+	}
+	s.ps = s.client.Subscribe(s.ctx, names...)
+	s.signalAllLocked()
+}
+
+func (s *subscriber) confirm(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[name]
+	if c == nil {
+		// Re-subscribed after a reconnect but no longer needed.
+		_ = s.ps.Unsubscribe(s.ctx, name)
+		return
+	}
+	c.pending, c.subscribed = false, true
+	for _, ready := range c.confirmed {
+		close(ready)
+	}
+	c.confirmed = nil
+	if len(c.watches) == 0 {
+		_ = s.ps.Unsubscribe(s.ctx, name)
+		delete(s.channels, name)
+	}
+}
+
+func (s *subscriber) signal(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.channels[name]; c != nil {
+		for w := range c.watches {
+			w.notify()
+		}
+	}
+}
+
+func (s *subscriber) signalAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signalAllLocked()
+}
+
+func (s *subscriber) signalAllLocked() {
+	for _, c := range s.channels {
+		for w := range c.watches {
+			w.notify()
+		}
+	}
+}
+
+func (s *subscriber) close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	err := s.ps.Close()
+	s.wg.Wait()
+	return err
+}
+
+type watch struct {
+	sub  *subscriber
+	name string
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (w *watch) notify() {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watch) C() <-chan struct{} { return w.ch }
+
+func (w *watch) Close() error {
+	w.once.Do(func() {
+		w.sub.mu.Lock()
+		defer w.sub.mu.Unlock()
+		w.sub.dropLocked(w)
+	})
+	return nil
+}
