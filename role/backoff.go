@@ -1,0 +1,28 @@
+package role
+
+import (
+	mrand "math/rand/v2"
+	"time"
+)
+
+// backoff is a capped exponential delay with full jitter in its upper
+// half, for retrying a store that cannot be reached.
+type backoff struct {
+	first, max, cur time.Duration
+}
+
+func newBackoff(first, max time.Duration) *backoff {
+	return &backoff{first: first, max: max}
+}
+
+func (b *backoff) next() time.Duration {
+	if b.cur == 0 {
+		b.cur = b.first
+	} else {
+		b.cur = min(2*b.cur, b.max)
+	}
+	half := b.cur / 2
+	return half + time.Duration(mrand.Int64N(int64(half)+1))
+}
+
+func (b *backoff) reset() { b.cur = 0 }

@@ -1,0 +1,651 @@
+package role
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/clock"
+)
+
+// Elector takes part in the election of one service's master. Create it
+// with NewElector, then either call Run in a goroutine you own or Start
+// and, at shutdown, Stop. All methods are safe for concurrent use.
+type Elector struct {
+	store  backend.Store
+	id     instanceid.ID
+	idText string
+	owner  string // idText + "#" + per-process nonce
+	key    string
+	cfg    Config
+
+	clock     clock.Clock
+	realClock bool
+	base      time.Time // deadlines are nanoseconds since base, read on the monotonic clock
+	logger    *slog.Logger
+	hooks     hooks
+	opTimeout time.Duration
+
+	// deadline is when, in nanoseconds since base, this instance stops
+	// calling itself master; 0 when it is not master. IsMaster reads it
+	// and the clock, nothing else.
+	deadline atomic.Int64
+	epoch    atomic.Uint64 // highest role token seen: own tenure's while master
+
+	mu        sync.Mutex // guards the fields below
+	running   bool
+	cancelRun context.CancelFunc
+	runDone   chan struct{}
+	master    string // last known master's instance ID
+	lastErr   error
+	lastErrAt time.Time
+	duplicate string // owner string of another live process with our ID
+	since     time.Time
+}
+
+type hooks struct {
+	elected      func(context.Context)
+	demoted      func()
+	masterChange func(string)
+}
+
+// Option configures an Elector.
+type Option func(*Elector)
+
+// OnElected registers f to be called when this instance becomes master.
+// Its context is cancelled as soon as the mastership ends — lost, stepped
+// down before the lease could expire, or given up by Stop — so work started
+// for the tenure can watch ctx.Done(). EpochFromContext(ctx) returns the
+// tenure's epoch.
+func OnElected(f func(ctx context.Context)) Option {
+	return func(e *Elector) { e.hooks.elected = f }
+}
+
+// OnDemoted registers f to be called when this instance stops being
+// master.
+func OnDemoted(f func()) Option {
+	return func(e *Elector) { e.hooks.demoted = f }
+}
+
+// OnMasterChange registers f to be called with the instance ID of the
+// master each time this instance learns that the master changed,
+// including to itself.
+func OnMasterChange(f func(instanceID string)) Option {
+	return func(e *Elector) { e.hooks.masterChange = f }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(e *Elector) {
+		if l != nil {
+			e.logger = l
+		}
+	}
+}
+
+// WithOperationTimeout bounds each call to the store (default: the
+// heartbeat interval, at most 5 s).
+func WithOperationTimeout(d time.Duration) Option {
+	return func(e *Elector) { e.opTimeout = d }
+}
+
+// withClock drives the elector from c; baton's tests use a fake clock.
+func withClock(c clock.Clock) Option {
+	return func(e *Elector) { e.clock = c }
+}
+
+// NewElector returns an elector for the instance id on store. It checks
+// the configuration and the ID, and starts nothing: call Run or Start.
+func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Option) (*Elector, error) {
+	if store == nil {
+		return nil, errors.New("role: nil store: pass a backend such as redisbackend.New(client)")
+	}
+	if err := id.Validate(); err != nil {
+		return nil, fmt.Errorf("role: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var nonce [6]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("role: cannot draw a process nonce: %w", err)
+	}
+	e := &Elector{
+		store:  store,
+		id:     id,
+		idText: id.String(),
+		key:    backend.AppKey(id.Tenant, id.App, "role"),
+		cfg:    cfg.WithDefaults(),
+		clock:  clock.Real,
+		logger: slog.Default(),
+	}
+	e.owner = e.idText + "#" + hex.EncodeToString(nonce[:])
+	for _, o := range opts {
+		o(e)
+	}
+	if e.opTimeout <= 0 {
+		e.opTimeout = min(e.cfg.HeartbeatInterval, 5*time.Second)
+	}
+	if err := backend.ValidateKey(e.key); err != nil {
+		return nil, fmt.Errorf("role: tenant %q and app %q do not make a usable key: %w", id.Tenant, id.App, err)
+	}
+	if err := backend.ValidateOwner(e.owner); err != nil {
+		return nil, fmt.Errorf("role: instance ID %q is not usable as an owner: %w", e.idText, err)
+	}
+	e.realClock = e.clock == clock.Real
+	e.base = e.clock.Now()
+	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText)
+	return e, nil
+}
+
+// ID returns the instance ID the elector campaigns for.
+func (e *Elector) ID() instanceid.ID { return e.id }
+
+// Key returns the role key in the store.
+func (e *Elector) Key() string { return e.key }
+
+// IsMaster reports whether this instance is master now. It is true only
+// while the last successful renewal (or the claim), counted from when it
+// was sent, plus the role TTL minus the safety margin lies in the future
+// of the local monotonic clock, so an instance that wakes from a long
+// pause never reports a stale true. It does no I/O, takes no lock and
+// does not allocate.
+func (e *Elector) IsMaster() bool {
+	d := e.deadline.Load()
+	return d != 0 && e.now() < d
+}
+
+// IsLeader reports mastership in the form gocron.Elector expects: nil
+// when this instance is master, ErrNotMaster otherwise.
+func (e *Elector) IsLeader(context.Context) error {
+	if e.IsMaster() {
+		return nil
+	}
+	return ErrNotMaster
+}
+
+// Epoch returns the highest role epoch (the store's fencing token of a
+// tenure) this elector has seen: its own tenure's while it is master.
+// Pass it to resources that must reject a stale master's writes.
+func (e *Elector) Epoch() uint64 { return e.epoch.Load() }
+
+// Master returns the instance ID of the master as last seen by this
+// elector, or "" when it has seen none.
+func (e *Elector) Master() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.master
+}
+
+// IsMasterOf reports whether instanceID is the master of app (in this
+// elector's tenant), reading the role key from the store.
+func (e *Elector) IsMasterOf(ctx context.Context, app, instanceID string) (bool, error) {
+	key := backend.AppKey(e.id.Tenant, app, "role")
+	if err := backend.ValidateKey(key); err != nil {
+		return false, fmt.Errorf("role: app %q: %w", app, err)
+	}
+	l, err := e.store.Get(ctx, key)
+	if errors.Is(err, backend.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("role: reading the master of app %q: %w", app, err)
+	}
+	return ownerID(l.Owner) == instanceID, nil
+}
+
+// Status is a snapshot of an elector's view.
+type Status struct {
+	Enabled  bool
+	Running  bool
+	IsMaster bool
+	// Instance is this elector's instance ID.
+	Instance string
+	// Master is the master's instance ID as last seen, "" if unknown.
+	Master string
+	// Epoch is the highest role epoch seen.
+	Epoch uint64
+	// Since is when this instance last became master or slave.
+	Since time.Time
+	// LastError is the last store error, and when it happened.
+	LastError   error
+	LastErrorAt time.Time
+	// Duplicate names another live process that claims this instance's ID
+	// (its owner string), if one was seen.
+	Duplicate string
+}
+
+// Status returns a snapshot of the elector's view.
+func (e *Elector) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Status{
+		Enabled:     !e.cfg.Disabled,
+		Running:     e.running,
+		IsMaster:    e.IsMaster(),
+		Instance:    e.idText,
+		Master:      e.master,
+		Epoch:       e.epoch.Load(),
+		Since:       e.since,
+		LastError:   e.lastErr,
+		LastErrorAt: e.lastErrAt,
+		Duplicate:   e.duplicate,
+	}
+}
+
+// Start runs the election in a goroutine owned by the elector until Stop.
+func (e *Elector) Start() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := e.claimRun(cancel); err != nil {
+		cancel()
+		return err
+	}
+	go e.run(ctx)
+	return nil
+}
+
+// Stop ends the election started by Start or Run: a master gives up its
+// mastership first (IsMaster turns false, the OnElected context is
+// cancelled) and then releases the role key at once so another instance
+// takes over in milliseconds. Stop waits for that, and for the callbacks
+// already queued, until ctx ends.
+func (e *Elector) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	cancel, done := e.cancelRun, e.runDone
+	e.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("role: stopping elector for %s: %w", e.idText, context.Cause(ctx))
+	}
+}
+
+// Run takes part in the election until ctx ends, then gives up the
+// mastership like Stop. It returns ErrRunning if the elector already runs.
+// With the role disabled it writes nothing and just waits for ctx.
+func (e *Elector) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := e.claimRun(cancel); err != nil {
+		return err
+	}
+	e.run(ctx)
+	return nil
+}
+
+func (e *Elector) claimRun(cancel context.CancelFunc) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running {
+		return fmt.Errorf("%w: elector for %s", ErrRunning, e.idText)
+	}
+	e.running = true
+	e.cancelRun = cancel
+	e.runDone = make(chan struct{})
+	return nil
+}
+
+func (e *Elector) run(ctx context.Context) {
+	defer func() {
+		e.mu.Lock()
+		e.running = false
+		close(e.runDone)
+		e.cancelRun = nil
+		e.mu.Unlock()
+	}()
+	if e.cfg.Disabled {
+		e.logger.Info("role election disabled (scheduler-lock.enabled=false): this instance is never master")
+		<-ctx.Done()
+		return
+	}
+	ev := newEvents(e.hooks)
+	defer ev.close()
+	c := campaign{e: e, ev: ev}
+	c.loop(ctx)
+}
+
+func (e *Elector) now() int64 {
+	if e.realClock {
+		return int64(time.Since(e.base))
+	}
+	return int64(e.clock.Since(e.base))
+}
+
+func (e *Elector) setErr(err error) {
+	e.mu.Lock()
+	e.lastErr, e.lastErrAt = err, e.clock.Now()
+	e.mu.Unlock()
+}
+
+// ownerID returns the instance ID part of a role owner string.
+func ownerID(owner string) string {
+	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
+		return owner[:i]
+	}
+	return owner
+}
+
+// campaign is the state of one Run: only its goroutine touches it.
+type campaign struct {
+	e     *Elector
+	ev    *events
+	floor uint64
+	watch backend.Watch
+
+	// while master:
+	tenureCancel context.CancelFunc
+	renewedAt    int64 // when the last successful renewal was sent
+	deadlineTmr  clock.Timer
+}
+
+func (c *campaign) loop(ctx context.Context) {
+	defer c.closeWatch()
+	for ctx.Err() == nil {
+		l, start, ok := c.follow(ctx)
+		if !ok {
+			return
+		}
+		c.lead(ctx, l, start)
+	}
+}
+
+// follow waits as a slave until this instance is granted the role. It
+// returns the lease and when the winning request was sent.
+func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
+	e := c.e
+	backoff := newBackoff(50*time.Millisecond, e.cfg.HeartbeatInterval)
+	for ctx.Err() == nil {
+		if c.watch == nil {
+			c.openWatch(ctx)
+		}
+		start := e.now()
+		l, err := c.acquire(ctx)
+		var held *backend.HeldError
+		switch {
+		case err == nil:
+			return l, start, true
+		case errors.As(err, &held):
+			backoff.reset()
+			h := held.Holder
+			c.observe(h.Token)
+			if h.Owner == e.owner {
+				// Our own lease: a claim whose reply was lost, or a
+				// tenure we stepped down from while the store was
+				// unreachable. Nobody else was granted the role since,
+				// so take it back with a renewal.
+				if l, err := c.renew(ctx); err == nil {
+					return l, start, true
+				}
+			} else {
+				c.seeMaster(h.Owner)
+			}
+			// Sleep until the holder's lease ends or a release wakes us;
+			// the jitter spreads the claims of many waiting slaves.
+			c.wait(ctx, h.TTL+jitter(e.cfg.HeartbeatExpiration))
+		case ctx.Err() != nil:
+		default:
+			e.setErr(err)
+			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
+			c.wait(ctx, backoff.next())
+		}
+	}
+	return backend.Lease{}, 0, false
+}
+
+// lead keeps the role until it is lost or ctx ends.
+func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
+	e := c.e
+	c.closeWatch()
+	c.becomeMaster(ctx, l, start)
+	interval := int64(e.cfg.HeartbeatInterval)
+	retry := min(e.cfg.HeartbeatInterval/5, time.Second)
+	for {
+		// Sleep until the next heartbeat, or until the tenure ends.
+		next := time.Duration(c.renewedAt + interval - e.now())
+		if !c.sleep(ctx, next) {
+			c.stepDown(ctx, "stopping")
+			return
+		}
+		for {
+			if e.deadline.Load() == 0 || e.now() >= e.deadline.Load() {
+				c.stepDown(ctx, "renewals failed until the safety deadline")
+				return
+			}
+			sent := e.now()
+			l, err := c.renew(ctx)
+			if err == nil {
+				c.renewed(l, sent)
+				break
+			}
+			if ctx.Err() != nil {
+				c.stepDown(ctx, "stopping")
+				return
+			}
+			if errors.Is(err, backend.ErrNotHeld) {
+				c.lost(err)
+				return
+			}
+			e.setErr(err)
+			e.logger.Warn("role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", l.Token, "err", err)
+			left := time.Duration(e.deadline.Load() - e.now())
+			if !c.sleep(ctx, min(retry, max(left, 0))) {
+				c.stepDown(ctx, "stopping")
+				return
+			}
+		}
+	}
+}
+
+func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int64) {
+	e := c.e
+	c.observe(l.Token)
+	tctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token))
+	c.tenureCancel = cancel
+	c.renewed(l, start)
+	e.mu.Lock()
+	e.master = e.idText
+	e.since = e.clock.Now()
+	e.mu.Unlock()
+	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
+	c.ev.push(event{kind: evElected, ctx: tctx})
+	c.ev.push(event{kind: evMasterChange, id: e.idText})
+}
+
+// renewed moves the deadline to sent + TTL - margin and arms the timer that
+// ends the tenure at that deadline if no renewal moves it again.
+func (c *campaign) renewed(l backend.Lease, sent int64) {
+	e := c.e
+	c.renewedAt = sent
+	d := sent + int64(e.cfg.HeartbeatExpiration-e.cfg.SafetyMargin)
+	e.deadline.Store(d)
+	cancel := c.tenureCancel
+	wait := time.Duration(d - e.now())
+	if c.deadlineTmr == nil {
+		c.deadlineTmr = e.clock.AfterFunc(wait, cancel)
+	} else {
+		c.deadlineTmr.Reset(wait)
+	}
+}
+
+// stepDown ends this instance's tenure: first locally (IsMaster false,
+// tenure context cancelled), then in the store when stopping.
+func (c *campaign) stepDown(ctx context.Context, why string) {
+	e := c.e
+	c.endTenure()
+	if ctx.Err() != nil {
+		// Graceful stop: give the role away now so a slave takes over at
+		// once instead of after the TTL.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
+		err := e.store.Release(rctx, e.key, e.owner, 0)
+		cancel()
+		if err != nil && !errors.Is(err, backend.ErrNotHeld) {
+			e.setErr(err)
+			e.logger.Warn("role: could not release the role key on stop; it expires after its TTL", "key", e.key, "err", err)
+		}
+	}
+	e.logger.Info("role: no longer master", "key", e.key, "reason", why)
+}
+
+// lost handles a renewal refused by the store: someone else holds the
+// role, or the key vanished (expired, or the store lost its data).
+func (c *campaign) lost(err error) {
+	e := c.e
+	c.endTenure()
+	var nh *backend.NotHeldError
+	if errors.As(err, &nh) && nh.Holder.Owner != "" {
+		c.observe(nh.Holder.Token)
+		c.seeMaster(nh.Holder.Owner)
+	}
+	e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
+}
+
+func (c *campaign) endTenure() {
+	e := c.e
+	e.deadline.Store(0)
+	if c.deadlineTmr != nil {
+		c.deadlineTmr.Stop()
+		c.deadlineTmr = nil
+	}
+	if c.tenureCancel != nil {
+		c.tenureCancel()
+		c.tenureCancel = nil
+	}
+	e.mu.Lock()
+	if e.master == e.idText {
+		e.master = ""
+	}
+	e.since = e.clock.Now()
+	e.mu.Unlock()
+	c.ev.push(event{kind: evDemoted})
+}
+
+func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
+	e := c.e
+	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	defer cancel()
+	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, c.floor)
+}
+
+func (c *campaign) renew(ctx context.Context) (backend.Lease, error) {
+	e := c.e
+	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	defer cancel()
+	return e.store.Renew(octx, e.key, e.owner, e.cfg.HeartbeatExpiration)
+}
+
+// observe raises the fencing floor and the visible epoch to token.
+func (c *campaign) observe(token uint64) {
+	c.floor = max(c.floor, token)
+	for {
+		old := c.e.epoch.Load()
+		if token <= old || c.e.epoch.CompareAndSwap(old, token) {
+			return
+		}
+	}
+}
+
+// seeMaster records the master named by a role owner string.
+func (c *campaign) seeMaster(owner string) {
+	e := c.e
+	id := ownerID(owner)
+	e.mu.Lock()
+	changed := e.master != id
+	e.master = id
+	dup := id == e.idText && owner != e.owner && e.duplicate != owner
+	if dup {
+		e.duplicate = owner
+	}
+	e.mu.Unlock()
+	if dup {
+		e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
+			"key", e.key, "other", owner, "self", e.owner)
+	}
+	if changed {
+		c.ev.push(event{kind: evMasterChange, id: id})
+	}
+}
+
+func (c *campaign) openWatch(ctx context.Context) {
+	e := c.e
+	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	defer cancel()
+	w, err := e.store.Watch(octx, e.key)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.setErr(err)
+			e.logger.Warn("role: cannot watch the role key; falling back to its TTL", "key", e.key, "err", err)
+		}
+		return
+	}
+	c.watch = w
+}
+
+func (c *campaign) closeWatch() {
+	if c.watch != nil {
+		c.watch.Close()
+		c.watch = nil
+	}
+}
+
+// wait sleeps for d, or until the role key is released, or ctx ends.
+func (c *campaign) wait(ctx context.Context, d time.Duration) {
+	var wake <-chan struct{}
+	if c.watch != nil {
+		wake = c.watch.C()
+	}
+	t := c.e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-wake:
+	case <-ctx.Done():
+	}
+}
+
+// sleep waits d; it reports false if ctx ended first.
+func (c *campaign) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := c.e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// jitter returns a small random delay, at most 1% of ttl and 20 ms.
+func jitter(ttl time.Duration) time.Duration {
+	n := int64(min(ttl/100, 20*time.Millisecond))
+	if n <= 0 {
+		return 0
+	}
+	return time.Duration(mrand.Int64N(n + 1))
+}
+
+type epochKey struct{}
+
+// EpochFromContext returns the epoch of the tenure whose OnElected context
+// ctx is (or derives from).
+func EpochFromContext(ctx context.Context) (uint64, bool) {
+	v, ok := ctx.Value(epochKey{}).(uint64)
+	return v, ok
+}

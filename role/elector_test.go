@@ -1,0 +1,451 @@
+package role
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/clock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const patience = 10 * time.Second // generous deadline for events
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func mustID(t testing.TB, port int) instanceid.ID {
+	t.Helper()
+	id, err := instanceid.New("10.0.0.1", "acme", "billing", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// eventually polls cond until it holds or the patience runs out.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// flaky wraps a store and fails every call while down is set, as a store
+// behind a cut network would.
+type flaky struct {
+	backend.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("store unreachable (test)")
+
+func (f *flaky) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if f.down.Load() {
+		return backend.Lease{}, errDown
+	}
+	return f.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (f *flaky) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if f.down.Load() {
+		return backend.Lease{}, errDown
+	}
+	return f.Store.Renew(ctx, key, owner, ttl)
+}
+
+func (f *flaky) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return f.Store.Release(ctx, key, owner, keepFor)
+}
+
+func (f *flaky) Watch(ctx context.Context, key string) (backend.Watch, error) {
+	if f.down.Load() {
+		return nil, errDown
+	}
+	return f.Store.Watch(ctx, key)
+}
+
+// quiet keeps the elector's log out of the test output.
+var quiet = WithLogger(slog.New(slog.DiscardHandler))
+
+var fast = Config{HeartbeatInterval: time.Second, HeartbeatExpiration: 3 * time.Second, SafetyMargin: 200 * time.Millisecond}
+
+// newStore returns an in-memory store closed after the test's electors
+// stopped (cleanups run last-registered first).
+func newStore(t *testing.T, opts ...membackend.Option) *membackend.Store {
+	s := membackend.New(opts...)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func start(t *testing.T, el *Elector) {
+	t.Helper()
+	if err := el.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		if err := el.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+func TestFirstElectorBecomesMaster(t *testing.T) {
+	store := newStore(t)
+	var elected atomic.Uint64
+	el, err := NewElector(store, mustID(t, 8080), fast, quiet, OnElected(func(ctx context.Context) {
+		ep, _ := EpochFromContext(ctx)
+		elected.Store(ep)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el.IsMaster() {
+		t.Fatal("master before Start")
+	}
+	start(t, el)
+	eventually(t, "elected", el.IsMaster)
+	eventually(t, "OnElected called", func() bool { return elected.Load() == 1 })
+	if el.Epoch() != 1 || el.Master() != "10.0.0.1:acme:billing:8080" {
+		t.Fatalf("epoch %d master %q; want 1 and own ID", el.Epoch(), el.Master())
+	}
+	l, err := store.Get(context.Background(), "{acme:billing}:role")
+	if err != nil || !strings.HasPrefix(l.Owner, "10.0.0.1:acme:billing:8080#") {
+		t.Fatalf("role key = %+v, %v; want owned by the instance ID plus nonce", l, err)
+	}
+	if ok, err := el.IsMasterOf(context.Background(), "billing", "10.0.0.1:acme:billing:8080"); !ok || err != nil {
+		t.Fatalf("IsMasterOf(self) = %v, %v", ok, err)
+	}
+	if ok, err := el.IsMasterOf(context.Background(), "billing", "10.0.0.2:acme:billing:8080"); ok || err != nil {
+		t.Fatalf("IsMasterOf(other) = %v, %v", ok, err)
+	}
+	if ok, err := el.IsMasterOf(context.Background(), "other-app", "10.0.0.1:acme:billing:8080"); ok || err != nil {
+		t.Fatalf("IsMasterOf(other app) = %v, %v", ok, err)
+	}
+}
+
+// Many electors over many graceful handovers: when a tenure begins, the
+// context of every earlier tenure is already cancelled (the old master
+// gave up before the new one was granted), and every tenure has its own
+// epoch.
+func TestOneMasterAcrossHandovers(t *testing.T) {
+	store := newStore(t)
+	const n = 5
+	var (
+		mu       sync.Mutex
+		tenures  []context.Context
+		epochs   []uint64
+		overlaps []string
+		electors []*Elector
+	)
+	for i := range n {
+		el, err := NewElector(store, mustID(t, 8000+i), fast, quiet,
+			OnElected(func(ctx context.Context) {
+				ep, _ := EpochFromContext(ctx)
+				mu.Lock()
+				defer mu.Unlock()
+				for j, old := range tenures {
+					// Callbacks of different electors run on different
+					// goroutines, so an earlier tenure's may come later:
+					// compare by epoch.
+					if epochs[j] < ep && old.Err() == nil {
+						overlaps = append(overlaps, fmt.Sprintf("tenure %d (epoch %d) began while tenure %d (epoch %d) was live", len(tenures), ep, j, epochs[j]))
+					}
+				}
+				tenures = append(tenures, ctx)
+				epochs = append(epochs, ep)
+			}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		electors = append(electors, el)
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	current := func() []*Elector {
+		var ms []*Elector
+		for _, el := range electors {
+			if el.IsMaster() {
+				ms = append(ms, el)
+			}
+		}
+		return ms
+	}
+	for round := range n {
+		eventually(t, fmt.Sprintf("a master in round %d", round), func() bool { return len(current()) == 1 })
+		ms := current()
+		if len(ms) != 1 {
+			t.Fatalf("round %d: %d masters", round, len(ms))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		if err := ms[0].Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(overlaps) > 0 {
+		t.Fatal(overlaps)
+	}
+	if len(epochs) != n {
+		t.Fatalf("%d tenures, want %d", len(epochs), n)
+	}
+	// Callbacks of different electors may run out of order; the epochs
+	// themselves must be distinct: one per tenure.
+	slices.Sort(epochs)
+	for i := 1; i < len(epochs); i++ {
+		if epochs[i] <= epochs[i-1] {
+			t.Fatalf("two tenures share an epoch: %v", epochs)
+		}
+	}
+}
+
+// A stopped master releases the role and a waiting slave is woken by the
+// release, not by a timer: the fake clock never moves in this test.
+func TestGracefulHandoverWakesSlave(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
+	a, _ := NewElector(store, mustID(t, 1), fast, quiet, withClock(clk))
+	b, _ := NewElector(store, mustID(t, 2), fast, quiet, withClock(clk))
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	eventually(t, "b sees a as master", func() bool { return b.Master() == a.ID().String() })
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.IsMaster() {
+		t.Fatal("a still master after Stop")
+	}
+	eventually(t, "b elected without the clock moving", b.IsMaster)
+	if b.Epoch() != 2 {
+		t.Fatalf("b's epoch = %d, want 2", b.Epoch())
+	}
+}
+
+// A master cut off from the store stops calling itself master at
+// sent + TTL - margin, before the store can expire its key, and a slave
+// claims the role once the key expired.
+func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
+	cut := &flaky{Store: store}
+	var tenureEnded atomic.Bool
+	a, _ := NewElector(cut, mustID(t, 1), fast, quiet, withClock(clk), OnElected(func(ctx context.Context) {
+		<-ctx.Done()
+		tenureEnded.Store(true)
+	}))
+	b, _ := NewElector(store, mustID(t, 2), fast, quiet, withClock(clk))
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	// a: heartbeat sleep + deadline timer; store: expiry timer; b: wait.
+	clk.WaitForTimers(4, nil)
+
+	cut.down.Store(true)
+	deadline := fast.HeartbeatExpiration - fast.SafetyMargin
+	clk.Advance(deadline - time.Millisecond)
+	if !a.IsMaster() {
+		t.Fatal("a stepped down before its deadline")
+	}
+	clk.Advance(time.Millisecond)
+	if a.IsMaster() {
+		t.Fatal("a still master at its deadline")
+	}
+	eventually(t, "a's tenure context cancelled", tenureEnded.Load)
+	if _, err := store.Get(context.Background(), a.Key()); err != nil {
+		t.Fatalf("the key should still be held on the store when a steps down: %v", err)
+	}
+	if b.IsMaster() {
+		t.Fatal("b master while a's key is live")
+	}
+	// The key expires at TTL; b's next claim is scheduled at its PTTL plus
+	// at most 20 ms of jitter.
+	clk.Advance(fast.SafetyMargin + 30*time.Millisecond)
+	eventually(t, "b elected after the key expired", b.IsMaster)
+	if b.Epoch() != 2 {
+		t.Fatalf("b's epoch = %d, want 2", b.Epoch())
+	}
+}
+
+// A store that loses its data (a Redis restarted empty) costs the master
+// its tenure, and the next tenure's epoch is still larger.
+func TestStoreLosesDataEpochStillIncreases(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
+	a, _ := NewElector(store, mustID(t, 1), fast, quiet, withClock(clk))
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	for range 3 { // raise the epoch a little with extra tenures
+		clk.WaitForTimers(3, nil)
+		ep := a.Epoch()
+		store.Reset()
+		clk.Advance(fast.HeartbeatInterval)
+		eventually(t, "re-elected with a larger epoch", func() bool { return a.IsMaster() && a.Epoch() > ep })
+	}
+	if a.Epoch() != 4 {
+		t.Fatalf("epoch after three data losses = %d, want 4", a.Epoch())
+	}
+}
+
+func TestRenewalsKeepMastership(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
+	a, _ := NewElector(store, mustID(t, 1), fast, quiet, withClock(clk))
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	for i := range 20 {
+		clk.WaitForTimers(3, nil)
+		clk.Advance(fast.HeartbeatInterval)
+		if !a.IsMaster() {
+			t.Fatalf("lost mastership after %d heartbeats", i+1)
+		}
+	}
+	if a.Epoch() != 1 {
+		t.Fatalf("epoch changed by renewals: %d", a.Epoch())
+	}
+}
+
+func TestCallbacksInOrder(t *testing.T) {
+	store := newStore(t)
+	var mu sync.Mutex
+	var got []string
+	rec := func(s string) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	}
+	id := mustID(t, 1)
+	a, _ := NewElector(store, id, fast, quiet,
+		OnElected(func(context.Context) { time.Sleep(20 * time.Millisecond); rec("elected") }),
+		OnMasterChange(func(m string) { rec("master=" + m) }),
+		OnDemoted(func() { rec("demoted") }))
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "elected", a.IsMaster)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"elected", "master=" + id.String(), "demoted"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("callbacks %v, want %v", got, want)
+	}
+}
+
+func TestDuplicateInstanceIDIsReported(t *testing.T) {
+	store := newStore(t)
+	id := mustID(t, 1)
+	a, _ := NewElector(store, id, fast, quiet)
+	b, _ := NewElector(store, id, fast, quiet)
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	eventually(t, "b reports the duplicate", func() bool { return b.Status().Duplicate != "" })
+	if b.IsMaster() {
+		t.Fatal("two processes with one ID are both master")
+	}
+}
+
+func TestDisabledWritesNothing(t *testing.T) {
+	store := newStore(t)
+	cfg := fast
+	cfg.Disabled = true
+	a, err := NewElector(store, mustID(t, 1), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	eventually(t, "running", func() bool { return a.Status().Running })
+	if a.IsMaster() {
+		t.Fatal("disabled elector is master")
+	}
+	if _, err := store.Get(context.Background(), a.Key()); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("disabled elector wrote the role key: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunTwiceFails(t *testing.T) {
+	store := newStore(t)
+	a, _ := NewElector(store, mustID(t, 1), fast, quiet)
+	start(t, a)
+	if err := a.Start(); !errors.Is(err, ErrRunning) {
+		t.Fatalf("second Start: %v, want ErrRunning", err)
+	}
+}
+
+func TestNewElectorRejectsBadInput(t *testing.T) {
+	store := newStore(t)
+	tests := []struct {
+		name  string
+		store backend.Store
+		id    instanceid.ID
+		cfg   Config
+		want  string
+	}{
+		{"nil store", nil, mustID(t, 1), Config{}, "nil store"},
+		{"zero ID", store, instanceid.ID{}, Config{}, "instanceid"},
+		{"interval too long", store, mustID(t, 1), Config{HeartbeatInterval: 30 * time.Second}, "less than half"},
+		{"margin too long", store, mustID(t, 1), Config{SafetyMargin: 20 * time.Second}, "SafetyMargin"},
+		{"negative TTL", store, mustID(t, 1), Config{HeartbeatExpiration: -time.Second}, "HeartbeatExpiration"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewElector(tt.store, tt.id, tt.cfg, quiet)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPackageDefault(t *testing.T) {
+	t.Cleanup(func() { SetDefault(nil) })
+	if IsMaster() {
+		t.Fatal("IsMaster true without a default")
+	}
+	if _, err := IsMasterOf(context.Background(), "billing", "x"); !errors.Is(err, ErrNoDefault) {
+		t.Fatalf("IsMasterOf without default: %v", err)
+	}
+	store := newStore(t)
+	a, _ := NewElector(store, mustID(t, 1), fast, quiet)
+	SetDefault(a)
+	start(t, a)
+	eventually(t, "default elector elected", IsMaster)
+}
