@@ -162,7 +162,13 @@ func (e *Elector) Key() string { return e.key }
 // does not allocate.
 func (e *Elector) IsMaster() bool {
 	d := e.deadline.Load()
-	return d != 0 && e.now() < d
+	if d == 0 {
+		return false
+	}
+	if e.realClock {
+		return int64(time.Since(e.base)) < d
+	}
+	return int64(e.clock.Since(e.base)) < d
 }
 
 // IsLeader reports mastership in the form gocron.Elector expects: nil

@@ -97,6 +97,12 @@ func newStore(t *testing.T, opts ...membackend.Option) *membackend.Store {
 	return s
 }
 
+func newStoreB(b *testing.B) *membackend.Store {
+	s := membackend.New()
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 func start(t *testing.T, el *Elector) {
 	t.Helper()
 	if err := el.Start(); err != nil {

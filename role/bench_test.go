@@ -1,0 +1,74 @@
+package role
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+var sinkBool bool
+var sinkDur time.Duration
+
+// BenchmarkMonotonicClock is the floor IsMaster is measured against: one
+// read of the monotonic clock.
+func BenchmarkMonotonicClock(b *testing.B) {
+	base := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkDur = time.Since(base)
+	}
+}
+
+// BenchmarkIsMaster measures IsMaster on a master. Goal: at most 1.2x
+// BenchmarkMonotonicClock in the same run, 0 allocs.
+func BenchmarkIsMaster(b *testing.B) {
+	store := newStoreB(b)
+	el, err := NewElector(store, mustID(b, 1), fast, quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := el.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		el.Stop(ctx)
+	}()
+	eventually(b, "elected", el.IsMaster)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		sinkBool = el.IsMaster()
+	}
+	if !sinkBool {
+		b.Fatal("lost mastership during the benchmark")
+	}
+}
+
+// BenchmarkIsMasterParallel measures IsMaster read from every core at once.
+func BenchmarkIsMasterParallel(b *testing.B) {
+	store := newStoreB(b)
+	el, err := NewElector(store, mustID(b, 1), fast, quiet)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := el.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		el.Stop(ctx)
+	}()
+	eventually(b, "elected", el.IsMaster)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var v bool
+		for pb.Next() {
+			v = el.IsMaster()
+		}
+		_ = v
+	})
+}
