@@ -1,9 +1,52 @@
 // Package role elects one master among the instances of a service (one
-// tenant and app), the Go rendition of the role key with a TTL heartbeat:
-// one key per service whose value names the master, claimed when absent and
-// renewed by the master every heartbeat interval.
+// tenant and app): the role key of the seed framework, done so that loss
+// is observable and handover is fast.
 //
-// This package holds the role's configuration today; the elector itself
-// (fenced tenures, instant handover, an IsMaster that reads only the local
-// monotonic clock) is being built on the backend interface.
+// # The rules
+//
+// One role key per service, {tenant:app}:role, holds the master's owner
+// string: its instance ID plus a per-process nonce, so two processes that
+// share an ID (same host and port, a restart overlap) are never both
+// master. The key's TTL is Config.HeartbeatExpiration (default 45 s). Every
+// instance tries to create the key when it starts; whoever succeeds is
+// master. The master renews the key every Config.HeartbeatInterval
+// (default 15 s). A slave claims the key as soon as it is free.
+//
+// # Beyond the seed
+//
+//   - Fenced tenures: every tenure's epoch is the store's fencing token for
+//     the grant, strictly larger than every earlier tenure's, also after the
+//     store lost its data (the elector passes the highest epoch it saw as
+//     the floor of its claims). Epoch and EpochFromContext return it.
+//   - Fast handover: Stop (or the end of Run's context) gives the role up
+//     and deletes the key at once; waiting slaves are woken by the store's
+//     release notification and claim in milliseconds. After a crash, a slave
+//     schedules its next claim at the key's remaining TTL plus a few
+//     milliseconds of jitter, not at its next tick.
+//   - Honest IsMaster: true only while the send time of the last successful
+//     renewal plus the TTL minus Config.SafetyMargin lies in the future of
+//     the local monotonic clock. A master that cannot renew steps down on
+//     its own before the store can expire its key, and a process that wakes
+//     from a long pause never reads a stale true. IsMaster does no I/O,
+//     takes no lock and does not allocate.
+//   - Loss is observable: the context passed to OnElected is cancelled the
+//     moment the tenure ends; OnDemoted and OnMasterChange follow. Callbacks
+//     run in order on one goroutine per elector, never concurrently, and a
+//     slow callback never delays a renewal.
+//   - Duplicate instance IDs are detected: a process that sees the role held
+//     by another process with its own instance ID logs an error and reports
+//     it in Status.
+//
+// # What is not promised
+//
+// Mastership is a lease, not mutual exclusion under arbitrary pauses: the
+// safety margin absorbs clock-rate differences and the request's time in
+// flight, not a process stopped for longer than the TTL between reading
+// IsMaster and acting on it. Work that must never run under two masters
+// should carry the epoch to the resource it changes and let that resource
+// reject an epoch older than one it has seen.
+//
+// With the role disabled (Config.Disabled, scheduler-lock.enabled=false) the
+// elector writes nothing, IsMaster is always false and master-only jobs
+// never run.
 package role

@@ -1,0 +1,70 @@
+package role_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
+)
+
+// Two instances of one service: the first to start becomes master; when it
+// stops, it releases the role and the other takes over at once.
+func ExampleElector() {
+	store := membackend.New() // redisbackend.New(client) in production
+	defer store.Close()
+	quiet := role.WithLogger(slog.New(slog.DiscardHandler))
+
+	idA, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	idB, _ := instanceid.New("10.0.0.8", "acme", "billing", 8080)
+	elected := make(chan string, 2)
+	onElected := func(id instanceid.ID) role.Option {
+		return role.OnElected(func(ctx context.Context) {
+			epoch, _ := role.EpochFromContext(ctx)
+			elected <- fmt.Sprintf("%s is master, epoch %d", id, epoch)
+		})
+	}
+	a, _ := role.NewElector(store, idA, role.Config{}, quiet, onElected(idA))
+	b, _ := role.NewElector(store, idB, role.Config{}, quiet, onElected(idB))
+
+	a.Start()
+	fmt.Println(<-elected)
+	b.Start()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	a.Stop(ctx) // releases the role key at once
+	fmt.Println(<-elected)
+	fmt.Println("a is master:", a.IsMaster(), "- b is master:", b.IsMaster())
+	b.Stop(ctx)
+	// Output:
+	// 10.0.0.7:acme:billing:8080 is master, epoch 1
+	// 10.0.0.8:acme:billing:8080 is master, epoch 2
+	// a is master: false - b is master: true
+}
+
+// Handlers that cannot be handed the elector use the package default.
+func ExampleSetDefault() {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	el, _ := role.NewElector(store, id, role.Config{}, role.WithLogger(slog.New(slog.DiscardHandler)))
+	role.SetDefault(el)
+	defer role.SetDefault(nil)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { el.Run(ctx); close(done) }()
+	for !role.IsMaster() {
+		time.Sleep(time.Millisecond)
+	}
+	ok, _ := role.IsMasterOf(context.Background(), "billing", "10.0.0.7:acme:billing:8080")
+	fmt.Println("master:", role.IsMaster(), "- IsMasterOf:", ok)
+	cancel()
+	<-done
+	// Output:
+	// master: true - IsMasterOf: true
+}
