@@ -1,0 +1,290 @@
+// Command cluster is baton's main demo: three instances of one service
+// elect a master, the master stops gracefully and hands over in
+// milliseconds, then the next master crashes and a third instance takes
+// over once the role key's TTL has run out. It prints a timeline and exits
+// by itself.
+//
+//	go run ./examples/cluster                      # embedded in-process Redis
+//	go run ./examples/cluster -redis 127.0.0.1:6379  # a real Redis
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
+)
+
+func main() {
+	addr := flag.String("redis", "", "address of a Redis server (host:port); empty runs an embedded in-process Redis")
+	ttl := flag.Duration("ttl", 3*time.Second, "role key TTL (scheduler-lock.heartbeat-expiration-duration-in-seconds)")
+	verbose := flag.Bool("v", false, "also print the electors' own log")
+	flag.Parse()
+	if err := run(*addr, *ttl, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "cluster demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+// instance is one member of the demo cluster. Its store can be cut off to
+// play a crash: the process stops talking to Redis and never releases.
+type instance struct {
+	id      instanceid.ID
+	el      *role.Elector
+	crashed atomic.Bool
+}
+
+func run(addr string, ttl time.Duration, verbose bool) error {
+	rdb, where, stopRedis, err := connect(addr)
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+	defer rdb.Close()
+
+	store, err := redisbackend.New(rdb, redisbackend.WithPrefix("baton-demo"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	cfg := role.Config{HeartbeatExpiration: ttl, HeartbeatInterval: ttl / 3, SafetyMargin: ttl / 10}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.WithDefaults()
+	log := slog.New(slog.DiscardHandler)
+	if verbose {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+
+	start := time.Now()
+	tl := &timeline{start: start}
+	fmt.Printf("baton cluster demo: 3 instances of service acme/billing on %s\n", where)
+	fmt.Printf("role TTL %v, heartbeat every %v, safety margin %v\n\n", cfg.HeartbeatExpiration, cfg.HeartbeatInterval, cfg.SafetyMargin)
+
+	elected := make(chan tenure, 8)
+	var instances []*instance
+	for i := range 3 {
+		id, err := instanceid.New("127.0.0.1", "acme", "billing", 8081+i)
+		if err != nil {
+			return err
+		}
+		in := &instance{id: id}
+		el, err := role.NewElector(&crashable{Store: store, crashed: &in.crashed}, id, cfg,
+			role.WithLogger(log),
+			role.OnElected(func(ctx context.Context) {
+				epoch, _ := role.EpochFromContext(ctx)
+				at := time.Now()
+				tl.say("%s is MASTER (epoch %d)", id, epoch)
+				elected <- tenure{who: in, epoch: epoch, at: at, ctx: ctx}
+			}),
+			role.OnDemoted(func() { tl.say("%s is no longer master", id) }))
+		if err != nil {
+			return err
+		}
+		in.el = el
+		instances = append(instances, in)
+	}
+
+	// Start the instances a little apart: the first one claims the role.
+	for _, in := range instances {
+		tl.say("%s starts", in.id)
+		if err := in.el.Start(); err != nil {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, in := range instances {
+			in.el.Stop(ctx)
+		}
+	}()
+
+	var tenures []tenure
+	next := func(what string, within time.Duration) (tenure, error) {
+		select {
+		case t := <-elected:
+			tenures = append(tenures, t)
+			return t, nil
+		case <-time.After(within):
+			return tenure{}, fmt.Errorf("no master elected %s within %v", what, within)
+		}
+	}
+	first, err := next("at start", 5*time.Second)
+	if err != nil {
+		return err
+	}
+	for _, in := range instances {
+		if in != first.who {
+			tl.say("%s is a slave and sees master %s", in.id, in.el.Master())
+		}
+	}
+
+	// Let the master renew a few times, then stop it gracefully.
+	time.Sleep(2 * cfg.HeartbeatInterval)
+	tl.say("stopping the master %s gracefully: it gives up the role and deletes the key", first.who.id)
+	stopAt := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err = first.who.el.Stop(ctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	second, err := next("after the graceful stop", 5*time.Second)
+	if err != nil {
+		return err
+	}
+	handover := second.at.Sub(stopAt)
+	tl.say("handover took %v (a slave was woken by the release, not by its next heartbeat)", handover.Round(10*time.Microsecond))
+
+	// Let the new master renew, then crash it: it stops talking to Redis
+	// and its key stays until the TTL runs out.
+	time.Sleep(2 * cfg.HeartbeatInterval)
+	tl.say("crashing the master %s: it stops talking to Redis and never releases", second.who.id)
+	crashAt := time.Now()
+	second.who.crashed.Store(true)
+	third, err := next("after the crash", cfg.HeartbeatExpiration+5*time.Second)
+	if err != nil {
+		return err
+	}
+	failover := third.at.Sub(crashAt)
+	tl.say("failover took %v after the crash (TTL %v): the slave claimed at the key's remaining TTL", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
+
+	tl.say("stopping the remaining instances")
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	for _, in := range instances {
+		in.el.Stop(ctx)
+	}
+	cancel()
+
+	fmt.Println()
+	fmt.Println("summary:")
+	fmt.Printf("  tenures:  %s (epoch %d) -> %s (epoch %d) -> %s (epoch %d)\n",
+		first.who.id, first.epoch, second.who.id, second.epoch, third.who.id, third.epoch)
+	fmt.Printf("  graceful handover: %v\n", handover.Round(10*time.Microsecond))
+	fmt.Printf("  crash failover:    %v (TTL %v)\n", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
+	if !(first.epoch < second.epoch && second.epoch < third.epoch) {
+		return errors.New("epochs did not increase")
+	}
+	for i, t := range tenures[:len(tenures)-1] {
+		if t.ctx.Err() == nil {
+			return fmt.Errorf("tenure %d (epoch %d) was still live when a later one began", i, t.epoch)
+		}
+	}
+	fmt.Println("  epochs only increased, and each tenure had ended before the next began")
+	return nil
+}
+
+type tenure struct {
+	who   *instance
+	epoch uint64
+	at    time.Time
+	ctx   context.Context
+}
+
+// connect returns a client for addr, or starts an embedded Redis whose
+// clock is driven by real time when addr is empty.
+func connect(addr string) (rdb *redis.Client, where string, stop func(), err error) {
+	if addr != "" {
+		rdb = redis.NewClient(&redis.Options{Addr: addr})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			rdb.Close()
+			return nil, "", nil, fmt.Errorf("cannot reach Redis at %s: %w", addr, err)
+		}
+		return rdb, "Redis at " + addr, func() {}, nil
+	}
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		return nil, "", nil, fmt.Errorf("starting the embedded Redis: %w", err)
+	}
+	// miniredis expires keys only when told that time passed.
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last := time.Now()
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				m.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	stop = func() {
+		close(done)
+		wg.Wait()
+		m.Close()
+	}
+	return redis.NewClient(&redis.Options{Addr: m.Addr()}), "an embedded in-process Redis (miniredis)", stop, nil
+}
+
+type timeline struct {
+	start time.Time
+	mu    sync.Mutex
+}
+
+func (t *timeline) say(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Printf("[+%6.3fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// crashable is a store that fails every call once its instance crashed.
+type crashable struct {
+	backend.Store
+	crashed *atomic.Bool
+}
+
+var errCrashed = errors.New("instance crashed (demo)")
+
+func (c *crashable) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if c.crashed.Load() {
+		return backend.Lease{}, errCrashed
+	}
+	return c.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (c *crashable) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if c.crashed.Load() {
+		return backend.Lease{}, errCrashed
+	}
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
+func (c *crashable) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.Store.Release(ctx, key, owner, keepFor)
+}
+
+func (c *crashable) Watch(ctx context.Context, key string) (backend.Watch, error) {
+	if c.crashed.Load() {
+		return nil, errCrashed
+	}
+	return c.Store.Watch(ctx, key)
+}
