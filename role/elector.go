@@ -26,7 +26,8 @@ type Elector struct {
 	id     instanceid.ID
 	idText string
 	owner  string // idText + "#" + per-process nonce
-	key    string
+	key    string // the role key
+	group  string // the member list
 	cfg    Config
 
 	clock     clock.Clock
@@ -57,6 +58,7 @@ type hooks struct {
 	elected      func(context.Context)
 	demoted      func()
 	masterChange func(string)
+	duplicate    func(string)
 }
 
 // Option configures an Elector.
@@ -125,6 +127,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 		id:     id,
 		idText: id.String(),
 		key:    backend.AppKey(id.Tenant, id.App, "role"),
+		group:  backend.AppKey(id.Tenant, id.App, "members"),
 		cfg:    cfg.WithDefaults(),
 		clock:  clock.Real,
 		logger: slog.Default(),
@@ -321,6 +324,15 @@ func (e *Elector) run(ctx context.Context) {
 	}
 	ev := newEvents(e.hooks)
 	defer ev.close()
+	var presence sync.WaitGroup
+	defer presence.Wait()
+	pctx, stopPresence := context.WithCancel(ctx)
+	defer stopPresence()
+	presence.Add(1)
+	go func() {
+		defer presence.Done()
+		e.presence(pctx)
+	}()
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)
 }
@@ -572,14 +584,9 @@ func (c *campaign) seeMaster(owner string) {
 	e.mu.Lock()
 	changed := e.master != id
 	e.master = id
-	dup := id == e.idText && owner != e.owner && e.duplicate != owner
-	if dup {
-		e.duplicate = owner
-	}
 	e.mu.Unlock()
-	if dup {
-		e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
-			"key", e.key, "other", owner, "self", e.owner)
+	if id == e.idText && owner != e.owner {
+		e.reportDuplicate(owner)
 	}
 	if changed {
 		c.ev.push(event{kind: evMasterChange, id: id})

@@ -87,6 +87,10 @@ func (f *flaky) Watch(ctx context.Context, key string) (backend.Watch, error) {
 // quiet keeps the elector's log out of the test output.
 var quiet = WithLogger(slog.New(slog.DiscardHandler))
 
+// leaseOnly hides a store's member list, so that fake-clock tests count
+// only the timers of the election itself.
+type leaseOnly struct{ backend.Store }
+
 var fast = Config{HeartbeatInterval: time.Second, HeartbeatExpiration: 3 * time.Second, SafetyMargin: 200 * time.Millisecond}
 
 // newStore returns an in-memory store closed after the test's electors
@@ -262,11 +266,11 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 	store := newStore(t, membackend.WithClock(clk))
 	cut := &flaky{Store: store}
 	var tenureEnded atomic.Bool
-	a, _ := NewElector(cut, mustID(t, 1), fast, quiet, withClock(clk), OnElected(func(ctx context.Context) {
+	a, _ := NewElector(leaseOnly{cut}, mustID(t, 1), fast, quiet, withClock(clk), OnElected(func(ctx context.Context) {
 		<-ctx.Done()
 		tenureEnded.Store(true)
 	}))
-	b, _ := NewElector(store, mustID(t, 2), fast, quiet, withClock(clk))
+	b, _ := NewElector(leaseOnly{store}, mustID(t, 2), fast, quiet, withClock(clk))
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
@@ -305,7 +309,7 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 func TestStoreLosesDataEpochStillIncreases(t *testing.T) {
 	clk := clock.NewFake(t0)
 	store := newStore(t, membackend.WithClock(clk))
-	a, _ := NewElector(store, mustID(t, 1), fast, quiet, withClock(clk))
+	a, _ := NewElector(leaseOnly{store}, mustID(t, 1), fast, quiet, withClock(clk))
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	for range 3 { // raise the epoch a little with extra tenures
@@ -323,7 +327,7 @@ func TestStoreLosesDataEpochStillIncreases(t *testing.T) {
 func TestRenewalsKeepMastership(t *testing.T) {
 	clk := clock.NewFake(t0)
 	store := newStore(t, membackend.WithClock(clk))
-	a, _ := NewElector(store, mustID(t, 1), fast, quiet, withClock(clk))
+	a, _ := NewElector(leaseOnly{store}, mustID(t, 1), fast, quiet, withClock(clk))
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	for i := range 20 {
@@ -454,4 +458,81 @@ func TestPackageDefault(t *testing.T) {
 	SetDefault(a)
 	start(t, a)
 	eventually(t, "default elector elected", IsMaster)
+}
+
+func TestMembersListsLiveInstances(t *testing.T) {
+	store := newStore(t)
+	var els []*Elector
+	for i := range 3 {
+		el, err := NewElector(store, mustID(t, 9000+i), fast, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, el)
+		els = append(els, el)
+	}
+	eventually(t, "a master", func() bool { return slices.ContainsFunc(els, (*Elector).IsMaster) })
+	var ms []Member
+	eventually(t, "three members", func() bool {
+		var err error
+		ms, err = els[0].Members(context.Background())
+		return err == nil && len(ms) == 3
+	})
+	masters, selves := 0, 0
+	for i, m := range ms {
+		if m.ID != mustID(t, 9000+i).String() || !strings.HasPrefix(m.Owner, m.ID+"#") {
+			t.Errorf("member %d = %+v", i, m)
+		}
+		if m.StartedAt.IsZero() {
+			t.Errorf("member %d has no start time", i)
+		}
+		if m.Master {
+			masters++
+		}
+		if m.Self {
+			selves++
+		}
+	}
+	if masters != 1 || selves != 1 {
+		t.Fatalf("members %+v: %d masters and %d selves, want 1 and 1", ms, masters, selves)
+	}
+	// A stopped instance leaves the list at once.
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := els[2].Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := els[0].Members(ctx)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("after a Stop: %+v, %v; want 2 members", ms, err)
+	}
+}
+
+// Two slaves that share an instance ID find each other through the member
+// list, even though neither is master.
+func TestDuplicateSlavesAreReported(t *testing.T) {
+	store := newStore(t)
+	master, _ := NewElector(store, mustID(t, 1), fast, quiet)
+	start(t, master)
+	eventually(t, "master elected", master.IsMaster)
+	var reported atomic.Int32
+	hook := OnDuplicateID(func(string) { reported.Add(1) })
+	a, _ := NewElector(store, mustID(t, 2), fast, quiet, hook)
+	b, _ := NewElector(store, mustID(t, 2), fast, quiet, hook)
+	start(t, a)
+	eventually(t, "a heartbeated", func() bool {
+		ms, _ := master.Members(context.Background())
+		return len(ms) == 2
+	})
+	start(t, b)
+	eventually(t, "b reports a", func() bool { return b.Status().Duplicate != "" })
+	if got := b.Status().Duplicate; !strings.HasPrefix(got, mustID(t, 2).String()+"#") {
+		t.Fatalf("duplicate = %q", got)
+	}
+	if reported.Load() == 0 {
+		t.Fatal("OnDuplicateID not called")
+	}
+	if master.Status().Duplicate != "" {
+		t.Fatalf("the master, whose ID is unique, reports a duplicate: %q", master.Status().Duplicate)
+	}
 }

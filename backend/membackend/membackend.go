@@ -31,6 +31,7 @@ type Store struct {
 	leases   map[string]*entry
 	fences   map[string]uint64
 	watchers map[string]map[*watch]struct{}
+	members  map[string]map[string]*member // group -> name -> member
 	closed   bool
 }
 
@@ -57,6 +58,7 @@ func New(opts ...Option) *Store {
 		leases:   make(map[string]*entry),
 		fences:   make(map[string]uint64),
 		watchers: make(map[string]map[*watch]struct{}),
+		members:  make(map[string]map[string]*member),
 	}
 	for _, o := range opts {
 		o(s)
@@ -204,6 +206,7 @@ func (s *Store) Reset() {
 		s.deleteLocked(key, e)
 	}
 	clear(s.fences)
+	clear(s.members)
 }
 
 // Close stops the store's timers and makes every later call fail with

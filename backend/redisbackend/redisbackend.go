@@ -8,8 +8,9 @@
 // and, once released with a keep time, released) with a PX expiry, and its
 // fencing counter as the integer "<prefix>:K:fence", which never expires.
 // K's hash tag (the part in braces, such as "{acme:billing}") keeps both in
-// one Cluster slot; a key without one is used whole as its tag. The suffix
-// ":fence" is reserved.
+// one Cluster slot; a key without one is used whole as its tag. The
+// suffixes ":fence", ":member-data" and ":member-ids" are reserved (see
+// Registry below).
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet), so the owner check, the fencing increment,
@@ -32,6 +33,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,8 +124,10 @@ func validKey(op, key string) error {
 	if err := backend.ValidateKey(key); err != nil {
 		return fmt.Errorf("redisbackend: %s: %w", op, err)
 	}
-	if strings.HasSuffix(key, fenceSuffix) {
-		return fmt.Errorf("redisbackend: %s: %w: key %q ends in the reserved suffix %q", op, backend.ErrInvalidArgument, key, fenceSuffix)
+	for _, suffix := range []string{fenceSuffix, memberDataSuffix, memberIDsSuffix} {
+		if strings.HasSuffix(key, suffix) {
+			return fmt.Errorf("redisbackend: %s: %w: key %q ends in the reserved suffix %q", op, backend.ErrInvalidArgument, key, suffix)
+		}
 	}
 	return nil
 }
@@ -317,6 +321,10 @@ func parseReply(op, key string, res []any) (reply, error) {
 	}
 	r.lease = backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}
 	return r, nil
+}
+
+func sortMembers(ms []backend.Member) {
+	slices.SortFunc(ms, func(a, b backend.Member) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // Close closes the store's pub/sub connection, if one was opened, and

@@ -1,0 +1,186 @@
+package redisbackend
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+)
+
+var _ backend.Registry = (*Store)(nil)
+
+// A group G is kept in three keys sharing G's hash tag: the sorted set
+// "<prefix>:G" (member name -> expiry in server milliseconds), the hash
+// "<prefix>:G:member-data" (name -> "seen-ms\nidentity\ndata") and the hash
+// "<prefix>:G:member-ids" (identity -> the name that last claimed it),
+// which finds two live members with one identity without a scan. All three
+// expire when the group stops heartbeating. Each call purges at most 100
+// expired members, so its cost stays bounded.
+const (
+	memberDataSuffix = ":member-data"
+	memberIDsSuffix  = ":member-ids"
+)
+
+const purgeMembers = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function purge()
+  for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
+    local v = redis.call('HGET', KEYS[2], n)
+    if v then
+      local _, _, ident = string.find(v, '^%d+\n([^\n]*)\n')
+      if ident and redis.call('HGET', KEYS[3], ident) == n then redis.call('HDEL', KEYS[3], ident) end
+      redis.call('HDEL', KEYS[2], n)
+    end
+    redis.call('ZREM', KEYS[1], n)
+  end
+end
+`
+
+// heartbeatScript: KEYS zset, data, ids; ARGV name, identity, data, ttl-ms.
+var heartbeatScript = redis.NewScript(purgeMembers + `
+for _, k in ipairs(KEYS) do
+  local ty = redis.call('TYPE', k).ok
+  local want = 'hash'
+  if k == KEYS[1] then want = 'zset' end
+  if ty ~= 'none' and ty ~= want then return {'corrupt', 'key ' .. k .. ' is a ' .. ty .. ', not a ' .. want} end
+end
+purge()
+local ttl = tonumber(ARGV[4])
+local dup = {}
+local prev = redis.call('HGET', KEYS[3], ARGV[2])
+if prev and prev ~= ARGV[1] then
+  local exp = redis.call('ZSCORE', KEYS[1], prev)
+  if exp and tonumber(exp) > now then dup[1] = prev end
+end
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], now .. '\n' .. ARGV[2] .. '\n' .. ARGV[3])
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
+for _, k in ipairs(KEYS) do
+  if redis.call('PTTL', k) < 2 * ttl then redis.call('PEXPIRE', k, 2 * ttl) end
+end
+return {'ok', dup[1] or ''}
+`)
+
+// membersScript: KEYS zset, data, ids. Replies now-ms, then per member
+// name, expiry-ms, value.
+var membersScript = redis.NewScript(purgeMembers + `
+local ty = redis.call('TYPE', KEYS[1]).ok
+if ty ~= 'none' and ty ~= 'zset' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. ty .. ', not a zset'} end
+purge()
+local out = {'ok', tostring(now)}
+local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
+for i = 1, #live, 2 do
+  out[#out + 1] = live[i]
+  out[#out + 1] = live[i + 1]
+  out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or ''
+end
+return out
+`)
+
+// leaveScript: KEYS zset, data, ids; ARGV name.
+var leaveScript = redis.NewScript(`
+local v = redis.call('HGET', KEYS[2], ARGV[1])
+if v then
+  local _, _, ident = string.find(v, '^%d+\n([^\n]*)\n')
+  if ident and redis.call('HGET', KEYS[3], ident) == ARGV[1] then redis.call('HDEL', KEYS[3], ident) end
+  redis.call('HDEL', KEYS[2], ARGV[1])
+end
+redis.call('ZREM', KEYS[1], ARGV[1])
+return {'ok'}
+`)
+
+func (s *Store) groupKeys(group string) []string {
+	k := s.LeaseKey(group)
+	return []string{k, k + memberDataSuffix, k + memberIDsSuffix}
+}
+
+// Heartbeat implements backend.Registry.
+func (s *Store) Heartbeat(ctx context.Context, group string, m backend.Member, ttl time.Duration) ([]string, error) {
+	if err := s.begin(ctx, "heartbeat", group); err != nil {
+		return nil, err
+	}
+	if err := backend.ValidateMember(m); err != nil {
+		return nil, fmt.Errorf("redisbackend: heartbeat: %w", err)
+	}
+	if err := backend.ValidateTTL("ttl", ttl); err != nil {
+		return nil, fmt.Errorf("redisbackend: heartbeat: %w", err)
+	}
+	res, err := heartbeatScript.Run(ctx, s.rdb, s.groupKeys(group),
+		m.Name, m.Identity, string(m.Data), backend.RoundUpMillis(ttl).Milliseconds()).StringSlice()
+	if err != nil {
+		return nil, s.transport("heartbeat", group, ctx, err)
+	}
+	if len(res) < 2 || res[0] != "ok" {
+		return nil, corruptReply("heartbeat", group, res)
+	}
+	if res[1] == "" {
+		return nil, nil
+	}
+	return []string{res[1]}, nil
+}
+
+// Members implements backend.Registry.
+func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, error) {
+	if err := s.begin(ctx, "members", group); err != nil {
+		return nil, err
+	}
+	res, err := membersScript.Run(ctx, s.rdb, s.groupKeys(group)).StringSlice()
+	if err != nil {
+		return nil, s.transport("members", group, ctx, err)
+	}
+	if len(res) < 2 || res[0] != "ok" || (len(res)-2)%3 != 0 {
+		return nil, corruptReply("members", group, res)
+	}
+	now, err := strconv.ParseInt(res[1], 10, 64)
+	if err != nil {
+		return nil, corruptReply("members", group, res)
+	}
+	out := make([]backend.Member, 0, (len(res)-2)/3)
+	for i := 2; i < len(res); i += 3 {
+		exp, err1 := strconv.ParseFloat(res[i+1], 64)
+		seenText, rest, ok1 := strings.Cut(res[i+2], "\n")
+		ident, data, ok2 := strings.Cut(rest, "\n")
+		seen, err2 := strconv.ParseInt(seenText, 10, 64)
+		if err1 != nil || err2 != nil || !ok1 || !ok2 {
+			return nil, fmt.Errorf("redisbackend: members %q: %w: member %q has no readable entry; delete the group's keys", group, backend.ErrCorrupt, res[i])
+		}
+		out = append(out, backend.Member{
+			Name:     res[i],
+			Identity: ident,
+			Data:     []byte(data),
+			Age:      time.Duration(now-seen) * time.Millisecond,
+			TTL:      time.Duration(int64(exp)-now) * time.Millisecond,
+		})
+	}
+	// ZRANGEBYSCORE orders by expiry; the interface promises name order.
+	sortMembers(out)
+	return out, nil
+}
+
+// Leave implements backend.Registry.
+func (s *Store) Leave(ctx context.Context, group, name string) error {
+	if err := s.begin(ctx, "leave", group); err != nil {
+		return err
+	}
+	if err := backend.ValidateOwner(name); err != nil {
+		return fmt.Errorf("redisbackend: leave: %w", err)
+	}
+	if err := leaveScript.Run(ctx, s.rdb, s.groupKeys(group), name).Err(); err != nil {
+		return s.transport("leave", group, ctx, err)
+	}
+	return nil
+}
+
+func corruptReply(op, key string, res []string) error {
+	detail := fmt.Sprint(res)
+	if len(res) >= 2 && res[0] == "corrupt" {
+		detail = res[1]
+	}
+	return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, detail)
+}

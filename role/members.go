@@ -1,0 +1,134 @@
+package role
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// ErrNoRegistry reports that the store keeps no member list.
+var ErrNoRegistry = errors.New("role: the store keeps no member list (it does not implement backend.Registry)")
+
+// Member is one live instance of the service, as listed by Members.
+type Member struct {
+	// ID is the instance ID the member claims.
+	ID string
+	// Owner is the member's owner string: its ID plus a per-process nonce.
+	// Two members with one ID and different owners are two processes
+	// sharing an instance ID.
+	Owner string
+	// Master reports whether the member holds the role key.
+	Master bool
+	// Self reports whether the member is the elector that listed it.
+	Self bool
+	// StartedAt is when the member's elector started, on its own clock.
+	StartedAt time.Time
+	// LastSeen is how long ago the store received its last heartbeat.
+	LastSeen time.Duration
+}
+
+type memberData struct {
+	Started time.Time `json:"started"`
+}
+
+// OnDuplicateID registers f to be called with the owner string of another
+// live process that claims this instance's ID. The elector also logs the
+// duplicate at error level and reports it in Status; use f for metrics or
+// alerts.
+func OnDuplicateID(f func(otherOwner string)) Option {
+	return func(e *Elector) { e.hooks.duplicate = f }
+}
+
+// Members lists the live instances of this elector's service: every
+// elector that heartbeated within the role TTL. It needs a store that
+// implements backend.Registry (both built-in stores do).
+func (e *Elector) Members(ctx context.Context) ([]Member, error) {
+	reg, ok := e.store.(backend.Registry)
+	if !ok {
+		return nil, ErrNoRegistry
+	}
+	ms, err := reg.Members(ctx, e.group)
+	if err != nil {
+		return nil, fmt.Errorf("role: listing the members of %s/%s: %w", e.id.Tenant, e.id.App, err)
+	}
+	var master string
+	if l, err := e.store.Get(ctx, e.key); err == nil {
+		master = l.Owner
+	} else if !errors.Is(err, backend.ErrNotFound) {
+		return nil, fmt.Errorf("role: reading the master of %s/%s: %w", e.id.Tenant, e.id.App, err)
+	}
+	out := make([]Member, 0, len(ms))
+	for _, m := range ms {
+		var d memberData
+		_ = json.Unmarshal(m.Data, &d) // informational; a foreign entry just has no start time
+		out = append(out, Member{
+			ID:        m.Identity,
+			Owner:     m.Name,
+			Master:    m.Name == master,
+			Self:      m.Name == e.owner,
+			StartedAt: d.Started,
+			LastSeen:  m.Age,
+		})
+	}
+	return out, nil
+}
+
+// presence heartbeats this elector's member entry every two heartbeat
+// intervals until ctx ends, then leaves the group. It returns at once when
+// the store keeps no member list.
+func (e *Elector) presence(ctx context.Context) {
+	reg, ok := e.store.(backend.Registry)
+	if !ok {
+		return
+	}
+	data, _ := json.Marshal(memberData{Started: e.clock.Now()})
+	me := backend.Member{Name: e.owner, Identity: e.idText, Data: data}
+	ttl := e.cfg.HeartbeatExpiration + e.cfg.HeartbeatInterval
+	every := 2 * e.cfg.HeartbeatInterval
+	t := e.clock.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
+			if err := reg.Leave(lctx, e.group, e.owner); err != nil {
+				e.logger.Debug("role: could not leave the member list; the entry expires by itself", "err", err)
+			}
+			cancel()
+			return
+		case <-t.C():
+		}
+		hctx, cancel := context.WithTimeout(ctx, e.opTimeout)
+		dups, err := reg.Heartbeat(hctx, e.group, me, ttl)
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.setErr(err)
+			e.logger.Warn("role: member heartbeat failed", "group", e.group, "err", err)
+		case len(dups) > 0:
+			e.reportDuplicate(dups[0])
+		}
+		t.Reset(every)
+	}
+}
+
+// reportDuplicate records and reports another live process with this
+// instance's ID, once per other process.
+func (e *Elector) reportDuplicate(other string) {
+	e.mu.Lock()
+	seen := e.duplicate == other
+	e.duplicate = other
+	e.mu.Unlock()
+	if seen {
+		return
+	}
+	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
+		"other", other, "self", e.owner)
+	if e.hooks.duplicate != nil {
+		e.hooks.duplicate(other)
+	}
+}
