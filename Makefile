@@ -1,0 +1,163 @@
+# baton — build, test and benchmark entry points.
+#
+#   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing
+#   make test         vet + gofmt check + race tests, for the root module and every nested module
+#   make bench        benchmarks (root module and nested modules such as bench/)
+#   make bench-quick  the same with a short -benchtime
+#   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
+#   make chaos        tests built with -tags chaos whose names match Chaos
+#   make cover        coverage profile of the root module
+#   make clean        remove generated files and the test cache
+#
+# Tests start their own private Redis processes on loopback ports; a system
+# Redis service, if any, is neither needed nor used.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.ONESHELL:
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+GO        ?= go
+FUZZTIME  ?= 30s
+BENCHTIME ?= 1s
+QUICK_BENCHTIME ?= 100ms
+TEST_TIMEOUT  ?= 15m
+CHAOS_TIMEOUT ?= 30m
+
+# The root module plus every directory below it that holds a go.mod
+# (bench/ and any later ones), skipping vendor, testdata and hidden dirs.
+NESTED_MODULES := $(shell find . -mindepth 2 -name go.mod \
+	-not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*' \
+	-exec dirname {} \; | sed 's|^\./||' | sort)
+MODULES := . $(NESTED_MODULES)
+
+REDIS_BINS   := redis-server redis-sentinel redis-cli
+APT_PACKAGES := redis-server redis-sentinel redis-tools
+# Where the tests look for the binaries besides PATH (see internal/testenv).
+REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
+
+.PHONY: help deps test vet fmt-check fmt test-only bench bench-quick fuzz chaos cover clean
+
+help:
+	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
+
+deps:
+	@missing=()
+	for bin in $(REDIS_BINS); do
+		PATH="$(REDIS_PATH)" command -v "$$bin" >/dev/null 2>&1 || missing+=("$$bin")
+	done
+	if (( $${#missing[@]} == 0 )); then
+		echo "deps: $(REDIS_BINS) already installed"
+	else
+		echo "deps: missing: $${missing[*]}; installing Debian packages: $(APT_PACKAGES)"
+		if ! command -v apt-get >/dev/null 2>&1; then
+			echo "deps: apt-get not found: install Redis >= 7.0 ($(REDIS_BINS)) by other means" >&2
+			exit 1
+		fi
+		sudo=()
+		if (( $$(id -u) != 0 )); then
+			if command -v sudo >/dev/null 2>&1; then
+				sudo=(sudo)
+			else
+				echo "deps: not root and no sudo: cannot install $(APT_PACKAGES)" >&2
+				exit 1
+			fi
+		fi
+		echo "+ $${sudo[*]:+$${sudo[*]} }apt-get update"
+		"$${sudo[@]}" apt-get update
+		echo "+ $${sudo[*]:+$${sudo[*]} }apt-get install -y --no-install-recommends $(APT_PACKAGES)"
+		"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES)
+		echo "deps: note: the package may have started a system redis-server on 6379;" \
+			"tests start their own servers and do not use it"
+	fi
+	for bin in $(REDIS_BINS); do
+		PATH="$(REDIS_PATH)" command -v "$$bin" >/dev/null 2>&1 || {
+			echo "deps: $$bin still not found after installing" >&2; exit 1; }
+	done
+	PATH="$(REDIS_PATH)"
+	echo "deps: $$(redis-server --version)"
+	echo "deps: $$(redis-sentinel --version) (sentinel)"
+	echo "deps: $$(redis-cli --version)"
+	echo "deps: $$($(GO) version)"
+
+test: deps
+	@for mod in $(MODULES); do
+		$(MAKE) test-only MOD="$$mod"
+	done
+
+# test-only runs vet, the gofmt check and the race tests of one module
+# (MOD, default the root); `make test` runs it for every module.
+MOD ?= .
+test-only:
+	@cd "$(MOD)"
+	echo "== $(MOD): go vet"
+	$(GO) vet ./...
+	echo "== $(MOD): gofmt"
+	$(MAKE) -C "$(CURDIR)" fmt-check DIR="$(MOD)"
+	echo "== $(MOD): go test -race"
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+vet:
+	@for mod in $(MODULES); do
+		echo "== $$mod: go vet"
+		(cd "$$mod" && $(GO) vet ./...)
+	done
+
+# fmt-check fails listing the Go files under DIR (default: the whole tree)
+# that gofmt would change.
+DIR ?= .
+fmt-check:
+	@unformatted=$$(find "$(DIR)" -name '*.go' -not -path '*/vendor/*' -not -path '*/testdata/*' \
+		-not -path '*/.*/*' -print0 | xargs -0 -r gofmt -l)
+	if [[ -n "$$unformatted" ]]; then
+		echo "gofmt: these files are not formatted (run 'make fmt'):" >&2
+		echo "$$unformatted" >&2
+		exit 1
+	fi
+
+fmt:
+	@find . -name '*.go' -not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*/*' \
+		-print0 | xargs -0 -r gofmt -w -l
+
+bench: deps
+	@for mod in $(MODULES); do
+		echo "== $$mod: benchmarks (-benchtime $(BENCHTIME))"
+		(cd "$$mod" && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...)
+	done
+
+bench-quick:
+	@$(MAKE) bench BENCHTIME=$(QUICK_BENCHTIME)
+
+# fuzz lists the Fuzz* targets of each package (go test -list prints the
+# names, then an "ok <package>" line) and fuzzes each for FUZZTIME.
+fuzz: deps
+	@for mod in $(MODULES); do
+		targets=$$(cd "$$mod" && $(GO) test -list '^Fuzz' ./... |
+			awk '/^Fuzz/ { names[n++] = $$1; next }
+			     /^ok/   { for (i = 0; i < n; i++) print $$2, names[i]; n = 0 }')
+		if [[ -z "$$targets" ]]; then
+			echo "== $$mod: no fuzz targets"
+			continue
+		fi
+		while read -r pkg target; do
+			echo "== $$mod: fuzz $$pkg $$target for $(FUZZTIME)"
+			(cd "$$mod" && $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg")
+		done <<< "$$targets"
+	done
+
+chaos: deps
+	@for mod in $(MODULES); do
+		echo "== $$mod: chaos tests"
+		(cd "$$mod" && $(GO) test -tags chaos -race -count=1 -timeout $(CHAOS_TIMEOUT) -run Chaos ./...)
+	done
+
+cover: deps
+	@$(GO) test -count=1 -covermode=atomic -coverprofile=coverage.out -timeout $(TEST_TIMEOUT) ./...
+	$(GO) tool cover -func=coverage.out | tail -n 1
+	echo "cover: profile in coverage.out; 'go tool cover -html=coverage.out' to browse"
+
+clean:
+	@rm -f coverage.out coverage.html
+	$(GO) clean -testcache
+	echo "clean: removed coverage files and the test cache"
