@@ -66,21 +66,52 @@ type Store interface {
 	// ErrNotFound if the key is free.
 	Get(ctx context.Context, key string) (Lease, error)
 
-	// Watch subscribes to releases of key. The returned Watch signals
-	// after every Release of the key with keepFor <= 0 that happens after
-	// Watch returned. Stores may also signal on expiry or spuriously (for
-	// instance after a lost connection, when a release may have been
-	// missed); stores that cannot see expiry do not signal it, so callers
-	// re-check at the holder's remaining TTL, as WaitFree does. Close the
-	// Watch when done.
+	// Watch subscribes to what happens to key. The returned Watch
+	// delivers an Event after every Release of the key with keepFor <= 0
+	// that happens after Watch returned, and stores that can also report
+	// renewals (so that waiters need not poll a live key). Stores may also
+	// deliver an event on expiry or spuriously (for instance after a lost
+	// connection, when a release may have been missed); stores that cannot
+	// see expiry do not report it, so callers re-check at the holder's
+	// remaining TTL, as WaitFree does. Close the Watch when done.
 	Watch(ctx context.Context, key string) (Watch, error)
 }
 
-// Watch is a subscription to the releases of one key.
+// Watch is a subscription to the releases (and, where the store can,
+// renewals) of one key.
 type Watch interface {
-	// C receives a value when the key may have become free. Signals are
-	// coalesced: many releases between two reads give one value.
-	C() <-chan struct{}
+	// C delivers events about the key. Events are coalesced: when the
+	// reader falls behind, it gets the newest.
+	C() <-chan Event
 	// Close ends the subscription. It is idempotent.
 	Close() error
+}
+
+// Event is what a Watch reports about its key.
+type Event struct {
+	// Renewed is true when the holder renewed its lease: the key stays
+	// held for TTL from when the store sent the event, and a waiter can
+	// sleep that long without asking. When false, the key may have become
+	// free — released, expired, or an event was missed — and a waiter
+	// should try for it.
+	Renewed bool
+	// TTL is the renewed lease's duration; zero unless Renewed.
+	TTL time.Duration
+}
+
+// Notify delivers ev on ch (a channel of capacity 1) without blocking,
+// replacing an event the reader has not taken yet. Stores use it so that
+// a slow reader always finds the newest event.
+func Notify(ch chan Event, ev Event) {
+	for {
+		select {
+		case ch <- ev:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
+		}
+	}
 }

@@ -37,31 +37,31 @@ func WaitFree(ctx context.Context, store Store, key string) error {
 		return err
 	}
 	defer w.Close()
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var d time.Duration // how long to sleep before asking the store again
+	ask := true
 	for {
-		l, err := store.Get(ctx, key)
-		if errors.Is(err, ErrNotFound) {
-			return nil
+		if ask {
+			l, err := store.Get(ctx, key)
+			if errors.Is(err, ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			d = l.TTL + time.Millisecond // just after the holder's lease would end
 		}
-		if err != nil {
-			return err
-		}
-		// Look again just after the holder's lease would end.
-		d := l.TTL + time.Millisecond
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
+		timer.Reset(d)
 		select {
-		case <-w.C():
+		case ev := <-w.C():
 			timer.Stop() // since Go 1.23 a stopped timer delivers no stale value
+			// A renewal says how long the key stays held: sleep through it
+			// without asking. Anything else may mean the key is free.
+			ask = !ev.Renewed
+			d = ev.TTL + time.Millisecond
 		case <-timer.C:
+			ask = true
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

@@ -615,18 +615,29 @@ func (c *campaign) closeWatch() {
 	}
 }
 
-// wait sleeps for d, or until the role key is released, or ctx ends.
+// wait sleeps until the role key may be free: d passed, a release was
+// announced, or ctx ended. An announced renewal moves the wake-up to the
+// renewed lease's end, so a slave asks the store nothing while the master
+// is healthy.
 func (c *campaign) wait(ctx context.Context, d time.Duration) {
-	var wake <-chan struct{}
+	var events <-chan backend.Event
 	if c.watch != nil {
-		wake = c.watch.C()
+		events = c.watch.C()
 	}
+	ttl := c.e.cfg.HeartbeatExpiration
 	t := c.e.clock.NewTimer(d)
 	defer t.Stop()
-	select {
-	case <-t.C():
-	case <-wake:
-	case <-ctx.Done():
+	for {
+		select {
+		case ev := <-events:
+			if ev.Renewed {
+				t.Reset(ev.TTL + jitter(ttl))
+				continue
+			}
+		case <-t.C():
+		case <-ctx.Done():
+		}
+		return
 	}
 }
 

@@ -536,3 +536,43 @@ func TestDuplicateSlavesAreReported(t *testing.T) {
 		t.Fatalf("the master, whose ID is unique, reports a duplicate: %q", master.Status().Duplicate)
 	}
 }
+
+// counting counts the calls an elector makes to its store.
+type counting struct {
+	backend.Store
+	acquires, renews atomic.Int64
+}
+
+func (c *counting) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	c.acquires.Add(1)
+	return c.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (c *counting) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	c.renews.Add(1)
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
+// While the master renews, a slave asks the store nothing: each renewal is
+// announced with its TTL and the slave sleeps through it.
+func TestSlaveSleepsThroughRenewals(t *testing.T) {
+	store := newStore(t)
+	cfg := Config{HeartbeatInterval: 50 * time.Millisecond, HeartbeatExpiration: time.Second, SafetyMargin: 20 * time.Millisecond}
+	ma, sl := &counting{Store: leaseOnly{store}}, &counting{Store: leaseOnly{store}}
+	a, _ := NewElector(ma, mustID(t, 1), cfg, quiet)
+	b, _ := NewElector(sl, mustID(t, 2), cfg, quiet)
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	before := sl.acquires.Load()
+	// 40 renewals span two TTLs: a slave that polled at the key's TTL
+	// would have asked at least twice.
+	eventually(t, "40 renewals", func() bool { return ma.renews.Load() >= 40 })
+	if got := sl.acquires.Load() - before; got != 0 {
+		t.Fatalf("the slave made %d claims while the master renewed", got)
+	}
+	if !a.IsMaster() || b.IsMaster() {
+		t.Fatal("roles changed")
+	}
+}

@@ -112,6 +112,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, s.notHeldLocked(key, owner, e, now)
 	}
 	s.expireLocked(key, e, now, ttl)
+	s.notifyLocked(key, backend.Event{Renewed: true, TTL: ttl})
 	return e.lease(key, now), nil
 }
 
@@ -172,8 +173,8 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	return e.lease(key, now), nil
 }
 
-// Watch implements backend.Store. The in-memory store signals on release
-// and on expiry.
+// Watch implements backend.Store. The in-memory store reports releases,
+// renewals and expiry.
 func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err := s.check(ctx, "watch", key); err != nil {
 		return nil, err
@@ -186,7 +187,7 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err := s.openLocked(); err != nil {
 		return nil, err
 	}
-	w := &watch{store: s, key: key, ch: make(chan struct{}, 1)}
+	w := &watch{store: s, key: key, ch: make(chan backend.Event, 1)}
 	set := s.watchers[key]
 	if set == nil {
 		set = make(map[*watch]struct{})
@@ -282,11 +283,12 @@ func (s *Store) deleteLocked(key string, e *entry) {
 		e.timer.Stop()
 	}
 	delete(s.leases, key)
+	s.notifyLocked(key, backend.Event{})
+}
+
+func (s *Store) notifyLocked(key string, ev backend.Event) {
 	for w := range s.watchers[key] {
-		select {
-		case w.ch <- struct{}{}:
-		default:
-		}
+		backend.Notify(w.ch, ev)
 	}
 }
 
@@ -297,11 +299,11 @@ func (e *entry) lease(key string, now time.Time) backend.Lease {
 type watch struct {
 	store *Store
 	key   string
-	ch    chan struct{}
+	ch    chan backend.Event
 	once  sync.Once
 }
 
-func (w *watch) C() <-chan struct{} { return w.ch }
+func (w *watch) C() <-chan backend.Event { return w.ch }
 
 func (w *watch) Close() error {
 	w.once.Do(func() {

@@ -19,7 +19,9 @@
 //
 // # Notifications
 //
-// Release publishes on a channel named after the lease key. Watch
+// Release and Renew publish on a channel named after the lease key, so
+// watchers learn of a release at once and of a renewal's new expiry
+// without asking. Watch
 // subscribes to it over one shared pub/sub connection per Store, opened on
 // the first Watch and closed by Close; the subscription is confirmed by the
 // server before Watch returns, so a release after Watch returned is never

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +79,7 @@ func newSubscriber(rdb redis.UniversalClient, health time.Duration) *subscriber 
 }
 
 func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
-	w := &watch{sub: s, name: name, ch: make(chan struct{}, 1)}
+	w := &watch{sub: s, name: name, ch: make(chan backend.Event, 1)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -184,7 +186,7 @@ func (s *subscriber) receive() {
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			s.signal(m.Channel)
+			s.signal(m.Channel, parseEvent(m.Payload))
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
 				s.confirm(m.Channel)
@@ -232,12 +234,24 @@ func (s *subscriber) confirm(name string) {
 	}
 }
 
-func (s *subscriber) signal(name string) {
+// parseEvent reads a message published by the renew or release script.
+// Anything else counts as "may be free", the safe reading.
+func parseEvent(payload string) backend.Event {
+	f := strings.Fields(payload)
+	if len(f) == 3 && f[0] == "renewed" {
+		if ms, err := strconv.ParseInt(f[2], 10, 64); err == nil && ms > 0 {
+			return backend.Event{Renewed: true, TTL: time.Duration(ms) * time.Millisecond}
+		}
+	}
+	return backend.Event{}
+}
+
+func (s *subscriber) signal(name string, ev backend.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.channels[name]; c != nil {
 		for w := range c.watches {
-			w.notify()
+			backend.Notify(w.ch, ev)
 		}
 	}
 }
@@ -251,7 +265,7 @@ func (s *subscriber) signalAll() {
 func (s *subscriber) signalAllLocked() {
 	for _, c := range s.channels {
 		for w := range c.watches {
-			w.notify()
+			backend.Notify(w.ch, backend.Event{})
 		}
 	}
 }
@@ -269,18 +283,11 @@ func (s *subscriber) close() error {
 type watch struct {
 	sub  *subscriber
 	name string
-	ch   chan struct{}
+	ch   chan backend.Event
 	once sync.Once
 }
 
-func (w *watch) notify() {
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
-}
-
-func (w *watch) C() <-chan struct{} { return w.ch }
+func (w *watch) C() <-chan backend.Event { return w.ch }
 
 func (w *watch) Close() error {
 	w.once.Do(func() {
