@@ -89,14 +89,40 @@ type Watch interface {
 
 // Event is what a Watch reports about its key.
 type Event struct {
-	// Renewed is true when the holder renewed its lease: the key stays
-	// held for TTL from when the store sent the event, and a waiter can
-	// sleep that long without asking. When false, the key may have become
-	// free — released, expired, or an event was missed — and a waiter
-	// should try for it.
-	Renewed bool
-	// TTL is the renewed lease's duration; zero unless Renewed.
+	// Kind says what happened.
+	Kind EventKind
+	// TTL is the renewed lease's duration, for EventRenewed.
 	TTL time.Duration
+}
+
+// EventKind says what a Watch saw happen to its key.
+type EventKind int
+
+const (
+	// EventMaybeFree: the key may have become free — it expired, the
+	// store lost its data, or events were missed (a broken connection).
+	// A waiter should look, but should not assume the holder gave the
+	// key up: the store may have lost a lease that its holder still
+	// believes in, so a cautious waiter does not claim before the lease
+	// it last saw would have ended.
+	EventMaybeFree EventKind = iota
+	// EventReleased: the holder released the key; it is free now.
+	EventReleased
+	// EventRenewed: the holder renewed its lease; the key stays held for
+	// TTL from when the store sent the event, and a waiter can sleep that
+	// long without asking.
+	EventRenewed
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string {
+	switch k {
+	case EventReleased:
+		return "released"
+	case EventRenewed:
+		return "renewed"
+	}
+	return "maybe-free"
 }
 
 // Notify delivers ev on ch (a channel of capacity 1) without blocking,

@@ -58,7 +58,7 @@ func WaitFree(ctx context.Context, store Store, key string) error {
 			timer.Stop() // since Go 1.23 a stopped timer delivers no stale value
 			// A renewal says how long the key stays held: sleep through it
 			// without asking. Anything else may mean the key is free.
-			ask = !ev.Renewed
+			ask = ev.Kind != EventRenewed
 			d = ev.TTL + time.Millisecond
 		case <-timer.C:
 			ask = true

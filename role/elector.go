@@ -365,6 +365,10 @@ type campaign struct {
 	floor uint64
 	watch backend.Watch
 
+	// while slave: when, in nanoseconds since the elector's base, the
+	// master's lease as last seen ends at the earliest.
+	heldUntil int64
+
 	// while master:
 	tenureCancel context.CancelFunc
 	renewedAt    int64 // when the last successful renewal was sent
@@ -413,13 +417,15 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				c.seeMaster(h.Owner)
 			}
 			// Sleep until the holder's lease ends or a release wakes us;
-			// the jitter spreads the claims of many waiting slaves.
-			c.wait(ctx, h.TTL+jitter(e.cfg.HeartbeatExpiration))
+			// the TTL counts from now, after the reply, so it is not
+			// shorter than the store's.
+			c.heldUntil = e.now() + int64(h.TTL)
+			c.wait(ctx)
 		case ctx.Err() != nil:
 		default:
 			e.setErr(err)
 			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
-			c.wait(ctx, backoff.next())
+			c.sleep(ctx, backoff.next())
 		}
 	}
 	return backend.Lease{}, 0, false
@@ -615,29 +621,42 @@ func (c *campaign) closeWatch() {
 	}
 }
 
-// wait sleeps until the role key may be free: d passed, a release was
-// announced, or ctx ended. An announced renewal moves the wake-up to the
-// renewed lease's end, so a slave asks the store nothing while the master
-// is healthy.
-func (c *campaign) wait(ctx context.Context, d time.Duration) {
+// wait sleeps until the role key is worth claiming: its holder released
+// it, or the lease last seen (heldUntil) has ended, or ctx ended. An
+// announced renewal moves heldUntil to the renewed lease's end, so a slave
+// asks the store nothing while the master is healthy. A "maybe free"
+// event (a lost connection, a store that lost its data) does not end the
+// wait early: the old master may still believe in a lease the store
+// forgot, and it stops believing only at its own deadline, which is before
+// heldUntil.
+func (c *campaign) wait(ctx context.Context) {
+	e := c.e
 	var events <-chan backend.Event
 	if c.watch != nil {
 		events = c.watch.C()
 	}
-	ttl := c.e.cfg.HeartbeatExpiration
-	t := c.e.clock.NewTimer(d)
+	ttl := e.cfg.HeartbeatExpiration
+	t := e.clock.NewTimer(time.Duration(c.heldUntil-e.now()) + jitter(ttl))
 	defer t.Stop()
 	for {
 		select {
 		case ev := <-events:
-			if ev.Renewed {
+			switch ev.Kind {
+			case backend.EventReleased:
+				return
+			case backend.EventRenewed:
+				c.heldUntil = e.now() + int64(ev.TTL)
 				t.Reset(ev.TTL + jitter(ttl))
-				continue
+			default:
+				if e.now() >= c.heldUntil {
+					return
+				}
 			}
 		case <-t.C():
+			return
 		case <-ctx.Done():
+			return
 		}
-		return
 	}
 }
 

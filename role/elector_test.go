@@ -576,3 +576,25 @@ func TestSlaveSleepsThroughRenewals(t *testing.T) {
 		t.Fatal("roles changed")
 	}
 }
+
+// When the store loses its data, a slave does not grab the role while the
+// old master may still believe in its lease: the old master takes it back
+// (with a new epoch) at its next heartbeat.
+func TestDataLossDoesNotMakeTwoMasters(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
+	a, _ := NewElector(leaseOnly{store}, mustID(t, 1), fast, quiet, withClock(clk))
+	b, _ := NewElector(leaseOnly{store}, mustID(t, 2), fast, quiet, withClock(clk))
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	clk.WaitForTimers(4, nil) // a: heartbeat, deadline; store: expiry; b: wait
+	store.Reset()
+	// b was told the key may be free; it must keep waiting.
+	clk.Advance(fast.HeartbeatInterval)
+	eventually(t, "a re-elected with a new epoch", func() bool { return a.IsMaster() && a.Epoch() == 2 })
+	if b.IsMaster() {
+		t.Fatal("the slave claimed the role while the old master's lease could still be believed")
+	}
+}

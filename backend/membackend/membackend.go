@@ -112,7 +112,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, s.notHeldLocked(key, owner, e, now)
 	}
 	s.expireLocked(key, e, now, ttl)
-	s.notifyLocked(key, backend.Event{Renewed: true, TTL: ttl})
+	s.notifyLocked(key, backend.Event{Kind: backend.EventRenewed, TTL: ttl})
 	return e.lease(key, now), nil
 }
 
@@ -148,7 +148,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		s.expireLocked(key, e, now, backend.RoundUpMillis(keepFor))
 		return nil
 	}
-	s.deleteLocked(key, e)
+	s.deleteLocked(key, e, backend.EventReleased)
 	return nil
 }
 
@@ -204,7 +204,7 @@ func (s *Store) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for key, e := range s.leases {
-		s.deleteLocked(key, e)
+		s.deleteLocked(key, e, backend.EventMaybeFree)
 	}
 	clear(s.fences)
 	clear(s.members)
@@ -248,7 +248,7 @@ func (s *Store) liveLocked(key string, now time.Time) *entry {
 		return nil
 	}
 	if !now.Before(e.expires) {
-		s.deleteLocked(key, e)
+		s.deleteLocked(key, e, backend.EventMaybeFree)
 		return nil
 	}
 	return e
@@ -273,17 +273,18 @@ func (s *Store) expireLocked(key string, e *entry, now time.Time, ttl time.Durat
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.leases[key] == e && !s.clock.Now().Before(e.expires) {
-			s.deleteLocked(key, e)
+			s.deleteLocked(key, e, backend.EventMaybeFree)
 		}
 	})
 }
 
-func (s *Store) deleteLocked(key string, e *entry) {
+// deleteLocked removes key's entry and tells watchers why (ev).
+func (s *Store) deleteLocked(key string, e *entry, ev backend.EventKind) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	delete(s.leases, key)
-	s.notifyLocked(key, backend.Event{})
+	s.notifyLocked(key, backend.Event{Kind: ev})
 }
 
 func (s *Store) notifyLocked(key string, ev backend.Event) {

@@ -238,12 +238,15 @@ func (s *subscriber) confirm(name string) {
 // Anything else counts as "may be free", the safe reading.
 func parseEvent(payload string) backend.Event {
 	f := strings.Fields(payload)
-	if len(f) == 3 && f[0] == "renewed" {
+	switch {
+	case len(f) == 2 && f[0] == "released":
+		return backend.Event{Kind: backend.EventReleased}
+	case len(f) == 3 && f[0] == "renewed":
 		if ms, err := strconv.ParseInt(f[2], 10, 64); err == nil && ms > 0 {
-			return backend.Event{Renewed: true, TTL: time.Duration(ms) * time.Millisecond}
+			return backend.Event{Kind: backend.EventRenewed, TTL: time.Duration(ms) * time.Millisecond}
 		}
 	}
-	return backend.Event{}
+	return backend.Event{Kind: backend.EventMaybeFree}
 }
 
 func (s *subscriber) signal(name string, ev backend.Event) {
@@ -265,7 +268,7 @@ func (s *subscriber) signalAll() {
 func (s *subscriber) signalAllLocked() {
 	for _, c := range s.channels {
 		for w := range c.watches {
-			backend.Notify(w.ch, backend.Event{})
+			backend.Notify(w.ch, backend.Event{Kind: backend.EventMaybeFree})
 		}
 	}
 }

@@ -1,0 +1,318 @@
+package role_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/role"
+)
+
+// These tests run the elector against a private redis-server.
+
+const patience = 15 * time.Second
+
+var quiet = role.WithLogger(slog.New(slog.DiscardHandler))
+
+func id(t testing.TB, port int) instanceid.ID {
+	t.Helper()
+	v, err := instanceid.New("127.0.0.1", "acme", "billing", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func redisStore(t testing.TB, r *testenv.Redis) *redisbackend.Store {
+	t.Helper()
+	s, err := redisbackend.New(r.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func stopAll(t testing.TB, els ...*role.Elector) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	for _, el := range els {
+		if err := el.Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// cuttable fails every call while cut is set: a crashed process, or one
+// cut off from Redis by the network.
+type cuttable struct {
+	backend.Store
+	cut atomic.Bool
+}
+
+var errCut = errors.New("cut off from the store (test)")
+
+func (c *cuttable) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if c.cut.Load() {
+		return backend.Lease{}, errCut
+	}
+	return c.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (c *cuttable) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if c.cut.Load() {
+		return backend.Lease{}, errCut
+	}
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
+func (c *cuttable) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.Store.Release(ctx, key, owner, keepFor)
+}
+
+// tenures records every tenure of a set of electors, and whether one began
+// while an earlier one (by epoch) was still live.
+type tenures struct {
+	mu       sync.Mutex
+	ctxs     map[uint64]context.Context
+	overlaps []string
+}
+
+func (ts *tenures) option() role.Option {
+	return role.OnElected(func(ctx context.Context) {
+		ep, _ := role.EpochFromContext(ctx)
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		if ts.ctxs == nil {
+			ts.ctxs = make(map[uint64]context.Context)
+		}
+		if _, dup := ts.ctxs[ep]; dup {
+			ts.overlaps = append(ts.overlaps, fmt.Sprintf("epoch %d granted twice", ep))
+		}
+		for old, octx := range ts.ctxs {
+			if old < ep && octx.Err() == nil {
+				ts.overlaps = append(ts.overlaps, fmt.Sprintf("epoch %d began while epoch %d was live", ep, old))
+			}
+		}
+		ts.ctxs[ep] = ctx
+	})
+}
+
+func (ts *tenures) check(t testing.TB, want int) {
+	t.Helper()
+	// OnElected runs on the elector's callback goroutine, a little after
+	// IsMaster turned true.
+	waitFor(t, fmt.Sprintf("%d tenures recorded", want), func() bool {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return len(ts.ctxs) >= want
+	})
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if len(ts.overlaps) > 0 {
+		t.Fatal(ts.overlaps)
+	}
+	if len(ts.ctxs) < want {
+		t.Fatalf("%d tenures, want at least %d", len(ts.ctxs), want)
+	}
+}
+
+func master(els []*role.Elector) *role.Elector {
+	var m *role.Elector
+	for _, el := range els {
+		if el.IsMaster() {
+			if m != nil {
+				return nil
+			}
+			m = el
+		}
+	}
+	return m
+}
+
+// Five electors over many graceful handovers on real Redis.
+func TestRedisManyTerms(t *testing.T) {
+	r := testenv.NewRedis(t)
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	var ts tenures
+	var els []*role.Elector
+	for i := range 5 {
+		el, err := role.NewElector(redisStore(t, r), id(t, 7000+i), cfg, quiet, ts.option())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+		els = append(els, el)
+	}
+	defer stopAll(t, els...)
+	for round := range 12 {
+		var m *role.Elector
+		waitFor(t, fmt.Sprintf("one master in round %d", round), func() bool { m = master(els); return m != nil })
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		if err := m.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := m.Start(); err != nil { // rejoin as a slave
+			t.Fatal(err)
+		}
+	}
+	ts.check(t, 12)
+}
+
+// A master that crashes (stops talking to Redis) is replaced once its key
+// expires: within the TTL after its last renewal, plus slack.
+func TestRedisCrashFailover(t *testing.T) {
+	r := testenv.NewRedis(t)
+	cfg := role.Config{HeartbeatInterval: 300 * time.Millisecond, HeartbeatExpiration: 1500 * time.Millisecond}
+	var ts tenures
+	var els []*role.Elector
+	var cuts []*cuttable
+	for i := range 3 {
+		c := &cuttable{Store: redisStore(t, r)}
+		el, err := role.NewElector(c, id(t, 7100+i), cfg, quiet, ts.option())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+		els, cuts = append(els, el), append(cuts, c)
+	}
+	defer stopAll(t, els...)
+	var m *role.Elector
+	waitFor(t, "a master", func() bool { m = master(els); return m != nil })
+	i := 0
+	for els[i] != m {
+		i++
+	}
+	crashed := time.Now()
+	cuts[i].cut.Store(true)
+	var next *role.Elector
+	waitFor(t, "a new master", func() bool {
+		for _, el := range els {
+			if el != m && el.IsMaster() {
+				next = el
+				return true
+			}
+		}
+		return false
+	})
+	took := time.Since(crashed)
+	if slack := time.Second; took > cfg.HeartbeatExpiration+slack {
+		t.Fatalf("failover took %v, more than TTL %v + %v", took, cfg.HeartbeatExpiration, slack)
+	}
+	if m.IsMaster() {
+		t.Fatal("the crashed master still reports IsMaster after its key expired")
+	}
+	if next.Epoch() <= 1 {
+		t.Fatalf("new master's epoch %d", next.Epoch())
+	}
+	ts.check(t, 2)
+}
+
+// Redis restarted without its data: the master loses its key, one master
+// is elected again, and its epoch is larger than every earlier one.
+func TestRedisRestartedEmpty(t *testing.T) {
+	r := testenv.NewRedis(t)
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	var ts tenures
+	var els []*role.Elector
+	for i := range 3 {
+		el, err := role.NewElector(redisStore(t, r), id(t, 7200+i), cfg, quiet, ts.option())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+		els = append(els, el)
+	}
+	defer stopAll(t, els...)
+	var m *role.Elector
+	waitFor(t, "a master", func() bool { m = master(els); return m != nil })
+	before := m.Epoch()
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a master with a larger epoch", func() bool {
+		m = master(els)
+		return m != nil && m.Epoch() > before
+	})
+	ts.check(t, 2)
+}
+
+// Redis paused (SIGSTOP): the master cannot renew and stops calling itself
+// master before its key could expire on the server.
+func TestRedisPausedMasterStepsDown(t *testing.T) {
+	r := testenv.NewRedis(t)
+	cfg := role.Config{HeartbeatInterval: 300 * time.Millisecond, HeartbeatExpiration: 1500 * time.Millisecond, SafetyMargin: 200 * time.Millisecond}
+	rdbOpts := r.Options()
+	rdbOpts.ReadTimeout = 100 * time.Millisecond
+	rdbOpts.WriteTimeout = 100 * time.Millisecond
+	rdbOpts.ContextTimeoutEnabled = true
+	s, err := redisbackend.New(redisClient(t, rdbOpts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var ended atomic.Int64 // when the tenure's context ended, ns since start
+	start := time.Now()
+	el, err := role.NewElector(s, id(t, 7300), cfg, quiet, role.OnElected(func(ctx context.Context) {
+		<-ctx.Done()
+		ended.Store(int64(time.Since(start)))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopAll(t, el)
+	waitFor(t, "elected", el.IsMaster)
+	// The last renewal that can succeed was sent no later than now.
+	paused := time.Now()
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer r.Resume()
+	waitFor(t, "stepped down", func() bool { return !el.IsMaster() })
+	waitFor(t, "tenure context cancelled", func() bool { return ended.Load() != 0 })
+	if d := time.Duration(ended.Load()) - paused.Sub(start); d >= cfg.HeartbeatExpiration {
+		t.Fatalf("the tenure ended %v after the pause, not before the TTL %v", d, cfg.HeartbeatExpiration)
+	}
+}
+
+func redisClient(t testing.TB, opts *redis.Options) *redis.Client {
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
