@@ -1,0 +1,305 @@
+package config
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/synclock"
+)
+
+// Defaults of the keys that have one beyond the role and synclock
+// packages' own.
+const (
+	// DefaultTenant is the default of instance.tenant.
+	DefaultTenant = "default"
+	// DefaultRedisAddr is the default of redis.addrs: a Redis on the
+	// local host's standard port.
+	DefaultRedisAddr = "127.0.0.1:6379"
+	// DefaultKeyPrefix is the default of redis.key-prefix, the first part
+	// of every Redis key baton writes.
+	DefaultKeyPrefix = "baton"
+)
+
+// Config is the whole baton configuration, typed for the packages that use
+// it. Load fills it from sources; Default returns the values used for
+// every key no source sets. The package documentation lists the keys.
+//
+// Config prints and logs (String, GoString, LogValue) with passwords and
+// tokens redacted.
+type Config struct {
+	// Instance holds the instance.* keys: the parts of this instance's
+	// ID, for instanceid.Detect. App and Port are required by Detect,
+	// not by Load, so that a program can set them in code.
+	Instance instanceid.Options
+	// Role holds the scheduler-lock.* keys, for the role package.
+	Role role.Config
+	// SyncLock holds the synchronized-lock.* keys, for the synclock
+	// package.
+	SyncLock synclock.Config
+	// Redis holds the redis.* keys.
+	Redis Redis
+	// Consul holds the consul.* keys.
+	Consul Consul
+}
+
+// Redis says how to reach Redis (redis.* keys). UniversalOptions turns it
+// into go-redis options; the topology follows go-redis's rules: Sentinel
+// when MasterName is set, else Cluster when Cluster is set or Addrs holds
+// more than one address, else a single server.
+type Redis struct {
+	// Addrs are the host:port addresses of the server, of the cluster's
+	// seed nodes, or of the Sentinels (redis.addrs). Default
+	// [DefaultRedisAddr].
+	Addrs []string
+	// Cluster selects Redis Cluster even with a single seed address
+	// (redis.cluster).
+	Cluster bool
+	// MasterName is the Sentinel master set's name; setting it selects
+	// Sentinel (redis.master-name).
+	MasterName string
+	// Username and Password authenticate to the Redis servers
+	// (redis.username, redis.password).
+	Username string
+	Password string
+	// SentinelUsername and SentinelPassword authenticate to the
+	// Sentinels when they differ from the servers' credentials
+	// (redis.sentinel-username, redis.sentinel-password).
+	SentinelUsername string
+	SentinelPassword string
+	// DB is the database number (redis.db); Cluster has only 0.
+	DB int
+	// TLS makes connections use TLS 1.2 or later with certificate
+	// verification against the system roots (redis.tls).
+	TLS bool
+	// KeyPrefix starts every key baton writes (redis.key-prefix).
+	// Default DefaultKeyPrefix.
+	KeyPrefix string
+}
+
+// Consul says how to reach a Consul agent (consul.* keys). Empty fields
+// leave the Consul client's own defaults and environment variables in
+// force.
+type Consul struct {
+	// Address is the agent's address, host:port or a URL
+	// (consul.address).
+	Address string
+	// Token is the ACL token (consul.token).
+	Token string
+	// Datacenter is the datacenter to use; empty means the agent's
+	// (consul.datacenter).
+	Datacenter string
+}
+
+// Default returns the configuration Load returns when no source sets
+// anything: the seed framework's defaults (heartbeat every 15 s, role TTL
+// 45 s, lock retry every 1 s, lock hold at most 45 s, retry until
+// success, both features enabled), tenant "default", Redis at
+// 127.0.0.1:6379 with key prefix "baton". Role.SafetyMargin stays zero,
+// which the role package reads as its own default.
+func Default() Config {
+	return Config{
+		Instance: instanceid.Options{Tenant: DefaultTenant},
+		Role: role.Config{
+			HeartbeatInterval:   role.DefaultHeartbeatInterval,
+			HeartbeatExpiration: role.DefaultHeartbeatExpiration,
+		},
+		SyncLock: synclock.Config{
+			RetryInterval: synclock.DefaultRetryInterval,
+			HoldDuration:  synclock.DefaultHoldDuration,
+		},
+		Redis: Redis{
+			Addrs:     []string{DefaultRedisAddr},
+			KeyPrefix: DefaultKeyPrefix,
+		},
+	}
+}
+
+// UniversalOptions returns go-redis options for r, for
+// redis.NewUniversalClient. With TLS set, TLSConfig requires TLS 1.2 or
+// later; the server name is taken from each address when dialling. Every
+// call returns new options that the caller may change.
+func (r Redis) UniversalOptions() *redis.UniversalOptions {
+	o := &redis.UniversalOptions{
+		Addrs:            slices.Clone(r.Addrs),
+		MasterName:       r.MasterName,
+		Username:         r.Username,
+		Password:         r.Password,
+		SentinelUsername: r.SentinelUsername,
+		SentinelPassword: r.SentinelPassword,
+		DB:               r.DB,
+		IsClusterMode:    r.Cluster,
+	}
+	if r.TLS {
+		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	return o
+}
+
+// String formats c as space-separated key=value pairs of every key, in
+// the order of the reference table, with passwords and tokens redacted.
+func (c Config) String() string {
+	return pairs(&c, "")
+}
+
+// GoString is String in Go-like syntax, so that %#v redacts secrets too.
+func (c Config) GoString() string {
+	return "config.Config{" + pairs(&c, "") + "}"
+}
+
+// LogValue logs c as one group per section (instance, scheduler-lock,
+// ...) named by the configuration keys, with passwords and tokens
+// redacted.
+func (c Config) LogValue() slog.Value {
+	return logValue(&c, "")
+}
+
+// String formats r as space-separated key=value pairs of the redis.* keys
+// with the passwords redacted.
+func (r Redis) String() string {
+	return pairs(&Config{Redis: r}, "redis.")
+}
+
+// GoString is String in Go-like syntax, so that %#v redacts secrets too.
+func (r Redis) GoString() string {
+	return "config.Redis{" + r.String() + "}"
+}
+
+// LogValue logs the redis.* keys with the passwords redacted.
+func (r Redis) LogValue() slog.Value {
+	return logValue(&Config{Redis: r}, "redis.")
+}
+
+// String formats c as space-separated key=value pairs of the consul.*
+// keys with the token redacted.
+func (c Consul) String() string {
+	return pairs(&Config{Consul: c}, "consul.")
+}
+
+// GoString is String in Go-like syntax, so that %#v redacts secrets too.
+func (c Consul) GoString() string {
+	return "config.Consul{" + c.String() + "}"
+}
+
+// LogValue logs the consul.* keys with the token redacted.
+func (c Consul) LogValue() slog.Value {
+	return logValue(&Config{Consul: c}, "consul.")
+}
+
+// pairs formats the keys of c that start with prefix as key=value.
+func pairs(c *Config, prefix string) string {
+	var b strings.Builder
+	for i := range keys {
+		k := &keys[i]
+		if !strings.HasPrefix(k.name, prefix) {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(k.name)
+		b.WriteByte('=')
+		b.WriteString(shownValue(k, c))
+	}
+	return b.String()
+}
+
+// logValue builds a group per section of the keys that start with prefix;
+// the prefix's own section is not repeated.
+func logValue(c *Config, prefix string) slog.Value {
+	var groups []slog.Attr
+	var section string
+	var attrs []slog.Attr
+	flush := func() {
+		if len(attrs) > 0 {
+			groups = append(groups, slog.Attr{Key: section, Value: slog.GroupValue(attrs...)})
+		}
+		attrs = nil
+	}
+	for i := range keys {
+		k := &keys[i]
+		if !strings.HasPrefix(k.name, prefix) {
+			continue
+		}
+		sec, name, _ := strings.Cut(k.name, ".")
+		if sec != section {
+			flush()
+			section = sec
+		}
+		attrs = append(attrs, slog.Attr{Key: name, Value: slogValue(k, c)})
+	}
+	if prefix != "" {
+		return slog.GroupValue(attrs...)
+	}
+	flush()
+	return slog.GroupValue(groups...)
+}
+
+// shownValue formats the value of k in c for String: durations in the
+// key's unit, lists comma-separated, secrets redacted.
+func shownValue(k *key, c *Config) string {
+	v := k.get(c)
+	switch v := v.(type) {
+	case bool:
+		return strconv.FormatBool(v)
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case time.Duration:
+		return inUnit(v, k.kind.unit())
+	case []string:
+		items := make([]string, len(v))
+		for i, s := range v {
+			items[i] = showString(s)
+		}
+		return strings.Join(items, ",")
+	case string:
+		if k.secret {
+			return redact(v)
+		}
+		if v == "" {
+			return ""
+		}
+		return showString(v)
+	}
+	return fmt.Sprint(v)
+}
+
+// slogValue is the value of k in c for LogValue.
+func slogValue(k *key, c *Config) slog.Value {
+	switch v := k.get(c).(type) {
+	case bool:
+		return slog.BoolValue(v)
+	case int64:
+		return slog.Int64Value(v)
+	case time.Duration:
+		if unit := k.kind.unit(); v%unit == 0 {
+			return slog.Int64Value(int64(v / unit))
+		}
+		return slog.StringValue(inUnit(v, k.kind.unit()))
+	case []string:
+		return slog.AnyValue(slices.Clone(v))
+	case string:
+		if k.secret {
+			return slog.StringValue(redact(v))
+		}
+		return slog.StringValue(v)
+	}
+	return slog.StringValue(shownValue(k, c))
+}
+
+// inUnit formats d as a count of unit: "15000" for 15 s in milliseconds,
+// "1.5" for 1500 ms in seconds.
+func inUnit(d, unit time.Duration) string {
+	if d%unit == 0 {
+		return strconv.FormatInt(int64(d/unit), 10)
+	}
+	return strconv.FormatFloat(float64(d)/float64(unit), 'f', -1, 64)
+}

@@ -1,0 +1,188 @@
+// Package config reads baton's configuration from files, the environment
+// and maps, checks all of it, and returns it typed for the packages that
+// use it: instanceid.Options, role.Config, synclock.Config, and the
+// settings of the Redis and Consul clients. It is the only baton package
+// that depends on koanf; no koanf type appears in its API.
+//
+//	cfg, err := config.Load(config.File("baton.yaml"), config.Env("BATON_"))
+//	if err != nil {
+//		log.Fatal(err) // every problem, one per line
+//	}
+//	rdb := redis.NewUniversalClient(cfg.Redis.UniversalOptions())
+//
+// The keys are the seed framework's (scheduler-lock.*, synchronized-lock.*)
+// plus baton's own. Load merges its sources in order, later over earlier,
+// and uses the default of every key none sets; Default returns those
+// defaults.
+//
+// # Sources
+//
+// File picks the format from the extension (.yaml, .yml, .json, .toml);
+// Bytes takes it as an argument; Map takes a Go map. In all three a key may
+// be nested (redis: {db: 1}) or written with dots (redis.db: 1), as in
+// Spring property files. A null value sets nothing.
+//
+// Env reads the variables that start with a prefix. A key's variable is
+// the prefix followed by the key upper-cased with '.' and '-' replaced by
+// '_'; with the prefix "BATON_",
+// BATON_SCHEDULER_LOCK_HEARTBEAT_EXPIRATION_DURATION_IN_SECONDS sets
+// scheduler-lock.heartbeat-expiration-duration-in-seconds. Because '_'
+// stands for three characters, names are resolved by looking them up in
+// the table of keys, never by guessing. A variable with the prefix that
+// names no key is reported; one set to the empty string is ignored.
+//
+// # Values
+//
+// Every source may give any value as a string, converted the same way, so
+// the environment can set everything:
+//
+//   - true or false: a boolean, or a string strconv.ParseBool accepts
+//     ("true", "false", "1", "0", ...).
+//   - Whole numbers: an integer, a number without a fraction, or a string
+//     of decimal digits. Durations are whole numbers in the unit the key
+//     names (-in-milliseconds, -in-seconds), as in the seed framework; a
+//     string such as "15s" is rejected with the number to write instead.
+//   - Strings must be strings: in YAML write password: "123456", not
+//     password: 123456.
+//   - Lists (redis.addrs): a list of strings, or one string of
+//     comma-separated items ("10.0.0.1:6379,10.0.0.2:6379").
+//
+// # Rules
+//
+// Load returns a *Error, which wraps ErrInvalid, listing every problem at
+// once, each as "config: key=value (from origin): reason":
+//
+//   - a key no table entry has, in any source (with the closest key if
+//     there is a likely one), and a key set twice in one source;
+//   - a value of the wrong type: "abc" for a number, "maybe" for a bool;
+//   - a duration key that is zero or negative;
+//   - scheduler-lock.touch-heartbeat-interval-in-milliseconds must be less
+//     than half of scheduler-lock.heartbeat-expiration-duration-in-seconds,
+//     so that the role key survives one lost renewal;
+//   - scheduler-lock.safety-margin-in-milliseconds, if set, must be less
+//     than the heartbeat interval;
+//   - synchronized-lock.max-retries must not be negative;
+//   - instance.port, if set, must be in 1..65535; instance.app and
+//     instance.tenant, if set, must not be empty; instance.ip, if set, must
+//     be an IP address;
+//   - redis.addrs must hold at least one host:port; redis.db must not be
+//     negative, and must be 0 with Redis Cluster; redis.cluster cannot be
+//     combined with redis.master-name; redis.key-prefix must not be empty
+//     or contain '{' or '}'.
+//
+// Load does not require instance.app and instance.port: programs often
+// set them in code (a constant app name, the port of their listener).
+// instanceid.Detect requires them, and checks the full rules of an
+// instance ID (allowed characters, usable addresses) when it builds one.
+// Passwords and tokens are never shown in messages, String or logs.
+//
+// Config.Validate applies the same rules to a Config built in Go, where a
+// zero field means its default.
+//
+// # Durations
+//
+// ParseDuration reads durations in Go's form ("30s", "1h30m") and in
+// ISO-8601 ("PT30S", "P1D"), for job-lock settings such as ShedLock's
+// lockAtMostFor; Duration is a time.Duration that decodes itself with it.
+//
+// # Keys
+//
+// The environment variable names assume Env("BATON_").
+//
+//	scheduler-lock.enabled
+//	    default true; BATON_SCHEDULER_LOCK_ENABLED
+//	    Elect a master. When false, no role key is written, IsMaster
+//	    reports false, and master-only jobs never run.
+//	scheduler-lock.touch-heartbeat-interval-in-milliseconds
+//	    default 15000; BATON_SCHEDULER_LOCK_TOUCH_HEARTBEAT_INTERVAL_IN_MILLISECONDS
+//	    How often the master renews the role key and a slave looks for a
+//	    free one. Less than half of the expiration.
+//	scheduler-lock.heartbeat-expiration-duration-in-seconds
+//	    default 45; BATON_SCHEDULER_LOCK_HEARTBEAT_EXPIRATION_DURATION_IN_SECONDS
+//	    Time to live of the role key: how long a crashed master keeps the
+//	    role.
+//	scheduler-lock.safety-margin-in-milliseconds
+//	    default a tenth of the expiration, at most half of the interval
+//	    (4500 with the defaults); BATON_SCHEDULER_LOCK_SAFETY_MARGIN_IN_MILLISECONDS
+//	    How long before the server could expire the role key a master whose
+//	    renewals fail stops calling itself master. Less than the interval.
+//	synchronized-lock.enabled
+//	    default true; BATON_SYNCHRONIZED_LOCK_ENABLED
+//	    Enable cross-instance locks. When false, every lock call fails with
+//	    synclock.ErrDisabled instead of running unlocked.
+//	synchronized-lock.retry-interval-in-milliseconds
+//	    default 1000; BATON_SYNCHRONIZED_LOCK_RETRY_INTERVAL_IN_MILLISECONDS
+//	    Longest a waiter sleeps before trying again when no release wakes
+//	    it.
+//	synchronized-lock.hold-duration-in-seconds
+//	    default 45; BATON_SYNCHRONIZED_LOCK_HOLD_DURATION_IN_SECONDS
+//	    Longest one holder keeps a lock, so a crashed holder cannot
+//	    dead-lock the others.
+//	synchronized-lock.max-retries
+//	    default 0; BATON_SYNCHRONIZED_LOCK_MAX_RETRIES
+//	    How many times a waiter tries again after its first attempt; 0
+//	    means until it gets the lock or its context ends.
+//	instance.app
+//	    no default; BATON_INSTANCE_APP
+//	    Application (service) name, part of the instance ID. Required by
+//	    instanceid.Detect.
+//	instance.tenant
+//	    default "default"; BATON_INSTANCE_TENANT
+//	    Tenant the instance serves, part of the instance ID.
+//	instance.port
+//	    no default; BATON_INSTANCE_PORT
+//	    Service port, 1..65535, part of the instance ID. Required by
+//	    instanceid.Detect.
+//	instance.ip
+//	    default detected; BATON_INSTANCE_IP
+//	    IP address the instance advertises, part of the instance ID. Wins
+//	    over every detected address.
+//	instance.advertise-address
+//	    no default; BATON_INSTANCE_ADVERTISE_ADDRESS
+//	    Address learnt from the environment, such as a Consul agent's
+//	    advertise address; its IP is used when instance.ip is not set.
+//	redis.addrs
+//	    default 127.0.0.1:6379; BATON_REDIS_ADDRS (comma-separated)
+//	    host:port of the Redis server, of the cluster's seed nodes, or of
+//	    the Sentinels. More than one address without redis.master-name
+//	    selects Redis Cluster.
+//	redis.cluster
+//	    default false; BATON_REDIS_CLUSTER
+//	    Use Redis Cluster even with a single seed address.
+//	redis.master-name
+//	    no default; BATON_REDIS_MASTER_NAME
+//	    Sentinel master set name; setting it selects Sentinel.
+//	redis.username
+//	    no default; BATON_REDIS_USERNAME
+//	    ACL user name for the Redis servers.
+//	redis.password
+//	    no default; BATON_REDIS_PASSWORD
+//	    Password for the Redis servers. Redacted in messages and logs.
+//	redis.sentinel-username
+//	    no default; BATON_REDIS_SENTINEL_USERNAME
+//	    ACL user name for the Sentinels.
+//	redis.sentinel-password
+//	    no default; BATON_REDIS_SENTINEL_PASSWORD
+//	    Password for the Sentinels. Redacted in messages and logs.
+//	redis.db
+//	    default 0; BATON_REDIS_DB
+//	    Database number; must be 0 with Redis Cluster.
+//	redis.tls
+//	    default false; BATON_REDIS_TLS
+//	    Connect with TLS 1.2 or later, verifying the server's certificate
+//	    against the system roots.
+//	redis.key-prefix
+//	    default baton; BATON_REDIS_KEY_PREFIX
+//	    First part of every Redis key baton writes, as in
+//	    baton:{tenant:app}:role. Without '{' or '}'.
+//	consul.address
+//	    no default (the Consul client's: CONSUL_HTTP_ADDR or
+//	    127.0.0.1:8500); BATON_CONSUL_ADDRESS
+//	    Address of the Consul agent, host:port or a URL.
+//	consul.token
+//	    no default; BATON_CONSUL_TOKEN
+//	    ACL token. Redacted in messages and logs.
+//	consul.datacenter
+//	    no default (the agent's); BATON_CONSUL_DATACENTER
+//	    Datacenter to use.
+package config

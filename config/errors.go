@@ -1,0 +1,157 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// ErrInvalid is wrapped by every error that reports bad configuration
+// content: an unknown key, a value of the wrong type or out of range, a
+// rule between keys, a file that does not parse, an unknown format, a
+// malformed duration. Errors reading a file (it does not exist, it cannot
+// be read) do not wrap it; they wrap the underlying error instead.
+var ErrInvalid = errors.New("config: invalid configuration")
+
+// Problem is one thing wrong with the configuration.
+type Problem struct {
+	// Key is the configuration key, such as "redis.db". For an
+	// environment variable that matches no key it is the variable's
+	// name, such as "BATON_REDIS_DBX".
+	Key string
+	// Value is the offending value as written (shortened if long), or
+	// "<redacted>" for passwords and tokens.
+	Value string
+	// Origin is where the value was read from, such as
+	// "file baton.yaml" or "env BATON_REDIS_DB"; empty for Map and
+	// Bytes sources and for values set in Go.
+	Origin string
+	// Reason says what is wrong, such as "must not be negative".
+	Reason string
+}
+
+// String formats p as one line:
+// "config: key=value (from origin): reason".
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	b.WriteString(p.Key)
+	b.WriteByte('=')
+	b.WriteString(p.Value)
+	if p.Origin != "" {
+		b.WriteString(" (from ")
+		b.WriteString(p.Origin)
+		b.WriteByte(')')
+	}
+	b.WriteString(": ")
+	b.WriteString(p.Reason)
+	return b.String()
+}
+
+// Error lists every problem Load or Config.Validate found, so that all
+// of them can be fixed in one pass. It wraps ErrInvalid.
+type Error struct {
+	// Problems holds at least one problem: first those found while
+	// reading the sources (unknown keys, wrong types), then those of the
+	// values, in the order of the reference table.
+	Problems []Problem
+}
+
+// Error returns one line per problem.
+func (e *Error) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap returns ErrInvalid.
+func (e *Error) Unwrap() error { return ErrInvalid }
+
+// redacted replaces secret values in messages, String and logs.
+const redacted = "<redacted>"
+
+// redact hides a secret; an empty secret stays empty so that "not set"
+// remains visible.
+func redact(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// looksSecret reports whether an unknown key's name suggests it holds a
+// secret, so that a typo such as redis.pasword does not print it.
+func looksSecret(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"pass", "token", "secret", "credential", "auth", "pwd"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxValueLen is the longest value, in runes, a message shows in full.
+const maxValueLen = 80
+
+// shorten cuts a long value for a message.
+func shorten(s string) string {
+	if utf8.RuneCountInString(s) <= maxValueLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:maxValueLen]) + "..."
+}
+
+// showString formats a string for a message: bare when that is
+// unambiguous, quoted otherwise.
+func showString(s string) string {
+	if s == "" || !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' || r == '\'' || r == '=' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// show formats a raw value, as a source held it, for a message.
+func show(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return shorten(showString(v))
+	case []string:
+		items := make([]string, len(v))
+		for i, s := range v {
+			items[i] = showString(s)
+		}
+		return shorten("[" + strings.Join(items, ", ") + "]")
+	case []any:
+		items := make([]string, len(v))
+		for i, s := range v {
+			items[i] = show(s)
+		}
+		return shorten("[" + strings.Join(items, ", ") + "]")
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Map {
+		names := make([]string, 0, rv.Len())
+		for _, k := range rv.MapKeys() {
+			names = append(names, fmt.Sprint(k.Interface()))
+		}
+		sort.Strings(names)
+		return shorten("{" + strings.Join(names, ", ") + "}")
+	}
+	return shorten(showString(fmt.Sprint(v)))
+}

@@ -1,0 +1,76 @@
+package config_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/baton-go/baton/config"
+)
+
+func ExampleLoad() {
+	cfg, err := config.Load(config.Map(map[string]any{
+		"scheduler-lock": map[string]any{
+			"touch-heartbeat-interval-in-milliseconds": 5000,
+			"heartbeat-expiration-duration-in-seconds": 20,
+		},
+		"instance.app":  "billing",
+		"instance.port": 8080,
+		"redis.addrs":   "10.0.0.1:6379,10.0.0.2:6379",
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(cfg.Role.HeartbeatInterval, cfg.Role.HeartbeatExpiration)
+	fmt.Println(cfg.Instance.Tenant, cfg.Instance.App, cfg.Instance.Port)
+	fmt.Println(cfg.Redis.Addrs, cfg.Redis.KeyPrefix)
+	// Output:
+	// 5s 20s
+	// default billing 8080
+	// [10.0.0.1:6379 10.0.0.2:6379] baton
+}
+
+func ExampleLoad_problems() {
+	_, err := config.Load(config.Map(map[string]any{
+		"scheduler-lock.heartbeat-expiration-duration-in-second":  45,
+		"scheduler-lock.touch-heartbeat-interval-in-milliseconds": 30000,
+		"synchronized-lock.enabled":                               "maybe",
+		"redis.db":                                                -1,
+	}))
+	fmt.Println(err)
+	var e *config.Error
+	fmt.Println(errors.Is(err, config.ErrInvalid), errors.As(err, &e), len(e.Problems))
+	// Output:
+	// config: scheduler-lock.heartbeat-expiration-duration-in-second=45: unknown key; did you mean scheduler-lock.heartbeat-expiration-duration-in-seconds?
+	// config: synchronized-lock.enabled=maybe: must be true or false
+	// config: scheduler-lock.touch-heartbeat-interval-in-milliseconds=30000: must be less than half of scheduler-lock.heartbeat-expiration-duration-in-seconds (45 s) so one lost renewal is survivable
+	// config: redis.db=-1: must not be negative
+	// true true 4
+}
+
+func ExampleParseDuration() {
+	for _, s := range []string{"30s", "1h30m", "PT30S", "PT1H30M", "P1DT2H", "PT0.5S", "P1M"} {
+		d, err := config.ParseDuration(s)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(s, "=", d)
+	}
+	// Output:
+	// 30s = 30s
+	// 1h30m = 1h30m0s
+	// PT30S = 30s
+	// PT1H30M = 1h30m0s
+	// P1DT2H = 26h0m0s
+	// PT0.5S = 500ms
+	// config: duration "P1M" has months, whose length varies; use days (P30D), or put minutes after T (PT5M)
+}
+
+func ExampleEnvName() {
+	fmt.Println(config.EnvName("BATON_", "scheduler-lock.heartbeat-expiration-duration-in-seconds"))
+	fmt.Println(config.EnvName("BATON_", "redis.addrs"))
+	// Output:
+	// BATON_SCHEDULER_LOCK_HEARTBEAT_EXPIRATION_DURATION_IN_SECONDS
+	// BATON_REDIS_ADDRS
+}

@@ -1,0 +1,216 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/knadh/koanf/parsers/json"
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+)
+
+// Format names the syntax of configuration bytes.
+type Format string
+
+// The formats File and Bytes understand.
+const (
+	YAML Format = "yaml"
+	JSON Format = "json"
+	TOML Format = "toml"
+)
+
+// Source is one place configuration is read from: a file, the environment,
+// a map or bytes. Make one with File, Env, Map or Bytes and pass it to
+// Load; the zero Source is not usable.
+type Source struct {
+	// read returns the source's values as a nested map, origin names
+	// where a given key was read from, and problems found while reading
+	// (unknown environment variables). err is a failure that stops Load.
+	read func() (values map[string]any, origin func(key string) string, problems []Problem, err error)
+}
+
+// File reads the file at path. Its format follows from the extension:
+// .yaml or .yml for YAML, .json for JSON, .toml for TOML, in any case;
+// Load fails on any other extension. An empty file sets nothing.
+func File(path string) Source {
+	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+		format, err := formatOf(path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("config: %w", err)
+		}
+		origin := "file " + path
+		m, err := parse(data, format)
+		if err != nil {
+			return nil, nil, nil, &syntaxError{origin: origin, err: err}
+		}
+		return m, func(string) string { return origin }, nil, nil
+	}}
+}
+
+// Bytes reads data written in format (YAML, JSON or TOML, in any case;
+// "yml" is YAML). Empty data sets nothing.
+func Bytes(data []byte, format Format) Source {
+	data = append([]byte(nil), data...)
+	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+		f := Format(strings.ToLower(string(format)))
+		if f == "yml" {
+			f = YAML
+		}
+		switch f {
+		case YAML, JSON, TOML:
+		default:
+			return nil, nil, nil, fmt.Errorf("config: unknown format %q (want yaml, json or toml): %w", string(format), ErrInvalid)
+		}
+		m, err := parse(data, f)
+		if err != nil {
+			return nil, nil, nil, &syntaxError{origin: string(f) + " input", err: err}
+		}
+		return m, func(string) string { return "" }, nil, nil
+	}}
+}
+
+// Map reads m, whose keys are configuration keys either nested
+// ({"redis": {"db": 1}}) or flat with dots ({"redis.db": 1}), or a mix of
+// the two. Maps of any string-keyed type are accepted. Values are what a
+// parsed file would hold (bools, numbers, strings, lists of strings);
+// strings are converted the same way as in files and the environment. A
+// nil value sets nothing. Load does not modify m.
+func Map(m map[string]any) Source {
+	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+		return m, func(string) string { return "" }, nil, nil
+	}}
+}
+
+// Env reads the environment variables whose names start with prefix (for
+// example "BATON_"; a trailing '_' is added if prefix lacks one). Each sets
+// the key whose name, upper-cased with '.' and '-' replaced by '_', is the
+// rest of the variable's name: BATON_REDIS_KEY_PREFIX sets
+// redis.key-prefix (see EnvName). Names are matched against the table of
+// known keys, never guessed from the underscores. A variable with the
+// prefix that matches no key is a problem Load reports. A variable set to
+// the empty string is ignored, so that an unset deployment variable does
+// not override a file. Values are strings, converted like strings in
+// files: "true", "15000", and for redis.addrs a comma-separated list.
+// prefix must not be empty.
+func Env(prefix string) Source {
+	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+		if prefix == "" || prefix == "_" {
+			return nil, nil, nil, errors.New("config: Env needs a non-empty prefix such as \"BATON_\"")
+		}
+		p := envPrefix(prefix)
+		vars := map[string]string{} // key -> variable name
+		var problems []Problem
+		k := koanf.New(".")
+		err := k.Load(env.Provider(".", env.Opt{
+			Prefix: p,
+			TransformFunc: func(name, value string) (string, any) {
+				if value == "" {
+					return "", nil
+				}
+				def, ok := envSuffixes[strings.TrimPrefix(name, p)]
+				if !ok {
+					problems = append(problems, unknownEnv(p, name, value))
+					return "", nil
+				}
+				vars[def.name] = name
+				return def.name, value
+			},
+		}), nil)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("config: read environment: %w", err)
+		}
+		sort.Slice(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
+		return k.Raw(), func(key string) string { return "env " + vars[key] }, problems, nil
+	}}
+}
+
+// envPrefix returns prefix with a trailing '_', or "" for "".
+func envPrefix(prefix string) string {
+	if prefix == "" || strings.HasSuffix(prefix, "_") {
+		return prefix
+	}
+	return prefix + "_"
+}
+
+// unknownEnv is the problem of a variable with the prefix that names no key.
+func unknownEnv(prefix, name, value string) Problem {
+	suffix := strings.TrimPrefix(name, prefix)
+	known := make([]string, 0, len(envSuffixes))
+	for s := range envSuffixes {
+		known = append(known, s)
+	}
+	sort.Strings(known)
+	reason := "environment variable matches no config key"
+	if s := suggest(suffix, known); s != "" {
+		reason += "; did you mean " + prefix + s + "?"
+		if envSuffixes[s].secret {
+			value = redact(value)
+		}
+	}
+	if looksSecret(suffix) {
+		value = redact(value)
+	}
+	return Problem{Key: name, Value: shorten(value), Reason: reason}
+}
+
+// formatOf picks the format of a file from its extension.
+func formatOf(path string) (Format, error) {
+	switch ext := strings.ToLower(filepath.Ext(path)); ext {
+	case ".yaml", ".yml":
+		return YAML, nil
+	case ".json":
+		return JSON, nil
+	case ".toml":
+		return TOML, nil
+	default:
+		return "", fmt.Errorf("config: file %s: unknown format %q (want .yaml, .yml, .json or .toml): %w", path, ext, ErrInvalid)
+	}
+}
+
+// parse parses data in format f into a nested map with koanf. A parser
+// that panics on hostile input is reported as a syntax error.
+func parse(data []byte, f Format) (m map[string]any, err error) {
+	var p koanf.Parser
+	switch f {
+	case YAML:
+		p = yaml.Parser()
+	case JSON:
+		p = json.Parser()
+	case TOML:
+		p = toml.Parser()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, fmt.Errorf("%s parser failed: %v", f, r)
+		}
+	}()
+	k := koanf.New(".")
+	if err := k.Load(rawbytes.Provider(data), p); err != nil {
+		return nil, err
+	}
+	return k.Raw(), nil
+}
+
+// syntaxError reports a source that could not be parsed. It wraps
+// ErrInvalid and the parser's error.
+type syntaxError struct {
+	origin string
+	err    error
+}
+
+func (e *syntaxError) Error() string {
+	return fmt.Sprintf("config: %s: %v", e.origin, e.err)
+}
+
+func (e *syntaxError) Unwrap() []error { return []error{ErrInvalid, e.err} }

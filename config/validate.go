@@ -1,0 +1,234 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Validate reports every rule c breaks, under the configuration keys, in
+// one *Error that wraps ErrInvalid; nil if there is none. It is for a
+// Config built or changed in Go: Load already validates what it returns.
+// A zero field counts as not set, so it takes its default and is never
+// reported; Load, which knows which keys a source set, also rejects an
+// explicit zero where one is meaningless (a zero heartbeat interval, an
+// empty tenant, port 0).
+func (c Config) Validate() error {
+	st := &state{set: map[string]bool{}, bad: map[string]bool{}, origin: map[string]string{}}
+	for i := range keys {
+		if v := reflect.ValueOf(keys[i].get(&c)); !v.IsZero() {
+			st.set[keys[i].name] = true
+		}
+	}
+	if problems := check(&c, st); len(problems) > 0 {
+		return &Error{Problems: problems}
+	}
+	return nil
+}
+
+// state tells check what the sources said about each key.
+type state struct {
+	set    map[string]bool   // keys a source set (Load) or that are non-zero (Validate)
+	bad    map[string]bool   // keys whose value did not convert; their rules are skipped
+	origin map[string]string // where each key's value came from
+}
+
+// checker collects the problems of one Config.
+type checker struct {
+	c        *Config
+	st       *state
+	problems []Problem
+}
+
+// add records that key's current value breaks a rule.
+func (ch *checker) add(name, reason string) {
+	k := keyIndex[name]
+	ch.problems = append(ch.problems, Problem{
+		Key:    name,
+		Value:  shortenShown(k, ch.c),
+		Origin: ch.st.origin[name],
+		Reason: reason,
+	})
+}
+
+// shortenShown formats key k's value in c for a message.
+func shortenShown(k *key, c *Config) string {
+	s := shownValue(k, c)
+	if s == "" {
+		return `""`
+	}
+	return shorten(s)
+}
+
+// given reports whether key was set and converted, so its rules apply.
+func (ch *checker) given(name string) bool {
+	return ch.st.set[name] && !ch.st.bad[name]
+}
+
+// positive checks that a duration key, if given, is above zero, and
+// reports whether its value can be used in rules between keys.
+func (ch *checker) positive(name string, d time.Duration) bool {
+	if ch.st.bad[name] {
+		return false
+	}
+	if ch.st.set[name] && d <= 0 {
+		ch.add(name, "must be positive")
+		return false
+	}
+	return true
+}
+
+// check applies every rule of the package documentation to c.
+func check(c *Config, st *state) []Problem {
+	ch := &checker{c: c, st: st}
+	n := len(ch.problems)
+	ch.role()
+	// The role and synclock packages' own rules, should they ever grow
+	// beyond the ones above, so that Load never returns a Config their
+	// constructors reject.
+	if len(ch.problems) == n && !ch.anyBad("scheduler-lock.") {
+		if err := c.Role.Validate(); err != nil {
+			ch.problems = append(ch.problems, Problem{Key: "scheduler-lock", Value: "...", Reason: err.Error()})
+		}
+	}
+	n = len(ch.problems)
+	ch.syncLock()
+	if len(ch.problems) == n && !ch.anyBad("synchronized-lock.") {
+		if err := c.SyncLock.Validate(); err != nil {
+			ch.problems = append(ch.problems, Problem{Key: "synchronized-lock", Value: "...", Reason: err.Error()})
+		}
+	}
+	ch.instance()
+	ch.redis()
+	// Report in the order of the reference table; a section's own
+	// problems follow its keys.
+	rank := func(name string) int {
+		for i := range keys {
+			if keys[i].name == name || strings.HasPrefix(keys[i].name, name+".") && (i+1 == len(keys) || !strings.HasPrefix(keys[i+1].name, name+".")) {
+				return i
+			}
+		}
+		return len(keys)
+	}
+	sort.SliceStable(ch.problems, func(i, j int) bool { return rank(ch.problems[i].Key) < rank(ch.problems[j].Key) })
+	return ch.problems
+}
+
+// anyBad reports whether a key in the section prefix did not convert.
+func (ch *checker) anyBad(prefix string) bool {
+	for name := range ch.st.bad {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (ch *checker) role() {
+	r := ch.c.Role
+	okInterval := ch.positive(keyRoleInterval, r.HeartbeatInterval)
+	okExpiration := ch.positive(keyRoleExpiration, r.HeartbeatExpiration)
+	okMargin := ch.positive(keyRoleMargin, r.SafetyMargin)
+	eff := r.WithDefaults()
+	iv, ex := eff.HeartbeatInterval, eff.HeartbeatExpiration
+	// 2*iv >= ex, without overflow.
+	if okInterval && okExpiration && iv >= ex-ex/2 {
+		const why = " so one lost renewal is survivable"
+		if ch.st.set[keyRoleInterval] {
+			ch.add(keyRoleInterval, fmt.Sprintf("must be less than half of %s (%s s)"+why,
+				keyRoleExpiration, inUnit(ex, time.Second)))
+		} else {
+			ch.add(keyRoleExpiration, fmt.Sprintf("must be more than twice %s (%s ms)"+why,
+				keyRoleInterval, inUnit(iv, time.Millisecond)))
+		}
+	}
+	if okInterval && okMargin && ch.st.set[keyRoleMargin] && eff.SafetyMargin >= iv {
+		ch.add(keyRoleMargin, fmt.Sprintf("must be less than %s (%s ms)",
+			keyRoleInterval, inUnit(iv, time.Millisecond)))
+	}
+}
+
+func (ch *checker) syncLock() {
+	s := ch.c.SyncLock
+	ch.positive(keyLockRetry, s.RetryInterval)
+	ch.positive(keyLockHold, s.HoldDuration)
+	if ch.given(keyLockMaxRetries) && s.MaxRetries < 0 {
+		ch.add(keyLockMaxRetries, "must not be negative (0 retries until the lock is acquired)")
+	}
+}
+
+func (ch *checker) instance() {
+	in := ch.c.Instance
+	if ch.given(keyInstanceApp) && in.App == "" {
+		ch.add(keyInstanceApp, "must not be empty")
+	}
+	if ch.given(keyInstanceTenant) && in.Tenant == "" {
+		ch.add(keyInstanceTenant, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultTenant))
+	}
+	if ch.given(keyInstancePort) && (in.Port < 1 || in.Port > 65535) {
+		ch.add(keyInstancePort, "must be in 1..65535")
+	}
+	if ch.given(keyInstanceIP) && in.IP != "" {
+		text := strings.TrimSuffix(strings.TrimPrefix(in.IP, "["), "]")
+		if _, err := netip.ParseAddr(text); err != nil {
+			ch.add(keyInstanceIP, "is not an IP address")
+		}
+	}
+}
+
+func (ch *checker) redis() {
+	r := ch.c.Redis
+	if ch.given(keyRedisAddrs) {
+		if len(r.Addrs) == 0 {
+			ch.add(keyRedisAddrs, "must list at least one address")
+		}
+		var bad []string
+		for _, a := range r.Addrs {
+			if reason := checkHostPort(a); reason != "" {
+				bad = append(bad, strconv.Quote(a)+" "+reason)
+			}
+		}
+		if len(bad) > 0 {
+			ch.add(keyRedisAddrs, strings.Join(bad, "; "))
+		}
+	}
+	if ch.given(keyRedisDB) && r.DB < 0 {
+		ch.add(keyRedisDB, "must not be negative")
+	}
+	if ch.given(keyRedisCluster) && r.Cluster && r.MasterName != "" {
+		ch.add(keyRedisCluster, "cannot be combined with "+keyRedisMasterName+", which selects Sentinel")
+	}
+	cluster := r.MasterName == "" && (r.Cluster || len(r.Addrs) > 1)
+	if ch.given(keyRedisDB) && r.DB > 0 && cluster {
+		ch.add(keyRedisDB, "must be 0 with Redis Cluster ("+keyRedisCluster+"=true or more than one address in "+
+			keyRedisAddrs+" without "+keyRedisMasterName+"), which has only database 0")
+	}
+	if ch.given(keyRedisKeyPrefix) {
+		switch {
+		case r.KeyPrefix == "":
+			ch.add(keyRedisKeyPrefix, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultKeyPrefix))
+		case strings.ContainsAny(r.KeyPrefix, "{}"):
+			ch.add(keyRedisKeyPrefix, "must not contain '{' or '}', which would break the {tenant:app} hash tag of baton's keys")
+		}
+	}
+}
+
+// checkHostPort says what is wrong with a host:port address, or "".
+func checkHostPort(a string) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return "is not host:port"
+	}
+	if host == "" {
+		return "has no host"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "has a port that is not in 1..65535"
+	}
+	return ""
+}
