@@ -9,9 +9,9 @@ import (
 )
 
 // TestReferenceCoversEveryKey checks that the reference in doc.go and
-// REFERENCE.md names every key and its environment variable.
+// the README names every key and its environment variable.
 func TestReferenceCoversEveryKey(t *testing.T) {
-	for _, file := range []string{"doc.go", "REFERENCE.md"} {
+	for _, file := range []string{"doc.go", "../README.md"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
