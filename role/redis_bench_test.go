@@ -1,0 +1,260 @@
+package role_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/role"
+)
+
+// These benchmarks run on a private redis-server and report latencies as
+// custom metrics; compare them across runs, never assert them in tests.
+
+func percentile(ms []float64, p float64) float64 {
+	if len(ms) == 0 {
+		return 0
+	}
+	s := slices.Clone(ms)
+	slices.Sort(s)
+	i := int(p * float64(len(s)-1))
+	return s[i]
+}
+
+func reportLatencies(b *testing.B, name string, ms []float64) {
+	b.ReportMetric(percentile(ms, 0.50), name+"-p50-ms")
+	b.ReportMetric(percentile(ms, 0.99), name+"-p99-ms")
+	b.ReportMetric(float64(len(ms)), name+"-samples")
+}
+
+// electedAt returns an option that sends the time of each election.
+func electedAt(ch chan<- time.Time) role.Option {
+	return role.OnElected(func(context.Context) { ch <- time.Now() })
+}
+
+// BenchmarkHandover measures a graceful handover on real Redis: from the
+// master's Stop to the other instance's election (its OnElected call).
+// Goal: p50 <= 5 ms.
+func BenchmarkHandover(b *testing.B) {
+	r := testenv.NewRedis(b)
+	cfg := role.Config{HeartbeatInterval: time.Second, HeartbeatExpiration: 3 * time.Second}
+	elected := make(chan time.Time, 4)
+	var els []*role.Elector
+	for i := range 2 {
+		el, err := role.NewElector(redisStore(b, r), id(b, 6000+i), cfg, quiet, electedAt(elected))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			b.Fatal(err)
+		}
+		els = append(els, el)
+	}
+	defer stopAll(b, els...)
+	<-elected
+	var ms []float64
+	b.ResetTimer()
+	for range b.N {
+		m := master(els)
+		if m == nil {
+			b.Fatal("no single master")
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		if err := m.Stop(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
+		select {
+		case at := <-elected:
+			ms = append(ms, float64(at.Sub(start))/float64(time.Millisecond))
+		case <-time.After(patience):
+			b.Fatal("no handover")
+		}
+		if err := m.Start(); err != nil { // rejoin as a slave
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportLatencies(b, "handover", ms)
+}
+
+// BenchmarkFailover measures a crash failover on real Redis: the master
+// stops talking to Redis without releasing, and the metric is how long
+// after its key expired on the server the next master was elected.
+// Goal: <= 100 ms over the TTL. Each op is 10 failovers.
+func BenchmarkFailover(b *testing.B) {
+	r := testenv.NewRedis(b)
+	cfg := role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 300 * time.Millisecond}
+	elected := make(chan time.Time, 8)
+	var els []*role.Elector
+	var cuts []*cuttable
+	for i := range 3 {
+		c := &cuttable{Store: redisStore(b, r)}
+		el, err := role.NewElector(c, id(b, 6100+i), cfg, quiet, electedAt(elected))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			b.Fatal(err)
+		}
+		els, cuts = append(els, el), append(cuts, c)
+	}
+	defer stopAll(b, els...)
+	<-elected
+	probe := redisStore(b, r)
+	var over []float64
+	b.ResetTimer()
+	for range b.N * 10 {
+		var m *role.Elector
+		deadline := time.Now().Add(patience)
+		for m = master(els); m == nil; m = master(els) {
+			if time.Now().After(deadline) {
+				b.Fatal("no single master")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		i := slices.Index(els, m)
+		cuts[i].cut.Store(true)
+		// Read when the key expires on the server: it can no longer be
+		// renewed, so its remaining TTL is final.
+		sent := time.Now()
+		l, err := probe.Get(context.Background(), m.Key())
+		if err != nil {
+			b.Fatal(err)
+		}
+		expires := sent.Add(l.TTL)
+		select {
+		case at := <-elected:
+			over = append(over, float64(at.Sub(expires))/float64(time.Millisecond))
+		case <-time.After(patience):
+			b.Fatal("no failover")
+		}
+		// Bring the crashed instance back as a slave.
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		m.Stop(ctx)
+		cancel()
+		cuts[i].cut.Store(false)
+		if err := m.Start(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportLatencies(b, "failover-over-ttl", over)
+}
+
+// clientCommands sums the calls of the commands baton's clients send
+// (scripts, subscriptions, pings), leaving out the commands the scripts
+// run inside the server.
+func clientCommands(b *testing.B, rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "cmdstat_evalsha", "cmdstat_eval", "cmdstat_subscribe", "cmdstat_unsubscribe", "cmdstat_ping":
+		default:
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
+		v, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			b.Fatalf("commandstats line %q: %v", line, err)
+		}
+		n += v
+	}
+	return n
+}
+
+// BenchmarkScale10k starts 10,000 electors in one process, sharing one
+// client, against one redis-server, and reports the Redis commands each
+// sends per heartbeat interval once the election is settled.
+// Goal: <= 1 command per elector per interval.
+func BenchmarkScale10k(b *testing.B) {
+	const electors = 10000
+	const intervals = 6
+	r := testenv.NewRedis(b)
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), PoolSize: 64})
+	defer rdb.Close()
+	store, err := redisbackend.New(rdb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	cfg := role.Config{HeartbeatInterval: time.Second, HeartbeatExpiration: 3 * time.Second}
+	for range b.N {
+		els := make([]*role.Elector, electors)
+		for i := range els {
+			v, err := instanceidFor(i)
+			if err != nil {
+				b.Fatal(err)
+			}
+			el, err := role.NewElector(store, v, cfg, quiet)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := el.Start(); err != nil {
+				b.Fatal(err)
+			}
+			els[i] = el
+		}
+		// Settled: one master, and every elector has claimed once.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			if master(els) != nil && allSeeMaster(els) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatal("the election did not settle within a minute")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(2 * cfg.HeartbeatInterval) // let the first member heartbeats pass
+		before := clientCommands(b, rdb)
+		time.Sleep(intervals * cfg.HeartbeatInterval)
+		after := clientCommands(b, rdb)
+		b.ReportMetric(float64(after-before)/electors/intervals, "cmds/elector/interval")
+		if master(els) == nil {
+			b.Fatal("no single master at the end")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		var wg sync.WaitGroup
+		for _, el := range els {
+			wg.Go(func() { el.Stop(ctx) })
+		}
+		wg.Wait()
+		cancel()
+	}
+}
+
+func allSeeMaster(els []*role.Elector) bool {
+	for _, el := range els {
+		if el.Master() == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// instanceidFor returns the ID of the i-th instance of the scale run, one
+// per host.
+func instanceidFor(i int) (instanceid.ID, error) {
+	n := i + 1
+	return instanceid.New(fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255), "acme", "scale", 8080)
+}
