@@ -1,9 +1,48 @@
 // Package synclock serialises a critical section across every instance of
-// a service: only one goroutine of one instance runs it at a time, the Go
-// rendition of the seed framework's synchronised method whose lock key is
+// a service: only one goroutine of one instance runs it at a time — the Go
+// rendition of the seed framework's synchronised method, whose lock key is
 // the method signature and whose value is the instance ID.
 //
-// This package holds the lock's configuration today; the locks themselves
-// (wake on release, local queueing, fencing tokens) are being built on the
-// backend interface.
+//	lk, _ := synclock.NewLocker(store, id, cfg.SyncLock)
+//	synclock.SetDefault(lk)
+//	err := synclock.Do(ctx, func(ctx context.Context) error { ... })            // key: the caller's function
+//	err = lk.DoKey(ctx, "invoice:42", func(ctx context.Context) error { ... }) // key: chosen
+//	total, err := synclock.DoValue(ctx, lk, "totals", sum)
+//
+// # The seed's rules, kept
+//
+// The key of Do is the fully qualified name of the calling function, such
+// as "github.com/acme/billing/invoice.(*Service).Close" (closures add
+// ".func1", generic functions carry "[...]"); it is stored as
+// {tenant:app}:lock:<key>. Acquiring is set-if-absent; a waiter tries
+// again every RetryInterval (default 1 s) until it succeeds, MaxRetries
+// runs out or its context ends; the section runs; the key is deleted. A
+// holder keeps the lock at most HoldDuration (default 45 s), so a crashed
+// holder cannot dead-lock the others. With Disabled every call fails with
+// ErrDisabled: a section never runs unlocked.
+//
+// # Beyond the seed
+//
+//   - Waiters wake on release: the release is published and the waiter
+//     claims at once; RetryInterval is only a fallback poll (the next try is
+//     at the holder's remaining TTL when that is sooner).
+//   - Goroutines of one process that want one key queue locally in arrival
+//     order; only the one at the head talks to the store.
+//   - The holder is the instance ID plus a nonce per acquisition, and
+//     release is owner-checked: a late release after the hold ran out can
+//     never delete the next holder's key.
+//   - The section's context carries a fencing token (Token) that grows with
+//     every holding, and is cancelled shortly before the lease can expire;
+//     DoKey then reports ErrLeaseExpired. WithAutoRenew extends the lease
+//     while the section runs, up to a hard ceiling.
+//   - A panic in the section releases the lock and goes on. A nested call on
+//     a key that its call chain already holds runs directly.
+//
+// # What is not promised
+//
+// A lock is a lease: a holder paused past its hold (GC, SIGSTOP, a slow
+// network) may still run while the next holder runs. Its context is
+// cancelled, but code that ignores the context keeps going. A resource that
+// must never see two holders should check the fencing token of every
+// write, rejecting tokens older than one it has seen.
 package synclock

@@ -1,0 +1,40 @@
+package synclock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+)
+
+var defaultLocker atomic.Pointer[Locker]
+
+// SetDefault makes lk the locker that the package-level Do and DoKey use.
+// Pass nil to clear it.
+func SetDefault(lk *Locker) { defaultLocker.Store(lk) }
+
+// Default returns the locker set by SetDefault, or nil.
+func Default() *Locker { return defaultLocker.Load() }
+
+// Do is Locker.Do on the locker set by SetDefault, keyed by Do's caller.
+// It returns ErrNoDefault when none is set.
+func Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	lk := defaultLocker.Load()
+	if lk == nil {
+		return ErrNoDefault
+	}
+	key, ok := callerKey(1)
+	if !ok {
+		return errors.New("synclock: cannot name the calling function; use DoKey")
+	}
+	return lk.DoKey(ctx, key, fn)
+}
+
+// DoKey is Locker.DoKey on the locker set by SetDefault. It returns
+// ErrNoDefault when none is set.
+func DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	lk := defaultLocker.Load()
+	if lk == nil {
+		return ErrNoDefault
+	}
+	return lk.DoKey(ctx, key, fn)
+}

@@ -1,0 +1,104 @@
+package synclock
+
+import (
+	"context"
+	"errors"
+)
+
+// heldKey marks, in a section's context, that its Locker holds a key, so
+// that a nested call on the same key runs directly instead of waiting for
+// itself.
+type heldKey struct {
+	lk *Locker
+	sk string
+}
+
+type tokenKey struct{}
+
+// Token returns the fencing token of the innermost lock held by the
+// section whose context is ctx: strictly larger than the token of every
+// earlier holding of the same lock. Pass it to the resource the section
+// changes so that it can reject a holder whose lease ran out.
+func Token(ctx context.Context) (uint64, bool) {
+	g, ok := ctx.Value(tokenKey{}).(*grant)
+	if !ok {
+		return 0, false
+	}
+	return g.lease.Token, true
+}
+
+// Do runs fn while holding the lock named after Do's caller: its fully
+// qualified function name, such as
+// "github.com/acme/billing/invoice.(*Service).Close" — the Go rendition of
+// the seed's method signature. See DoKey for the rules.
+func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	key, ok := callerKey(1)
+	if !ok {
+		return errors.New("synclock: cannot name the calling function; use DoKey")
+	}
+	return lk.DoKey(ctx, key, fn)
+}
+
+// DoKey runs fn while holding the lock key: across every instance of the
+// service, only one goroutine of one instance runs a section of key at a
+// time.
+//
+// It waits for the lock: woken at once when the holder releases, and
+// otherwise looking again every RetryInterval (or when the holder's lease
+// ends, if sooner), up to MaxRetries times if set, or until ctx ends. Only
+// one goroutine per process and key talks to the store; the others queue
+// locally in arrival order.
+//
+// fn gets a context that carries the fencing token (Token) and is
+// cancelled shortly before the lease can expire (HoldDuration, or the
+// WithAutoRenew ceiling), with cause ErrLeaseExpired; DoKey then returns
+// ErrLeaseExpired joined with fn's error. A panic in fn releases the lock
+// and is re-raised. A DoKey for a key that the same call chain already
+// holds (its ctx says so) runs fn directly.
+func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	return lk.run(ctx, key, true, fn)
+}
+
+// TryDo is DoKey without waiting: if the lock is held it returns an error
+// wrapping ErrLocked at once and does not run fn.
+func (lk *Locker) TryDo(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	return lk.run(ctx, key, false, fn)
+}
+
+// DoValue is DoKey for a section that returns a value.
+func DoValue[T any](ctx context.Context, lk *Locker, key string, fn func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := lk.DoKey(ctx, key, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	})
+	return v, err
+}
+
+func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx context.Context) error) (err error) {
+	if fn == nil {
+		return errors.New("synclock: nil function")
+	}
+	if sk, kerr := lk.storeKey(key); kerr == nil && ctx.Value(heldKey{lk, sk}) != nil {
+		return fn(ctx) // reentrant: this call chain holds the lock
+	}
+	g, err := lk.acquire(ctx, key, wait)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		rerr := g.release(ctx)
+		if rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}()
+	return callSection(g, fn)
+}
+
+// callSection runs fn with the section's context. A panic in fn unwinds
+// through run's deferred release, so the lock is released and the panic
+// goes on unchanged.
+func callSection(g *grant, fn func(ctx context.Context) error) error {
+	return fn(context.WithValue(g.ctx, tokenKey{}, g))
+}

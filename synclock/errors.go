@@ -1,0 +1,52 @@
+package synclock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+)
+
+var (
+	// ErrDisabled reports that locks are turned off
+	// (synchronized-lock.enabled=false). The section did not run: baton
+	// never runs a section unlocked.
+	ErrDisabled = errors.New("synclock: locks are disabled (synchronized-lock.enabled=false)")
+
+	// ErrLocked reports that another holder has the lock: from TryDo and
+	// TryLock at once, and from Do after its retries ran out.
+	ErrLocked = errors.New("synclock: lock is held by another holder")
+
+	// ErrTimeout reports that the caller's context ended while it waited
+	// for the lock. It comes joined with the context's error.
+	ErrTimeout = errors.New("synclock: gave up waiting for the lock")
+
+	// ErrLeaseExpired reports that the lock's lease ended (or was about to)
+	// while the section still ran: another holder may have entered it. The
+	// section's context was cancelled at that moment.
+	ErrLeaseExpired = errors.New("synclock: lock lease expired while the section ran")
+
+	// ErrNotLocked reports an Unlock of a Mutex that is not locked.
+	ErrNotLocked = errors.New("synclock: unlock of an unlocked mutex")
+
+	// ErrNoDefault reports a package-level call before SetDefault.
+	ErrNoDefault = errors.New("synclock: no default locker: call synclock.SetDefault first")
+)
+
+// lockedError is ErrLocked with the key and the holder.
+type lockedError struct {
+	key    string
+	holder backend.Lease
+	tries  int
+}
+
+func (e *lockedError) Error() string {
+	s := fmt.Sprintf("synclock: lock %q is held by %q (token %d, %v left)", e.key, e.holder.Owner, e.holder.Token, e.holder.TTL.Round(time.Millisecond))
+	if e.tries > 0 {
+		s += fmt.Sprintf(" after %d tries", e.tries)
+	}
+	return s
+}
+
+func (e *lockedError) Is(target error) bool { return target == ErrLocked }

@@ -1,0 +1,16 @@
+package synclock
+
+// Waiting returns how many goroutines of this process wait in key's local
+// queue behind the holder.
+func Waiting(lk *Locker, key string) int {
+	sk, err := lk.storeKey(key)
+	if err != nil {
+		return 0
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if q := lk.queues[sk]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}

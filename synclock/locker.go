@@ -1,0 +1,437 @@
+package synclock
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/clock"
+)
+
+// Locker hands out the cross-instance locks of one instance: it holds the
+// store, the instance's ID (the value the seed wrote under a lock key) and
+// the configuration. Create it with NewLocker; it starts no goroutine
+// until a lock is used and is safe for concurrent use.
+type Locker struct {
+	store  backend.Store
+	id     instanceid.ID
+	idText string
+	cfg    Config
+	clock  clock.Clock
+	logger *slog.Logger
+
+	autoRenew   time.Duration // total hold ceiling with renewals; 0: no renewals
+	opTimeout   time.Duration
+	leaseMargin time.Duration
+
+	mu     sync.Mutex
+	queues map[string]*queue // store key -> local waiters
+	floors map[string]uint64 // store key -> highest token seen (bounded)
+}
+
+// maxFloors bounds the fencing floors a Locker remembers for keys nobody
+// in the process is using.
+const maxFloors = 4096
+
+// Option configures a Locker.
+type Option func(*Locker)
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(lk *Locker) {
+		if l != nil {
+			lk.logger = l
+		}
+	}
+}
+
+// WithAutoRenew makes a holder renew its lease while the section runs, up
+// to max in total: a long section keeps the lock past HoldDuration, but
+// never past max, so a stuck holder still cannot keep it forever. Without
+// it a holder keeps the lock at most HoldDuration, the seed's rule.
+func WithAutoRenew(max time.Duration) Option {
+	return func(lk *Locker) { lk.autoRenew = max }
+}
+
+// WithOperationTimeout bounds each call to the store that must finish even
+// when the caller's context has ended, such as the release (default 5 s).
+func WithOperationTimeout(d time.Duration) Option {
+	return func(lk *Locker) { lk.opTimeout = d }
+}
+
+func withClock(c clock.Clock) Option {
+	return func(lk *Locker) { lk.clock = c }
+}
+
+// NewLocker returns the locker of instance id on store.
+func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option) (*Locker, error) {
+	if store == nil {
+		return nil, errors.New("synclock: nil store: pass a backend such as redisbackend.New(client)")
+	}
+	if err := id.Validate(); err != nil {
+		return nil, fmt.Errorf("synclock: %w", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lk := &Locker{
+		store:     store,
+		id:        id,
+		idText:    id.String(),
+		cfg:       cfg.WithDefaults(),
+		clock:     clock.Real,
+		logger:    slog.Default(),
+		opTimeout: 5 * time.Second,
+		queues:    make(map[string]*queue),
+		floors:    make(map[string]uint64),
+	}
+	for _, o := range opts {
+		o(lk)
+	}
+	if lk.autoRenew < 0 {
+		return nil, fmt.Errorf("synclock: WithAutoRenew(%v): the ceiling must not be negative", lk.autoRenew)
+	}
+	if lk.autoRenew > 0 && lk.autoRenew < lk.cfg.HoldDuration {
+		return nil, fmt.Errorf("synclock: WithAutoRenew(%v) is shorter than HoldDuration %v: the ceiling must be at least one hold", lk.autoRenew, lk.cfg.HoldDuration)
+	}
+	if lk.opTimeout <= 0 {
+		return nil, fmt.Errorf("synclock: WithOperationTimeout(%v) must be positive", lk.opTimeout)
+	}
+	lk.leaseMargin = min(lk.cfg.HoldDuration/10, time.Second)
+	lk.logger = lk.logger.With("instance", lk.idText)
+	return lk, nil
+}
+
+// ID returns the instance ID the locker writes as the holder.
+func (lk *Locker) ID() instanceid.ID { return lk.id }
+
+// storeKey returns the store key of a lock key.
+func (lk *Locker) storeKey(key string) (string, error) {
+	if key == "" {
+		return "", fmt.Errorf("synclock: %w: lock key is empty", backend.ErrInvalidArgument)
+	}
+	sk := backend.AppKey(lk.id.Tenant, lk.id.App, "lock", key)
+	if err := backend.ValidateKey(sk); err != nil {
+		return "", fmt.Errorf("synclock: lock key %q: %w", key, err)
+	}
+	return sk, nil
+}
+
+// queue orders the goroutines of this process that want one key, so that
+// only the one at its head talks to the store.
+type queue struct {
+	users   int             // holder + waiters; the queue is dropped at zero
+	busy    bool            // a goroutine owns the turn
+	waiters []chan struct{} // FIFO; closed to hand over the turn
+	watch   backend.Watch   // open while the queue lives and someone waited
+}
+
+// enter joins key's local queue and returns when the caller owns the
+// turn, or when ctx ends. With wait false it fails with ErrLocked at once
+// if another goroutine owns the turn.
+func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, error) {
+	lk.mu.Lock()
+	q := lk.queues[sk]
+	if q == nil {
+		q = &queue{}
+		lk.queues[sk] = q
+	}
+	if !q.busy {
+		q.users++
+		q.busy = true
+		lk.mu.Unlock()
+		return q, nil
+	}
+	if !wait {
+		lk.mu.Unlock()
+		return nil, ErrLocked
+	}
+	q.users++
+	turn := make(chan struct{})
+	q.waiters = append(q.waiters, turn)
+	lk.mu.Unlock()
+	select {
+	case <-turn:
+		return q, nil
+	case <-ctx.Done():
+		lk.mu.Lock()
+		defer lk.mu.Unlock()
+		select {
+		case <-turn:
+			// The turn arrived as we gave up: pass it on.
+			lk.passLocked(sk, q)
+		default:
+			for i, w := range q.waiters {
+				if w == turn {
+					q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+					break
+				}
+			}
+			lk.leaveLocked(sk, q)
+		}
+		return nil, context.Cause(ctx)
+	}
+}
+
+// exit gives the turn to the next local waiter.
+func (lk *Locker) exit(sk string, q *queue) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	lk.passLocked(sk, q)
+}
+
+func (lk *Locker) passLocked(sk string, q *queue) {
+	if len(q.waiters) > 0 {
+		next := q.waiters[0]
+		q.waiters = q.waiters[1:]
+		close(next)
+	} else {
+		q.busy = false
+	}
+	lk.leaveLocked(sk, q)
+}
+
+func (lk *Locker) leaveLocked(sk string, q *queue) {
+	q.users--
+	if q.users > 0 {
+		return
+	}
+	delete(lk.queues, sk)
+	if q.watch != nil {
+		q.watch.Close()
+		q.watch = nil
+	}
+}
+
+func (lk *Locker) floor(sk string) uint64 {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.floors[sk]
+}
+
+func (lk *Locker) observe(sk string, token uint64) {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if token <= lk.floors[sk] {
+		return
+	}
+	if _, ok := lk.floors[sk]; !ok && len(lk.floors) >= maxFloors {
+		for k := range lk.floors { // forget one at random
+			delete(lk.floors, k)
+			break
+		}
+	}
+	lk.floors[sk] = token
+}
+
+// grant is one holding of a lock.
+type grant struct {
+	lk      *Locker
+	key     string // the caller's key
+	sk      string // the store key
+	q       *queue
+	owner   string
+	lease   backend.Lease
+	ctx     context.Context // cancelled when the lease ends or is about to
+	cancel  context.CancelCauseFunc
+	timer   clock.Timer
+	stopRen chan struct{}
+	renewWG sync.WaitGroup
+	once    sync.Once
+}
+
+// acquire waits for key (local queue, then the store) and returns the
+// grant. wait=false tries once and fails with ErrLocked.
+func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, error) {
+	if lk.cfg.Disabled {
+		return nil, ErrDisabled
+	}
+	sk, err := lk.storeKey(key)
+	if err != nil {
+		return nil, err
+	}
+	q, err := lk.enter(ctx, sk, wait)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance: %w", key, err)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
+	}
+	g, err := lk.claim(ctx, key, sk, q, wait)
+	if err != nil {
+		lk.exit(sk, q)
+		return nil, err
+	}
+	return g, nil
+}
+
+// claim takes the lock in the store for the goroutine that owns q's turn.
+func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, error) {
+	owner := lk.idText + "#" + nonce()
+	hold := lk.cfg.HoldDuration
+	tries := 0
+	for {
+		sent := lk.clock.Now()
+		l, err := lk.store.Acquire(ctx, sk, owner, hold, lk.floor(sk))
+		tries++
+		if err == nil {
+			lk.observe(sk, l.Token)
+			return lk.newGrant(ctx, key, sk, q, owner, l, sent), nil
+		}
+		var held *backend.HeldError
+		if !errors.As(err, &held) {
+			if ctx.Err() != nil {
+				return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), context.Cause(ctx))
+			}
+			return nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err)
+		}
+		lk.observe(sk, held.Holder.Token)
+		locked := &lockedError{key: key, holder: held.Holder}
+		if !wait {
+			return nil, locked
+		}
+		if lk.cfg.MaxRetries > 0 && tries > lk.cfg.MaxRetries {
+			locked.tries = tries
+			return nil, locked
+		}
+		if q.watch == nil {
+			// Subscribe once per queue, then look again at once: a
+			// release between the failed claim and the subscription
+			// would otherwise go unseen until the fallback poll.
+			if w, err := lk.store.Watch(ctx, sk); err == nil {
+				q.watch = w
+				continue
+			} else if ctx.Err() == nil {
+				lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", key, "err", err)
+			}
+		}
+		if err := lk.waitTurn(ctx, q, min(lk.cfg.RetryInterval, held.Holder.TTL+time.Millisecond)); err != nil {
+			return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q, held by %q: %w", key, held.Holder.Owner, ErrTimeout), err)
+		}
+	}
+}
+
+// waitTurn sleeps until a release is announced, d passes, or ctx ends.
+func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration) error {
+	var events <-chan backend.Event
+	if q.watch != nil {
+		events = q.watch.C()
+	}
+	t := lk.clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-events:
+			if ev.Kind == backend.EventRenewed {
+				// Held for ev.TTL more: poll no earlier than that allows.
+				t.Reset(min(lk.cfg.RetryInterval, ev.TTL+time.Millisecond))
+				continue
+			}
+			return nil
+		case <-t.C():
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) *grant {
+	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l}
+	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, heldKey{lk, sk}, g))
+	// The lease ends hold after the request was sent; give up a margin
+	// before that.
+	deadline := lk.cfg.HoldDuration - lk.leaseMargin - lk.clock.Since(sent)
+	g.timer = lk.clock.AfterFunc(deadline, func() { g.cancel(ErrLeaseExpired) })
+	if lk.autoRenew > 0 {
+		g.stopRen = make(chan struct{})
+		g.renewWG.Add(1)
+		go g.renew(sent)
+	}
+	return g
+}
+
+// renew extends the lease every third of the hold while the section runs,
+// until the ceiling set by WithAutoRenew.
+func (g *grant) renew(start time.Time) {
+	defer g.renewWG.Done()
+	lk := g.lk
+	hold := lk.cfg.HoldDuration
+	every := hold / 3
+	t := lk.clock.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stopRen:
+			return
+		case <-g.ctx.Done():
+			return
+		case <-t.C():
+		}
+		left := lk.autoRenew - lk.clock.Since(start)
+		if left <= hold/3 {
+			return // the ceiling is near: let the lease run out
+		}
+		ttl := min(hold, left)
+		sent := lk.clock.Now()
+		rctx, cancel := context.WithTimeout(g.ctx, lk.opTimeout)
+		_, err := lk.store.Renew(rctx, g.sk, g.owner, ttl)
+		cancel()
+		switch {
+		case err == nil:
+			g.timer.Reset(ttl - lk.leaseMargin - lk.clock.Since(sent))
+		case errors.Is(err, backend.ErrNotHeld):
+			g.cancel(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
+			return
+		case g.ctx.Err() == nil:
+			lk.logger.Warn("synclock: renewing a lock failed; will retry until the lease ends", "key", g.key, "err", err)
+		}
+		t.Reset(every)
+	}
+}
+
+// release ends the holding: stops renewals, deletes the key in the store
+// (owner-checked, even when the caller's context has ended) and passes the
+// local turn on. It reports ErrLeaseExpired if the lease ended first.
+func (g *grant) release(ctx context.Context) error {
+	var err error
+	g.once.Do(func() {
+		lk := g.lk
+		g.timer.Stop()
+		if g.stopRen != nil {
+			close(g.stopRen)
+			g.renewWG.Wait()
+		}
+		expired := errors.Is(context.Cause(g.ctx), ErrLeaseExpired)
+		g.cancel(context.Canceled)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lk.opTimeout)
+		rerr := lk.store.Release(rctx, g.sk, g.owner, 0)
+		cancel()
+		lk.exit(g.sk, g.q)
+		switch {
+		case errors.Is(rerr, backend.ErrNotHeld):
+			err = fmt.Errorf("synclock: lock %q: %w: %w", g.key, ErrLeaseExpired, rerr)
+		case rerr != nil:
+			lk.logger.Warn("synclock: releasing a lock failed; it expires after its hold duration", "key", g.key, "err", rerr)
+			err = fmt.Errorf("synclock: releasing lock %q: %w", g.key, rerr)
+		case expired:
+			err = fmt.Errorf("synclock: lock %q: %w (hold duration %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration)
+		}
+	})
+	return err
+}
+
+func nonce() string {
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,477 @@
+package synclock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/synclock"
+)
+
+var server *testenv.Redis
+
+func TestMain(m *testing.M) {
+	r, err := testenv.StartRedis(testenv.RedisOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "synclock tests:", err)
+		os.Exit(1)
+	}
+	server = r
+	code := m.Run()
+	r.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const patience = 15 * time.Second
+
+var quiet = synclock.WithLogger(slog.New(slog.DiscardHandler))
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func idN(t testing.TB, n int) instanceid.ID {
+	t.Helper()
+	id, err := instanceid.New("127.0.0.1", "acme", "billing", 8000+n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// redisLocker returns a locker of instance n with its own Redis client.
+func redisLocker(t testing.TB, n int, cfg synclock.Config, opts ...synclock.Option) (*synclock.Locker, backend.Store) {
+	t.Helper()
+	s, err := redisbackend.New(server.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	lk, err := synclock.NewLocker(s, idN(t, n), cfg, append([]synclock.Option{quiet}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk, s
+}
+
+func uniqueKey(t testing.TB) string {
+	return strings.NewReplacer("/", "-", " ", "_").Replace(t.Name()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// 20 goroutines on each of 4 instances (separate clients) increment a
+// counter kept in Redis with a plain read-modify-write inside the lock:
+// not one increment may be lost, and no two holders may overlap.
+func TestNoLostIncrements(t *testing.T) {
+	const instances, goroutines, rounds = 4, 20, 5
+	key := uniqueKey(t)
+	counter := "counter:" + key
+	rdb := server.Client(t)
+	var inside atomic.Int32
+	var overlaps atomic.Int32
+	var wg sync.WaitGroup
+	for i := range instances {
+		lk, _ := redisLocker(t, i, synclock.Config{})
+		for range goroutines {
+			wg.Go(func() {
+				for range rounds {
+					err := lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+						if inside.Add(1) != 1 {
+							overlaps.Add(1)
+						}
+						defer inside.Add(-1)
+						v, err := rdb.Get(ctx, counter).Int()
+						if err != nil && !errors.Is(err, redis.Nil) {
+							return err
+						}
+						return rdb.Set(ctx, counter, v+1, 0).Err()
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	got, err := rdb.Get(ctxT(t), counter).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := instances * goroutines * rounds; got != want || overlaps.Load() != 0 {
+		t.Fatalf("counter = %d, want %d; %d overlapping holders", got, want, overlaps.Load())
+	}
+}
+
+// The section's context ends shortly before the hold duration runs out,
+// and DoKey reports ErrLeaseExpired alongside fn's own error.
+func TestHoldExpiryCancelsSection(t *testing.T) {
+	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: 300 * time.Millisecond})
+	fnErr := errors.New("section gave up")
+	start := time.Now()
+	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
+		<-ctx.Done()
+		if !errors.Is(context.Cause(ctx), synclock.ErrLeaseExpired) {
+			t.Errorf("cause = %v, want ErrLeaseExpired", context.Cause(ctx))
+		}
+		return fnErr
+	})
+	if !errors.Is(err, synclock.ErrLeaseExpired) || !errors.Is(err, fnErr) {
+		t.Fatalf("err = %v, want ErrLeaseExpired joined with fn's error", err)
+	}
+	if took := time.Since(start); took >= 300*time.Millisecond {
+		t.Fatalf("the section was cancelled after %v, not before the 300ms hold", took)
+	}
+}
+
+// A holder whose lease ran out cannot delete the next holder's key with a
+// late Unlock.
+func TestStaleUnlockKeepsNewHolder(t *testing.T) {
+	cfg := synclock.Config{HoldDuration: 200 * time.Millisecond, RetryInterval: 10 * time.Millisecond}
+	a, store := redisLocker(t, 1, cfg)
+	b, _ := redisLocker(t, 2, cfg)
+	key := uniqueKey(t)
+	ma, mb := a.Mutex(key), b.Mutex(key)
+	if err := ma.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	<-ma.Context().Done() // a's lease is (about to be) over
+	if err := mb.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	tokB, _ := mb.Token()
+	if err := ma.Unlock(ctxT(t)); !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Fatalf("stale Unlock: %v, want ErrLeaseExpired", err)
+	}
+	l, err := store.Get(ctxT(t), backend.AppKey("acme", "billing", "lock", key))
+	if err != nil || l.Token != tokB || !strings.HasPrefix(l.Owner, idN(t, 2).String()+"#") {
+		t.Fatalf("after the stale Unlock the key is %+v, %v; want b's lease (token %d)", l, err, tokB)
+	}
+	if err := mb.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// counting counts Acquire calls.
+type counting struct {
+	backend.Store
+	acquires atomic.Int64
+}
+
+func (c *counting) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	c.acquires.Add(1)
+	return c.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+// A waiter is woken by the release, not by its poll: with a one-hour retry
+// interval it still gets the lock, after exactly three claims (the first,
+// one right after subscribing, and one after the release).
+func TestWaiterWakesOnRelease(t *testing.T) {
+	cfg := synclock.Config{RetryInterval: time.Hour}
+	holder, _ := redisLocker(t, 1, cfg)
+	s, err := redisbackend.New(server.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cs := &counting{Store: s}
+	waiter, err := synclock.NewLocker(cs, idN(t, 2), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := uniqueKey(t)
+	m := holder.Mutex(key)
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- waiter.DoKey(ctxT(t), key, func(context.Context) error { return nil }) }()
+	deadline := time.Now().Add(patience)
+	for cs.acquires.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never tried")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := m.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(patience):
+		t.Fatal("the waiter was not woken by the release")
+	}
+	if n := cs.acquires.Load(); n != 3 {
+		t.Fatalf("the waiter made %d claims, want 3", n)
+	}
+}
+
+func TestMaxRetriesAndContext(t *testing.T) {
+	holder, _ := redisLocker(t, 1, synclock.Config{})
+	key := uniqueKey(t)
+	m := holder.Mutex(key)
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctxT(t))
+	ran := false
+	section := func(context.Context) error { ran = true; return nil }
+
+	bounded, _ := redisLocker(t, 2, synclock.Config{MaxRetries: 2, RetryInterval: 5 * time.Millisecond})
+	err := bounded.DoKey(ctxT(t), key, section)
+	if !errors.Is(err, synclock.ErrLocked) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), idN(t, 1).String()) || !strings.Contains(err.Error(), "3 tries") {
+		t.Fatalf("after max retries: %v; want ErrLocked naming the key, the holder and 3 tries", err)
+	}
+
+	patient, _ := redisLocker(t, 3, synclock.Config{RetryInterval: time.Hour})
+	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
+	defer cancel()
+	err = patient.DoKey(ctx, key, section)
+	if !errors.Is(err, synclock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), key) {
+		t.Fatalf("after the deadline: %v; want ErrTimeout joined with DeadlineExceeded, naming the key", err)
+	}
+
+	if err := patient.TryDo(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryDo on a held lock: %v, want ErrLocked", err)
+	}
+	if ran {
+		t.Fatal("a section ran without the lock")
+	}
+}
+
+func TestPanicReleases(t *testing.T) {
+	lk, _ := redisLocker(t, 1, synclock.Config{})
+	key := uniqueKey(t)
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Fatalf("recovered %v, want the original panic value", p)
+			}
+		}()
+		lk.DoKey(ctxT(t), key, func(context.Context) error { panic("boom") })
+	}()
+	other, _ := redisLocker(t, 2, synclock.Config{})
+	if err := other.TryDo(ctxT(t), key, func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("after a panic the lock is still held: %v", err)
+	}
+}
+
+func TestDisabled(t *testing.T) {
+	lk, err := synclock.NewLocker(membackend.New(), idN(t, 1), synclock.Config{Disabled: true}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	if err := lk.DoKey(ctxT(t), "k", func(context.Context) error { ran = true; return nil }); !errors.Is(err, synclock.ErrDisabled) || ran {
+		t.Fatalf("disabled: err %v, ran %v; want ErrDisabled and not run", err, ran)
+	}
+	if err := lk.Mutex("k").Lock(ctxT(t)); !errors.Is(err, synclock.ErrDisabled) {
+		t.Fatalf("disabled Mutex.Lock: %v", err)
+	}
+}
+
+func TestReentrantSameChain(t *testing.T) {
+	lk, _ := redisLocker(t, 1, synclock.Config{RetryInterval: time.Hour})
+	key := uniqueKey(t)
+	depth := 0
+	err := lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+		depth++
+		outer, _ := synclock.Token(ctx)
+		return lk.DoKey(ctx, key, func(ctx context.Context) error {
+			depth++
+			if inner, _ := synclock.Token(ctx); inner != outer {
+				t.Errorf("nested token %d, outer %d", inner, outer)
+			}
+			return nil
+		})
+	})
+	if err != nil || depth != 2 {
+		t.Fatalf("nested DoKey: err %v, depth %d", err, depth)
+	}
+}
+
+func TestTokensIncrease(t *testing.T) {
+	lk, _ := redisLocker(t, 1, synclock.Config{})
+	key := uniqueKey(t)
+	var last uint64
+	for range 5 {
+		err := lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+			tok, ok := synclock.Token(ctx)
+			if !ok || tok <= last {
+				return fmt.Errorf("token %d (ok %v) after %d", tok, ok, last)
+			}
+			last = tok
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// With WithAutoRenew a section may run past the hold duration, up to the
+// ceiling.
+func TestAutoRenew(t *testing.T) {
+	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: 300 * time.Millisecond}, synclock.WithAutoRenew(2*time.Second))
+	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(700 * time.Millisecond): // more than two holds
+			return nil
+		}
+	})
+	if err != nil {
+		t.Fatalf("a renewed section failed: %v", err)
+	}
+	start := time.Now()
+	err = lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
+	if !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Fatalf("past the ceiling: %v, want ErrLeaseExpired", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the section ran %v, past the 2s ceiling", took)
+	}
+}
+
+// Goroutines of one process queue locally in arrival order.
+func TestLocalQueueIsFIFO(t *testing.T) {
+	store := membackend.New()
+	defer store.Close()
+	lk, err := synclock.NewLocker(store, idN(t, 1), synclock.Config{}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "fifo"
+	m := lk.Mutex(key)
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range 5 {
+		entered := make(chan struct{})
+		wg.Go(func() {
+			close(entered)
+			err := lk.DoKey(ctxT(t), key, func(context.Context) error {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		<-entered
+		waitQueued(t, lk, key, i+1)
+	}
+	if err := m.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if fmt.Sprint(order) != "[0 1 2 3 4]" {
+		t.Fatalf("order %v, want arrival order", order)
+	}
+}
+
+func TestPackageDefault(t *testing.T) {
+	t.Cleanup(func() { synclock.SetDefault(nil) })
+	if err := synclock.Do(ctxT(t), func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrNoDefault) {
+		t.Fatalf("Do without default: %v", err)
+	}
+	store := membackend.New()
+	defer store.Close()
+	lk, _ := synclock.NewLocker(store, idN(t, 1), synclock.Config{}, quiet)
+	synclock.SetDefault(lk)
+	var key string
+	err := synclock.Do(ctxT(t), func(ctx context.Context) error {
+		l, err := store.Get(ctx, backend.AppKey("acme", "billing", "lock", "github.com/baton-go/baton/synclock_test.TestPackageDefault"))
+		key = l.Key
+		return err
+	})
+	if err != nil {
+		t.Fatalf("Do with default: %v (the key should be the caller's function name)", err)
+	}
+	if !strings.HasSuffix(key, "synclock_test.TestPackageDefault") {
+		t.Fatalf("key %q", key)
+	}
+}
+
+func TestNewLockerRejectsBadInput(t *testing.T) {
+	store := membackend.New()
+	defer store.Close()
+	tests := []struct {
+		name  string
+		store backend.Store
+		id    instanceid.ID
+		cfg   synclock.Config
+		opts  []synclock.Option
+		want  string
+	}{
+		{"nil store", nil, idN(t, 1), synclock.Config{}, nil, "nil store"},
+		{"zero ID", store, instanceid.ID{}, synclock.Config{}, nil, "instanceid"},
+		{"negative retries", store, idN(t, 1), synclock.Config{MaxRetries: -1}, nil, "MaxRetries"},
+		{"negative hold", store, idN(t, 1), synclock.Config{HoldDuration: -time.Second}, nil, "HoldDuration"},
+		{"ceiling below hold", store, idN(t, 1), synclock.Config{}, []synclock.Option{synclock.WithAutoRenew(time.Second)}, "WithAutoRenew"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := synclock.NewLocker(tt.store, tt.id, tt.cfg, tt.opts...)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tt.want)
+			}
+		})
+	}
+	lk, _ := synclock.NewLocker(store, idN(t, 1), synclock.Config{}, quiet)
+	for _, key := range []string{"", "has space", "a{b}"} {
+		if err := lk.DoKey(ctxT(t), key, func(context.Context) error { return nil }); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("DoKey(%q): %v, want ErrInvalidArgument", key, err)
+		}
+	}
+	if err := lk.Mutex("m").Unlock(ctxT(t)); !errors.Is(err, synclock.ErrNotLocked) {
+		t.Errorf("Unlock of an unlocked mutex: %v", err)
+	}
+}
+
+func waitQueued(t testing.TB, lk *synclock.Locker, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for synclock.Waiting(lk, key) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines never queued", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
