@@ -21,9 +21,10 @@
 //
 // Release and Renew publish on a channel named after the lease key, so
 // watchers learn of a release at once and of a renewal's new expiry
-// without asking. Watch
-// subscribes to it over one shared pub/sub connection per Store, opened on
-// the first Watch and closed by Close; the subscription is confirmed by the
+// without asking. Watch subscribes to it over one shared pub/sub
+// connection per Store (on a Cluster: sharded pub/sub, one connection per
+// slot in use, so events stay on the node that owns the key and arrive in
+// order with its writes), opened on the first Watch and closed by Close; the subscription is confirmed by the
 // server before Watch returns, so a release after Watch returned is never
 // missed while the connection stays up. Keyspace notifications are not
 // needed: expiry is not signalled, and waiters re-check at the holder's
@@ -60,9 +61,22 @@ type Store struct {
 	prefix string
 	health time.Duration
 
-	mu   sync.Mutex // guards subs and closed
-	subs *subscriber
+	replicas    int           // WithReplicaAck: replicas that must acknowledge a grant
+	replicaWait time.Duration // and how long to wait for them
+
+	sharded bool // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+
+	mu   sync.Mutex             // guards subs and done
+	subs map[string]*subscriber // by shard: "" or, on a Cluster, the slot
 	done bool
+}
+
+// publish returns the command the scripts publish events with.
+func (s *Store) publish() string {
+	if s.sharded {
+		return "SPUBLISH"
+	}
+	return "PUBLISH"
 }
 
 // Option configures a Store.
@@ -99,7 +113,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("redisbackend: %w: nil client", backend.ErrInvalidArgument)
 	}
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second}
+	_, sharded := rdb.(*redis.ClusterClient)
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second, sharded: sharded, subs: make(map[string]*subscriber)}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -159,8 +174,15 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := acquireScript.Run(ctx, s.rdb, []string{s.LeaseKey(key), s.FenceKey(key)},
-		owner, ms, strconv.FormatUint(floor, 10)).Slice()
+	res, err := s.grant(ctx, acquireScript, []string{s.LeaseKey(key), s.FenceKey(key)},
+		owner, ms, strconv.FormatUint(floor, 10))
+	if errors.Is(err, ErrNotReplicated) {
+		// Undo the grant that only the master has; a failover could
+		// lose it while we believed in it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
+		_ = releaseScript.Run(rctx, s.rdb, []string{s.LeaseKey(key)}, owner, 0, s.publish()).Err()
+		cancel()
+	}
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
 	}
@@ -186,7 +208,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, fmt.Errorf("redisbackend: renew: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := renewScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}, owner, ms).Slice()
+	res, err := s.grant(ctx, renewScript, []string{s.LeaseKey(key)}, owner, ms, s.publish())
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
 	}
@@ -218,7 +240,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
 	}
-	res, err := releaseScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}, owner, ms).Slice()
+	res, err := releaseScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}, owner, ms, s.publish()).Slice()
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
@@ -339,11 +361,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.done = true
-	sub := s.subs
+	subs := s.subs
 	s.subs = nil
 	s.mu.Unlock()
-	if sub != nil {
-		return sub.close()
+	var errs []error
+	for _, sub := range subs {
+		errs = append(errs, sub.close())
 	}
-	return nil
+	return errors.Join(errs...)
 }

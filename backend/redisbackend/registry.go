@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +18,8 @@ var _ backend.Registry = (*Store)(nil)
 // A group G is kept in three keys sharing G's hash tag: the sorted set
 // "<prefix>:G" (member name -> expiry in server milliseconds), the hash
 // "<prefix>:G:member-data" (name -> "seen-ms\nidentity\ndata") and the hash
-// "<prefix>:G:member-ids" (identity -> the name that last claimed it),
-// which finds two live members with one identity without a scan. All three
+// "<prefix>:G:member-ids" (identity -> the space-separated names that claim
+// it), which finds two live members with one identity without a scan. All three
 // expire when the group stops heartbeating. Each call purges at most 100
 // expired members, so its cost stays bounded.
 const (
@@ -29,20 +30,30 @@ const (
 const purgeMembers = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- forget drops member n from the member-ids entry of its identity.
+local function forget(n)
+  local v = redis.call('HGET', KEYS[2], n)
+  if not v then return end
+  local _, _, ident = string.find(v, '^%d+\n([^\n]*)\n')
+  if ident then
+    local keep = {}
+    for m in string.gmatch(redis.call('HGET', KEYS[3], ident) or '', '%S+') do
+      if m ~= n then keep[#keep + 1] = m end
+    end
+    if #keep == 0 then redis.call('HDEL', KEYS[3], ident) else redis.call('HSET', KEYS[3], ident, table.concat(keep, ' ')) end
+  end
+  redis.call('HDEL', KEYS[2], n)
+end
 local function purge()
   for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
-    local v = redis.call('HGET', KEYS[2], n)
-    if v then
-      local _, _, ident = string.find(v, '^%d+\n([^\n]*)\n')
-      if ident and redis.call('HGET', KEYS[3], ident) == n then redis.call('HDEL', KEYS[3], ident) end
-      redis.call('HDEL', KEYS[2], n)
-    end
+    forget(n)
     redis.call('ZREM', KEYS[1], n)
   end
 end
 `
 
 // heartbeatScript: KEYS zset, data, ids; ARGV name, identity, data, ttl-ms.
+// Replies "ok" and the names of the other live members with the identity.
 var heartbeatScript = redis.NewScript(purgeMembers + `
 for _, k in ipairs(KEYS) do
   local ty = redis.call('TYPE', k).ok
@@ -52,19 +63,23 @@ for _, k in ipairs(KEYS) do
 end
 purge()
 local ttl = tonumber(ARGV[4])
-local dup = {}
-local prev = redis.call('HGET', KEYS[3], ARGV[2])
-if prev and prev ~= ARGV[1] then
-  local exp = redis.call('ZSCORE', KEYS[1], prev)
-  if exp and tonumber(exp) > now then dup[1] = prev end
+local out, keep = {'ok'}, {ARGV[1]}
+for n in string.gmatch(redis.call('HGET', KEYS[3], ARGV[2]) or '', '%S+') do
+  if n ~= ARGV[1] then
+    local exp = redis.call('ZSCORE', KEYS[1], n)
+    if exp and tonumber(exp) > now then
+      keep[#keep + 1] = n
+      out[#out + 1] = n
+    end
+  end
 end
 redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], now .. '\n' .. ARGV[2] .. '\n' .. ARGV[3])
-redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[2], table.concat(keep, ' '))
 for _, k in ipairs(KEYS) do
   if redis.call('PTTL', k) < 2 * ttl then redis.call('PEXPIRE', k, 2 * ttl) end
 end
-return {'ok', dup[1] or ''}
+return out
 `)
 
 // membersScript: KEYS zset, data, ids. Replies now-ms, then per member
@@ -84,13 +99,8 @@ return out
 `)
 
 // leaveScript: KEYS zset, data, ids; ARGV name.
-var leaveScript = redis.NewScript(`
-local v = redis.call('HGET', KEYS[2], ARGV[1])
-if v then
-  local _, _, ident = string.find(v, '^%d+\n([^\n]*)\n')
-  if ident and redis.call('HGET', KEYS[3], ident) == ARGV[1] then redis.call('HDEL', KEYS[3], ident) end
-  redis.call('HDEL', KEYS[2], ARGV[1])
-end
+var leaveScript = redis.NewScript(purgeMembers + `
+forget(ARGV[1])
 redis.call('ZREM', KEYS[1], ARGV[1])
 return {'ok'}
 `)
@@ -116,13 +126,15 @@ func (s *Store) Heartbeat(ctx context.Context, group string, m backend.Member, t
 	if err != nil {
 		return nil, s.transport("heartbeat", group, ctx, err)
 	}
-	if len(res) < 2 || res[0] != "ok" {
+	if len(res) < 1 || res[0] != "ok" {
 		return nil, corruptReply("heartbeat", group, res)
 	}
-	if res[1] == "" {
+	dups := res[1:]
+	if len(dups) == 0 {
 		return nil, nil
 	}
-	return []string{res[1]}, nil
+	slices.Sort(dups)
+	return dups, nil
 }
 
 // Members implements backend.Registry.

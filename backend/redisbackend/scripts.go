@@ -52,7 +52,8 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {'ok', ARGV[1], tok, tonumber(ARGV[2])}
 `)
 
-// renewScript: KEYS[1] lease; ARGV owner, ttl-ms. A renewal publishes
+// renewScript: KEYS[1] lease; ARGV owner, ttl-ms, publish command
+// (PUBLISH, or SPUBLISH on a Cluster). A renewal publishes
 // "renewed <token> <ttl-ms>" on the channel named after the lease key, so
 // that waiters learn the new expiry without asking.
 var renewScript = redis.NewScript(checkLease + `
@@ -61,11 +62,12 @@ if not l then return {'free'} end
 if l[1] ~= 'held' then return l end
 if l[2] ~= ARGV[1] or l[5] then return {l[1], l[2], l[3], l[4]} end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('PUBLISH', KEYS[1], 'renewed ' .. l[3] .. ' ' .. ARGV[2])
+redis.call(ARGV[3], KEYS[1], 'renewed ' .. l[3] .. ' ' .. ARGV[2])
 return {'ok', l[2], l[3], tonumber(ARGV[2])}
 `)
 
-// releaseScript: KEYS[1] lease; ARGV owner, keep-ms (0: delete now).
+// releaseScript: KEYS[1] lease; ARGV owner, keep-ms (0: delete now),
+// publish command.
 // Deleting publishes "released <token>" on the channel named after the
 // lease key, which is what wakes watchers.
 var releaseScript = redis.NewScript(checkLease + `
@@ -82,7 +84,7 @@ if keep > 0 then
   return {'ok', l[2], l[3], redis.call('PTTL', KEYS[1])}
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[1], 'released ' .. l[3])
+redis.call(ARGV[3], KEYS[1], 'released ' .. l[3])
 return {'ok', l[2], l[3], 0}
 `)
 

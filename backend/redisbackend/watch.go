@@ -25,26 +25,34 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("redisbackend: watch %q: %w", key, backend.ErrClosed)
 	}
-	if s.subs == nil {
-		s.subs = newSubscriber(s.rdb, s.health)
+	name := s.LeaseKey(key)
+	shard := ""
+	if s.sharded {
+		shard = strconv.Itoa(hashSlot(name))
 	}
-	sub := s.subs
+	sub := s.subs[shard]
+	if sub == nil {
+		sub = newSubscriber(s.rdb, s.health, s.sharded)
+		s.subs[shard] = sub
+	}
 	s.mu.Unlock()
 
-	w, err := sub.watch(ctx, s.LeaseKey(key))
+	w, err := sub.watch(ctx, name)
 	if err != nil {
 		return nil, s.transport("watch", key, ctx, err)
 	}
 	return w, nil
 }
 
-// subscriber multiplexes the watches of one Store over one pub/sub
-// connection. Channels are subscribed while at least one watch needs them.
+// subscriber multiplexes the watches of one Store (of one Cluster slot,
+// with sharded pub/sub) over one pub/sub connection. Channels are subscribed while at least one watch needs them.
 // At most one SUBSCRIBE per channel is in flight, so the first
 // "subscribe" confirmation seen for a channel while one is pending is the
 // answer to it.
 type subscriber struct {
-	client redis.UniversalClient
+	client  redis.UniversalClient
+	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
+	started sync.Once
 	ps     *redis.PubSub // replaced only by the receive goroutine, under mu
 	health time.Duration
 	stop   context.CancelFunc
@@ -63,19 +71,43 @@ type channel struct {
 	confirmed  []chan struct{} // closed when the pending SUBSCRIBE is confirmed
 }
 
-func newSubscriber(rdb redis.UniversalClient, health time.Duration) *subscriber {
+// newSubscriber returns an idle subscriber; its connection is opened, and
+// its receiving goroutine started, by the first subscription, so that on a
+// Cluster the connection goes to the node of the slot.
+func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool) *subscriber {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &subscriber{
 		client:   rdb,
-		ps:       rdb.Subscribe(ctx),
+		sharded:  sharded,
 		health:   health,
 		ctx:      ctx,
 		stop:     stop,
 		channels: make(map[string]*channel),
 	}
-	s.wg.Add(1)
-	go s.receive()
+	s.ps = s.open(ctx)
 	return s
+}
+
+// open returns a PubSub subscribed to names (none at first).
+func (s *subscriber) open(ctx context.Context, names ...string) *redis.PubSub {
+	if s.sharded {
+		return s.client.SSubscribe(ctx, names...)
+	}
+	return s.client.Subscribe(ctx, names...)
+}
+
+func (s *subscriber) subscribe(ctx context.Context, name string) error {
+	if s.sharded {
+		return s.ps.SSubscribe(ctx, name)
+	}
+	return s.ps.Subscribe(ctx, name)
+}
+
+func (s *subscriber) unsubscribe(ctx context.Context, name string) error {
+	if s.sharded {
+		return s.ps.SUnsubscribe(ctx, name)
+	}
+	return s.ps.Unsubscribe(ctx, name)
 }
 
 func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
@@ -99,13 +131,17 @@ func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
 	c.confirmed = append(c.confirmed, ready)
 	if !c.pending {
 		c.pending = true
-		if err := s.ps.Subscribe(ctx, name); err != nil {
+		if err := s.subscribe(ctx, name); err != nil {
 			c.pending = false
 			c.confirmed = nil
 			s.dropLocked(w)
 			s.mu.Unlock()
 			return nil, err
 		}
+		s.started.Do(func() {
+			s.wg.Add(1)
+			go s.receive()
+		})
 	}
 	s.mu.Unlock()
 
@@ -136,7 +172,7 @@ func (s *subscriber) dropLocked(w *watch) {
 	if c.subscribed && !s.closed {
 		// Best effort: a failed UNSUBSCRIBE leaves a harmless
 		// subscription that the receiver drops on its next confirmation.
-		_ = s.ps.Unsubscribe(context.Background(), w.name)
+		_ = s.unsubscribe(context.Background(), w.name)
 	}
 	delete(s.channels, w.name)
 }
@@ -188,7 +224,7 @@ func (s *subscriber) receive() {
 		case *redis.Message:
 			s.signal(m.Channel, parseEvent(m.Payload))
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
 				s.confirm(m.Channel)
 			}
 		}
@@ -210,7 +246,7 @@ func (s *subscriber) reconnect() {
 		names = append(names, name)
 		c.pending, c.subscribed = true, false
 	}
-	s.ps = s.client.Subscribe(s.ctx, names...)
+	s.ps = s.open(s.ctx, names...)
 	s.signalAllLocked()
 }
 
@@ -220,7 +256,7 @@ func (s *subscriber) confirm(name string) {
 	c := s.channels[name]
 	if c == nil {
 		// Re-subscribed after a reconnect but no longer needed.
-		_ = s.ps.Unsubscribe(s.ctx, name)
+		_ = s.unsubscribe(s.ctx, name)
 		return
 	}
 	c.pending, c.subscribed = false, true
@@ -229,7 +265,7 @@ func (s *subscriber) confirm(name string) {
 	}
 	c.confirmed = nil
 	if len(c.watches) == 0 {
-		_ = s.ps.Unsubscribe(s.ctx, name)
+		_ = s.unsubscribe(s.ctx, name)
 		delete(s.channels, name)
 	}
 }

@@ -1,0 +1,90 @@
+package redisbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// ErrNotReplicated reports that a grant (Acquire or Renew) reached fewer
+// replicas than WithReplicaAck asks for within its timeout. An Acquire that
+// fails so is undone; a Renew is not (the lease on the master stays as it
+// was extended), but its caller should treat it as failed.
+var ErrNotReplicated = errors.New("grant not acknowledged by enough replicas")
+
+// WithReplicaAck makes every grant wait, with WAIT, until at least n
+// replicas acknowledge it, at most timeout. A grant that only the master
+// holds can be lost in a failover, letting a second holder in; with n >= 1
+// a Sentinel failover to an acknowledging replica keeps it. Not for Redis
+// Cluster clients (WAIT cannot be routed with a cluster pipeline).
+func WithReplicaAck(n int, timeout time.Duration) Option {
+	return func(s *Store) error {
+		if n < 1 || timeout <= 0 {
+			return fmt.Errorf("redisbackend: %w: WithReplicaAck(%d, %v) needs n >= 1 and a positive timeout", backend.ErrInvalidArgument, n, timeout)
+		}
+		if _, ok := s.rdb.(*redis.ClusterClient); ok {
+			return fmt.Errorf("redisbackend: %w: WithReplicaAck is not supported on a Redis Cluster client", backend.ErrInvalidArgument)
+		}
+		s.replicas, s.replicaWait = n, timeout
+		return nil
+	}
+}
+
+// grant runs a granting script; with WithReplicaAck it sends WAIT on the
+// same connection, in one pipeline, and checks the count.
+func (s *Store) grant(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]any, error) {
+	if s.replicas == 0 {
+		return script.Run(ctx, s.rdb, keys, args...).Slice()
+	}
+	res, acked, err := s.grantAndWait(ctx, script, keys, args...)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err := script.Load(ctx, s.rdb).Err(); err != nil {
+			return nil, err
+		}
+		res, acked, err = s.grantAndWait(ctx, script, keys, args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(res) > 0 && res[0] == "ok" && acked < int64(s.replicas) {
+		return res, &replicationError{acked: acked, want: s.replicas}
+	}
+	return res, nil
+}
+
+func (s *Store) grantAndWait(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]any, int64, error) {
+	pipe := s.rdb.Pipeline()
+	eval := script.EvalSha(ctx, pipe, keys, args...)
+	wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicaWait.Milliseconds())
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if eval.Err() != nil {
+			return nil, 0, eval.Err()
+		}
+		return nil, 0, err
+	}
+	res, err := eval.Slice()
+	if err != nil {
+		return nil, 0, err
+	}
+	acked, err := wait.Int64()
+	if err != nil {
+		return nil, 0, err
+	}
+	return res, acked, nil
+}
+
+type replicationError struct {
+	acked int64
+	want  int
+}
+
+func (e *replicationError) Error() string {
+	return fmt.Sprintf("%v: %d of %d replicas acknowledged", ErrNotReplicated, e.acked, e.want)
+}
+
+func (e *replicationError) Unwrap() error { return ErrNotReplicated }
