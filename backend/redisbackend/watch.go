@@ -53,11 +53,11 @@ type subscriber struct {
 	client  redis.UniversalClient
 	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
 	started sync.Once
-	ps     *redis.PubSub // replaced only by the receive goroutine, under mu
-	health time.Duration
-	stop   context.CancelFunc
-	ctx    context.Context
-	wg     sync.WaitGroup
+	ps      *redis.PubSub // replaced only by the receive goroutine, under mu
+	health  time.Duration
+	stop    context.CancelFunc
+	ctx     context.Context
+	wg      sync.WaitGroup
 
 	mu       sync.Mutex
 	channels map[string]*channel
