@@ -1,0 +1,98 @@
+// Package backendtest is the conformance suite of backend.Store. Every
+// adapter (membackend, redisbackend, consulbackend, and any store written
+// outside baton) runs it from its own tests, against a real server, so that
+// role, synclock and schedlock can rely on one set of behaviours whatever
+// the store.
+//
+// # Using it
+//
+// An adapter's test describes how to open clients of one store and how to
+// make that store lose its data, and hands both to Run:
+//
+//	func TestConformance(t *testing.T) {
+//		srv := testenv.NewRedis(t) // a private redis-server, stopped by t.Cleanup
+//		backendtest.Run(t, backendtest.Harness{
+//			NewStore: func(t testing.TB) backend.Store {
+//				rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+//				s, err := redisbackend.New(rdb)
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				t.Cleanup(func() {
+//					s.Close()
+//					rdb.Close()
+//				})
+//				return s
+//			},
+//			Wipe: func(t testing.TB) {
+//				if err := srv.FlushAll(t.Context()); err != nil {
+//					t.Fatal(err)
+//				}
+//			},
+//		})
+//	}
+//
+// Run starts one subtest per property, so a failure names what broke
+// (for example TestConformance/Parallel/NonOwnerCannotRenewOrRelease) and
+// -run can select single properties while an adapter is being written.
+//
+// # What it checks
+//
+// The suite checks what the backend package documents, and nothing a store
+// is free to do differently:
+//
+//   - at most one of many concurrent acquirers, each on its own client, is
+//     granted a free key, and the others are told who holds it;
+//   - Renew and Release change nothing unless the caller owns the lease,
+//     also after the lease expired and another owner took the key;
+//   - Renew extends a lease to its new TTL from now, Release with a keep
+//     time keeps the key exactly that long and cannot be undone by a renew,
+//     and Release without one frees the key at once;
+//   - leases end by the store's clock without anyone calling the store,
+//     never earlier than their TTL allows;
+//   - fencing tokens start at 1 for a fresh key, strictly increase across
+//     release, expiry and keep times, are independent between keys, honour
+//     the floor passed to Acquire, and keep increasing across a store that
+//     lost its data when the floor is passed;
+//   - a Watch opened before a release reports it, for every watcher of
+//     the key; it never reports a release when the lease ended otherwise
+//     (expiry, a keep time, a wipe); renewals, where a store reports
+//     them, carry a TTL no longer than the renewal gave and arrive in
+//     order; and backend.WaitFree returns once a key is free, whether it
+//     was released, kept for a while or expired, also while the holder
+//     renews right up to its release;
+//   - bad arguments and ended contexts are refused without touching the
+//     data;
+//   - a counter incremented without atomics in a critical section guarded
+//     only by a lease loses no increment under contention;
+//   - for stores that also implement backend.Registry (the Registry
+//     subtests are skipped for the others): heartbeats add and refresh
+//     members, Members lists them by name with what was sent, Leave and
+//     expiry remove them, and every heartbeat reports all other live
+//     members claiming its identity.
+//
+// It does not check that watchers of other keys stay silent (stores may
+// signal spuriously), that expiry is signalled to watchers (stores need not
+// signal it), nor anything about a store's behaviour when its server is
+// unreachable; adapters test their own failure modes.
+//
+// # Timing
+//
+// The suite never treats a sleep as proof. It waits for events with
+// deadlines of several seconds, uses short TTLs (100 to 500 ms) where a
+// lease must run out, and judges time only from inequalities that hold on
+// any machine: a lease granted by a request sent at s for d cannot end
+// before s+d, and an answer received at r was produced before r. When a
+// loaded machine makes a check impossible to judge (a request took longer
+// than the lease it was meant to observe), the check is repeated on a fresh
+// key instead of failing; Harness.Slack absorbs the resolution of the
+// store's clock.
+//
+// # Data
+//
+// Each Run uses keys under a hash tag of its own, {conf:<random app>}, so
+// runs against a shared server do not collide. The subtests under
+// Parallel run concurrently with one another; those under Sequential call
+// Harness.Wipe and so run after them, alone. Run must therefore not run
+// concurrently with anything else that uses the data Wipe removes.
+package backendtest

@@ -1,0 +1,134 @@
+package backendtest
+
+import (
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// DefaultSlack is the Slack used when Harness.Slack is zero.
+const DefaultSlack = 10 * time.Millisecond
+
+// Harness tells Run how to reach the store under test.
+type Harness struct {
+	// NewStore returns a new client of the store under test: every store
+	// it returns must see the same data, as separate processes talking to
+	// one server do (for Redis, a new client with its own connection
+	// pool; for the in-memory store, the one shared Store). Run calls it
+	// many times per subtest, from the subtest's goroutine, passing the
+	// subtest's t.
+	//
+	// NewStore owns what it returns: the suite never closes a store, so
+	// NewStore must arrange for that itself, normally with t.Cleanup,
+	// which runs when the subtest that asked for the store ends. If it
+	// cannot open a store it fails t.
+	NewStore func(t testing.TB) backend.Store
+
+	// Wipe makes the store lose all its data, leases and fencing counters
+	// alike, as a server restarted without its data would. Run calls it
+	// only while none of its other subtests runs, and opens new stores
+	// after it: of the stores opened before, only a Watch opened before
+	// Wipe is read afterwards. If it cannot wipe the store it fails t.
+	Wipe func(t testing.TB)
+
+	// Slack is how far the store's view of time may be off from the
+	// suite's when the suite judges durations: how much earlier than its
+	// TTL a lease may end, and how much a reported TTL may differ from the
+	// time that passed. It covers the resolution of the store's clock
+	// (Redis keeps whole milliseconds) and a little drift. Zero means
+	// DefaultSlack; a store whose clock is coarser needs more, and more
+	// slack makes the suite weaker.
+	Slack time.Duration
+}
+
+// Run runs the conformance suite against the store h describes. It fails
+// t, naming the broken property in the subtest's name, where the store
+// does not behave as the backend package documents.
+//
+// Run uses keys under a hash tag of its own, so stores shared with other
+// data are fine, but its Sequential subtests call h.Wipe: Run must not run
+// concurrently with other users of the data that Wipe removes.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.NewStore == nil {
+		t.Fatal("backendtest: Harness.NewStore is nil")
+	}
+	if h.Wipe == nil {
+		t.Fatal("backendtest: Harness.Wipe is nil; the fencing floor cannot be checked without it")
+	}
+	if h.Slack < 0 {
+		t.Fatalf("backendtest: Harness.Slack %v is negative", h.Slack)
+	}
+	s := &suite{h: h, slack: h.Slack, app: "app" + strings.ToLower(rand.Text()[:12])}
+	if s.slack == 0 {
+		s.slack = DefaultSlack
+	}
+	t.Logf("backendtest: keys of this run are under %s", backend.AppKey(keyTenant, s.app))
+
+	// t.Run returns only once every parallel subtest of the group has
+	// finished, so the Sequential group never overlaps them.
+	t.Run("Parallel", func(t *testing.T) {
+		for _, c := range s.parallelCases() {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				c.run(t)
+			})
+		}
+	})
+	t.Run("Sequential", func(t *testing.T) {
+		for _, c := range s.sequentialCases() {
+			t.Run(c.name, c.run)
+		}
+	})
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T)
+}
+
+// parallelCases are the properties checked concurrently. Each uses keys
+// of its own and leaves other keys alone.
+func (s *suite) parallelCases() []testCase {
+	return []testCase{
+		{"OneWinner", s.testOneWinner},
+		{"AcquireHeldBySelf", s.testAcquireHeldBySelf},
+		{"NonOwnerCannotRenewOrRelease", s.testNonOwner},
+		{"StaleOwnerAfterTakeover", s.testStaleOwner},
+		{"RenewExtends", s.testRenewExtends},
+		{"ReleaseKeepFor", s.testReleaseKeepFor},
+		{"ReleaseKeepForLongerThanTTL", s.testReleaseKeepForLonger},
+		{"ReleaseAtOnce", s.testReleaseAtOnce},
+		{"ExpiryByStoreClock", s.testExpiry},
+		{"TokensIncrease", s.testTokensIncrease},
+		{"TokensPerKey", s.testTokensPerKey},
+		{"TokenFloor", s.testTokenFloor},
+		{"GetAbsent", s.testGetAbsent},
+		{"WatchSeesRelease", s.testWatchSeesRelease},
+		{"ManyWatchers", s.testManyWatchers},
+		{"WatchClose", s.testWatchClose},
+		{"RenewalEvents", s.testRenewalEvents},
+		{"NoStaleReleaseEvents", s.testNoStaleReleaseEvents},
+		{"WaitFreeThroughRenewals", s.testWaitFreeThroughRenewals},
+		{"WaitFreeAfterKeepFor", s.testWaitFreeKeepFor},
+		{"WaitFreeAfterExpiry", s.testWaitFreeExpiry},
+		{"WaitFreeContext", s.testWaitFreeContext},
+		{"InvalidArguments", s.testInvalidArguments},
+		{"EndedContext", s.testEndedContext},
+		{"Stress", s.testStress},
+		{"RegistryMembers", s.testRegistryMembers},
+		{"RegistryDuplicates", s.testRegistryDuplicates},
+		{"RegistryExpiry", s.testRegistryExpiry},
+		{"RegistryArguments", s.testRegistryArguments},
+	}
+}
+
+// sequentialCases wipe the store and so run alone, after the others.
+func (s *suite) sequentialCases() []testCase {
+	return []testCase{
+		{"FloorAfterWipe", s.testFloorAfterWipe},
+	}
+}

@@ -1,0 +1,310 @@
+package backendtest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/backendtest"
+	"github.com/baton-go/baton/backend/membackend"
+)
+
+// A suite that cannot fail proves nothing. Each mutant below is the
+// in-memory store with one documented guarantee broken, and the suite run
+// on it must fail the subtest that checks that guarantee. The suite runs
+// in a child process (this test binary, re-run with mutantEnv set), since
+// a failing subtest would fail the parent too.
+
+const mutantEnv = "BACKENDTEST_MUTANT"
+
+// mutants maps each mutant to the subtest that must catch it.
+var mutants = map[string]struct {
+	subtest string
+	wrap    func(*membackend.Store) backend.Store
+}{
+	"steals held keys": {"OneWinner", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			l, err := s.Acquire(ctx, key, owner, ttl, floor)
+			var he *backend.HeldError
+			if errors.As(err, &he) && he.Holder.Owner != owner {
+				s.Release(ctx, key, he.Holder.Owner, 0)
+				return s.Acquire(ctx, key, owner, ttl, floor)
+			}
+			return l, err
+		}}
+	}},
+	"releases for anyone": {"NonOwnerCannotRenewOrRelease", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, release: func(ctx context.Context, key, owner string, keepFor time.Duration) error {
+			if l, err := s.Get(ctx, key); err == nil {
+				owner = l.Owner
+			}
+			return s.Release(ctx, key, owner, keepFor)
+		}}
+	}},
+	"renews for anyone": {"StaleOwnerAfterTakeover", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+			if l, err := s.Get(ctx, key); err == nil {
+				owner = l.Owner
+			}
+			return s.Renew(ctx, key, owner, ttl)
+		}}
+	}},
+	"renew does not extend": {"RenewExtends", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+			l, err := s.Get(ctx, key)
+			if err != nil || l.Owner != owner {
+				return s.Renew(ctx, key, owner, ttl)
+			}
+			return l, nil
+		}}
+	}},
+	"ignores keepFor": {"ReleaseKeepFor", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, release: func(ctx context.Context, key, owner string, keepFor time.Duration) error {
+			return s.Release(ctx, key, owner, 0)
+		}}
+	}},
+	"expires early": {"ExpiryByStoreClock", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			l, err := s.Acquire(ctx, key, owner, ttl*3/4, floor)
+			l.TTL = ttl
+			return l, err
+		}}
+	}},
+	"reuses tokens": {"TokensIncrease", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			l, err := s.Acquire(ctx, key, owner, ttl, floor)
+			if err == nil && l.Token > 3 {
+				l.Token = 3
+			}
+			return l, err
+		}}
+	}},
+	"ignores the floor": {"TokenFloor", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			return s.Acquire(ctx, key, owner, ttl, 0)
+		}}
+	}},
+	"forgets the floor after a wipe": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			if floor > 100 {
+				floor = 100
+			}
+			return s.Acquire(ctx, key, owner, ttl, floor)
+		}}
+	}},
+	"watch never signals": {"WatchSeesRelease", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, watch: func(ctx context.Context, key string) (backend.Watch, error) {
+			if err := backend.ValidateKey(key); err != nil {
+				return nil, err
+			}
+			return silentWatch{}, nil
+		}}
+	}},
+	"reports releases as renewals": {"WatchSeesRelease", func(s *membackend.Store) backend.Store {
+		return mapEvents(s, func(ev backend.Event) backend.Event {
+			return backend.Event{Kind: backend.EventRenewed, TTL: time.Minute}
+		})
+	}},
+	"inflates renewal TTLs": {"RenewalEvents", func(s *membackend.Store) backend.Store {
+		return mapEvents(s, func(ev backend.Event) backend.Event {
+			if ev.Kind == backend.EventRenewed {
+				ev.TTL *= 2
+			}
+			return ev
+		})
+	}},
+	"reports expiry as a release": {"ExpiryByStoreClock", func(s *membackend.Store) backend.Store {
+		return mapEvents(s, func(ev backend.Event) backend.Event {
+			if ev.Kind == backend.EventMaybeFree {
+				ev.Kind = backend.EventReleased
+			}
+			return ev
+		})
+	}},
+	"reports a wipe as a release": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
+		return mapEvents(s, func(ev backend.Event) backend.Event {
+			if ev.Kind == backend.EventMaybeFree {
+				ev.Kind = backend.EventReleased
+			}
+			return ev
+		})
+	}},
+	"clamps bad TTLs": {"InvalidArguments", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+			return s.Renew(ctx, key, owner, max(ttl, time.Millisecond))
+		}}
+	}},
+	"ignores contexts": {"EndedContext", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			return s.Acquire(context.WithoutCancel(ctx), key, owner, ttl, floor)
+		}}
+	}},
+	"grants overlapping leases": {"Stress", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			l, err := s.Acquire(ctx, key, owner, ttl, floor)
+			var he *backend.HeldError
+			if errors.As(err, &he) && he.Holder.TTL > ttl-5*time.Millisecond {
+				// Held for a moment only: pretend it was granted.
+				return backend.Lease{Key: key, Owner: owner, Token: he.Holder.Token + 1, TTL: ttl}, nil
+			}
+			return l, err
+		}, release: func(ctx context.Context, key, owner string, keepFor time.Duration) error {
+			err := s.Release(ctx, key, owner, keepFor)
+			if errors.Is(err, backend.ErrNotHeld) {
+				return nil
+			}
+			return err
+		}}
+	}},
+}
+
+// mutant is a store with some methods replaced.
+type mutant struct {
+	*membackend.Store
+	acquire func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error)
+	renew   func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error)
+	release func(ctx context.Context, key, owner string, keepFor time.Duration) error
+	watch   func(ctx context.Context, key string) (backend.Watch, error)
+}
+
+func (m *mutant) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if m.acquire != nil {
+		return m.acquire(ctx, key, owner, ttl, floor)
+	}
+	return m.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (m *mutant) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if m.renew != nil {
+		return m.renew(ctx, key, owner, ttl)
+	}
+	return m.Store.Renew(ctx, key, owner, ttl)
+}
+
+func (m *mutant) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if m.release != nil {
+		return m.release(ctx, key, owner, keepFor)
+	}
+	return m.Store.Release(ctx, key, owner, keepFor)
+}
+
+func (m *mutant) Watch(ctx context.Context, key string) (backend.Watch, error) {
+	if m.watch != nil {
+		return m.watch(ctx, key)
+	}
+	return m.Store.Watch(ctx, key)
+}
+
+type silentWatch struct{}
+
+func (silentWatch) C() <-chan backend.Event { return nil }
+func (silentWatch) Close() error            { return nil }
+
+// mappedWatch passes the events of another Watch through f.
+type mappedWatch struct {
+	inner backend.Watch
+	ch    chan backend.Event
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
+}
+
+func mapWatch(inner backend.Watch, f func(backend.Event) backend.Event) backend.Watch {
+	m := &mappedWatch{inner: inner, ch: make(chan backend.Event, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for {
+			select {
+			case ev := <-inner.C():
+				backend.Notify(m.ch, f(ev))
+			case <-m.stop:
+				return
+			}
+		}
+	}()
+	return m
+}
+
+func (m *mappedWatch) C() <-chan backend.Event { return m.ch }
+
+func (m *mappedWatch) Close() error {
+	m.once.Do(func() {
+		close(m.stop)
+		<-m.done
+	})
+	return m.inner.Close()
+}
+
+// mapEvents returns a store whose watches pass their events through f.
+func mapEvents(s *membackend.Store, f func(backend.Event) backend.Event) backend.Store {
+	return &mutant{Store: s, watch: func(ctx context.Context, key string) (backend.Watch, error) {
+		w, err := s.Watch(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return mapWatch(w, f), nil
+	}}
+}
+
+// TestMutant runs the suite on the mutant named by mutantEnv; it is the
+// child process of TestSuiteCatchesMutants.
+func TestMutant(t *testing.T) {
+	name := os.Getenv(mutantEnv)
+	if name == "" {
+		t.Skip("run by TestSuiteCatchesMutants")
+	}
+	m, ok := mutants[name]
+	if !ok {
+		t.Fatalf("no mutant %q", name)
+	}
+	s := membackend.New()
+	t.Cleanup(func() { s.Close() })
+	st := m.wrap(s)
+	backendtest.Run(t, backendtest.Harness{
+		NewStore: func(testing.TB) backend.Store { return st },
+		Wipe:     func(testing.TB) { s.Reset() },
+	})
+}
+
+func TestSuiteCatchesMutants(t *testing.T) {
+	if os.Getenv(mutantEnv) != "" {
+		t.Skip("in a mutant's child process")
+	}
+	if testing.Short() {
+		t.Skip("runs the suite once per mutant")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, m := range mutants {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			group := "Parallel"
+			if m.subtest == "FloorAfterWipe" {
+				group = "Sequential"
+			}
+			cmd := exec.CommandContext(t.Context(), exe,
+				"-test.run=^TestMutant$/^"+group+"$/^"+m.subtest+"$", "-test.v", "-test.count=1", "-test.timeout=2m")
+			cmd.Env = append(os.Environ(), mutantEnv+"="+name)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("the suite passed (or did not run: %v) on a store that %s; output:\n%s", err, name, out)
+			}
+			want := "--- FAIL: TestMutant/" + group + "/" + m.subtest + " "
+			if !strings.Contains(string(out), want) {
+				t.Fatalf("the suite failed on a store that %s, but not in %s; output:\n%s", name, m.subtest, out)
+			}
+			if strings.Contains(string(out), "panic:") {
+				t.Fatalf("the suite panicked on a store that %s; output:\n%s", name, out)
+			}
+		})
+	}
+}

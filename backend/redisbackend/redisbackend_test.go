@@ -1,0 +1,388 @@
+package redisbackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/backendtest"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// server is this package's private redis-server, shared by the tests that
+// do not stop or pause it; those start their own.
+var server *testenv.Redis
+
+func TestMain(m *testing.M) {
+	r, err := testenv.StartRedis(testenv.RedisOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "redisbackend tests:", err)
+		os.Exit(1)
+	}
+	server = r
+	code := m.Run()
+	r.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const patience = 10 * time.Second
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newStore returns a store on a new client of r, closed with the test.
+func newStore(t testing.TB, rdb redis.UniversalClient, opts ...redisbackend.Option) *redisbackend.Store {
+	t.Helper()
+	s, err := redisbackend.New(rdb, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestConformanceStandalone(t *testing.T) {
+	backendtest.Run(t, backendtest.Harness{
+		NewStore: func(t testing.TB) backend.Store { return newStore(t, server.Client(t)) },
+		Wipe: func(t testing.TB) {
+			if err := server.FlushAll(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		},
+	})
+}
+
+func TestConformanceCluster(t *testing.T) {
+	c := testenv.NewCluster(t)
+	if _, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithReplicaAck(1, time.Second)); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("WithReplicaAck on a cluster client: %v, want ErrInvalidArgument", err)
+	}
+	backendtest.Run(t, backendtest.Harness{
+		NewStore: func(t testing.TB) backend.Store { return newStore(t, c.ClusterClient(t)) },
+		Wipe: func(t testing.TB) {
+			for _, n := range c.Nodes() {
+				if err := n.FlushAll(ctxT(t)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		},
+	})
+}
+
+func TestKeyLayoutSharesOneSlot(t *testing.T) {
+	s := newStore(t, server.Client(t))
+	tests := []struct{ key, lease, fence string }{
+		{"{acme:billing}:role", "baton:{acme:billing}:role", "baton:{acme:billing}:role:fence"},
+		{"{acme:billing}:lock:nightly", "baton:{acme:billing}:lock:nightly", "baton:{acme:billing}:lock:nightly:fence"},
+		{"invoice:42", "baton:{invoice:42}", "baton:{invoice:42}:fence"},
+	}
+	for _, tt := range tests {
+		if got := s.LeaseKey(tt.key); got != tt.lease {
+			t.Errorf("LeaseKey(%q) = %q, want %q", tt.key, got, tt.lease)
+		}
+		if got := s.FenceKey(tt.key); got != tt.fence {
+			t.Errorf("FenceKey(%q) = %q, want %q", tt.key, got, tt.fence)
+		}
+	}
+	rdb := server.Client(t)
+	for _, tt := range tests {
+		a, err1 := rdb.ClusterKeySlot(ctxT(t), tt.lease).Result()
+		b, err2 := rdb.ClusterKeySlot(ctxT(t), tt.fence).Result()
+		if err1 == nil && err2 == nil && a != b {
+			t.Errorf("%q and %q are in slots %d and %d", tt.lease, tt.fence, a, b)
+		}
+	}
+}
+
+func TestReservedSuffixesAreRejected(t *testing.T) {
+	s := newStore(t, server.Client(t))
+	for _, key := range []string{"{a:b}:x:fence", "{a:b}:members:member-data", "{a:b}:members:member-ids"} {
+		_, err := s.Acquire(ctxT(t), key, "me", time.Second, 0)
+		if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("Acquire(%q) err = %v, want a reserved-suffix error", key, err)
+		}
+	}
+}
+
+// Foreign data under baton's keys gives ErrCorrupt, never a panic or a
+// silent overwrite.
+func TestForeignDataIsReported(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	tests := []struct {
+		name  string
+		setup func(key string)
+	}{
+		{"string lease", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "10.0.0.1:acme:billing:8080", 0) }},
+		{"list lease", func(k string) { rdb.RPush(ctx, s.LeaseKey(k), "x") }},
+		{"lease without owner", func(k string) {
+			rdb.HSet(ctx, s.LeaseKey(k), "token", "3")
+			rdb.PExpire(ctx, s.LeaseKey(k), time.Minute)
+		}},
+		{"lease with bad token", func(k string) {
+			rdb.HSet(ctx, s.LeaseKey(k), "owner", "x", "token", "abc")
+			rdb.PExpire(ctx, s.LeaseKey(k), time.Minute)
+		}},
+		{"lease without expiry", func(k string) { rdb.HSet(ctx, s.LeaseKey(k), "owner", "x", "token", "3") }},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprintf("{corrupt:%d}:lock", i)
+			tt.setup(key)
+			if _, err := s.Acquire(ctx, key, "me", time.Second, 0); !errors.Is(err, backend.ErrCorrupt) {
+				t.Errorf("Acquire: %v, want ErrCorrupt", err)
+			}
+			if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrCorrupt) && tt.name != "lease without owner" && tt.name != "lease with bad token" && tt.name != "lease without expiry" {
+				t.Errorf("Get: %v, want ErrCorrupt", err)
+			}
+			if _, err := s.Renew(ctx, key, "me", time.Second); err == nil {
+				t.Error("Renew of a foreign key succeeded")
+			}
+			if err := s.Release(ctx, key, "me", 0); err == nil {
+				t.Error("Release of a foreign key succeeded")
+			}
+			if n, _ := rdb.Exists(ctx, s.LeaseKey(key)).Result(); n != 1 {
+				t.Error("the foreign key was deleted")
+			}
+		})
+	}
+	t.Run("fence not an integer", func(t *testing.T) {
+		key := "{corrupt:fence}:lock"
+		rdb.Set(ctx, s.FenceKey(key), "seven", 0)
+		_, err := s.Acquire(ctx, key, "me", time.Second, 0)
+		if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "fencing counter") {
+			t.Fatalf("Acquire: %v, want ErrCorrupt naming the fencing counter", err)
+		}
+		if n, _ := rdb.Exists(ctx, s.LeaseKey(key)).Result(); n != 0 {
+			t.Fatal("a lease was granted despite the broken counter")
+		}
+	})
+	t.Run("member list of the wrong type", func(t *testing.T) {
+		group := "{corrupt:members}:members"
+		rdb.Set(ctx, s.LeaseKey(group), "x", 0)
+		if _, err := s.Heartbeat(ctx, group, backend.Member{Name: "a#1", Identity: "a"}, time.Second); !errors.Is(err, backend.ErrCorrupt) {
+			t.Errorf("Heartbeat: %v, want ErrCorrupt", err)
+		}
+		if _, err := s.Members(ctx, group); !errors.Is(err, backend.ErrCorrupt) {
+			t.Errorf("Members: %v, want ErrCorrupt", err)
+		}
+	})
+}
+
+func TestPrefixesIsolateStores(t *testing.T) {
+	rdb := server.Client(t)
+	a := newStore(t, rdb, redisbackend.WithPrefix("team-a"))
+	b := newStore(t, rdb, redisbackend.WithPrefix("team-b"))
+	key := "{prefix:test}:role"
+	if _, err := a.Acquire(ctxT(t), key, "x", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Acquire(ctxT(t), key, "y", time.Minute, 0); err != nil {
+		t.Fatalf("a lease under another prefix blocked this one: %v", err)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	if _, err := redisbackend.New(nil); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("New(nil): %v", err)
+	}
+	rdb := server.Client(t)
+	for _, p := range []string{"", "a b", "{x}"} {
+		if _, err := redisbackend.New(rdb, redisbackend.WithPrefix(p)); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("WithPrefix(%q): %v", p, err)
+		}
+	}
+	if _, err := redisbackend.New(rdb, redisbackend.WithHealthCheck(0)); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("WithHealthCheck(0): %v", err)
+	}
+}
+
+// A Redis restarted empty: the watcher is told to look again (a release
+// may have been missed), the subscription comes back, and a later release
+// is seen; the fencing floor keeps tokens increasing.
+func TestRestartEmpty(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	key := "{restart:test}:role"
+	l, err := s.Acquire(ctx, key, "a", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C():
+	case <-time.After(patience):
+		t.Fatal("no signal after the connection broke")
+	}
+	// The store is empty now; the holder's renewal says so.
+	var nh *backend.NotHeldError
+	if _, err := s.Renew(ctx, key, "a", time.Minute); !errors.As(err, &nh) || nh.Holder.Owner != "" {
+		t.Fatalf("renew after restart: %v, want NotHeld with a free key", err)
+	}
+	l2, err := s.Acquire(ctx, key, "b", time.Minute, l.Token)
+	if err != nil || l2.Token <= l.Token {
+		t.Fatalf("acquire with floor %d after restart: %+v, %v", l.Token, l2, err)
+	}
+	// Drain any signal of the reconnection, then expect the release.
+	deadline := time.Now().Add(patience)
+	for {
+		select {
+		case <-w.C():
+		default:
+		}
+		if err := s.Release(ctx, key, "b", 0); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-w.C():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("releases after the restart are not seen")
+		}
+		// The subscription may not be back yet: take the key again and retry.
+		if _, err := s.Acquire(ctx, key, "b", time.Minute, l2.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A paused server (SIGSTOP) makes calls time out with an error that names
+// the key; after it resumes the store works again.
+func TestPausedServer(t *testing.T) {
+	r := testenv.NewRedis(t)
+	opts := r.Options()
+	opts.ReadTimeout = 200 * time.Millisecond
+	opts.WriteTimeout = 200 * time.Millisecond
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { rdb.Close() })
+	s := newStore(t, rdb)
+	key := "{pause:test}:role"
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Acquire(ctxT(t), key, "a", time.Minute, 0)
+	if err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("acquire on a paused server: %v, want an error naming the key", err)
+	}
+	if errors.Is(err, backend.ErrHeld) || errors.Is(err, backend.ErrCorrupt) {
+		t.Fatalf("a timeout was reported as %v", err)
+	}
+	if err := r.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctxT(t), key, "a", time.Minute, 0); err != nil {
+		t.Fatalf("acquire after resume: %v", err)
+	}
+}
+
+// Leases and watches work through a Sentinel-managed master, and keep
+// working after a failover (a release on the new master wakes watchers).
+func TestSentinel(t *testing.T) {
+	sn := testenv.NewSentinel(t)
+	t.Run("ReplicaAck", func(t *testing.T) { testReplicaAck(t, sn) })
+	t.Run("Failover", func(t *testing.T) { testSentinelFailover(t, sn) })
+}
+
+// With WithReplicaAck a grant counts only once the replicas have it; one
+// they do not acknowledge in time is undone.
+func testReplicaAck(t *testing.T, sn *testenv.Sentinel) {
+	ctx := ctxT(t)
+	acked := newStore(t, sn.FailoverClient(t), redisbackend.WithReplicaAck(1, 2*time.Second))
+	key := "{replica-ack:test}:role"
+	l, err := acked.Acquire(ctx, key, "a", time.Minute, 0)
+	if err != nil {
+		t.Fatalf("acquire acknowledged by the one replica: %v", err)
+	}
+	if _, err := acked.Renew(ctx, key, "a", time.Minute); err != nil {
+		t.Fatalf("renew acknowledged by the one replica: %v", err)
+	}
+	if err := acked.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	greedy := newStore(t, sn.FailoverClient(t), redisbackend.WithReplicaAck(2, 100*time.Millisecond))
+	_, err = greedy.Acquire(ctx, key, "b", time.Minute, l.Token)
+	if !errors.Is(err, redisbackend.ErrNotReplicated) || !strings.Contains(err.Error(), "1 of 2 replicas") {
+		t.Fatalf("acquire wanting 2 replicas of 1: %v, want ErrNotReplicated", err)
+	}
+	if _, err := acked.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("an unacknowledged grant was left in place: %v", err)
+	}
+	for _, bad := range []redisbackend.Option{redisbackend.WithReplicaAck(0, time.Second), redisbackend.WithReplicaAck(1, 0)} {
+		if _, err := redisbackend.New(sn.FailoverClient(t), bad); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("bad WithReplicaAck: %v", err)
+		}
+	}
+}
+
+func testSentinelFailover(t *testing.T, sn *testenv.Sentinel) {
+	rdb := sn.FailoverClient(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	key := "{sentinel:test}:role"
+	l, err := s.Acquire(ctx, key, "a", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sn.Failover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The client follows the new master; retry while it switches over.
+	var got backend.Lease
+	deadline := time.Now().Add(patience)
+	for {
+		got, err = s.Get(ctx, key)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("get after failover: %v", err)
+	}
+	if got.Owner != "a" || got.Token != l.Token {
+		t.Fatalf("lease after failover = %+v, want owner a token %d (replicated)", got, l.Token)
+	}
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C():
+	case <-time.After(patience):
+		t.Fatal("release on the new master did not wake the watcher")
+	}
+}

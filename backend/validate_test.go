@@ -1,0 +1,175 @@
+package backend_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/baton-go/baton/backend"
+)
+
+func TestValidateKey(t *testing.T) {
+	valid := []string{
+		"a",
+		"{acme:billing}:role",
+		"{acme:billing}:lock:github.com/acme/billing/invoice.(*Service).Close",
+		"plain:key:without:tag",
+		"ü-ñ",
+		strings.Repeat("k", backend.MaxKeyLen),
+	}
+	for _, k := range valid {
+		if err := backend.ValidateKey(k); err != nil {
+			t.Errorf("ValidateKey(%.40q): %v; want nil", k, err)
+		}
+	}
+	invalid := []string{
+		"",
+		"a b",
+		"a\tb",
+		"a\nb",
+		"a\x00b",
+		"a\x7fb",
+		"\xff",
+		strings.Repeat("k", backend.MaxKeyLen+1),
+		"{a",
+		"a}",
+		"}a{",
+		"{}",
+		"{a}{b}",
+		"{{a}}",
+	}
+	for _, k := range invalid {
+		err := backend.ValidateKey(k)
+		if !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("ValidateKey(%.40q) = %v; want an error wrapping ErrInvalidArgument", k, err)
+		}
+	}
+}
+
+func TestValidateOwner(t *testing.T) {
+	for _, o := range []string{"a", "10.0.0.7:acme:billing:8080#4f2a", strings.Repeat("o", backend.MaxOwnerLen)} {
+		if err := backend.ValidateOwner(o); err != nil {
+			t.Errorf("ValidateOwner(%.40q): %v; want nil", o, err)
+		}
+	}
+	for _, o := range []string{"", "a b", "a\r", "\x01", "\xc3", strings.Repeat("o", backend.MaxOwnerLen+1)} {
+		if err := backend.ValidateOwner(o); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("ValidateOwner(%.40q) = %v; want an error wrapping ErrInvalidArgument", o, err)
+		}
+	}
+}
+
+func TestValidateTTL(t *testing.T) {
+	for _, d := range []time.Duration{backend.MinTTL, time.Second, backend.MaxTTL} {
+		if err := backend.ValidateTTL("ttl", d); err != nil {
+			t.Errorf("ValidateTTL(%v): %v; want nil", d, err)
+		}
+	}
+	for _, d := range []time.Duration{0, -time.Second, backend.MinTTL - 1, backend.MaxTTL + 1} {
+		err := backend.ValidateTTL("ttl", d)
+		if !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("ValidateTTL(%v) = %v; want an error wrapping ErrInvalidArgument", d, err)
+		} else if !strings.Contains(err.Error(), "ttl") {
+			t.Errorf("ValidateTTL(%v) = %q; want the error to name the ttl", d, err)
+		}
+	}
+}
+
+func TestValidateKeepFor(t *testing.T) {
+	// keepFor <= 0 means "release at once"; positive values are rounded up
+	// to a whole millisecond and then bounded like a TTL.
+	for _, d := range []time.Duration{-time.Hour, 0, time.Nanosecond, time.Millisecond, backend.MaxTTL} {
+		if err := backend.ValidateKeepFor(d); err != nil {
+			t.Errorf("ValidateKeepFor(%v): %v; want nil", d, err)
+		}
+	}
+	for _, d := range []time.Duration{backend.MaxTTL + time.Nanosecond, backend.MaxTTL + time.Millisecond} {
+		if err := backend.ValidateKeepFor(d); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("ValidateKeepFor(%v) = %v; want an error wrapping ErrInvalidArgument", d, err)
+		}
+	}
+}
+
+func TestValidateArgs(t *testing.T) {
+	if err := backend.ValidateArgs("{a:b}:k", "owner", time.Second); err != nil {
+		t.Errorf("ValidateArgs of good arguments: %v", err)
+	}
+	for _, c := range []struct {
+		key, owner string
+		ttl        time.Duration
+	}{
+		{"", "owner", time.Second},
+		{"k", "", time.Second},
+		{"k", "owner", 0},
+	} {
+		if err := backend.ValidateArgs(c.key, c.owner, c.ttl); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("ValidateArgs(%q, %q, %v) = %v; want an error wrapping ErrInvalidArgument", c.key, c.owner, c.ttl, err)
+		}
+	}
+}
+
+func TestRoundUpMillis(t *testing.T) {
+	for _, c := range []struct{ in, want time.Duration }{
+		{0, 0},
+		{time.Nanosecond, time.Millisecond},
+		{time.Millisecond, time.Millisecond},
+		{time.Millisecond + 1, 2 * time.Millisecond},
+		{1500 * time.Microsecond, 2 * time.Millisecond},
+		{time.Second, time.Second},
+	} {
+		if got := backend.RoundUpMillis(c.in); got != c.want {
+			t.Errorf("RoundUpMillis(%v) = %v; want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestAppKey(t *testing.T) {
+	for _, c := range []struct {
+		parts []string
+		want  string
+	}{
+		{nil, "{acme:billing}"},
+		{[]string{"role"}, "{acme:billing}:role"},
+		{[]string{"lock", "nightly"}, "{acme:billing}:lock:nightly"},
+	} {
+		got := backend.AppKey("acme", "billing", c.parts...)
+		if got != c.want {
+			t.Errorf("AppKey(acme, billing, %q) = %q; want %q", c.parts, got, c.want)
+		}
+		if err := backend.ValidateKey(got); err != nil {
+			t.Errorf("AppKey(acme, billing, %q) = %q is not a valid key: %v", c.parts, got, err)
+		}
+	}
+}
+
+func FuzzValidateKey(f *testing.F) {
+	for _, k := range []string{"a", "{a}:b", "{a", "a b", "\xff", ""} {
+		f.Add(k)
+	}
+	f.Fuzz(func(t *testing.T, key string) {
+		err := backend.ValidateKey(key)
+		if err != nil {
+			if !errors.Is(err, backend.ErrInvalidArgument) {
+				t.Fatalf("ValidateKey(%q) = %v; not an ErrInvalidArgument", key, err)
+			}
+			return
+		}
+		// An accepted key is printable, bounded and has at most one
+		// well-formed hash tag.
+		if key == "" || len(key) > backend.MaxKeyLen {
+			t.Fatalf("ValidateKey accepted %q of length %d", key, len(key))
+		}
+		if !utf8.ValidString(key) {
+			t.Fatalf("ValidateKey accepted %q, which is not UTF-8", key)
+		}
+		if i := strings.IndexFunc(key, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+			t.Fatalf("ValidateKey accepted %q, which holds a space or control character at %d", key, i)
+		}
+		open, close := strings.Index(key, "{"), strings.Index(key, "}")
+		if strings.Count(key, "{") > 1 || strings.Count(key, "}") > 1 || (open < 0) != (close < 0) || (open >= 0 && close < open+2) {
+			t.Fatalf("ValidateKey accepted %q with a malformed hash tag", key)
+		}
+	})
+}
