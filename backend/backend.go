@@ -27,6 +27,11 @@ type Lease struct {
 // packages that use it (role, synclock, schedlock), which are written once
 // for every Store.
 //
+// A context that has ended makes every method fail with an error that
+// matches the context's error (and its cause; see ContextError) and
+// changes nothing. A Watch's context bounds only the subscribing: the
+// Watch lives until Close.
+//
 // All methods are safe for concurrent use. Every method validates its
 // arguments and returns an error wrapping ErrInvalidArgument for an empty
 // key or owner, a key or owner that is too long or holds control
@@ -38,9 +43,11 @@ type Lease struct {
 type Store interface {
 	// Acquire grants key to owner for ttl if the key is free (set if
 	// absent). floor is the highest fencing token the caller has seen for
-	// this key; the new token is max(stored counter, floor) + 1, so tokens
-	// keep increasing even when the store restarted empty. Pass 0 when the
-	// caller has seen none.
+	// this key (below MaxToken); the new token is max(stored counter,
+	// floor) + 1, so tokens keep increasing even when the store restarted
+	// empty. Pass 0 when the caller has seen none. A key's counter starts
+	// at 0, so the first grant of a fresh key without a floor gets token 1;
+	// a refused Acquire leaves the counter as it was.
 	//
 	// If the key is held, including by owner itself, Acquire returns a
 	// *HeldError (errors.Is(err, ErrHeld)) naming the holder's lease.
@@ -53,9 +60,10 @@ type Store interface {
 	Renew(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error)
 
 	// Release ends owner's lease on key. With keepFor <= 0 the key is
-	// deleted at once and watchers are woken. With keepFor > 0 the key stays
-	// held for exactly keepFor more (it can no longer be renewed), which is
-	// how a job lock keeps its lockAtLeastFor. Only the owner can release:
+	// deleted at once and watchers are woken (EventReleased). With
+	// keepFor > 0 the key stays held for exactly keepFor more (it can no
+	// longer be renewed, and watchers that are told get EventRenewed with
+	// TTL keepFor), which is how a job lock keeps its lockAtLeastFor. Only the owner can release:
 	// for any other owner, or a key that is gone, Release returns a
 	// *NotHeldError and changes nothing. Releasing again a lease that owner
 	// already released with keepFor > 0 is not an error: with keepFor > 0

@@ -8,7 +8,9 @@ import (
 
 // Registry is implemented by stores that also keep a list of live members
 // per group, each refreshed by heartbeats and expired on the store's
-// clock. The role package uses it to list the instances of a service and
+// clock. Groups are keys of the same namespace as leases: name a group
+// apart from every lease key (role uses {tenant:app}:members beside
+// {tenant:app}:role). The role package uses it to list the instances of a service and
 // to detect two live processes that claim one instance ID.
 type Registry interface {
 	// Heartbeat adds member to group, or refreshes it, for ttl. identity
@@ -22,7 +24,7 @@ type Registry interface {
 	Members(ctx context.Context, group string) ([]Member, error)
 
 	// Leave removes member name from group at once. Leaving a group one
-	// is not in is not an error.
+	// is not in is not an error; an invalid name is (ErrInvalidArgument).
 	Leave(ctx context.Context, group, name string) error
 }
 

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -46,7 +47,10 @@ func ValidateOwner(owner string) error {
 // ValidateTTL reports whether d is usable as a lease duration named what
 // (for instance "ttl"). Stores round durations up to whole milliseconds.
 func ValidateTTL(what string, d time.Duration) error {
-	if d < MinTTL || d > MaxTTL {
+	if d <= 0 {
+		return fmt.Errorf("%w: %s %v must be positive", ErrInvalidArgument, what, d)
+	}
+	if d = RoundUpMillis(d); d < MinTTL || d > MaxTTL {
 		return fmt.Errorf("%w: %s %v is outside [%v, %v]", ErrInvalidArgument, what, d, MinTTL, MaxTTL)
 	}
 	return nil
@@ -58,7 +62,7 @@ func ValidateKeepFor(keepFor time.Duration) error {
 	if keepFor <= 0 {
 		return nil
 	}
-	return ValidateTTL("keepFor", RoundUpMillis(keepFor))
+	return ValidateTTL("keepFor", keepFor)
 }
 
 func validateName(what, s string, maxLen int) error {
@@ -75,6 +79,18 @@ func validateName(what, s string, maxLen int) error {
 		if r <= ' ' || r == 0x7f {
 			return fmt.Errorf("%w: %s %q holds a space or control character", ErrInvalidArgument, what, s)
 		}
+	}
+	return nil
+}
+
+// MaxToken is the largest fencing token (and floor) a store handles: Redis
+// counters are signed 64-bit integers.
+const MaxToken = math.MaxInt64
+
+// ValidateFloor checks an Acquire floor.
+func ValidateFloor(floor uint64) error {
+	if floor >= MaxToken {
+		return fmt.Errorf("%w: floor %d leaves no token below the maximum %d", ErrInvalidArgument, floor, uint64(MaxToken))
 	}
 	return nil
 }

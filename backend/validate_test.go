@@ -62,12 +62,14 @@ func TestValidateOwner(t *testing.T) {
 }
 
 func TestValidateTTL(t *testing.T) {
-	for _, d := range []time.Duration{backend.MinTTL, time.Second, backend.MaxTTL} {
+	// Positive durations are rounded up to a whole millisecond first, as
+	// keepFor is, so a sub-millisecond TTL is a 1 ms TTL.
+	for _, d := range []time.Duration{time.Nanosecond, backend.MinTTL - 1, backend.MinTTL, time.Second, backend.MaxTTL} {
 		if err := backend.ValidateTTL("ttl", d); err != nil {
 			t.Errorf("ValidateTTL(%v): %v; want nil", d, err)
 		}
 	}
-	for _, d := range []time.Duration{0, -time.Second, backend.MinTTL - 1, backend.MaxTTL + 1} {
+	for _, d := range []time.Duration{0, -time.Second, -time.Nanosecond, backend.MaxTTL + 1} {
 		err := backend.ValidateTTL("ttl", d)
 		if !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("ValidateTTL(%v) = %v; want an error wrapping ErrInvalidArgument", d, err)

@@ -7,6 +7,22 @@ import (
 	"time"
 )
 
+// ContextError returns the error of an ended ctx in a form that
+// errors.Is matches against both context.Canceled or
+// context.DeadlineExceeded and the cause the context was cancelled with,
+// if that is different. Stores return it (wrapped) when a call's context
+// has ended.
+func ContextError(ctx context.Context) error {
+	err := ctx.Err()
+	if err == nil {
+		return nil
+	}
+	if cause := context.Cause(ctx); cause != nil && cause != err {
+		return errors.Join(err, cause)
+	}
+	return err
+}
+
 // AppKey returns the key of a per-app object, such as the role key
 // "{acme:billing}:role" or a lock key "{acme:billing}:lock:nightly".
 // The {tenant:app} hash tag keeps all keys of one app in one Redis Cluster
@@ -63,7 +79,7 @@ func WaitFree(ctx context.Context, store Store, key string) error {
 		case <-timer.C:
 			ask = true
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return ContextError(ctx)
 		}
 	}
 }

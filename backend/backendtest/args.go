@@ -96,6 +96,10 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 		_, err := st.Acquire(ctx, free, "owner", d, 0)
 		isInvalid(t, fmt.Sprintf("Acquire with ttl %v", d), err)
 	}
+	for _, floor := range []uint64{backend.MaxToken, backend.MaxToken + 1, ^uint64(0)} {
+		_, err := st.Acquire(ctx, free, "owner", ttl, floor)
+		isInvalid(t, fmt.Sprintf("Acquire with floor %d", floor), err)
+	}
 	checkFree(t, ctx, st, free, "after the refused calls")
 
 	// Refused calls on a held key leave its lease alone. A Renew with

@@ -114,6 +114,7 @@ func (s *suite) parallelCases() []testCase {
 		{"NoStaleReleaseEvents", s.testNoStaleReleaseEvents},
 		{"WaitFreeThroughRenewals", s.testWaitFreeThroughRenewals},
 		{"WaitFreeAfterKeepFor", s.testWaitFreeKeepFor},
+		{"WaitFreeWhileKept", s.testWaitFreeWhileKept},
 		{"WaitFreeAfterExpiry", s.testWaitFreeExpiry},
 		{"WaitFreeContext", s.testWaitFreeContext},
 		{"InvalidArguments", s.testInvalidArguments},

@@ -257,6 +257,32 @@ func (s *suite) testWaitFreeKeepFor(t *testing.T) {
 	checkFree(t, ctx, waiter, key, "when WaitFree returned")
 }
 
+// testWaitFreeWhileKept starts backend.WaitFree on a key held for
+// longTTL and then releases it with a short keep time: the waiter must
+// learn of the keep time (an EventRenewed with TTL keepFor, or a look at
+// the store) and return soon after it, not sleep out the original lease.
+func (s *suite) testWaitFreeWhileKept(t *testing.T) {
+	const keep = 300 * time.Millisecond
+	ctx := testCtx(t)
+	owner, waiter := s.store(t), s.store(t)
+	key := s.key("wait-free-while-kept")
+
+	s.acquire(t, ctx, owner, key, "owner", longTTL, 0)
+	wctx, cancel := context.WithTimeout(ctx, longTTL/2)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- backend.WaitFree(wctx, waiter, key) }()
+	// Let WaitFree subscribe and look; it then sleeps for the lease.
+	time.Sleep(100 * time.Millisecond)
+	released := time.Now()
+	release(t, ctx, owner, key, "owner", keep)
+	if err := <-done; err != nil {
+		t.Fatalf("WaitFree on a key released with keepFor %v while the lease had %v left: %v (it slept through the keep time)", keep, longTTL, err)
+	}
+	s.checkNotEarly(t, fmt.Sprintf("WaitFree after Release(keepFor %v)", keep), time.Now(), released, keep)
+	checkFree(t, ctx, waiter, key, "when WaitFree returned")
+}
+
 // testWaitFreeExpiry checks that backend.WaitFree returns once a lease
 // nobody releases has expired, and not before.
 func (s *suite) testWaitFreeExpiry(t *testing.T) {

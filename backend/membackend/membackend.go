@@ -12,6 +12,7 @@ package membackend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -71,7 +72,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if err := s.check(ctx, "acquire", key); err != nil {
 		return backend.Lease{}, err
 	}
-	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+	if err := errors.Join(backend.ValidateArgs(key, owner, ttl), backend.ValidateFloor(floor)); err != nil {
 		return backend.Lease{}, fmt.Errorf("membackend: acquire: %w", err)
 	}
 	ttl = backend.RoundUpMillis(ttl)
@@ -145,7 +146,9 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 			return nil // already released; the kept time stays as it was
 		}
 		e.released = true
-		s.expireLocked(key, e, now, backend.RoundUpMillis(keepFor))
+		keep := backend.RoundUpMillis(keepFor)
+		s.expireLocked(key, e, now, keep)
+		s.notifyLocked(key, backend.Event{Kind: backend.EventRenewed, TTL: keep})
 		return nil
 	}
 	s.deleteLocked(key, e, backend.EventReleased)
@@ -229,7 +232,7 @@ func (s *Store) Close() error {
 
 func (s *Store) check(ctx context.Context, op, key string) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("membackend: %s %q: %w", op, key, context.Cause(ctx))
+		return fmt.Errorf("membackend: %s %q: %w", op, key, backend.ContextError(ctx))
 	}
 	return nil
 }

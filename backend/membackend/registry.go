@@ -82,6 +82,9 @@ func (s *Store) Leave(ctx context.Context, group, name string) error {
 	if err := s.validGroup("leave", group); err != nil {
 		return err
 	}
+	if err := backend.ValidateOwner(name); err != nil {
+		return fmt.Errorf("membackend: leave: member name: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.openLocked(); err != nil {

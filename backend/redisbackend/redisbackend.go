@@ -157,7 +157,7 @@ func (s *Store) closed() bool {
 
 func (s *Store) begin(ctx context.Context, op, key string) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("redisbackend: %s %q: %w", op, key, context.Cause(ctx))
+		return fmt.Errorf("redisbackend: %s %q: %w", op, key, backend.ContextError(ctx))
 	}
 	if s.closed() {
 		return fmt.Errorf("redisbackend: %s %q: %w", op, key, backend.ErrClosed)
@@ -170,7 +170,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if err := s.begin(ctx, "acquire", key); err != nil {
 		return backend.Lease{}, err
 	}
-	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+	if err := errors.Join(backend.ValidateArgs(key, owner, ttl), backend.ValidateFloor(floor)); err != nil {
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
@@ -283,7 +283,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 // error is joined so errors.Is finds it.
 func (s *Store) transport(op, key string, ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = errors.Join(err, context.Cause(ctx))
+		err = errors.Join(err, backend.ContextError(ctx))
 	}
 	return fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
 }

@@ -69,7 +69,8 @@ return {'ok', l[2], l[3], tonumber(ARGV[2])}
 // releaseScript: KEYS[1] lease; ARGV owner, keep-ms (0: delete now),
 // publish command.
 // Deleting publishes "released <token>" on the channel named after the
-// lease key, which is what wakes watchers.
+// lease key, which is what wakes watchers; keeping the key publishes
+// "renewed <token> <keep-ms>", so that waiters sleep exactly that long.
 var releaseScript = redis.NewScript(checkLease + `
 local l = lease()
 if not l then return {'free'} end
@@ -80,6 +81,7 @@ if keep > 0 then
   if not l[5] then
     redis.call('HSET', KEYS[1], 'released', '1')
     redis.call('PEXPIRE', KEYS[1], keep)
+    redis.call(ARGV[3], KEYS[1], 'renewed ' .. l[3] .. ' ' .. keep)
   end
   return {'ok', l[2], l[3], redis.call('PTTL', KEYS[1])}
 end

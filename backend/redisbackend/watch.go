@@ -150,7 +150,7 @@ func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
 		return w, nil
 	case <-ctx.Done():
 		w.Close()
-		return nil, context.Cause(ctx)
+		return nil, backend.ContextError(ctx)
 	case <-s.ctx.Done():
 		w.Close()
 		return nil, backend.ErrClosed
