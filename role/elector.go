@@ -280,7 +280,7 @@ func (e *Elector) Stop(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("role: stopping elector for %s: %w", e.idText, context.Cause(ctx))
+		return fmt.Errorf("role: stopping elector for %s: %w", e.idText, backend.ContextError(ctx))
 	}
 }
 

@@ -176,7 +176,7 @@ func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, erro
 			}
 			lk.leaveLocked(sk, q)
 		}
-		return nil, context.Cause(ctx)
+		return nil, backend.ContextError(ctx)
 	}
 }
 
@@ -288,7 +288,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
 			if ctx.Err() != nil {
-				return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), context.Cause(ctx))
+				return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), backend.ContextError(ctx))
 			}
 			return nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err)
 		}
@@ -338,7 +338,7 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration) error
 		case <-t.C():
 			return nil
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return backend.ContextError(ctx)
 		}
 	}
 }
