@@ -1,0 +1,129 @@
+package schedlock
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/role"
+)
+
+var (
+	// ErrSkipped matches every refusal of a gate: errors.Is(err,
+	// ErrSkipped) is true for each *SkipError, whatever its reason.
+	ErrSkipped = errors.New("schedlock: run skipped")
+
+	// ErrNotMaster is the reason a master-only run was skipped: this
+	// instance is not the master. It is role.ErrNotMaster, so errors.Is
+	// matches either name, and the same error gocron receives from
+	// Elector.IsLeader.
+	ErrNotMaster = role.ErrNotMaster
+
+	// ErrNotSlave is the reason a slave-only run was skipped: this instance
+	// is the master, its mastership is ending, its elector does not run, or
+	// it has not yet seen a master.
+	ErrNotSlave = errors.New("schedlock: this instance is not a slave")
+
+	// ErrDisabled is the reason a role-gated run was skipped: the role
+	// feature is turned off (scheduler-lock.enabled=false), so jobs gated
+	// by role never run.
+	ErrDisabled = errors.New("schedlock: the role is disabled (scheduler-lock.enabled=false)")
+
+	// ErrLocked is the reason a locked run was skipped: another run holds
+	// the job lock, or kept it after finishing (lockAtLeastFor). The
+	// *SkipError names the holder.
+	ErrLocked = errors.New("schedlock: job lock is held")
+
+	// ErrUnavailable is the reason a locked run was skipped when the lock
+	// store could not answer (or the scheduler's context ended while it
+	// asked). The *SkipError wraps the store's error.
+	ErrUnavailable = errors.New("schedlock: job lock store unavailable")
+
+	// ErrLost reports that a run that was admitted no longer holds what
+	// admitted it: its mastership or slave role ended, or its job lock's
+	// lease ran out (lockAtMostFor) or was taken away. Assert and Extend
+	// return it, and the context of Context, Task and Run is cancelled
+	// with a cause that wraps it.
+	ErrLost = errors.New("schedlock: run lost its gate")
+
+	// ErrNoRun reports a call of Assert, Extend or Context with a context
+	// that no gated run handed out.
+	ErrNoRun = errors.New("schedlock: context is not from a gated run")
+
+	// ErrNoLock reports Extend on a run whose gate has no job lock.
+	ErrNoLock = errors.New("schedlock: run holds no job lock")
+
+	// ErrConflict reports a second distributed locker on one gocron job: a
+	// job has a single locker, so a gate must be its only one. Combine
+	// conditions in one option instead: MasterOnly(el, WithLock(...)).
+	ErrConflict = errors.New("schedlock: job already has a distributed locker")
+
+	// ErrInvalid reports a gate built from unusable arguments; the message
+	// names the argument and its value.
+	ErrInvalid = errors.New("schedlock: invalid gate")
+)
+
+// SkipError is what a gate returns when it refuses a run. gocron hands it
+// to the job's AfterLockError listener; Run returns it. errors.Is matches
+// ErrSkipped and the Reason.
+type SkipError struct {
+	// Job is the job's name: the key gocron passed to the gate, or what
+	// Run names the run.
+	Job string
+	// Reason is ErrNotMaster, ErrNotSlave, ErrDisabled, ErrLocked or
+	// ErrUnavailable.
+	Reason error
+	// Holder is the lease that holds the job lock, for ErrLocked.
+	Holder backend.Lease
+	// Err is the underlying error, for ErrUnavailable.
+	Err error
+
+	detail string
+}
+
+// Error implements error.
+func (e *SkipError) Error() string {
+	s := fmt.Sprintf("schedlock: job %q skipped: %s", e.Job, e.detail)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the reason and the underlying error.
+func (e *SkipError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Reason}
+	}
+	return []error{e.Reason, e.Err}
+}
+
+// Is makes errors.Is(err, ErrSkipped) true.
+func (e *SkipError) Is(target error) bool { return target == ErrSkipped }
+
+// Label returns a short, stable name of the reason for logs and metric
+// labels: "not-master", "not-slave", "disabled", "locked" or
+// "unavailable".
+func (e *SkipError) Label() string { return reasonLabel(e.Reason) }
+
+func reasonLabel(reason error) string {
+	switch reason {
+	case ErrNotMaster:
+		return "not-master"
+	case ErrNotSlave:
+		return "not-slave"
+	case ErrDisabled:
+		return "disabled"
+	case ErrLocked:
+		return "locked"
+	case ErrUnavailable:
+		return "unavailable"
+	}
+	return "other"
+}
+
+func lockedDetail(key string, h backend.Lease) string {
+	return fmt.Sprintf("job lock %q is held by %q (token %d) for another %v",
+		key, h.Owner, h.Token, h.TTL.Round(time.Millisecond))
+}

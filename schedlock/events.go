@@ -1,0 +1,65 @@
+package schedlock
+
+import (
+	"errors"
+	"time"
+)
+
+// EventKind says what a gate reports to its observer.
+type EventKind int
+
+const (
+	// EventAdmitted: a run passed the gate (and holds its job lock).
+	EventAdmitted EventKind = iota + 1
+	// EventSkipped: a run was refused; Event.Err is the *SkipError.
+	EventSkipped
+	// EventReleased: an admitted run ended; Event.Held is how long it
+	// held the gate and Event.Err the release error, if any (a lock that
+	// had already lapsed wraps ErrLost).
+	EventReleased
+	// EventLost: a run in flight lost its role or its job lock's lease;
+	// Event.Err wraps ErrLost. Loss of a role is seen by Assert, Extend
+	// and runs watched by Context, Task or Run; loss of a lease always.
+	EventLost
+)
+
+// String returns "admitted", "skipped", "released" or "lost".
+func (k EventKind) String() string {
+	switch k {
+	case EventAdmitted:
+		return "admitted"
+	case EventSkipped:
+		return "skipped"
+	case EventReleased:
+		return "released"
+	case EventLost:
+		return "lost"
+	}
+	return "unknown"
+}
+
+// Event is one decision of a gate, for metrics (see WithObserver).
+type Event struct {
+	Kind EventKind
+	// Job is the job's name (gocron's job name, or what Run names it).
+	Job string
+	// Role is the gate's role condition.
+	Role Role
+	// Lock is the name of the gate's job lock, "" without one.
+	Lock string
+	// Err is the *SkipError of EventSkipped, the release error of
+	// EventReleased (nil when fine) and the cause of EventLost.
+	Err error
+	// Held is, for EventReleased, the time from admission to release.
+	Held time.Duration
+}
+
+// Reason returns the skip reason's label for EventSkipped ("not-master",
+// "not-slave", "disabled", "locked", "unavailable"), "" otherwise.
+func (e Event) Reason() string {
+	var s *SkipError
+	if e.Kind == EventSkipped && errors.As(e.Err, &s) {
+		return s.Label()
+	}
+	return ""
+}

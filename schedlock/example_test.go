@@ -1,0 +1,214 @@
+package schedlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/schedlock"
+)
+
+// startElector starts an elector for id and returns it with a function
+// that stops it.
+func startElector(store *membackend.Store, ip string) (*role.Elector, func()) {
+	id, _ := instanceid.New(ip, "acme", "billing", 8080)
+	el, _ := role.NewElector(store, id, role.Config{}, role.WithLogger(slog.New(slog.DiscardHandler)))
+	el.Start()
+	return el, func() { el.Stop(context.Background()) }
+}
+
+// A report that only the master sends. Before every run the gate asks the
+// elector (a clock read, no I/O); on a slave the run is skipped and
+// AfterLockError says why.
+func ExampleMasterOnly() {
+	store := membackend.New() // redisbackend.New(client) in production
+	defer store.Close()
+	el, stop := startElector(store, "10.0.0.7")
+	defer stop()
+	for !el.IsMaster() {
+		time.Sleep(time.Millisecond)
+	}
+
+	s, _ := gocron.NewScheduler()
+	defer s.Shutdown()
+	sent := make(chan string)
+	j, _ := s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+		gocron.NewTask(func() { sent <- "report sent by the master" }),
+		gocron.WithName("send-report"),
+		schedlock.MasterOnly(el))
+	s.Start()
+	fmt.Println(<-sent)
+	fmt.Println("tags:", j.Tags())
+	// Output:
+	// report sent by the master
+	// tags: [master-only]
+}
+
+// A cache warm-up that runs on the slaves and never on the master.
+func ExampleSlaveOnly() {
+	store := membackend.New()
+	defer store.Close()
+	master, stopA := startElector(store, "10.0.0.7")
+	defer stopA()
+	for !master.IsMaster() {
+		time.Sleep(time.Millisecond)
+	}
+	slave, stopB := startElector(store, "10.0.0.8")
+	defer stopB()
+	for slave.Master() == "" {
+		time.Sleep(time.Millisecond)
+	}
+
+	report := make(chan string)
+	for _, el := range []*role.Elector{master, slave} {
+		s, _ := gocron.NewScheduler()
+		defer s.Shutdown()
+		s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+			gocron.NewTask(func() { report <- el.ID().IP.String() + " warmed the cache" }),
+			schedlock.SlaveOnly(el),
+			gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) {
+				var skip *schedlock.SkipError
+				errors.As(err, &skip)
+				report <- el.ID().IP.String() + " skipped: " + skip.Label()
+			})))
+		s.Start()
+		fmt.Println(<-report)
+	}
+	// Output:
+	// 10.0.0.7 skipped: not-slave
+	// 10.0.0.8 warmed the cache
+}
+
+// A nightly export that runs once per fire across the fleet, ShedLock
+// style: the first instance takes the lock, the others skip. The lock is
+// kept 30s after the start even though the job is quick, so an instance
+// whose scheduler fires a little later does not run it again.
+func ExampleLocked() {
+	store := membackend.New()
+	defer store.Close()
+
+	report := make(chan string)
+	for _, ip := range []string{"10.0.0.7", "10.0.0.8"} {
+		id, _ := instanceid.New(ip, "acme", "billing", 8080)
+		s, _ := gocron.NewScheduler()
+		defer s.Shutdown()
+		s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+			gocron.NewTask(func() { report <- ip + " exported" }),
+			gocron.WithName("nightly-export"),
+			schedlock.Locked(store, "nightly-export", 10*time.Minute, 30*time.Second, schedlock.WithInstance(id)),
+			gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) {
+				if errors.Is(err, schedlock.ErrLocked) {
+					report <- ip + " skipped: the export already ran"
+				}
+			})))
+		s.Start()
+		fmt.Println(<-report)
+	}
+	// Output:
+	// 10.0.0.7 exported
+	// 10.0.0.8 skipped: the export already ran
+}
+
+// Master-only and once per fire: one option carries both conditions, as a
+// gocron job has one locker. The job extends its lock while it works and
+// stops when its context says the gate is lost.
+func ExampleWithLock() {
+	store := membackend.New()
+	defer store.Close()
+	el, stop := startElector(store, "10.0.0.7")
+	defer stop()
+	for !el.IsMaster() {
+		time.Sleep(time.Millisecond)
+	}
+
+	s, _ := gocron.NewScheduler()
+	defer s.Shutdown()
+	done := make(chan error)
+	s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+		schedlock.Task(func(ctx context.Context) error {
+			for batch := range 3 {
+				if err := schedlock.Extend(ctx, time.Minute); err != nil {
+					done <- err
+					return err // lost the lock or the mastership: stop
+				}
+				token, _ := schedlock.Token(ctx)
+				fmt.Printf("batch %d written with fencing token %d\n", batch, token)
+			}
+			done <- schedlock.Assert(ctx)
+			return nil
+		}),
+		gocron.WithName("rebuild-index"),
+		schedlock.MasterOnly(el, schedlock.WithLock(store, "rebuild-index", time.Minute, 0)))
+	s.Start()
+	fmt.Println("still master and lock holder:", <-done == nil)
+	// Output:
+	// batch 0 written with fencing token 1
+	// batch 1 written with fencing token 1
+	// batch 2 written with fencing token 1
+	// still master and lock holder: true
+}
+
+// Other schedulers (robfig/cron, a time.Ticker loop) use Run with a gate.
+func ExampleRun() {
+	store := membackend.New()
+	defer store.Close()
+	el, stop := startElector(store, "10.0.0.7")
+	defer stop()
+	for !el.IsMaster() {
+		time.Sleep(time.Millisecond)
+	}
+	gate, err := schedlock.NewGate(schedlock.Master, el)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	ctx := context.Background()
+	err = schedlock.Run(ctx, gate, func(ctx context.Context) error {
+		epoch, _ := schedlock.Epoch(ctx)
+		fmt.Println("tick handled by the master of epoch", epoch)
+		return nil
+	})
+	fmt.Println("first tick:", err)
+
+	stop() // no longer master: the next tick is skipped
+	err = schedlock.Run(ctx, gate, func(ctx context.Context) error { return nil })
+	fmt.Println("after stopping, skipped:", errors.Is(err, schedlock.ErrSkipped), errors.Is(err, schedlock.ErrNotMaster))
+	// Output:
+	// tick handled by the master of epoch 1
+	// first tick: <nil>
+	// after stopping, skipped: true true
+}
+
+// A gate without a lock can be a scheduler's default locker: every job is
+// master-only unless its own option says otherwise.
+func ExampleNewGate() {
+	store := membackend.New()
+	defer store.Close()
+	el, stop := startElector(store, "10.0.0.7")
+	defer stop()
+	for !el.IsMaster() {
+		time.Sleep(time.Millisecond)
+	}
+	masterOnly, _ := schedlock.NewGate(schedlock.Master, el)
+
+	s, _ := gocron.NewScheduler(gocron.WithDistributedLocker(masterOnly))
+	defer s.Shutdown()
+	ran := make(chan string)
+	s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+		gocron.NewTask(func() { ran <- "master-only by default" }))
+	fmt.Println("role of the scheduler's gate:", masterOnly.Role())
+	s.Start()
+	fmt.Println(<-ran)
+	// Output:
+	// role of the scheduler's gate: master-only
+	// master-only by default
+}

@@ -1,0 +1,476 @@
+package schedlock
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
+)
+
+// Role is the role condition of a gate.
+type Role int
+
+const (
+	// Any admits runs whatever this instance's role: a gate with only a
+	// job lock, or none (which overrides a scheduler-wide locker).
+	Any Role = iota
+	// Master admits runs only while this instance is the master.
+	Master
+	// Slave admits runs only while this instance is a slave: its elector
+	// runs, the role is enabled, it is not the master and it has seen
+	// another instance hold the role.
+	Slave
+)
+
+// Tags the gocron options add to a job, so that gated jobs are visibly
+// marked (gocron's Job.Tags, RemoveByTags).
+const (
+	TagMasterOnly = "master-only"
+	TagSlaveOnly  = "slave-only"
+)
+
+// String returns "any-role", "master-only" or "slave-only".
+func (r Role) String() string {
+	switch r {
+	case Master:
+		return TagMasterOnly
+	case Slave:
+		return TagSlaveOnly
+	case Any:
+		return "any-role"
+	}
+	return fmt.Sprintf("Role(%d)", int(r))
+}
+
+// DefaultOperationTimeout bounds each call a gate makes to the lock store
+// unless WithOperationTimeout says otherwise.
+const DefaultOperationTimeout = 5 * time.Second
+
+// Gate decides, before every run of a job, whether the run may start on
+// this instance: its role condition must hold and, if it has a job lock,
+// the lock must be free. It is a gocron.Locker; the gocron options
+// (MasterOnly, SlaveOnly, AnyRole, Locked, Gate.JobOption) install it on a
+// job, and Run uses it for other schedulers. A Gate is safe for concurrent
+// use and holds no goroutine while no run is in flight.
+//
+// A Gate with a job lock guards one job (or several that must never run at
+// the same time, as ShedLock's lock name does): do not make it a
+// scheduler-wide locker (gocron.WithDistributedLocker), or all jobs would
+// share its lock. A Gate without a lock may be one.
+type Gate struct {
+	role      Role
+	el        *role.Elector
+	lock      *jobLock
+	idText    string // this instance's ID, for messages and lock owners
+	logger    *slog.Logger
+	observer  func(Event)
+	opTimeout time.Duration
+
+	// floor is the highest lock token this gate has seen, passed to
+	// Acquire so tokens keep increasing after the store lost its data.
+	floor atomic.Uint64
+}
+
+var _ gocron.Locker = (*Gate)(nil)
+
+// jobLock is a gate's ShedLock-style lock.
+type jobLock struct {
+	store      backend.Store
+	name       string
+	key        string
+	atMostFor  time.Duration
+	atLeastFor time.Duration
+}
+
+// Option configures a gate.
+type Option func(*settings)
+
+type settings struct {
+	lock      *jobLock
+	locks     int
+	id        instanceid.ID
+	logger    *slog.Logger
+	observer  func(Event)
+	opTimeout time.Duration
+}
+
+// WithLock gives the gate a ShedLock-style job lock named name in store:
+// a run takes the lock for lockAtMostFor (the lease that frees the lock
+// of a crashed holder) and is skipped, not delayed, if another run holds
+// it. When the run ends, the lock is kept until lockAtLeastFor after the
+// run started, decided by the store's clock, so that instances whose
+// schedulers fire a little apart do not run a fast job twice per fire.
+//
+// lockAtMostFor must be at least 1ms and not less than lockAtLeastFor,
+// which may be 0. Set lockAtMostFor well above the job's longest run: the
+// lock lapses after it even if the job still runs (its context is then
+// cancelled; see Context). Durations written as text, in Go's form or
+// ISO-8601 ("PT10M", "PT30S"), are read by config.ParseDuration, and
+// configuration structs hold them in config.Duration fields.
+//
+// The lock key is {tenant:app}:job:<name>, so the name needs to be unique
+// only within the service. Tenant and app (and the instance ID that starts
+// each owner string) come from WithInstance if given, else from the gate's
+// elector, else from role.Default.
+func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
+	return func(s *settings) {
+		s.locks++
+		s.lock = &jobLock{store: store, name: name, atMostFor: lockAtMostFor, atLeastFor: lockAtLeastFor}
+	}
+}
+
+// WithInstance names the instance a gate's job lock belongs to: its tenant
+// and app form the lock key's namespace and its ID starts every lock
+// owner string. It is needed for a lock on a gate without an elector
+// (AnyRole, Locked) unless role.SetDefault was called first.
+func WithInstance(id instanceid.ID) Option {
+	return func(s *settings) { s.id = id }
+}
+
+// WithLogger sets the logger (default slog.Default()). Skips are logged
+// at debug level, store failures and lost runs at warn level.
+func WithLogger(l *slog.Logger) Option {
+	return func(s *settings) {
+		if l != nil {
+			s.logger = l
+		}
+	}
+}
+
+// WithObserver makes the gate report every decision to f: admitted and
+// skipped runs, released locks, lost runs. f is for metrics: it is called
+// synchronously on the goroutine that decided (gocron's executor, a timer)
+// and must return quickly.
+func WithObserver(f func(Event)) Option {
+	return func(s *settings) { s.observer = f }
+}
+
+// WithOperationTimeout bounds each call to the lock store (default
+// DefaultOperationTimeout).
+func WithOperationTimeout(d time.Duration) Option {
+	return func(s *settings) { s.opTimeout = d }
+}
+
+// NewGate returns a gate with role condition r on elector el, which may be
+// nil only for Any. It checks every argument and reports all problems in
+// one error wrapping ErrInvalid.
+func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
+	s := settings{opTimeout: DefaultOperationTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
+	}
+	switch r {
+	case Master, Slave:
+		if el == nil {
+			bad("a %s gate needs an elector (role.NewElector)", r)
+		}
+	case Any:
+	default:
+		bad("unknown role %d", int(r))
+	}
+	if s.opTimeout <= 0 {
+		bad("operation timeout %v must be positive", s.opTimeout)
+	}
+	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout}
+	if g.logger == nil {
+		g.logger = slog.Default()
+	}
+	id := s.id
+	if id.IsZero() && el != nil {
+		id = el.ID()
+	}
+	if id.IsZero() {
+		if d := role.Default(); d != nil {
+			id = d.ID()
+		}
+	}
+	if !id.IsZero() {
+		if err := id.Validate(); err != nil {
+			bad("instance: %v", err)
+		}
+		g.idText = id.String()
+	}
+	if s.locks > 1 {
+		bad("%d job locks given; a gate has at most one", s.locks)
+	}
+	if l := s.lock; l != nil {
+		errs = append(errs, l.validate(id)...)
+		g.lock = l
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if g.idText != "" {
+		g.logger = g.logger.With("instance", g.idText)
+	}
+	return g, nil
+}
+
+func (l *jobLock) validate(id instanceid.ID) []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: job lock %q: "+format, append([]any{ErrInvalid, l.name}, args...)...))
+	}
+	if l.store == nil {
+		bad("nil store: pass a backend such as redisbackend.New(client)")
+	}
+	if l.name == "" {
+		bad("the lock name is empty; name the lock (ShedLock's name)")
+	}
+	if err := checkDurations(l.atMostFor, l.atLeastFor); err != nil {
+		bad("%v", err)
+	}
+	if id.IsZero() {
+		bad("the instance is unknown: pass WithInstance(id), use a gate with an elector, or call role.SetDefault first")
+		return errs
+	}
+	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)
+	if err := backend.ValidateKey(l.key); err != nil {
+		bad("name does not make a usable key: %v", err)
+	}
+	if err := backend.ValidateOwner(id.String() + "#" + nonce()); err != nil {
+		bad("instance ID is not usable as a lock owner: %v", err)
+	}
+	return errs
+}
+
+// checkDurations applies ShedLock's rules to a lock's durations.
+func checkDurations(atMostFor, atLeastFor time.Duration) error {
+	if err := backend.ValidateTTL("lockAtMostFor", backend.RoundUpMillis(atMostFor)); err != nil {
+		return err
+	}
+	if atLeastFor < 0 {
+		return fmt.Errorf("lockAtLeastFor %v is negative", atLeastFor)
+	}
+	if atMostFor < atLeastFor {
+		return fmt.Errorf("lockAtMostFor %v is less than lockAtLeastFor %v", atMostFor, atLeastFor)
+	}
+	return nil
+}
+
+// Role returns the gate's role condition.
+func (g *Gate) Role() Role { return g.role }
+
+// LockKey returns the store key of the gate's job lock, or "" if it has
+// none.
+func (g *Gate) LockKey() string {
+	if g.lock == nil {
+		return ""
+	}
+	return g.lock.key
+}
+
+// Lock implements gocron.Locker: gocron calls it before every run of the
+// job with the job's context and name. It returns a *SkipError (which
+// gocron hands to AfterLockError) when the role condition fails or the job
+// lock is held or unreachable; otherwise the returned gocron.Lock must be
+// unlocked when the run ends, which gocron does.
+//
+// The role is checked first, without I/O; a lock is then acquired, and the
+// role checked again so that a mastership lost during the round trip does
+// not admit the run. While the run is in flight, the job's context leads
+// to it: Assert, Extend, Context, Epoch and Token accept it.
+func (g *Gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
+	r, err := g.admit(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	inflight.add(ctx, r)
+	return r, nil
+}
+
+// label names the gate for a run started by Run.
+func (g *Gate) label() string {
+	if g.lock != nil {
+		return g.lock.name
+	}
+	return g.role.String()
+}
+
+// admit decides a run: nil error means it may start and the run must be
+// ended.
+func (g *Gate) admit(ctx context.Context, job string) (*run, error) {
+	epoch, skip := g.checkRole()
+	if skip != nil {
+		return nil, g.skipped(job, skip)
+	}
+	r := newRun(g, job, epoch)
+	if g.lock != nil {
+		if skip := g.acquire(ctx, r); skip != nil {
+			r.cancel(skip)
+			return nil, g.skipped(job, skip)
+		}
+		// Mastership may have ended during the round trip.
+		if ep, skip := g.checkRole(); skip != nil || ep != epoch {
+			if skip == nil {
+				skip = g.notMaster()
+			}
+			g.release(ctx, r.owner, 0)
+			r.cancel(skip)
+			return nil, g.skipped(job, skip)
+		}
+		r.armTimer()
+	}
+	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.token)
+	g.emit(Event{Kind: EventAdmitted, Job: job})
+	return r, nil
+}
+
+// checkRole checks the role condition without I/O. For Master it returns
+// the tenure's epoch.
+func (g *Gate) checkRole() (uint64, *SkipError) {
+	switch g.role {
+	case Master:
+		// The epoch read before a true IsMaster is this tenure's: a higher
+		// one is only seen after the tenure ended.
+		ep := g.el.Epoch()
+		if g.el.IsMaster() && g.el.Epoch() == ep {
+			return ep, nil
+		}
+		return 0, g.notMaster()
+	case Slave:
+		return 0, g.notSlave()
+	}
+	return 0, nil
+}
+
+func (g *Gate) notMaster() *SkipError {
+	st := g.el.Status()
+	switch {
+	case !st.Enabled:
+		return &SkipError{Reason: ErrDisabled, detail: "the role is disabled (scheduler-lock.enabled=false), so master-only jobs never run"}
+	case !st.Running:
+		return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master: its elector is not running", st.Instance)}
+	case st.Master == st.Instance:
+		return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master: its mastership is ending", st.Instance)}
+	case st.Master == "":
+		return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master (no master seen)", st.Instance)}
+	}
+	return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master (the master is %s)", st.Instance, st.Master)}
+}
+
+// notSlave returns why this instance is not a slave now, or nil if it is.
+func (g *Gate) notSlave() *SkipError {
+	if g.el.IsMaster() {
+		return &SkipError{Reason: ErrNotSlave, detail: fmt.Sprintf("%s is the master", g.idText)}
+	}
+	st := g.el.Status()
+	var why string
+	switch {
+	case !st.Enabled:
+		return &SkipError{Reason: ErrDisabled, detail: "the role is disabled (scheduler-lock.enabled=false), so slave-only jobs never run"}
+	case !st.Running:
+		why = "its elector is not running"
+	case st.IsMaster:
+		why = "it is the master"
+	case st.Master == "":
+		why = "it has seen no master yet"
+	case st.Master == st.Instance:
+		why = "its mastership is ending"
+	default:
+		return nil
+	}
+	return &SkipError{Reason: ErrNotSlave, detail: fmt.Sprintf("%s is not a slave: %s", st.Instance, why)}
+}
+
+// acquire takes the job lock for r.
+func (g *Gate) acquire(ctx context.Context, r *run) *SkipError {
+	l := g.lock
+	owner := g.idText + "#" + nonce()
+	sent := time.Now()
+	actx, cancel := context.WithTimeout(ctx, g.opTimeout)
+	lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, g.floor.Load())
+	cancel()
+	var held *backend.HeldError
+	switch {
+	case err == nil:
+	case errors.As(err, &held):
+		g.observe(held.Holder.Token)
+		return &SkipError{Reason: ErrLocked, Holder: held.Holder, detail: lockedDetail(l.key, held.Holder)}
+	default:
+		// The store may have granted the lock and lost the reply: free it
+		// rather than leave it held for lockAtMostFor.
+		g.release(ctx, owner, 0)
+		return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot take job lock %q", l.key)}
+	}
+	g.observe(lease.Token)
+	r.owner, r.token, r.acquired = owner, lease.Token, time.Now()
+	r.setDeadline(sent, l.atMostFor)
+	if r.expired() {
+		g.release(ctx, owner, 0)
+		return &SkipError{Reason: ErrUnavailable, detail: fmt.Sprintf("the store granted job lock %q only after %v, too late for lockAtMostFor %v", l.key, time.Since(sent).Round(time.Millisecond), l.atMostFor)}
+	}
+	return nil
+}
+
+// release ends owner's lease on the job lock, keeping the key keepFor
+// longer. It works after ctx ended (gocron unlocks with the job's context,
+// which Shutdown has cancelled).
+func (g *Gate) release(ctx context.Context, owner string, keepFor time.Duration) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opTimeout)
+	defer cancel()
+	err := g.lock.store.Release(rctx, g.lock.key, owner, keepFor)
+	var nh *backend.NotHeldError
+	if errors.As(err, &nh) {
+		g.observe(nh.Holder.Token)
+	}
+	return err
+}
+
+func (g *Gate) observe(token uint64) {
+	for {
+		old := g.floor.Load()
+		if token <= old || g.floor.CompareAndSwap(old, token) {
+			return
+		}
+	}
+}
+
+// skipped completes, logs and reports a refusal.
+func (g *Gate) skipped(job string, e *SkipError) *SkipError {
+	e.Job = job
+	if e.Reason == ErrUnavailable {
+		g.logger.Warn("schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
+	} else {
+		g.logger.Debug("schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
+	}
+	g.emit(Event{Kind: EventSkipped, Job: job, Err: e})
+	return e
+}
+
+func (g *Gate) emit(ev Event) {
+	if g.observer == nil {
+		return
+	}
+	ev.Role = g.role
+	if g.lock != nil {
+		ev.Lock = g.lock.name
+	}
+	g.observer(ev)
+}
+
+// nonce returns 16 random hex digits, making each lock owner string unique
+// so that a late release never ends a later holder's lease.
+func nonce() string {
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(rand.Uint32())
+	}
+	return hex.EncodeToString(b[:])
+}

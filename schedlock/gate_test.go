@@ -1,0 +1,602 @@
+package schedlock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/schedlock"
+)
+
+// lockGate returns a lock-only gate of instance i of f.
+func lockGate(t testing.TB, f *fleet, i int, name string, atMost, atLeast time.Duration, opts ...schedlock.Option) *schedlock.Gate {
+	t.Helper()
+	opts = append([]schedlock.Option{quiet, schedlock.WithInstance(f.ids[i]), schedlock.WithLock(f.stores[i], name, atMost, atLeast)}, opts...)
+	g, err := schedlock.NewGate(schedlock.Any, nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestNewGateRejectsBadArguments(t *testing.T) {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	el, err := role.NewElector(store, id, role.Config{}, quietRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := schedlock.WithInstance(id)
+	cases := []struct {
+		name string
+		role schedlock.Role
+		el   *role.Elector
+		opts []schedlock.Option
+		want string
+	}{
+		{"master without elector", schedlock.Master, nil, nil, "needs an elector"},
+		{"slave without elector", schedlock.Slave, nil, nil, "needs an elector"},
+		{"unknown role", schedlock.Role(9), el, nil, "unknown role"},
+		{"at most below at least", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, time.Minute)}, "lockAtMostFor 1s is less than lockAtLeastFor 1m0s"},
+		{"zero at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", 0, 0)}, "lockAtMostFor"},
+		{"negative at least", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, -time.Second)}, "negative"},
+		{"empty name", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "", time.Second, 0)}, "name is empty"},
+		{"name with a space", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "nightly export", time.Second, 0)}, "usable key"},
+		{"nil store", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(nil, "x", time.Second, 0)}, "nil store"},
+		{"no instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0)}, "instance is unknown"},
+		{"two locks", schedlock.Master, el, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithLock(store, "y", time.Second, 0)}, "2 job locks"},
+		{"zero timeout", schedlock.Master, el, []schedlock.Option{schedlock.WithOperationTimeout(0)}, "operation timeout"},
+		{"bad instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithInstance(instanceid.ID{App: "x"}), schedlock.WithLock(store, "x", time.Second, 0)}, "instance"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := schedlock.NewGate(c.role, c.el, c.opts...)
+			if err == nil || g != nil {
+				t.Fatalf("NewGate = %v, %v; want an error", g, err)
+			}
+			if !errors.Is(err, schedlock.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q: want ErrInvalid mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+// The lock takes its namespace from role.Default when nothing else names
+// the instance, so DESIGN's Locked(store, name, atMost, atLeast) works.
+func TestLockedUsesDefaultElectorIdentity(t *testing.T) {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	el, _ := role.NewElector(store, id, role.Config{}, quietRole)
+	role.SetDefault(el)
+	defer role.SetDefault(nil)
+	g, err := schedlock.NewGate(schedlock.Any, nil, schedlock.WithLock(store, "nightly-export", time.Minute, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := g.LockKey(), "{acme:billing}:job:nightly-export"; got != want {
+		t.Fatalf("LockKey = %q, want %q", got, want)
+	}
+}
+
+func TestLockedSkipsWhileHeldAndNamesTheHolder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 2, fastRole)
+		var j journal
+		a := lockGate(t, f, 0, "report", time.Minute, 0, j.observer(0))
+		b := lockGate(t, f, 1, "report", time.Minute, 0, j.observer(1))
+		ctx := ctxT(t)
+		la, err := a.Lock(ctx, "report-job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.Lock(ctx, "report-job")
+		var skip *schedlock.SkipError
+		if !errors.As(err, &skip) || !errors.Is(err, schedlock.ErrLocked) || !errors.Is(err, schedlock.ErrSkipped) {
+			t.Fatalf("second Lock: %v; want a *SkipError for ErrLocked", err)
+		}
+		if !strings.HasPrefix(skip.Holder.Owner, f.ids[0].String()+"#") || skip.Holder.TTL <= 0 || skip.Holder.Token == 0 {
+			t.Fatalf("holder %+v: want instance 0's lease", skip.Holder)
+		}
+		if skip.Job != "report-job" || skip.Label() != "locked" || !strings.Contains(skip.Error(), f.ids[0].String()) {
+			t.Fatalf("skip %q (job %q, label %q)", skip, skip.Job, skip.Label())
+		}
+		if err := la.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		lb, err := b.Lock(ctx, "report-job")
+		if err != nil {
+			t.Fatalf("Lock after release: %v", err)
+		}
+		if err := lb.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := j.count(1, schedlock.EventSkipped, "locked"); n != 1 {
+			t.Fatalf("instance 1 reported %d locked skips, want 1", n)
+		}
+		if n := j.count(0, schedlock.EventReleased, ""); n != 1 {
+			t.Fatalf("instance 0 reported %d releases, want 1", n)
+		}
+	})
+}
+
+// fire has three instances try the lock at the given offsets, each running
+// a 1ms job when admitted, and returns how many ran.
+func fire(t *testing.T, gates []*schedlock.Gate, offsets []time.Duration) int {
+	t.Helper()
+	var ran atomic.Int32
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i, g := range gates {
+		wg.Go(func() {
+			time.Sleep(time.Until(start.Add(offsets[i])))
+			ctx, cancel := context.WithTimeout(context.Background(), patience)
+			defer cancel()
+			l, err := g.Lock(ctx, "fast")
+			if errors.Is(err, schedlock.ErrLocked) {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ran.Add(1)
+			time.Sleep(time.Millisecond)
+			if err := l.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	return int(ran.Load())
+}
+
+// A fast job fired by three instances up to 50ms apart runs once per fire
+// with lockAtLeastFor, and more than once without it.
+func TestLockAtLeastForCoversFireOffsets(t *testing.T) {
+	offsets := []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond}
+	const fires = 5
+	forEachStore(t, func(t *testing.T, kind string) {
+		for _, atLeast := range []time.Duration{150 * time.Millisecond, 0} {
+			f := newFleet(t, kind, 3, fastRole)
+			var gates []*schedlock.Gate
+			for i := range 3 {
+				gates = append(gates, lockGate(t, f, i, "fast", 5*time.Second, atLeast))
+			}
+			total := 0
+			for k := range fires {
+				n := fire(t, gates, offsets)
+				total += n
+				if atLeast > 0 && n != 1 {
+					t.Fatalf("lockAtLeastFor %v: fire %d ran %d times, want exactly once", atLeast, k, n)
+				}
+				time.Sleep(atLeast + 20*time.Millisecond) // the next fire
+			}
+			if atLeast == 0 && total <= fires {
+				t.Fatalf("without lockAtLeastFor %d fires ran %d times; the offsets should have let a later instance run again", fires, total)
+			}
+			t.Logf("lockAtLeastFor %v: %d fires ran %d times", atLeast, fires, total)
+		}
+	})
+}
+
+// A holder that never releases (a crash) holds the lock for lockAtMostFor;
+// its late release then fails without touching the next holder's lock.
+func TestLockAtMostForFreesACrashedHolder(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 2, fastRole)
+		const atMost = 300 * time.Millisecond
+		a := lockGate(t, f, 0, "export", atMost, 0)
+		b := lockGate(t, f, 1, "export", atMost, 0)
+		ctx := ctxT(t)
+		start := time.Now()
+		crashed, err := a.Lock(ctx, "export")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lb interface{ Unlock(context.Context) error }
+		waitFor(t, "the crashed holder's lock to lapse", func() bool {
+			l, err := b.Lock(ctx, "export")
+			if err != nil {
+				if !errors.Is(err, schedlock.ErrLocked) {
+					t.Fatal(err)
+				}
+				return false
+			}
+			lb = l
+			return true
+		})
+		if took := time.Since(start); took < atMost-50*time.Millisecond {
+			t.Fatalf("the lock was free after %v, before lockAtMostFor %v", took, atMost)
+		}
+		err = crashed.Unlock(ctx)
+		if !errors.Is(err, schedlock.ErrLost) {
+			t.Fatalf("late Unlock: %v; want ErrLost", err)
+		}
+		l, err := f.stores[1].Get(ctx, b.LockKey())
+		if err != nil || !strings.HasPrefix(l.Owner, f.ids[1].String()+"#") {
+			t.Fatalf("after the late Unlock the lock is %+v, %v; want instance 1's", l, err)
+		}
+		if err := lb.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Unlock with a cancelled context (gocron's Shutdown) still releases, and
+// keeps the key until lockAtLeastFor after the grant.
+func TestUnlockWithCancelledContextReleases(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 1, fastRole)
+		for _, atLeast := range []time.Duration{0, 2 * time.Second} {
+			g := lockGate(t, f, 0, "shutdown", 10*time.Second, atLeast)
+			ctx, cancel := context.WithCancel(context.Background())
+			l, err := g.Lock(ctx, "shutdown")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock with a cancelled context: %v", err)
+			}
+			lease, err := f.stores[0].Get(context.Background(), g.LockKey())
+			if atLeast == 0 {
+				if !errors.Is(err, backend.ErrNotFound) {
+					t.Fatalf("lockAtLeastFor 0: after Unlock the key is %+v, %v; want it gone", lease, err)
+				}
+				continue
+			}
+			if err != nil || lease.TTL > atLeast || lease.TTL < atLeast-time.Second {
+				t.Fatalf("lockAtLeastFor %v: after Unlock the key is %+v, %v; want it kept about %v", atLeast, lease, err, atLeast)
+			}
+			if err := f.stores[0].Release(context.Background(), g.LockKey(), lease.Owner, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 2, fastRole)
+		const atMost = 200 * time.Millisecond
+		var j journal
+		a := lockGate(t, f, 0, "long", atMost, 0, j.observer(0))
+		b := lockGate(t, f, 1, "long", atMost, 0)
+		ctx := ctxT(t)
+
+		// Extend keeps a long job's lock beyond lockAtMostFor.
+		err := schedlock.Run(ctx, a, func(ctx context.Context) error {
+			if tok, ok := schedlock.Token(ctx); !ok || tok == 0 {
+				t.Errorf("Token = %d, %v", tok, ok)
+			}
+			if _, ok := schedlock.Epoch(ctx); ok {
+				t.Error("Epoch reported for a gate without a role")
+			}
+			if err := schedlock.Extend(ctx, 5*time.Second); err != nil {
+				return err
+			}
+			time.Sleep(2 * atMost)
+			if err := schedlock.Assert(ctx); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				t.Errorf("context cancelled though the lock was extended: %v", context.Cause(ctx))
+			}
+			if _, err := b.Lock(ctx, "long"); !errors.Is(err, schedlock.ErrLocked) {
+				t.Errorf("Lock by another instance during an extended run: %v; want ErrLocked", err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("Run with Extend: %v", err)
+		}
+
+		// Without Extend the run's context ends before the lease lapses.
+		start := time.Now()
+		var cause error
+		err = schedlock.Run(ctx, a, func(ctx context.Context) error {
+			<-ctx.Done()
+			cause = context.Cause(ctx)
+			return schedlock.Assert(ctx)
+		})
+		took := time.Since(start)
+		if !errors.Is(cause, schedlock.ErrLost) || !errors.Is(err, schedlock.ErrLost) {
+			t.Fatalf("cause %v, Run = %v; want ErrLost", cause, err)
+		}
+		if took < atMost-atMost/5 || took > atMost+time.Second {
+			t.Fatalf("the context ended after %v; want just before lockAtMostFor %v", took, atMost)
+		}
+		if n := j.count(0, schedlock.EventLost, ""); n != 1 {
+			t.Fatalf("%d lost events, want 1", n)
+		}
+		if err := schedlock.Extend(ctx, time.Second); !errors.Is(err, schedlock.ErrNoRun) {
+			t.Fatalf("Extend outside a run: %v; want ErrNoRun", err)
+		}
+		if err := schedlock.Assert(context.Background()); !errors.Is(err, schedlock.ErrNoRun) {
+			t.Fatalf("Assert outside a run: %v; want ErrNoRun", err)
+		}
+	})
+}
+
+// Extend finds out that the lock is no longer the run's (removed by hand,
+// as batonctl's force-release would) and cancels the run's context.
+func TestExtendNoticesAStolenLock(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	g := lockGate(t, f, 0, "stolen", 10*time.Second, 0)
+	ctx := ctxT(t)
+	err := schedlock.Run(ctx, g, func(ctx context.Context) error {
+		l, err := f.stores[0].Get(ctx, g.LockKey())
+		if err != nil {
+			return err
+		}
+		if err := f.stores[0].Release(ctx, g.LockKey(), l.Owner, 0); err != nil {
+			return err
+		}
+		err = schedlock.Extend(ctx, time.Minute)
+		if !errors.Is(err, schedlock.ErrLost) || !errors.Is(err, backend.ErrNotHeld) {
+			t.Errorf("Extend of a removed lock: %v; want ErrLost and ErrNotHeld", err)
+		}
+		if !errors.Is(context.Cause(ctx), schedlock.ErrLost) {
+			t.Errorf("context cause %v; want ErrLost", context.Cause(ctx))
+		}
+		return nil
+	})
+	if !errors.Is(err, schedlock.ErrLost) {
+		t.Fatalf("Run = %v; want the lapsed lock reported", err)
+	}
+}
+
+func TestRoleGates(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 2, fastRole)
+		ctx := ctxT(t)
+		gate := func(r schedlock.Role, i int, opts ...schedlock.Option) *schedlock.Gate {
+			g, err := schedlock.NewGate(r, f.els[i], append([]schedlock.Option{quiet}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+		// Before the electors run, nobody is master or slave.
+		for i := range 2 {
+			if _, err := gate(schedlock.Master, i).Lock(ctx, "m"); !errors.Is(err, schedlock.ErrNotMaster) || !strings.Contains(err.Error(), "not running") {
+				t.Fatalf("master gate, elector not running: %v", err)
+			}
+			if _, err := gate(schedlock.Slave, i).Lock(ctx, "s"); !errors.Is(err, schedlock.ErrNotSlave) || !strings.Contains(err.Error(), "not running") {
+				t.Fatalf("slave gate, elector not running: %v", err)
+			}
+		}
+		f.start(t)
+		m := f.master(t, -1)
+		s := 1 - m
+
+		mg := gate(schedlock.Master, m)
+		l, err := mg.Lock(ctx, "m")
+		if err != nil {
+			t.Fatalf("master gate on the master: %v", err)
+		}
+		if ep, ok := schedlock.Epoch(ctx); !ok || ep != f.els[m].Epoch() {
+			t.Fatalf("Epoch = %d, %v; want %d", ep, ok, f.els[m].Epoch())
+		}
+		if err := schedlock.Assert(ctx); err != nil {
+			t.Fatalf("Assert on the master: %v", err)
+		}
+		if err := schedlock.Extend(ctx, time.Second); !errors.Is(err, schedlock.ErrNoLock) {
+			t.Fatalf("Extend without a lock: %v; want ErrNoLock", err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gate(schedlock.Master, s).Lock(ctx, "m"); !errors.Is(err, schedlock.ErrNotMaster) || !strings.Contains(err.Error(), f.ids[m].String()) {
+			t.Fatalf("master gate on the slave: %v; want ErrNotMaster naming the master", err)
+		}
+		if _, err := gate(schedlock.Slave, m).Lock(ctx, "s"); !errors.Is(err, schedlock.ErrNotSlave) {
+			t.Fatalf("slave gate on the master: %v; want ErrNotSlave", err)
+		}
+		l, err = gate(schedlock.Slave, s).Lock(ctx, "s")
+		if err != nil {
+			t.Fatalf("slave gate on the slave: %v", err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// Master and lock together: the slave is refused before it
+		// touches the lock.
+		lockOpt := func(i int) schedlock.Option { return schedlock.WithLock(f.stores[i], "both", time.Minute, 0) }
+		if _, err := gate(schedlock.Master, s, lockOpt(s)).Lock(ctx, "both"); !errors.Is(err, schedlock.ErrNotMaster) {
+			t.Fatalf("master+lock gate on the slave: %v", err)
+		}
+		if _, err := f.stores[s].Get(ctx, gate(schedlock.Master, s, lockOpt(s)).LockKey()); !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("the slave touched the lock: %v", err)
+		}
+		mlg := gate(schedlock.Master, m, lockOpt(m))
+		err = schedlock.Run(ctx, mlg, func(ctx context.Context) error {
+			if _, ok := schedlock.Token(ctx); !ok {
+				t.Error("no token in a master+lock run")
+			}
+			if _, ok := schedlock.Epoch(ctx); !ok {
+				t.Error("no epoch in a master+lock run")
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("master+lock gate on the master: %v", err)
+		}
+	})
+}
+
+func TestDisabledRoleSkipsEveryRoleGate(t *testing.T) {
+	f := newFleet(t, "mem", 1, role.Config{Disabled: true})
+	f.start(t)
+	ctx := ctxT(t)
+	waitFor(t, "the elector to run", func() bool { return f.els[0].Status().Running })
+	for _, r := range []schedlock.Role{schedlock.Master, schedlock.Slave} {
+		g, err := schedlock.NewGate(r, f.els[0], quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = g.Lock(ctx, "job")
+		var skip *schedlock.SkipError
+		if !errors.As(err, &skip) || !errors.Is(err, schedlock.ErrDisabled) || skip.Label() != "disabled" {
+			t.Fatalf("%s gate with the role disabled: %v; want ErrDisabled", r, err)
+		}
+	}
+}
+
+// A run watched by Context is cancelled when its mastership ends.
+func TestContextCancelledOnDemotion(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 1, fastRole)
+		f.start(t)
+		f.master(t, -1)
+		g, err := schedlock.NewGate(schedlock.Master, f.els[0], quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := ctxT(t)
+		started := make(chan struct{})
+		result := make(chan error, 1)
+		go func() {
+			result <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+				close(started)
+				<-ctx.Done()
+				if err := schedlock.Assert(ctx); !errors.Is(err, schedlock.ErrNotMaster) {
+					t.Errorf("Assert after demotion: %v", err)
+				}
+				return context.Cause(ctx)
+			})
+		}()
+		<-started
+		if err := f.els[0].Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-result:
+			if !errors.Is(err, schedlock.ErrLost) || !errors.Is(err, schedlock.ErrNotMaster) {
+				t.Fatalf("cause after demotion: %v; want ErrLost and ErrNotMaster", err)
+			}
+		case <-time.After(patience):
+			t.Fatal("the run's context was not cancelled after the demotion")
+		}
+	})
+}
+
+// failingStore fails every Acquire, as an unreachable store does.
+type failingStore struct {
+	backend.Store
+	releases atomic.Int32
+}
+
+var errDown = errors.New("connection refused")
+
+func (s *failingStore) Acquire(context.Context, string, string, time.Duration, uint64) (backend.Lease, error) {
+	return backend.Lease{}, errDown
+}
+
+func (s *failingStore) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	s.releases.Add(1)
+	return s.Store.Release(ctx, key, owner, keepFor)
+}
+
+func TestUnreachableStoreSkipsWithErrUnavailable(t *testing.T) {
+	mem := membackend.New()
+	defer mem.Close()
+	st := &failingStore{Store: mem}
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	var j journal
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, j.observer(0), schedlock.WithInstance(id), schedlock.WithLock(st, "x", time.Minute, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Lock(ctxT(t), "x")
+	if !errors.Is(err, schedlock.ErrUnavailable) || !errors.Is(err, errDown) {
+		t.Fatalf("Lock on a failing store: %v; want ErrUnavailable wrapping the store's error", err)
+	}
+	if st.releases.Load() != 1 {
+		t.Fatalf("%d releases after a failed acquire; want 1 (the grant may have happened)", st.releases.Load())
+	}
+	if n := j.count(0, schedlock.EventSkipped, "unavailable"); n != 1 {
+		t.Fatalf("%d unavailable skips reported, want 1", n)
+	}
+}
+
+// hookStore calls before ahead of every Acquire.
+type hookStore struct {
+	backend.Store
+	before func()
+}
+
+func (s *hookStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	s.before()
+	return s.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+// A mastership that ends while the lock is being taken does not admit the
+// run, and the lock it took is given back at once.
+func TestMastershipLostDuringAcquireSkips(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	f.start(t)
+	f.master(t, -1)
+	ctx := ctxT(t)
+	st := &hookStore{Store: f.stores[0], before: func() {
+		if err := f.els[0].Stop(ctx); err != nil {
+			t.Error(err)
+		}
+	}}
+	g, err := schedlock.NewGate(schedlock.Master, f.els[0], quiet, schedlock.WithLock(st, "demoted", time.Minute, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Lock(ctx, "demoted"); !errors.Is(err, schedlock.ErrNotMaster) {
+		t.Fatalf("Lock while demoted mid-acquire: %v; want ErrNotMaster", err)
+	}
+	if _, err := f.stores[0].Get(ctx, g.LockKey()); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("the lock taken mid-demotion is still held: %v", err)
+	}
+}
+
+// Overlapping runs of one job share gocron's job context: the context
+// speaks for the newest run in flight, then for the older one.
+func TestOverlappingRunsShareTheJobContext(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	f.start(t)
+	f.master(t, -1)
+	g, err := schedlock.NewGate(schedlock.Master, f.els[0], quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	older, err := g.Lock(jobCtx, "overlap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer, err := g.Lock(jobCtx, "overlap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newer.Unlock(jobCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := schedlock.Assert(jobCtx); err != nil {
+		t.Fatalf("Assert with the older run in flight: %v", err)
+	}
+	cancel() // gocron's Shutdown: the job context ends before Unlock
+	if err := older.Unlock(jobCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := schedlock.Assert(jobCtx); !errors.Is(err, schedlock.ErrNoRun) {
+		t.Fatalf("Assert after both runs ended: %v; want ErrNoRun", err)
+	}
+}

@@ -1,0 +1,383 @@
+package schedlock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/schedlock"
+)
+
+// skips counts the errors gocron hands to AfterLockError.
+type skips struct {
+	mu   sync.Mutex
+	errs map[int][]error
+}
+
+func (s *skips) listener(instance int) gocron.JobOption {
+	return gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.errs == nil {
+			s.errs = make(map[int][]error)
+		}
+		s.errs[instance] = append(s.errs[instance], err)
+	}))
+}
+
+// count returns how many of instance's lock errors match target.
+func (s *skips) count(instance int, target error) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, err := range s.errs[instance] {
+		if errors.Is(err, target) {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *skips) all(instance int) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errs[instance])
+}
+
+const tick = 30 * time.Millisecond
+
+// A master-only job runs on the master only, every tick, and moves with the
+// role when the master stops.
+func TestMasterOnlyJobFollowsTheRole(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 3, fastRole)
+		f.start(t)
+		m := f.master(t, -1)
+		var j journal
+		var sk skips
+		for i := range 3 {
+			s := newScheduler(t)
+			_, err := s.NewJob(gocron.DurationJob(tick), gocron.NewTask(func() {}),
+				gocron.WithName("report"), schedlock.MasterOnly(f.els[i], quiet, j.observer(i)), sk.listener(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+		}
+		waitFor(t, "the master to run the job and the slaves to skip it", func() bool {
+			ok := j.count(m, schedlock.EventAdmitted, "") >= 5
+			for i := range 3 {
+				ok = ok && (i == m || sk.count(i, schedlock.ErrNotMaster) >= 3)
+			}
+			return ok
+		})
+		for i := range 3 {
+			if i != m && len(j.admissions(i)) > 0 {
+				t.Fatalf("slave %d ran the master-only job", i)
+			}
+		}
+		for _, err := range sk.all((m + 1) % 3) {
+			var skip *schedlock.SkipError
+			if !errors.As(err, &skip) || skip.Job != "report" || skip.Label() != "not-master" {
+				t.Fatalf("AfterLockError got %v; want a *SkipError for job report", err)
+			}
+		}
+
+		// The master stops: the role and the job move to another instance.
+		if err := f.els[m].Stop(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		stopped := time.Now()
+		m2 := f.master(t, m)
+		waitFor(t, "the new master to run the job", func() bool {
+			return j.count(m2, schedlock.EventAdmitted, "") >= 5
+		})
+		old := j.admissions(m)
+		if last := old[len(old)-1]; last.After(stopped.Add(20 * time.Millisecond)) {
+			t.Fatalf("the stopped master ran the job %v after it stopped", last.Sub(stopped))
+		}
+		if first := j.admissions(m2)[0]; first.Before(old[len(old)-1]) {
+			t.Fatal("the new master ran the job before the old one's last run")
+		}
+		third := 3 - m - m2
+		if n := len(j.admissions(third)); n > 0 {
+			t.Fatalf("instance %d, never master, ran the job %d times", third, n)
+		}
+	})
+}
+
+// A slave-only job runs on every slave and never on the master.
+func TestSlaveOnlyJobRunsOnEverySlave(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 3, fastRole)
+		f.start(t)
+		m := f.master(t, -1)
+		var j journal
+		var sk skips
+		for i := range 3 {
+			s := newScheduler(t)
+			_, err := s.NewJob(gocron.DurationJob(tick), gocron.NewTask(func() {}),
+				gocron.WithName("warm-cache"), schedlock.SlaveOnly(f.els[i], quiet, j.observer(i)), sk.listener(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Start()
+		}
+		waitFor(t, "every slave to run the job and the master to skip it", func() bool {
+			ok := sk.count(m, schedlock.ErrNotSlave) >= 3
+			for i := range 3 {
+				ok = ok && (i == m || j.count(i, schedlock.EventAdmitted, "") >= 3)
+			}
+			return ok
+		})
+		if n := len(j.admissions(m)); n > 0 {
+			t.Fatalf("the master ran the slave-only job %d times", n)
+		}
+
+		// A slave promoted to master stops running it.
+		if err := f.els[m].Stop(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		m2 := f.master(t, m)
+		promoted := time.Now()
+		waitFor(t, "the new master to skip the job", func() bool {
+			return sk.count(m2, schedlock.ErrNotSlave) >= 3
+		})
+		for _, at := range j.admissions(m2) {
+			if at.After(promoted.Add(20 * time.Millisecond)) {
+				t.Fatalf("instance %d ran the slave-only job %v after it became master", m2, at.Sub(promoted))
+			}
+		}
+	})
+}
+
+// A fast locked job fired by three schedulers whose fires are up to 50ms
+// apart runs exactly once per fire with lockAtLeastFor, and more often
+// without it.
+func TestLockedJobRunsOncePerFireAcrossSchedulers(t *testing.T) {
+	const (
+		period = 400 * time.Millisecond
+		fires  = 4
+	)
+	offsets := []time.Duration{0, 20 * time.Millisecond, 50 * time.Millisecond}
+	forEachStore(t, func(t *testing.T, kind string) {
+		for _, atLeast := range []time.Duration{250 * time.Millisecond, 0} {
+			f := newFleet(t, kind, 3, fastRole)
+			var mu sync.Mutex
+			var runs []time.Time
+			var tokens atomic.Int32
+			base := time.Now().Add(300 * time.Millisecond)
+			var scheds []gocron.Scheduler
+			for i := range 3 {
+				s, err := gocron.NewScheduler()
+				if err != nil {
+					t.Fatal(err)
+				}
+				scheds = append(scheds, s)
+				_, err = s.NewJob(gocron.DurationJob(period),
+					gocron.NewTask(func(ctx context.Context) {
+						if _, ok := schedlock.Token(ctx); ok {
+							tokens.Add(1) // gocron's job context leads to the run
+						}
+						mu.Lock()
+						runs = append(runs, time.Now())
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+					}),
+					gocron.WithName("fast"),
+					gocron.WithStartAt(gocron.WithStartDateTime(base.Add(offsets[i]))),
+					schedlock.Locked(f.stores[i], "fast", 5*time.Second, atLeast, quiet, schedlock.WithInstance(f.ids[i])))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Start()
+			}
+			time.Sleep(time.Until(base.Add(fires*period - period/4)))
+			for _, s := range scheds {
+				if err := s.Shutdown(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			perFire := make([]int, fires)
+			for _, at := range runs {
+				k := int((at.Sub(base) + period/4) / period)
+				if k >= 0 && k < fires {
+					perFire[k]++
+				}
+			}
+			if int(tokens.Load()) != len(runs) {
+				t.Fatalf("%d of %d runs found their token through gocron's context", tokens.Load(), len(runs))
+			}
+			t.Logf("lockAtLeastFor %v: runs per fire %v", atLeast, perFire)
+			for k, n := range perFire {
+				if atLeast > 0 && n != 1 {
+					t.Fatalf("lockAtLeastFor %v: fire %d ran %d times, want exactly once (runs per fire %v)", atLeast, k, n, perFire)
+				}
+			}
+			if total := len(runs); atLeast == 0 && total <= fires {
+				t.Fatalf("without lockAtLeastFor %d fires ran %d times; want more than once per fire", fires, total)
+			}
+		}
+	})
+}
+
+// gocron's Shutdown cancels the job's context and unlocks with it; the
+// lock is released all the same.
+func TestShutdownReleasesTheLock(t *testing.T) {
+	forEachStore(t, func(t *testing.T, kind string) {
+		f := newFleet(t, kind, 1, fastRole)
+		key := backend.AppKey(f.ids[0].Tenant, f.ids[0].App, "job", "blocking")
+		s, err := gocron.NewScheduler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan struct{})
+		var cause atomic.Value
+		_, err = s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+			schedlock.Task(func(ctx context.Context) error {
+				close(started)
+				<-ctx.Done()
+				cause.Store(context.Cause(ctx))
+				return nil
+			}),
+			gocron.WithName("blocking"),
+			schedlock.Locked(f.stores[0], "blocking", time.Minute, 0, quiet, schedlock.WithInstance(f.ids[0])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		<-started
+		if _, err := f.stores[0].Get(ctxT(t), key); err != nil {
+			t.Fatalf("the running job's lock: %v", err)
+		}
+		if err := s.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the lock to be released after Shutdown", func() bool {
+			_, err := f.stores[0].Get(context.Background(), key)
+			return errors.Is(err, backend.ErrNotFound)
+		})
+		if c, _ := cause.Load().(error); !errors.Is(c, context.Canceled) {
+			t.Fatalf("the job's context ended with %v; want gocron's cancellation", c)
+		}
+	})
+}
+
+// schedlock.Task hands the job a context that ends when mastership does.
+func TestTaskContextEndsWithMastership(t *testing.T) {
+	f := newFleet(t, "redis", 1, fastRole)
+	f.start(t)
+	f.master(t, -1)
+	s := newScheduler(t)
+	started := make(chan uint64, 1)
+	done := make(chan error, 1)
+	_, err := s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
+		schedlock.Task(func(ctx context.Context) error {
+			ep, _ := schedlock.Epoch(ctx)
+			started <- ep
+			<-ctx.Done()
+			done <- context.Cause(ctx)
+			return nil
+		}),
+		gocron.WithName("tenure-work"), schedlock.MasterOnly(f.els[0], quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if ep := <-started; ep == 0 || ep != f.els[0].Epoch() {
+		t.Fatalf("Epoch in the task = %d; want the tenure's %d", ep, f.els[0].Epoch())
+	}
+	if err := f.els[0].Stop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case cause := <-done:
+		if !errors.Is(cause, schedlock.ErrLost) || !errors.Is(cause, schedlock.ErrNotMaster) {
+			t.Fatalf("cause %v; want ErrLost and ErrNotMaster", cause)
+		}
+	case <-time.After(patience):
+		t.Fatal("the task's context did not end with the mastership")
+	}
+}
+
+func TestJobOptionsCompose(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	s := newScheduler(t)
+	def := gocron.DurationJob(time.Hour)
+	task := gocron.NewTask(func() {})
+	el, store, id := f.els[0], f.stores[0], f.ids[0]
+	mustGate := func(g *schedlock.Gate, err error) *schedlock.Gate {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+
+	j, err := s.NewJob(def, task, gocron.WithTags("billing"), schedlock.MasterOnly(el, schedlock.WithLock(store, "export", time.Minute, time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := j.Tags(); !slices.Equal(got, []string{"billing", schedlock.TagMasterOnly}) {
+		t.Fatalf("tags %v; want the user's and master-only", got)
+	}
+	j, err = s.NewJob(def, task, schedlock.SlaveOnly(el))
+	if err != nil || !slices.Equal(j.Tags(), []string{schedlock.TagSlaveOnly}) {
+		t.Fatalf("slave-only job: %v, tags %v", err, j.Tags())
+	}
+
+	conflicts := map[string][]gocron.JobOption{
+		"two gates":             {schedlock.MasterOnly(el), schedlock.Locked(store, "x", time.Minute, 0, schedlock.WithInstance(id))},
+		"locker then gate":      {gocron.WithDistributedJobLocker(mustGate(schedlock.NewGate(schedlock.Any, nil))), schedlock.SlaveOnly(el)},
+		"one option used twice": {schedlock.AnyRole(), schedlock.AnyRole()},
+	}
+	for name, opts := range conflicts {
+		if _, err := s.NewJob(def, task, opts...); !errors.Is(err, schedlock.ErrConflict) {
+			t.Errorf("%s: NewJob = %v; want ErrConflict", name, err)
+		}
+	}
+	invalid := map[string]gocron.JobOption{
+		"nil elector":            schedlock.MasterOnly(nil),
+		"at most below at least": schedlock.Locked(store, "x", time.Second, time.Minute, schedlock.WithInstance(id)),
+		"nil gate":               (*schedlock.Gate)(nil).JobOption(),
+	}
+	for name, opt := range invalid {
+		if _, err := s.NewJob(def, task, opt); !errors.Is(err, schedlock.ErrInvalid) {
+			t.Errorf("%s: NewJob = %v; want ErrInvalid", name, err)
+		}
+	}
+	g := mustGate(schedlock.NewGate(schedlock.Master, el, quiet))
+	if _, err := s.NewJob(def, task, g.JobOption()); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Jobs()) != 3 {
+		t.Fatalf("%d jobs, want the 3 accepted", len(s.Jobs()))
+	}
+}
+
+// The elector works as gocron's scheduler-wide Elector too.
+func TestElectorAsSchedulerElector(t *testing.T) {
+	f := newFleet(t, "mem", 2, fastRole)
+	f.start(t)
+	m := f.master(t, -1)
+	var ran [2]atomic.Int32
+	for i := range 2 {
+		s := newScheduler(t, gocron.WithDistributedElector(f.els[i]))
+		if _, err := s.NewJob(gocron.DurationJob(tick), gocron.NewTask(func() { ran[i].Add(1) })); err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+	}
+	waitFor(t, "the master to run the job", func() bool { return ran[m].Load() >= 3 })
+	if n := ran[1-m].Load(); n != 0 {
+		t.Fatalf("the slave ran %d times under a scheduler-wide elector", n)
+	}
+}

@@ -1,0 +1,445 @@
+package schedlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-co-op/gocron/v2"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// rolePoll is how often a watched run looks at its elector (a clock read,
+// no I/O) to notice that its role ended.
+const rolePoll = 10 * time.Millisecond
+
+// errEnded is the cause a run's context is cancelled with when it ends.
+var errEnded = fmt.Errorf("%w: the run has ended and released its gate", ErrLost)
+
+// run is one admitted run: what Gate.Lock returns to gocron.
+type run struct {
+	g     *Gate
+	job   string
+	epoch uint64    // the role epoch at admission, for Master
+	base  time.Time // admission, on the monotonic clock
+
+	// The job lock, when the gate has one.
+	owner    string
+	token    uint64
+	acquired time.Time    // when the grant's reply arrived
+	deadline atomic.Int64 // since base: when the lease is treated as over
+	timer    *time.Timer  // loses the run at the deadline
+
+	// ctx is cancelled, with a cause wrapping ErrLost, when the run loses
+	// its gate or ends; contexts handed to the job follow it.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	opMu sync.Mutex // serialises Extend and the release
+
+	mu       sync.Mutex // guards the fields below
+	ended    bool
+	stopPoll chan struct{}
+	pollDone chan struct{}
+	watchers map[*context.CancelCauseFunc]struct{} // contexts handed to the job
+
+	once      sync.Once
+	unlockErr error
+	regKey    <-chan struct{} // the registry key, nil if not registered
+}
+
+var _ gocron.Lock = (*run)(nil)
+
+func newRun(g *Gate, job string, epoch uint64) *run {
+	r := &run{g: g, job: job, epoch: epoch, base: time.Now()}
+	r.ctx, r.cancel = context.WithCancelCause(context.Background())
+	return r
+}
+
+// leaseMargin is how long before a lease could lapse on the store that
+// the run treats it as over: a tenth of the lease, at most a second.
+func leaseMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.Second) }
+
+// setDeadline records a lease of ttl granted to a request sent at sent.
+func (r *run) setDeadline(sent time.Time, ttl time.Duration) {
+	r.deadline.Store(int64(sent.Sub(r.base) + ttl - leaseMargin(ttl)))
+}
+
+func (r *run) untilDeadline() time.Duration {
+	return time.Duration(r.deadline.Load()) - time.Since(r.base)
+}
+
+func (r *run) expired() bool { return r.untilDeadline() <= 0 }
+
+func (r *run) armTimer() {
+	r.timer = time.AfterFunc(r.untilDeadline(), func() { r.lose(r.leaseLost()) })
+}
+
+func (r *run) leaseLost() error {
+	return fmt.Errorf("%w: job %q: the lease of job lock %q ran out (lockAtMostFor %v) while the job ran",
+		ErrLost, r.job, r.g.lock.key, r.g.lock.atMostFor)
+}
+
+// roleLost returns why the run's role condition no longer holds, or nil.
+// It does no I/O.
+func (r *run) roleLost() error {
+	el := r.g.el
+	switch r.g.role {
+	case Master:
+		if !el.IsMaster() || el.Epoch() != r.epoch {
+			return fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
+		}
+	case Slave:
+		if el.IsMaster() {
+			return fmt.Errorf("%w: %w: job %q: %s became the master", ErrLost, ErrNotSlave, r.job, r.g.idText)
+		}
+	}
+	return nil
+}
+
+// check reports whether the run still holds its gate, as far as this
+// process can tell without I/O.
+func (r *run) check() error {
+	if r.ctx.Err() != nil {
+		return context.Cause(r.ctx)
+	}
+	if err := r.roleLost(); err != nil {
+		r.lose(err)
+		return context.Cause(r.ctx)
+	}
+	if r.g.lock != nil && r.expired() {
+		r.lose(r.leaseLost())
+		return context.Cause(r.ctx)
+	}
+	return nil
+}
+
+// lose marks the run lost with cause err, once, and cancels the contexts
+// handed to the job before it returns.
+func (r *run) lose(err error) {
+	r.mu.Lock()
+	if r.ended || r.ctx.Err() != nil {
+		r.mu.Unlock()
+		return
+	}
+	r.cancelLocked(err)
+	r.mu.Unlock()
+	r.g.logger.Warn("schedlock: run lost its gate", "job", r.job, "err", err)
+	r.g.emit(Event{Kind: EventLost, Job: r.job, Err: err})
+}
+
+// cancelLocked cancels the run's context and every watcher's with cause.
+func (r *run) cancelLocked(cause error) {
+	r.cancel(cause)
+	for c := range r.watchers {
+		(*c)(cause)
+	}
+	r.watchers = nil
+}
+
+// watch returns a context derived from parent that also carries the run
+// and is cancelled, with the run's cause, when the run is lost or ends.
+// For a role gate it starts the poller that notices a role change.
+func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, runKey{}, r))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ctx.Err() != nil {
+		cancel(context.Cause(r.ctx))
+		return ctx, func() {}
+	}
+	if r.watchers == nil {
+		r.watchers = make(map[*context.CancelCauseFunc]struct{})
+	}
+	r.watchers[&cancel] = struct{}{}
+	if r.g.role != Any && r.stopPoll == nil {
+		r.stopPoll, r.pollDone = make(chan struct{}), make(chan struct{})
+		go r.poll(r.stopPoll, r.pollDone)
+	}
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.watchers, &cancel)
+		r.mu.Unlock()
+		cancel(context.Canceled)
+	}
+}
+
+// poll watches the role until it is lost, the run ends or stop closes.
+func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(rolePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+			if err := r.roleLost(); err != nil {
+				r.lose(err)
+				return
+			}
+		}
+	}
+}
+
+// Unlock implements gocron.Lock: it ends the run. The job lock is released
+// (owner-checked) and kept until lockAtLeastFor after the grant, on the
+// store's clock. Unlock works with a cancelled ctx, as gocron passes on
+// Shutdown: the release gets its own timeout. It returns an error wrapping
+// ErrLost if the lock's lease had lapsed before the release. Calling it
+// again returns the first result.
+func (r *run) Unlock(ctx context.Context) error {
+	r.once.Do(func() { r.unlockErr = r.end(ctx) })
+	return r.unlockErr
+}
+
+func (r *run) end(ctx context.Context) error {
+	r.opMu.Lock() // let an Extend in flight finish
+	defer r.opMu.Unlock()
+	r.mu.Lock()
+	r.ended = true
+	stop, done := r.stopPoll, r.pollDone
+	r.cancelLocked(errEnded)
+	r.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	inflight.remove(r)
+	var err error
+	if r.g.lock != nil {
+		err = r.releaseLock(ctx)
+	}
+	held := time.Since(r.base)
+	r.g.emit(Event{Kind: EventReleased, Job: r.job, Held: held, Err: err})
+	return err
+}
+
+func (r *run) releaseLock(ctx context.Context) error {
+	g, l := r.g, r.g.lock
+	keep := max(l.atLeastFor-time.Since(r.acquired), 0)
+	err := g.release(ctx, r.owner, keep)
+	switch {
+	case err == nil:
+		g.logger.Debug("schedlock: job lock released", "job", r.job, "lock", l.key, "keptFor", keep)
+		return nil
+	case errors.Is(err, backend.ErrNotHeld):
+		err = fmt.Errorf("%w: job %q: job lock %q had lapsed before the job finished (lockAtMostFor %v): %w",
+			ErrLost, r.job, l.key, l.atMostFor, err)
+		g.logger.Warn("schedlock: job outlived its lock", "job", r.job, "lock", l.key, "err", err)
+		return err
+	default:
+		g.logger.Warn("schedlock: releasing a job lock failed; it lapses after lockAtMostFor", "job", r.job, "lock", l.key, "err", err)
+		return fmt.Errorf("schedlock: job %q: releasing job lock %q: %w", r.job, l.key, err)
+	}
+}
+
+// extend renews the job lock's lease to d from now.
+func (r *run) extend(ctx context.Context, d time.Duration) error {
+	g, l := r.g, r.g.lock
+	if l == nil {
+		return fmt.Errorf("%w: job %q has a %s gate without a lock", ErrNoLock, r.job, g.role)
+	}
+	if err := backend.ValidateTTL("lockAtMostFor", backend.RoundUpMillis(d)); err != nil {
+		return fmt.Errorf("schedlock: extending job lock %q: %w", l.key, err)
+	}
+	r.opMu.Lock()
+	defer r.opMu.Unlock()
+	if err := r.check(); err != nil {
+		return err
+	}
+	sent := time.Now()
+	rctx, cancel := context.WithTimeout(ctx, g.opTimeout)
+	_, err := l.store.Renew(rctx, l.key, r.owner, d)
+	cancel()
+	switch {
+	case err == nil:
+		r.setDeadline(sent, d)
+		r.timer.Reset(r.untilDeadline())
+		return nil
+	case errors.Is(err, backend.ErrNotHeld):
+		r.lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
+		return context.Cause(r.ctx)
+	}
+	return fmt.Errorf("schedlock: job %q: extending job lock %q: %w", r.job, l.key, err)
+}
+
+// runKey carries a run in the contexts that Context, Task and Run hand out.
+type runKey struct{}
+
+// registry finds the run of a gocron job from the job's context: gocron
+// passes the same context to Gate.Lock and to the task. Runs are indexed
+// by the context's Done channel, so contexts derived with values still
+// lead to their run. Entries live from Lock to Unlock.
+type registry struct {
+	mu sync.Mutex
+	m  map[<-chan struct{}][]*run
+}
+
+var inflight = registry{m: make(map[<-chan struct{}][]*run)}
+
+func (reg *registry) add(ctx context.Context, r *run) {
+	if ctx == nil {
+		return
+	}
+	d := ctx.Done()
+	if d == nil {
+		return // a context that is never cancelled cannot name a run
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	r.regKey = d
+	reg.m[d] = append(reg.m[d], r)
+}
+
+func (reg *registry) remove(r *run) {
+	if r.regKey == nil {
+		return
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	list := reg.m[r.regKey]
+	for i, x := range list {
+		if x == r {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(reg.m, r.regKey)
+	} else {
+		reg.m[r.regKey] = list
+	}
+}
+
+// find returns the run ctx belongs to: the one it carries, else the
+// newest in flight for its Done channel.
+func (reg *registry) find(ctx context.Context) *run {
+	if ctx == nil {
+		return nil
+	}
+	if r, ok := ctx.Value(runKey{}).(*run); ok {
+		return r
+	}
+	d := ctx.Done()
+	if d == nil {
+		return nil
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if list := reg.m[d]; len(list) > 0 {
+		return list[len(list)-1]
+	}
+	return nil
+}
+
+// Assert reports whether the run ctx belongs to still holds its gate: nil
+// if so; an error wrapping ErrLost (and ErrNotMaster or ErrNotSlave for a
+// role change) if the mastership or slave role ended or the job lock's
+// lease lapsed; ErrNoRun if ctx is from no gated run. It does no I/O: it
+// reads the elector's clock-based IsMaster and the lease's local deadline,
+// the same facts the gate admitted the run on — it cannot see a lock
+// removed by hand in the store (Extend can).
+//
+// ctx is the context gocron passes to the job (its first parameter), one
+// derived from it with values, or one from Context, Task or Run.
+func Assert(ctx context.Context) error {
+	r := inflight.find(ctx)
+	if r == nil {
+		return ErrNoRun
+	}
+	return r.check()
+}
+
+// Extend renews the job lock of the run ctx belongs to so that it lapses
+// d from now (ShedLock's LockExtender): a long job calls it before
+// lockAtMostFor runs out. lockAtLeastFor still counts from the start. It
+// fails with an error wrapping ErrLost if the run no longer holds its gate
+// or the store says the lock is no longer its own (and then cancels the
+// run's context), ErrNoLock if the gate has no lock, ErrNoRun if ctx is
+// from no gated run; a store that cannot be reached leaves the lease as
+// it was and returns the store's error.
+func Extend(ctx context.Context, d time.Duration) error {
+	r := inflight.find(ctx)
+	if r == nil {
+		return ErrNoRun
+	}
+	return r.extend(ctx, d)
+}
+
+// Context returns a context for the job's work that is cancelled when the
+// run ctx belongs to loses its gate — the mastership or slave role ends,
+// or the job lock's lease lapses — with a cause wrapping ErrLost
+// (context.Cause), and when ctx is. A role change is noticed within about
+// 10ms; a lease lapses a margin (a tenth of it, at most 1s) before the
+// store could expire it. Call the CancelFunc when the work is done.
+//
+// ctx is the context gocron passes to the job: the first parameter of a
+// task function whose first parameter is a context.Context. If ctx is
+// from no gated run, Context is context.WithCancel(ctx).
+func Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	r := inflight.find(ctx)
+	if r == nil {
+		return context.WithCancel(ctx)
+	}
+	return r.watch(ctx)
+}
+
+// Epoch returns the role epoch that admitted the master-only run ctx
+// belongs to: the store's fencing token of this instance's tenure. Pass it
+// to resources that must reject a stale master.
+func Epoch(ctx context.Context) (uint64, bool) {
+	r := inflight.find(ctx)
+	if r == nil || r.g.role != Master {
+		return 0, false
+	}
+	return r.epoch, true
+}
+
+// Token returns the fencing token of the job lock held by the run ctx
+// belongs to: strictly larger than the token of every earlier holding of
+// the lock.
+func Token(ctx context.Context) (uint64, bool) {
+	r := inflight.find(ctx)
+	if r == nil || r.g.lock == nil {
+		return 0, false
+	}
+	return r.token, true
+}
+
+// Run runs fn if gate g admits it, for schedulers other than gocron
+// (robfig/cron, a time.Ticker loop): the same role check and job lock as
+// a gocron job gets, and the same release. It returns the *SkipError
+// (errors.Is(err, ErrSkipped)) without calling fn when the gate refuses;
+// otherwise fn's error, joined with an error wrapping ErrLost if the job
+// lock had lapsed before fn returned. fn's context is cancelled when the
+// run loses its gate (see Context) and carries the run for Assert,
+// Extend, Epoch and Token. The run is named after the gate's lock, or its
+// role ("master-only") without one. A panic in fn releases the gate and
+// goes on.
+func Run(ctx context.Context, g *Gate, fn func(ctx context.Context) error) (err error) {
+	if g == nil || fn == nil {
+		return fmt.Errorf("%w: Run needs a gate and a function", ErrInvalid)
+	}
+	r, err := g.admit(ctx, g.label())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if uerr := r.Unlock(ctx); errors.Is(uerr, ErrLost) {
+			err = errors.Join(err, uerr)
+		}
+	}()
+	rctx, cancel := r.watch(ctx)
+	defer cancel()
+	return fn(rctx)
+}
