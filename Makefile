@@ -2,8 +2,11 @@
 #
 #   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing
 #   make test         vet + gofmt check + race tests, for the root module and every nested module
-#   make bench        benchmarks (root module and nested modules such as bench/)
-#   make bench-quick  the same with a short -benchtime
+#   make bench        benchmarks (root module and nested modules such as bench/), then
+#                     bench/'s lockbench: baton vs redsync, redislock and the seed's
+#                     sleep-and-retry on a private redis-server (~5 min); writes
+#                     bench/results.json
+#   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make chaos        tests built with -tags chaos whose names match Chaos
 #   make cover        coverage profile of the root module
@@ -22,6 +25,8 @@ GO        ?= go
 FUZZTIME  ?= 30s
 BENCHTIME ?= 1s
 QUICK_BENCHTIME ?= 100ms
+# Extra flags of bench/cmd/lockbench (bench-quick adds -quick).
+LOCKBENCH_FLAGS ?=
 TEST_TIMEOUT  ?= 15m
 CHAOS_TIMEOUT ?= 30m
 
@@ -125,9 +130,11 @@ bench: deps
 		echo "== $$mod: benchmarks (-benchtime $(BENCHTIME))"
 		(cd "$$mod" && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...)
 	done
+	echo "== bench: go run ./cmd/lockbench -out results.json $(LOCKBENCH_FLAGS)"
+	cd bench && $(GO) run ./cmd/lockbench -out results.json $(LOCKBENCH_FLAGS)
 
 bench-quick:
-	@$(MAKE) bench BENCHTIME=$(QUICK_BENCHTIME)
+	@$(MAKE) bench BENCHTIME=$(QUICK_BENCHTIME) LOCKBENCH_FLAGS="-quick $(LOCKBENCH_FLAGS)"
 
 # fuzz lists the Fuzz* targets of each package (go test -list prints the
 # names, then an "ok <package>" line) and fuzzes each for FUZZTIME.

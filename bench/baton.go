@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/synclock"
+)
+
+// BatonName is baton's name in flags and results.
+const BatonName = "baton"
+
+func batonImpl() Impl {
+	return Impl{
+		Name:  BatonName,
+		Setup: "synclock.Locker on redisbackend, default Config (hold 45 s, 1 s fallback poll)",
+		Open:  openBaton,
+	}
+}
+
+// openBaton builds a store and a Locker on rdb. Each client gets its own
+// instance ID (port n), as separate instances of a service would.
+func openBaton(rdb *redis.Client, n int) (Client, error) {
+	store, err := redisbackend.New(rdb)
+	if err != nil {
+		return nil, err
+	}
+	id, err := instanceid.New("127.0.0.1", "bench", "bench", 1+(n-1)%65535)
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	lk, err := synclock.NewLocker(store, id, synclock.Config{})
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return batonClient{store: store, lk: lk}, nil
+}
+
+type batonClient struct {
+	store *redisbackend.Store
+	lk    *synclock.Locker
+}
+
+func (c batonClient) Locker(key string) (Locker, error) {
+	return batonLocker{m: c.lk.Mutex(key)}, nil
+}
+
+func (c batonClient) Close() error { return c.store.Close() }
+
+type batonLocker struct{ m *synclock.Mutex }
+
+func (l batonLocker) Lock(ctx context.Context) (func(context.Context) error, error) {
+	if err := l.m.Lock(ctx); err != nil {
+		return nil, fmt.Errorf("baton lock: %w", err)
+	}
+	return l.m.Unlock, nil
+}

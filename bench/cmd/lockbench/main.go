@@ -1,0 +1,138 @@
+// Command lockbench compares baton's cross-instance lock with redsync,
+// bsm/redislock and the seed's sleep-and-retry loop on a private
+// redis-server: uncontended lock+unlock cycles, and a contended run of
+// several processes with several goroutines each. It prints a table and
+// writes results.json. See the bench package for what is measured.
+//
+//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes
+//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s
+//	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
+//	go run ./cmd/lockbench -show results.json   # the table of an earlier run
+//
+// It exits 1 when a run failed or any run saw overlapping holders, 2 on
+// bad flags. Targets that are missed are reported, not failed: they are
+// judged by reading the results.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/baton-go/baton/bench"
+)
+
+func main() {
+	if bench.IsWorker() {
+		os.Exit(bench.WorkerMain())
+	}
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
+	var (
+		quick      = fs.Bool("quick", false, "short: -rounds 2 -duration 4s (flags given explicitly win)")
+		duration   = fs.Duration("duration", bench.DefaultDuration, "per round: each implementation's measured uncontended time, and the length of each contended run")
+		rounds     = fs.Int("rounds", bench.DefaultRounds, "times the whole sequence runs, one implementation later each time; samples are pooled")
+		warmup     = fs.Duration("warmup", 0, "start of each run left out of the statistics (default a fifth of -duration, at most 1s)")
+		impls      = fs.String("impls", strings.Join(bench.ImplNames(), ","), "comma-separated implementations to run")
+		out        = fs.String("out", "results.json", "file to write the results to; empty for none")
+		procs      = fs.Int("procs", bench.DefaultProcs, "contended: worker processes")
+		goroutines = fs.Int("goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
+		cs         = fs.Duration("cs", bench.DefaultCS, "contended: critical section")
+		think      = fs.Duration("think", bench.DefaultThink, "contended: pause after each release")
+		pin        = fs.Bool("pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs)")
+		show       = fs.String("show", "", "print the table of an earlier results file and exit")
+		clients    = fs.String("clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
+	)
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if *show != "" {
+		return showResults(*show)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *quick {
+		if !set["duration"] {
+			*duration = 4 * time.Second
+		}
+		if !set["rounds"] {
+			*rounds = 2
+		}
+	}
+	if *clients != "goroutine" && *clients != "process" {
+		fmt.Fprintf(os.Stderr, "lockbench: -clients %q: want goroutine or process\n", *clients)
+		return 2
+	}
+	opts := bench.Options{
+		Impls:         strings.Split(*impls, ","),
+		Duration:      *duration,
+		Warmup:        *warmup,
+		Rounds:        *rounds,
+		Procs:         *procs,
+		Goroutines:    *goroutines,
+		CS:            *cs,
+		Think:         *think,
+		SharedClients: *clients == "process",
+		Pin:           *pin,
+		Progress:      os.Stderr,
+		Quick:         *quick,
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, opts)
+	if res != nil {
+		fmt.Println()
+		if werr := res.WriteTable(os.Stdout); werr != nil {
+			fmt.Fprintln(os.Stderr, "lockbench:", werr)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		return 1
+	}
+	if *out != "" {
+		js, err := json.MarshalIndent(res, "", "  ")
+		if err == nil {
+			err = os.WriteFile(*out, append(js, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lockbench: write results:", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "lockbench: wrote %s\n", *out)
+	}
+	if n := res.Overlaps(); n > 0 {
+		fmt.Fprintf(os.Stderr, "lockbench: %d overlapping holders: mutual exclusion was broken\n", n)
+		return 1
+	}
+	return 0
+}
+
+// showResults prints the table of a results file.
+func showResults(path string) int {
+	js, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		return 1
+	}
+	var res bench.Results
+	if err := json.Unmarshal(js, &res); err != nil {
+		fmt.Fprintf(os.Stderr, "lockbench: %s: %v\n", path, err)
+		return 1
+	}
+	if err := res.WriteTable(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "lockbench:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Machine describes where the results were measured.
+type Machine struct {
+	CPUs         int     `json:"nproc"`
+	CPUModel     string  `json:"cpu_model"`
+	MemoryGiB    float64 `json:"memory_gib,omitempty"`
+	OS           string  `json:"os"`
+	Kernel       string  `json:"kernel,omitempty"`
+	GoVersion    string  `json:"go_version"`
+	RedisVersion string  `json:"redis_version"`
+}
+
+func (m Machine) memory() string {
+	if m.MemoryGiB == 0 {
+		return "memory unknown"
+	}
+	return fmt.Sprintf("%.0f GiB", m.MemoryGiB)
+}
+
+// detectMachine reads the machine's description; the Redis version comes
+// from the server rdb talks to.
+func detectMachine(ctx context.Context, rdb *redis.Client) (Machine, error) {
+	m := Machine{
+		CPUs:      runtime.NumCPU(),
+		CPUModel:  "unknown",
+		OS:        runtime.GOOS + "/" + runtime.GOARCH,
+		GoVersion: runtime.Version(),
+	}
+	if v := procField("/proc/cpuinfo", "model name"); v != "" {
+		m.CPUModel = v
+	}
+	if v := procField("/proc/meminfo", "MemTotal"); v != "" {
+		if kb, err := strconv.ParseFloat(strings.TrimSuffix(v, " kB"), 64); err == nil {
+			m.MemoryGiB = round(kb/(1<<20), 1)
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return m, fmt.Errorf("bench: INFO server: %w", err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			m.RedisVersion = v
+		}
+	}
+	return m, nil
+}
+
+// procField returns the value of the first "name : value" line of a /proc
+// file, or "" when there is none.
+func procField(path, name string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// serverLoad is what redis-server has done so far: commands run and CPU
+// time used.
+type serverLoad struct {
+	calls   int64
+	cpuUsec float64
+}
+
+// readLoad reads INFO commandstats and INFO cpu.
+func readLoad(ctx context.Context, rdb *redis.Client) (serverLoad, error) {
+	var l serverLoad
+	info, err := rdb.Info(ctx, "commandstats", "cpu").Result()
+	if err != nil {
+		return l, fmt.Errorf("bench: INFO commandstats cpu: %w", err)
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
+			// cmdstat_set:calls=12,usec=34,...
+			_, fields, _ := strings.Cut(rest, ":")
+			for f := range strings.SplitSeq(fields, ",") {
+				if v, ok := strings.CutPrefix(f, "calls="); ok {
+					n, _ := strconv.ParseInt(v, 10, 64)
+					l.calls += n
+				}
+			}
+			continue
+		}
+		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				sec, _ := strconv.ParseFloat(v, 64)
+				l.cpuUsec += sec * 1e6
+			}
+		}
+	}
+	return l, nil
+}
+
+// sub returns the work done between before and l.
+func (l serverLoad) sub(before serverLoad) serverLoad {
+	return serverLoad{calls: l.calls - before.calls, cpuUsec: l.cpuUsec - before.cpuUsec}
+}

@@ -1,0 +1,292 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Results is what a Run measured; it is written as results.json.
+type Results struct {
+	// RTTLimit is the most lock+unlock cycles per second a two-round-trip
+	// lock can run from one client: SET NX PX + DEL cycles per second, in
+	// turns with the uncontended runs.
+	RTTLimit float64 `json:"rtt_limit_cycles_per_s"`
+	// IdealContended is 1/(cs + 2 RTT): one release and one acquisition
+	// per handoff, nothing lost in between.
+	IdealContended float64 `json:"ideal_contended_ops_per_s"`
+	// FairShareWaitMS is holders x (cs + 2 RTT): the wait of each holder
+	// when all are served in turn.
+	FairShareWaitMS float64     `json:"fair_share_wait_ms"`
+	Runs            []RunResult `json:"runs"`
+	// RTTMicros is the round trip behind the figures above: 1/(2 RTTLimit).
+	RTTMicros float64  `json:"rtt_us"`
+	Setup     Setup    `json:"setup"`
+	Machine   Machine  `json:"machine"`
+	Targets   []Target `json:"targets,omitempty"`
+}
+
+// RunResult is one implementation in one scenario.
+type RunResult struct {
+	Impl     string  `json:"impl"`
+	Scenario string  `json:"scenario"`
+	OpsPerS  float64 `json:"ops_per_s"`
+	// Waits: from calling Lock to holding the lock.
+	WaitP50MS float64 `json:"wait_p50_ms"`
+	WaitP99MS float64 `json:"wait_p99_ms"`
+	WaitMaxMS float64 `json:"wait_max_ms"`
+	// Handoffs: from one holder's Unlock call to the next holder's Lock
+	// returning. The p99 is left out below 100 handoffs.
+	HandoffP50MS float64  `json:"handoff_p50_ms"`
+	HandoffP99MS *float64 `json:"handoff_p99_ms,omitempty"`
+	Overlaps     int      `json:"overlaps"`
+	// Counts behind the figures.
+	Ops             int `json:"ops"`
+	Waits           int `json:"waits"`
+	UnfinishedWaits int `json:"unfinished_waits"`
+	Handoffs        int `json:"handoffs"`
+	// HoldMeanMS is the mean time from acquisition to Unlock.
+	HoldMeanMS float64 `json:"hold_mean_ms"`
+	// RedisCallsPerOp and RedisCPUUsPerOp are the commands redis-server
+	// ran (as INFO commandstats counts them: a script and each command it
+	// calls) and the CPU time it used, per acquisition, over the whole
+	// run. In the contended run they include the harness's three
+	// bookkeeping commands (INCR, INCR, DECR) per acquisition.
+	RedisCallsPerOp float64 `json:"redis_calls_per_op"`
+	RedisCPUUsPerOp float64 `json:"redis_cpu_us_per_op"`
+}
+
+// Setup records how the runs were made.
+type Setup struct {
+	Date       string      `json:"date"`
+	Quick      bool        `json:"quick"`
+	RunSeconds float64     `json:"run_duration_s"`
+	WarmupS    float64     `json:"warmup_s"`
+	Rounds     int         `json:"rounds"`
+	Procs      int         `json:"procs"`
+	Goroutines int         `json:"goroutines_per_proc"`
+	Clients    string      `json:"clients"`
+	Pinning    string      `json:"pinning"`
+	CSMS       float64     `json:"cs_ms"`
+	ThinkMS    float64     `json:"think_ms"`
+	HoldTTLS   float64     `json:"hold_ttl_s"`
+	RTTMethod  string      `json:"rtt_method"`
+	Impls      []ImplSetup `json:"impls"`
+}
+
+// ImplSetup says how one implementation was configured.
+type ImplSetup struct {
+	Name  string `json:"name"`
+	Setup string `json:"setup"`
+}
+
+func newSetup(o Options) Setup {
+	s := Setup{
+		Date:       time.Now().UTC().Format(time.RFC3339),
+		Quick:      o.Quick,
+		RunSeconds: o.Duration.Seconds(),
+		WarmupS:    o.Warmup.Seconds(),
+		Rounds:     o.Rounds,
+		Procs:      o.Procs,
+		Goroutines: o.Goroutines,
+		Clients:    "per-goroutine",
+		Pinning:    "none: left to the scheduler",
+		CSMS:       ms(o.CS),
+		ThinkMS:    ms(o.Think),
+		HoldTTLS:   HoldTTL.Seconds(),
+		RTTMethod:  "SET NX PX + DEL cycles from 1 client, taking turns with the implementations' uncontended runs",
+	}
+	if o.SharedClients {
+		s.Clients = "per-process"
+	}
+	for _, n := range o.Impls {
+		im, _ := LookupImpl(n)
+		s.Impls = append(s.Impls, ImplSetup{Name: im.Name, Setup: im.Setup})
+	}
+	return s
+}
+
+// derive fills the figures that follow from the round trip.
+func (r *Results) derive(o Options) {
+	if r.RTTLimit <= 0 {
+		return
+	}
+	rtt := 1 / (2 * r.RTTLimit) // seconds
+	cycle := o.CS.Seconds() + 2*rtt
+	r.RTTMicros = round(rtt*1e6, 2)
+	r.IdealContended = round(1/cycle, 1)
+	r.FairShareWaitMS = round(float64(o.Procs*o.Goroutines)*cycle*1e3, 3)
+	r.RTTLimit = round(r.RTTLimit, 1)
+}
+
+func newRunResult(impl, scenario string, s summary) RunResult {
+	r := RunResult{
+		Impl:            impl,
+		Scenario:        scenario,
+		OpsPerS:         round(s.opsPerS, 1),
+		WaitP50MS:       round(ms(percentile(s.wait, 50)), 3),
+		WaitP99MS:       round(ms(percentile(s.wait, 99)), 3),
+		WaitMaxMS:       round(ms(percentile(s.wait, 100)), 3),
+		HandoffP50MS:    round(ms(percentile(s.handoff, 50)), 3),
+		Overlaps:        s.overlaps,
+		Ops:             s.ops,
+		Waits:           len(s.wait),
+		UnfinishedWaits: s.unfinished,
+		Handoffs:        len(s.handoff),
+		HoldMeanMS:      round(ms(s.holdMean), 3),
+	}
+	if s.loadOps > 0 {
+		r.RedisCallsPerOp = round(float64(s.load.calls)/float64(s.loadOps), 2)
+		r.RedisCPUUsPerOp = round(s.load.cpuUsec/float64(s.loadOps), 1)
+	}
+	if len(s.handoff) >= minP99Samples {
+		p99 := round(ms(percentile(s.handoff, 99)), 3)
+		r.HandoffP99MS = &p99
+	}
+	return r
+}
+
+// Run returns the result of impl in scenario, if it ran.
+func (r *Results) Run(impl, scenario string) (RunResult, bool) {
+	for _, run := range r.Runs {
+		if run.Impl == impl && run.Scenario == scenario {
+			return run, true
+		}
+	}
+	return RunResult{}, false
+}
+
+// Overlaps returns the overlapping holders seen in all runs.
+func (r *Results) Overlaps() int {
+	n := 0
+	for _, run := range r.Runs {
+		n += run.Overlaps
+	}
+	return n
+}
+
+// Target is one of the figures DESIGN.md §5 holds baton to, judged on
+// these results.
+type Target struct {
+	Name string  `json:"name"`
+	Got  float64 `json:"got"`
+	Cmp  string  `json:"cmp"` // ">=" or "<="
+	Want float64 `json:"want"`
+	Pass bool    `json:"pass"`
+}
+
+// judge evaluates the targets for baton; it returns none unless baton ran
+// in both scenarios.
+func judge(r *Results) []Target {
+	unc, ok1 := r.Run(BatonName, Uncontended)
+	con, ok2 := r.Run(BatonName, Contended)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	var ts []Target
+	add := func(name string, got float64, cmp string, want float64) {
+		pass := got >= want
+		if cmp == "<=" {
+			pass = got <= want
+		}
+		ts = append(ts, Target{Name: name, Got: got, Cmp: cmp, Want: round(want, 3), Pass: pass})
+	}
+	bestUnc, uncName := r.bestPeer(Uncontended)
+	bestCon, conName := r.bestPeer(Contended)
+	if uncName != "" {
+		add("uncontended ops/s vs the best peer ("+uncName+")", unc.OpsPerS, ">=", bestUnc)
+	}
+	add("uncontended ops/s vs 85% of the round-trip limit", unc.OpsPerS, ">=", 0.85*r.RTTLimit)
+	add("contended ops/s vs 90% of the ideal", con.OpsPerS, ">=", 0.9*r.IdealContended)
+	if conName != "" {
+		add("contended ops/s vs 1.3x the best peer ("+conName+")", con.OpsPerS, ">=", 1.3*bestCon)
+	}
+	add("contended wait p99 ms vs 2x the fair share", con.WaitP99MS, "<=", 2*r.FairShareWaitMS)
+	add("overlapping holders, every run", float64(r.Overlaps()), "<=", 0)
+	return ts
+}
+
+// bestPeer returns the highest ops/s of a peer in scenario and its name.
+func (r *Results) bestPeer(scenario string) (float64, string) {
+	best, name := 0.0, ""
+	for _, run := range r.Runs {
+		if run.Scenario == scenario && isPeer(run.Impl) && run.OpsPerS > best {
+			best, name = run.OpsPerS, run.Impl
+		}
+	}
+	return best, name
+}
+
+// WriteTable prints the results for people: the machine, the limits, one
+// line per run and the targets.
+func (r *Results) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	m := r.Machine
+	fmt.Fprintf(&b, "machine: %d CPUs (%s), %s, %s, %s, redis-server %s\n",
+		m.CPUs, m.CPUModel, m.memory(), m.OS, m.GoVersion, m.RedisVersion)
+	fmt.Fprintf(&b, "round trip: %.1f µs (%s) -> round-trip limit %.0f lock+unlock cycles/s\n",
+		r.RTTMicros, r.Setup.RTTMethod, r.RTTLimit)
+	s := r.Setup
+	fmt.Fprintf(&b, "contended: %d processes x %d goroutines, clients %s, cs %gms, think %gms; ideal %.0f ops/s, fair-share wait %.2f ms\n",
+		s.Procs, s.Goroutines, s.Clients, s.CSMS, s.ThinkMS, r.IdealContended, r.FairShareWaitMS)
+	fmt.Fprintf(&b, "placement: %s\n", s.Pinning)
+	fmt.Fprintf(&b, "each run %gs (first %gs not counted), %d round(s) pooled\n\n", s.RunSeconds, s.WarmupS, s.Rounds)
+
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "impl\tscenario\tops/s\tof bound\twait p50\twait p99\twait max\thandoff p50\thandoff p99\toverlaps\tredis calls/op\tredis µs/op\t")
+	for _, run := range r.Runs {
+		bound := r.RTTLimit
+		if run.Scenario == Contended {
+			bound = r.IdealContended
+		}
+		of := "-"
+		if bound > 0 {
+			of = fmt.Sprintf("%.0f%%", 100*run.OpsPerS/bound)
+		}
+		p99 := "-"
+		if run.HandoffP99MS != nil {
+			p99 = fmtMS(*run.HandoffP99MS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t\n",
+			run.Impl, run.Scenario, run.OpsPerS, of, fmtMS(run.WaitP50MS), fmtMS(run.WaitP99MS),
+			fmtMS(run.WaitMaxMS), fmtMS(run.HandoffP50MS), p99, run.Overlaps, run.RedisCallsPerOp, run.RedisCPUUsPerOp)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("(of bound: uncontended vs the round-trip limit, contended vs the ideal; times in ms;\n" +
+		" redis calls/op and µs/op: the server's commands (a script and the commands it calls) and CPU time per acquisition;\n" +
+		" the contended ones include the harness's 3 bookkeeping commands)\n")
+	if len(r.Targets) > 0 {
+		b.WriteString("\ntargets for baton (DESIGN.md §5):\n")
+		for _, t := range r.Targets {
+			verdict := "PASS"
+			if !t.Pass {
+				verdict = "FAIL"
+			}
+			fmt.Fprintf(&b, "  %s  %s: %g %s %g\n", verdict, t.Name, t.Got, t.Cmp, t.Want)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fmtMS(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+// round rounds x to d decimals.
+func round(x float64, d int) float64 {
+	p := math.Pow(10, float64(d))
+	return math.Round(x*p) / p
+}
