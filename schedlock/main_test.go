@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
-	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
@@ -26,23 +24,7 @@ import (
 // app name, so keys never collide.
 var server *testenv.Redis
 
-func TestMain(m *testing.M) {
-	r, err := testenv.StartRedis(testenv.RedisOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "schedlock tests:", err)
-		os.Exit(1)
-	}
-	server = r
-	code := m.Run()
-	r.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithRedis(m, &server) }
 
 const patience = 15 * time.Second
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
@@ -26,23 +24,7 @@ import (
 
 var server *testenv.Redis
 
-func TestMain(m *testing.M) {
-	r, err := testenv.StartRedis(testenv.RedisOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "synclock tests:", err)
-		os.Exit(1)
-	}
-	server = r
-	code := m.Run()
-	r.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithRedis(m, &server) }
 
 const patience = 15 * time.Second
 

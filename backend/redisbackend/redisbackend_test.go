@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/backendtest"
@@ -22,23 +20,7 @@ import (
 // do not stop or pause it; those start their own.
 var server *testenv.Redis
 
-func TestMain(m *testing.M) {
-	r, err := testenv.StartRedis(testenv.RedisOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "redisbackend tests:", err)
-		os.Exit(1)
-	}
-	server = r
-	code := m.Run()
-	r.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithRedis(m, &server) }
 
 const patience = 10 * time.Second
 

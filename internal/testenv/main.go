@@ -1,0 +1,31 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// MainWithRedis is a TestMain for packages whose tests share one private
+// redis-server: it starts the server, stores it in *server, runs the
+// tests, stops the server, checks that no goroutine leaked, and exits.
+// A server that cannot start fails the package with the reason.
+func MainWithRedis(m *testing.M, server **Redis) {
+	r, err := StartRedis(RedisOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(1)
+	}
+	*server = r
+	code := m.Run()
+	r.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
