@@ -43,6 +43,7 @@ type run struct {
 
 	mu       sync.Mutex // guards the fields below
 	ended    bool
+	losing   bool // lose is under way: the loss is being observed
 	stopPoll chan struct{}
 	pollDone chan struct{}
 	watchers map[*context.CancelCauseFunc]struct{} // contexts handed to the job
@@ -108,28 +109,41 @@ func (r *run) check() error {
 		return context.Cause(r.ctx)
 	}
 	if err := r.roleLost(); err != nil {
-		r.lose(err)
-		return context.Cause(r.ctx)
+		return r.loseWith(err)
 	}
 	if r.g.lock != nil && r.expired() {
-		r.lose(r.leaseLost())
-		return context.Cause(r.ctx)
+		return r.loseWith(r.leaseLost())
 	}
 	return nil
 }
 
+// loseWith loses the run with err and returns the cause the run ended
+// with: err, or an earlier loss's cause.
+func (r *run) loseWith(err error) error {
+	r.lose(err)
+	if cause := context.Cause(r.ctx); cause != nil {
+		return cause
+	}
+	return err // another goroutine is still reporting the loss
+}
+
 // lose marks the run lost with cause err, once, and cancels the contexts
-// handed to the job before it returns.
+// handed to the job before it returns. The loss is logged and observed
+// before the contexts are cancelled, so a job that returns when its
+// context ends returns after the observer saw the loss.
 func (r *run) lose(err error) {
 	r.mu.Lock()
-	if r.ended || r.ctx.Err() != nil {
+	if r.ended || r.losing || r.ctx.Err() != nil {
 		r.mu.Unlock()
 		return
 	}
-	r.cancelLocked(err)
+	r.losing = true
 	r.mu.Unlock()
 	r.g.logger.Warn("schedlock: run lost its gate", "job", r.job, "err", err)
 	r.g.emit(Event{Kind: EventLost, Job: r.job, Err: err})
+	r.mu.Lock()
+	r.cancelLocked(err)
+	r.mu.Unlock()
 }
 
 // cancelLocked cancels the run's context and every watcher's with cause.
