@@ -308,7 +308,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			if w, err := lk.store.Watch(ctx, sk); err == nil {
 				q.watch = w
 				continue
-			} else if ctx.Err() == nil {
+			} else if !ended(ctx) {
 				lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", key, "err", err)
 			}
 		}
@@ -426,6 +426,17 @@ func (g *grant) release(ctx context.Context) error {
 		}
 	})
 	return err
+}
+
+// ended reports whether ctx has ended or reached its deadline: the
+// client's network timeout can fire a moment before ctx.Err is set, and
+// such a failure is the caller giving up, not a store problem to log.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 func nonce() string {
