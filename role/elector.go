@@ -51,6 +51,9 @@ type Elector struct {
 	lastErr   error
 	lastErrAt time.Time
 	duplicate string // owner string of another live process with our ID
+	// the current tenure's context (the one OnElected gets) and epoch
+	tenure      context.Context
+	tenureEpoch uint64
 	since     time.Time
 }
 
@@ -187,6 +190,20 @@ func (e *Elector) IsLeader(context.Context) error {
 // tenure) this elector has seen: its own tenure's while it is master.
 // Pass it to resources that must reject a stale master's writes.
 func (e *Elector) Epoch() uint64 { return e.epoch.Load() }
+
+// Tenure returns the context and epoch of this instance's current tenure
+// as master — the context OnElected gets, cancelled the moment the tenure
+// ends — and ok=false when this instance is not master. Code that starts
+// master-only work outside OnElected can watch ctx.Done() instead of
+// polling IsMaster.
+func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tenure == nil || e.tenure.Err() != nil {
+		return nil, 0, false
+	}
+	return e.tenure, e.tenureEpoch, true
+}
 
 // Master returns the instance ID of the master as last seen by this
 // elector, or "" when it has seen none.
@@ -480,6 +497,9 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	c.observe(l.Token)
 	tctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token))
 	c.tenureCancel = cancel
+	e.mu.Lock()
+	e.tenure, e.tenureEpoch = tctx, l.Token
+	e.mu.Unlock()
 	c.renewed(l, start)
 	e.mu.Lock()
 	e.master = e.idText
@@ -550,6 +570,7 @@ func (c *campaign) endTenure() {
 		c.tenureCancel = nil
 	}
 	e.mu.Lock()
+	e.tenure, e.tenureEpoch = nil, 0
 	if e.master == e.idText {
 		e.master = ""
 	}

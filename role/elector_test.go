@@ -618,3 +618,33 @@ func TestDataLossDoesNotMakeTwoMasters(t *testing.T) {
 		t.Fatal("the slave claimed the role while the old master's lease could still be believed")
 	}
 }
+
+func TestTenureContext(t *testing.T) {
+	store := newStore(t)
+	a, _ := NewElector(store, mustID(t, 1), fast, quiet)
+	if _, _, ok := a.Tenure(); ok {
+		t.Fatal("a tenure before Start")
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "elected", a.IsMaster)
+	ctx, epoch, ok := a.Tenure()
+	if !ok || epoch != 1 || ctx.Err() != nil {
+		t.Fatalf("Tenure() = %v, %d, %v; want a live tenure of epoch 1", ctx, epoch, ok)
+	}
+	if ep, _ := EpochFromContext(ctx); ep != 1 {
+		t.Fatalf("the tenure context carries epoch %d", ep)
+	}
+	stopCtx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := a.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the tenure context is live after Stop")
+	}
+	if _, _, ok := a.Tenure(); ok {
+		t.Fatal("a tenure after Stop")
+	}
+}

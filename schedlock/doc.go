@@ -52,8 +52,9 @@
 //
 //   - Assert(ctx) reports whether the run still holds its gate (no I/O);
 //   - Extend(ctx, d) renews the job lock for long jobs (LockExtender);
-//   - Context(ctx) returns a context cancelled when the mastership or slave
-//     role ends (noticed within about 10ms) or the lock's lease lapses (a
+//   - Context(ctx) returns a context cancelled when the mastership ends (at
+//     once: it follows the elector's tenure context), when a slave becomes
+//     master (noticed within about 10ms), or when the lock's lease lapses (a
 //     margin before the store could expire it), with a cause wrapping
 //     ErrLost; Task(fn) is a task that does this for fn;
 //   - Epoch(ctx) and Token(ctx) give the role epoch and the lock's fencing

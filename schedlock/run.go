@@ -157,7 +157,7 @@ func (r *run) cancelLocked(cause error) {
 
 // watch returns a context derived from parent that also carries the run
 // and is cancelled, with the run's cause, when the run is lost or ends.
-// For a role gate it starts the poller that notices a role change.
+// For a role gate it starts the watcher that notices a role change.
 func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, runKey{}, r))
 	r.mu.Lock()
@@ -183,8 +183,29 @@ func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc
 }
 
 // poll watches the role until it is lost, the run ends or stop closes.
+// A master-only run waits on the elector's tenure context, which ends the
+// moment mastership does; a slave-only run has no such signal for "became
+// master" and checks the role every rolePoll, without I/O.
 func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	if r.g.role == Master {
+		tenure, epoch, ok := r.g.el.Tenure()
+		if ok && epoch == r.epoch {
+			select {
+			case <-stop:
+				return
+			case <-r.ctx.Done():
+				return
+			case <-tenure.Done():
+			}
+		}
+		err := r.roleLost()
+		if err == nil { // the tenure ended a moment before IsMaster turned false
+			err = fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
+		}
+		r.lose(err)
+		return
+	}
 	t := time.NewTicker(rolePoll)
 	defer t.Stop()
 	for {
