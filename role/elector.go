@@ -54,7 +54,7 @@ type Elector struct {
 	// the current tenure's context (the one OnElected gets) and epoch
 	tenure      context.Context
 	tenureEpoch uint64
-	since     time.Time
+	since       time.Time
 }
 
 type hooks struct {
