@@ -56,6 +56,9 @@ type flaky struct {
 
 var errDown = errors.New("store unreachable (test)")
 
+// Cut cuts the store off (down) or reconnects it.
+func (f *flaky) Cut(down bool) { f.down.Store(down) }
+
 func (f *flaky) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 	if f.down.Load() {
 		return backend.Lease{}, errDown

@@ -98,9 +98,9 @@ func BenchmarkFailover(b *testing.B) {
 	cfg := role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 300 * time.Millisecond}
 	elected := make(chan time.Time, 8)
 	var els []*role.Elector
-	var cuts []*cuttable
+	var cuts []*role.Flaky
 	for i := range 3 {
-		c := &cuttable{Store: redisStore(b, r)}
+		c := &role.Flaky{Store: redisStore(b, r)}
 		el, err := role.NewElector(c, id(b, 6100+i), cfg, quiet, electedAt(elected))
 		if err != nil {
 			b.Fatal(err)
@@ -125,7 +125,7 @@ func BenchmarkFailover(b *testing.B) {
 			time.Sleep(time.Millisecond)
 		}
 		i := slices.Index(els, m)
-		cuts[i].cut.Store(true)
+		cuts[i].Cut(true)
 		// Read when the key expires on the server: it can no longer be
 		// renewed, so its remaining TTL is final.
 		sent := time.Now()
@@ -144,7 +144,7 @@ func BenchmarkFailover(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		m.Stop(ctx)
 		cancel()
-		cuts[i].cut.Store(false)
+		cuts[i].Cut(false)
 		if err := m.Start(); err != nil {
 			b.Fatal(err)
 		}

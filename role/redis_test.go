@@ -2,7 +2,6 @@ package role_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
@@ -64,36 +62,6 @@ func stopAll(t testing.TB, els ...*role.Elector) {
 			t.Error(err)
 		}
 	}
-}
-
-// cuttable fails every call while cut is set: a crashed process, or one
-// cut off from Redis by the network.
-type cuttable struct {
-	backend.Store
-	cut atomic.Bool
-}
-
-var errCut = errors.New("cut off from the store (test)")
-
-func (c *cuttable) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
-	if c.cut.Load() {
-		return backend.Lease{}, errCut
-	}
-	return c.Store.Acquire(ctx, key, owner, ttl, floor)
-}
-
-func (c *cuttable) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
-	if c.cut.Load() {
-		return backend.Lease{}, errCut
-	}
-	return c.Store.Renew(ctx, key, owner, ttl)
-}
-
-func (c *cuttable) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
-	if c.cut.Load() {
-		return errCut
-	}
-	return c.Store.Release(ctx, key, owner, keepFor)
 }
 
 // tenures records every tenure of a set of electors, and whether one began
@@ -195,9 +163,9 @@ func TestRedisCrashFailover(t *testing.T) {
 	cfg := role.Config{HeartbeatInterval: 300 * time.Millisecond, HeartbeatExpiration: 1500 * time.Millisecond}
 	var ts tenures
 	var els []*role.Elector
-	var cuts []*cuttable
+	var cuts []*role.Flaky
 	for i := range 3 {
-		c := &cuttable{Store: redisStore(t, r)}
+		c := &role.Flaky{Store: redisStore(t, r)}
 		el, err := role.NewElector(c, id(t, 7100+i), cfg, quiet, ts.option())
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +183,7 @@ func TestRedisCrashFailover(t *testing.T) {
 		i++
 	}
 	crashed := time.Now()
-	cuts[i].cut.Store(true)
+	cuts[i].Cut(true)
 	var next *role.Elector
 	waitFor(t, "a new master", func() bool {
 		for _, el := range els {
