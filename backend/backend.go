@@ -101,6 +101,11 @@ type Event struct {
 	Kind EventKind
 	// TTL is the renewed lease's duration, for EventRenewed.
 	TTL time.Duration
+	// Next is, for EventReleased from a store with waiting lines (Queue),
+	// the waiter first in line when the key was released: the store keeps
+	// the key for it, so other waiters need not ask. It is empty when
+	// nobody was in line or the store keeps no lines.
+	Next string
 }
 
 // EventKind says what a Watch saw happen to its key.

@@ -28,14 +28,23 @@ var (
 	ErrClosed = errors.New("store closed")
 )
 
-// HeldError is returned by Acquire when the key is held.
+// HeldError is returned by Acquire when the key is held, and by
+// AcquireQueued (see Queue) also when the key is free but kept for the
+// waiter first in line.
 type HeldError struct {
-	// Holder is the lease that holds the key, with its remaining TTL.
+	// Holder is the lease that holds the key, with its remaining TTL. Its
+	// Owner is empty when the key is free but kept for Next.
 	Holder Lease
+	// Next is the waiter first in the key's line, if the store keeps one
+	// and anyone is in it (Queue).
+	Next string
 }
 
 // Error implements error.
 func (e *HeldError) Error() string {
+	if e.Holder.Owner == "" {
+		return fmt.Sprintf("key %q is free but kept for %q, first in line", e.Holder.Key, e.Next)
+	}
 	return fmt.Sprintf("key %q is held by %q (token %d) for another %v",
 		e.Holder.Key, e.Holder.Owner, e.Holder.Token, e.Holder.TTL)
 }

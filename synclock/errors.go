@@ -37,12 +37,22 @@ var (
 // lockedError is ErrLocked with the key and the holder.
 type lockedError struct {
 	key    string
-	holder backend.Lease
+	holder backend.Lease // Owner "" when the key is free but kept for next
+	next   string        // the waiter first in the store's line, if any
 	tries  int
 }
 
+// holderText says who has the lock: its holder or, when the store keeps
+// the free key for the waiter first in line, that waiter.
+func (e *lockedError) holderText() string {
+	if e.holder.Owner == "" {
+		return fmt.Sprintf("free but kept for %q, first in line", e.next)
+	}
+	return fmt.Sprintf("held by %q (token %d, %v left)", e.holder.Owner, e.holder.Token, e.holder.TTL.Round(time.Millisecond))
+}
+
 func (e *lockedError) Error() string {
-	s := fmt.Sprintf("synclock: lock %q is held by %q (token %d, %v left)", e.key, e.holder.Owner, e.holder.Token, e.holder.TTL.Round(time.Millisecond))
+	s := fmt.Sprintf("synclock: lock %q is %s", e.key, e.holderText())
 	if e.tries > 0 {
 		s += fmt.Sprintf(" after %d tries", e.tries)
 	}

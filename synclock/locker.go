@@ -28,6 +28,7 @@ type Locker struct {
 	logger *slog.Logger
 
 	autoRenew   time.Duration // total hold ceiling with renewals; 0: no renewals
+	patience    time.Duration // how long a waiter's place in a store's line outlives its last try
 	opTimeout   time.Duration
 	leaseMargin time.Duration
 
@@ -105,6 +106,10 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 		return nil, fmt.Errorf("synclock: WithOperationTimeout(%v) must be positive", lk.opTimeout)
 	}
 	lk.leaseMargin = min(lk.cfg.HoldDuration/10, time.Second)
+	// A live waiter asks again at least every RetryInterval; a place
+	// outlives that three times over, so only a waiter that is gone
+	// loses it, and the lock waits at most that long for a dead one.
+	lk.patience = 3 * lk.cfg.RetryInterval
 	lk.logger = lk.logger.With("instance", lk.idText)
 	return lk, nil
 }
@@ -273,13 +278,27 @@ func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, e
 }
 
 // claim takes the lock in the store for the goroutine that owns q's turn.
+// On a store with waiting lines (backend.Queue) a waiter holds a place in
+// the key's line while it waits, so that the lock goes to the instance that
+// has waited longest, and it leaves the line when it gives up.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, error) {
 	owner := lk.idText + "#" + nonce()
 	hold := lk.cfg.HoldDuration
+	line, _ := lk.store.(backend.Queue)
+	var patience time.Duration
+	if wait {
+		patience = lk.patience
+	}
 	tries := 0
 	for {
 		sent := lk.clock.Now()
-		l, err := lk.store.Acquire(ctx, sk, owner, hold, lk.floor(sk))
+		var l backend.Lease
+		var err error
+		if line != nil {
+			l, err = line.AcquireQueued(ctx, sk, owner, hold, lk.floor(sk), patience)
+		} else {
+			l, err = lk.store.Acquire(ctx, sk, owner, hold, lk.floor(sk))
+		}
 		tries++
 		if err == nil {
 			lk.observe(sk, l.Token)
@@ -287,17 +306,19 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		}
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
+			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			if ctx.Err() != nil {
 				return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), backend.ContextError(ctx))
 			}
 			return nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err)
 		}
 		lk.observe(sk, held.Holder.Token)
-		locked := &lockedError{key: key, holder: held.Holder}
+		locked := &lockedError{key: key, holder: held.Holder, next: held.Next}
 		if !wait {
 			return nil, locked
 		}
 		if lk.cfg.MaxRetries > 0 && tries > lk.cfg.MaxRetries {
+			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			locked.tries = tries
 			return nil, locked
 		}
@@ -312,27 +333,53 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 				lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", key, "err", err)
 			}
 		}
-		if err := lk.waitTurn(ctx, q, min(lk.cfg.RetryInterval, held.Holder.TTL+time.Millisecond)); err != nil {
-			return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q, held by %q: %w", key, held.Holder.Owner, ErrTimeout), err)
+		poll := lk.cfg.RetryInterval
+		if held.Holder.Owner != "" {
+			poll = min(poll, held.Holder.TTL+time.Millisecond)
+		}
+		if err := lk.waitTurn(ctx, q, poll, owner); err != nil {
+			lk.leaveLine(ctx, line, key, sk, owner, patience)
+			return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), ErrTimeout), err)
 		}
 	}
 }
 
-// waitTurn sleeps until a release is announced, d passes, or ctx ends.
-func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration) error {
+// leaveLine takes a waiter that gives up out of the key's line, so that
+// the lock does not sit idle, kept for it, until its place lapses. It runs
+// even when ctx has ended.
+func (lk *Locker) leaveLine(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration) {
+	if line == nil || patience <= 0 {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lk.opTimeout)
+	defer cancel()
+	if err := line.Dequeue(dctx, sk, owner); err != nil {
+		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", key, "patience", patience, "err", err)
+	}
+}
+
+// waitTurn sleeps until a release is announced that does not keep the key
+// for another waiter in line, d passes, or ctx ends. Announced renewals
+// move the wake-up to the holder's new expiry, but never past d: a waiter
+// asks again at least every d, which keeps its place in the line.
+func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner string) error {
 	var events <-chan backend.Event
 	if q.watch != nil {
 		events = q.watch.C()
 	}
+	start := lk.clock.Now()
 	t := lk.clock.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case ev := <-events:
-			if ev.Kind == backend.EventRenewed {
+			switch {
+			case ev.Kind == backend.EventRenewed:
 				// Held for ev.TTL more: poll no earlier than that allows.
-				t.Reset(min(lk.cfg.RetryInterval, ev.TTL+time.Millisecond))
+				t.Reset(min(lk.cfg.RetryInterval-lk.clock.Since(start), ev.TTL+time.Millisecond))
 				continue
+			case ev.Kind == backend.EventReleased && ev.Next != "" && ev.Next != owner:
+				continue // the store keeps the key for the waiter first in line
 			}
 			return nil
 		case <-t.C():

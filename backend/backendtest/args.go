@@ -19,6 +19,50 @@ func isInvalid(t testing.TB, what string, err error) {
 	}
 }
 
+// invalidKeys returns keys that every method must refuse, by what is wrong
+// with them; most are built from valid, a usable key.
+func invalidKeys(valid string) map[string]string {
+	return map[string]string{
+		"empty":              "",
+		"space":              valid + " x",
+		"tab":                valid + "\tx",
+		"newline":            valid + "\n",
+		"NUL":                valid + "\x00",
+		"DEL":                valid + "\x7f",
+		"invalid UTF-8":      valid + "\xff",
+		"too long":           valid + strings.Repeat("k", backend.MaxKeyLen),
+		"unbalanced {":       "{" + valid,
+		"unbalanced }":       valid + "}",
+		"two hash tags":      "{a}{b}:" + valid,
+		"empty hash tag":     "{}" + valid,
+		"closed before open": "}a{" + valid,
+	}
+}
+
+// invalidOwners returns owners that every method must refuse, by what is
+// wrong with them.
+func invalidOwners() map[string]string {
+	return map[string]string{
+		"empty":         "",
+		"space":         "an owner",
+		"tab":           "owner\t1",
+		"newline":       "owner\n",
+		"NUL":           "owner\x00",
+		"invalid UTF-8": "owner\xff",
+		"too long":      strings.Repeat("o", backend.MaxOwnerLen+1),
+	}
+}
+
+// invalidTTLs returns lease lengths that every method must refuse.
+func invalidTTLs() []time.Duration {
+	return []time.Duration{0, -time.Second, backend.MaxTTL + time.Millisecond}
+}
+
+// invalidFloors returns fencing floors that every method must refuse.
+func invalidFloors() []uint64 {
+	return []uint64{backend.MaxToken, backend.MaxToken + 1, ^uint64(0)}
+}
+
 // testInvalidArguments calls every method with each kind of bad key,
 // owner and duration and checks that each call is refused with
 // ErrInvalidArgument and writes nothing: a free key stays free, a held
@@ -33,31 +77,7 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 	free := s.key("invalid-args", "free")
 	heldKey := s.key("invalid-args", "held")
 
-	badKeys := map[string]string{
-		"empty":              "",
-		"space":              free + " x",
-		"tab":                free + "\tx",
-		"newline":            free + "\n",
-		"NUL":                free + "\x00",
-		"DEL":                free + "\x7f",
-		"invalid UTF-8":      free + "\xff",
-		"too long":           free + strings.Repeat("k", backend.MaxKeyLen),
-		"unbalanced {":       "{" + free,
-		"unbalanced }":       free + "}",
-		"two hash tags":      "{a}{b}:" + free,
-		"empty hash tag":     "{}" + free,
-		"closed before open": "}a{" + free,
-	}
-	badOwners := map[string]string{
-		"empty":         "",
-		"space":         "an owner",
-		"tab":           "owner\t1",
-		"newline":       "owner\n",
-		"NUL":           "owner\x00",
-		"invalid UTF-8": "owner\xff",
-		"too long":      strings.Repeat("o", backend.MaxOwnerLen+1),
-	}
-	badTTLs := []time.Duration{0, -time.Second, backend.MaxTTL + time.Millisecond}
+	badKeys, badOwners, badTTLs := invalidKeys(free), invalidOwners(), invalidTTLs()
 	badKeeps := []time.Duration{backend.MaxTTL + time.Millisecond, 2 * backend.MaxTTL}
 
 	for name, k := range badKeys {
@@ -96,7 +116,7 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 		_, err := st.Acquire(ctx, free, "owner", d, 0)
 		isInvalid(t, fmt.Sprintf("Acquire with ttl %v", d), err)
 	}
-	for _, floor := range []uint64{backend.MaxToken, backend.MaxToken + 1, ^uint64(0)} {
+	for _, floor := range invalidFloors() {
 		_, err := st.Acquire(ctx, free, "owner", ttl, floor)
 		isInvalid(t, fmt.Sprintf("Acquire with floor %d", floor), err)
 	}

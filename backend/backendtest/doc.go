@@ -70,6 +70,15 @@
 //     members, Members lists them by name with what was sent, Leave and
 //     expiry remove them, and every heartbeat reports all other live
 //     members claiming its identity.
+//   - for stores that also implement backend.Queue (the Queue subtests
+//     are skipped for the others): AcquireQueued grants a free key nobody
+//     waits for like Acquire, with tokens from the same counter and the
+//     same floor; a released key is kept for the waiter that joined the
+//     line first, whom the release event names and whose grant takes it
+//     out of the line; calling again keeps a place, patience 0 never
+//     takes one, a place lapses once its patience has run out (and not
+//     before), and Dequeue takes a waiter out, waking watchers with the
+//     new first waiter when the key is free.
 //
 // It does not check that watchers of other keys stay silent (stores may
 // signal spuriously), that expiry is signalled to watchers (stores need not

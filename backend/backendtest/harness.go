@@ -124,6 +124,14 @@ func (s *suite) parallelCases() []testCase {
 		{"RegistryDuplicates", s.testRegistryDuplicates},
 		{"RegistryExpiry", s.testRegistryExpiry},
 		{"RegistryArguments", s.testRegistryArguments},
+		{"QueueFreeKeyGrants", s.testQueueFreeKeyGrants},
+		{"QueueOrder", s.testQueueOrder},
+		{"QueuePatience", s.testQueuePatience},
+		{"QueueDequeue", s.testQueueDequeue},
+		{"QueueZeroPatience", s.testQueueZeroPatience},
+		{"QueueFencing", s.testQueueFencing},
+		{"QueueInvalidArguments", s.testQueueInvalidArguments},
+		{"QueueEndedContext", s.testQueueEndedContext},
 	}
 }
 

@@ -162,16 +162,104 @@ var mutants = map[string]struct {
 			return err
 		}}
 	}},
+	"queue ignores order": {"QueueOrder", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			if l, err := s.Acquire(ctx, key, owner, ttl, floor); err == nil {
+				return l, s.Dequeue(ctx, key, owner)
+			}
+			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+		}}
+	}},
+	"sends a returning waiter to the back": {"QueueOrder", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			if err := s.Dequeue(ctx, key, owner); err != nil {
+				return backend.Lease{}, err
+			}
+			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+		}}
+	}},
+	"release names nobody": {"QueueOrder", func(s *membackend.Store) backend.Store {
+		return mapEvents(s, func(ev backend.Event) backend.Event {
+			ev.Next = ""
+			return ev
+		})
+	}},
+	"granted waiter stays in line": {"QueueFreeKeyGrants", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			l, err := s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+			if err == nil {
+				// Refused, as the holder, with a patience: joins the line.
+				s.AcquireQueued(ctx, key, owner, ttl, floor, time.Minute)
+			}
+			return l, err
+		}}
+	}},
+	"place never lapses": {"QueuePatience", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			if patience > 0 {
+				patience = time.Hour
+			}
+			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+		}}
+	}},
+	"calling again does not extend a place": {"QueuePatience", func(s *membackend.Store) backend.Store {
+		var mu sync.Mutex
+		lapses := make(map[[2]string]time.Time) // key and owner -> when the first call's place ends
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			place := [2]string{key, owner}
+			if end, ok := lapses[place]; ok && patience > 0 && time.Now().Before(end) {
+				patience = time.Until(end)
+			} else if patience > 0 {
+				lapses[place] = time.Now().Add(patience)
+			}
+			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+		}}
+	}},
+	"dequeue keeps the place": {"QueueDequeue", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, dequeue: func(ctx context.Context, key, owner string) error {
+			return errors.Join(backend.ValidateKey(key), backend.ValidateOwner(owner))
+		}}
+	}},
+	"patience 0 joins the line": {"QueueZeroPatience", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			if patience == 0 {
+				patience = time.Minute
+			}
+			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+		}}
+	}},
+	"queue ignores the floor": {"QueueFencing", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			return s.AcquireQueued(ctx, key, owner, ttl, 0, patience)
+		}}
+	}},
+	"queue accepts negative patience": {"QueueInvalidArguments", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			return s.AcquireQueued(ctx, key, owner, ttl, floor, max(patience, 0))
+		}}
+	}},
+	"dequeue ignores contexts": {"QueueEndedContext", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, dequeue: func(ctx context.Context, key, owner string) error {
+			return s.Dequeue(context.WithoutCancel(ctx), key, owner)
+		}}
+	}},
 }
 
-// mutant is a store with some methods replaced.
+// mutant is a store with some methods replaced. It keeps waiting lines
+// (backend.Queue) as the in-memory store does.
 type mutant struct {
 	*membackend.Store
-	acquire func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error)
-	renew   func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error)
-	release func(ctx context.Context, key, owner string, keepFor time.Duration) error
-	watch   func(ctx context.Context, key string) (backend.Watch, error)
+	acquire       func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error)
+	renew         func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error)
+	release       func(ctx context.Context, key, owner string, keepFor time.Duration) error
+	watch         func(ctx context.Context, key string) (backend.Watch, error)
+	acquireQueued func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error)
+	dequeue       func(ctx context.Context, key, owner string) error
 }
+
+var _ backend.Queue = (*mutant)(nil)
 
 func (m *mutant) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 	if m.acquire != nil {
@@ -199,6 +287,20 @@ func (m *mutant) Watch(ctx context.Context, key string) (backend.Watch, error) {
 		return m.watch(ctx, key)
 	}
 	return m.Store.Watch(ctx, key)
+}
+
+func (m *mutant) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+	if m.acquireQueued != nil {
+		return m.acquireQueued(ctx, key, owner, ttl, floor, patience)
+	}
+	return m.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+}
+
+func (m *mutant) Dequeue(ctx context.Context, key, owner string) error {
+	if m.dequeue != nil {
+		return m.dequeue(ctx, key, owner)
+	}
+	return m.Store.Dequeue(ctx, key, owner)
 }
 
 type silentWatch struct{}

@@ -21,7 +21,10 @@ import (
 	"github.com/baton-go/baton/internal/clock"
 )
 
-var _ backend.Store = (*Store)(nil)
+var (
+	_ backend.Store = (*Store)(nil)
+	_ backend.Queue = (*Store)(nil)
+)
 
 // Store is an in-memory backend.Store. The zero value is not usable; call
 // New.
@@ -32,6 +35,7 @@ type Store struct {
 	leases   map[string]*entry
 	fences   map[string]uint64
 	watchers map[string]map[*watch]struct{}
+	lines    map[string][]waiter // key -> waiters in arrival order (Queue)
 	members  map[string]map[string]*member // group -> name -> member
 	closed   bool
 }
@@ -59,6 +63,7 @@ func New(opts ...Option) *Store {
 		leases:   make(map[string]*entry),
 		fences:   make(map[string]uint64),
 		watchers: make(map[string]map[*watch]struct{}),
+		lines:    make(map[string][]waiter),
 		members:  make(map[string]map[string]*member),
 	}
 	for _, o := range opts {
@@ -85,12 +90,17 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if e := s.liveLocked(key, now); e != nil {
 		return backend.Lease{}, &backend.HeldError{Holder: e.lease(key, now)}
 	}
+	return s.grantLocked(key, owner, ttl, floor, now), nil
+}
+
+// grantLocked gives the free key to owner with the next fencing token.
+func (s *Store) grantLocked(key, owner string, ttl time.Duration, floor uint64, now time.Time) backend.Lease {
 	token := max(s.fences[key], floor) + 1
 	s.fences[key] = token
 	e := &entry{owner: owner, token: token}
 	s.leases[key] = e
 	s.expireLocked(key, e, now, ttl)
-	return e.lease(key, now), nil
+	return e.lease(key, now)
 }
 
 // Renew implements backend.Store.
@@ -211,6 +221,7 @@ func (s *Store) Reset() {
 	}
 	clear(s.fences)
 	clear(s.members)
+	clear(s.lines)
 }
 
 // Close stops the store's timers and makes every later call fail with
@@ -287,7 +298,11 @@ func (s *Store) deleteLocked(key string, e *entry, ev backend.EventKind) {
 		e.timer.Stop()
 	}
 	delete(s.leases, key)
-	s.notifyLocked(key, backend.Event{Kind: ev})
+	event := backend.Event{Kind: ev}
+	if ev == backend.EventReleased {
+		event.Next = s.nextLocked(key, s.clock.Now())
+	}
+	s.notifyLocked(key, event)
 }
 
 func (s *Store) notifyLocked(key string, ev backend.Event) {

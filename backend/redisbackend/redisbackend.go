@@ -47,12 +47,23 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-var _ backend.Store = (*Store)(nil)
+var (
+	_ backend.Store = (*Store)(nil)
+	_ backend.Queue = (*Store)(nil)
+)
 
 // DefaultPrefix is the key prefix used when none is given.
 const DefaultPrefix = "baton"
 
-const fenceSuffix = ":fence"
+const (
+	fenceSuffix    = ":fence"
+	lineSuffix     = ":line"
+	deadlineSuffix = ":line-due"
+)
+
+// reservedSuffixes end the Redis keys a store writes beside a lease key;
+// keys passed to the store must not end in them.
+var reservedSuffixes = []string{fenceSuffix, lineSuffix, deadlineSuffix, memberDataSuffix, memberIDsSuffix}
 
 // Store is a backend.Store on Redis. Create it with New; call Close to
 // release its pub/sub connection. The client is not closed by Close.
@@ -137,11 +148,25 @@ func (s *Store) LeaseKey(key string) string {
 // FenceKey returns the Redis key that holds the fencing counter of key.
 func (s *Store) FenceKey(key string) string { return s.LeaseKey(key) + fenceSuffix }
 
+// LineKeys returns the Redis keys that hold key's waiting line
+// (backend.Queue): the sorted set of waiters by arrival and the one of the
+// moments their places lapse.
+func (s *Store) LineKeys(key string) (line, deadlines string) {
+	lk := s.LeaseKey(key)
+	return lk + lineSuffix, lk + deadlineSuffix
+}
+
+// releaseKeys returns the keys of the release and dequeue scripts.
+func (s *Store) releaseKeys(key string) []string {
+	lk := s.LeaseKey(key)
+	return []string{lk, lk + lineSuffix, lk + deadlineSuffix}
+}
+
 func validKey(op, key string) error {
 	if err := backend.ValidateKey(key); err != nil {
 		return fmt.Errorf("redisbackend: %s: %w", op, err)
 	}
-	for _, suffix := range []string{fenceSuffix, memberDataSuffix, memberIDsSuffix} {
+	for _, suffix := range reservedSuffixes {
 		if strings.HasSuffix(key, suffix) {
 			return fmt.Errorf("redisbackend: %s: %w: key %q ends in the reserved suffix %q", op, backend.ErrInvalidArgument, key, suffix)
 		}
@@ -180,7 +205,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		// Undo the grant that only the master has; a failover could
 		// lose it while we believed in it.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
-		_ = releaseScript.Run(rctx, s.rdb, []string{s.LeaseKey(key)}, owner, 0, s.publish()).Err()
+		_ = releaseScript.Run(rctx, s.rdb, s.releaseKeys(key), owner, 0, s.publish()).Err()
 		cancel()
 	}
 	if err != nil {
@@ -240,7 +265,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
 	}
-	res, err := releaseScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}, owner, ms, s.publish()).Slice()
+	res, err := releaseScript.Run(ctx, s.rdb, s.releaseKeys(key), owner, ms, s.publish()).Slice()
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
@@ -291,6 +316,7 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 type reply struct {
 	status string
 	lease  backend.Lease
+	next   string // the waiter first in line, for held (AcquireQueued) and queued
 	detail string
 }
 
@@ -320,6 +346,16 @@ func parseReply(op, key string, res []any) (reply, error) {
 			r.detail, _ = res[1].(string)
 		}
 		return r, nil
+	case "queued":
+		if len(res) < 2 {
+			return bad("short script reply %v", res)
+		}
+		r.next, _ = res[1].(string)
+		if r.next == "" {
+			return bad("queued reply names no waiter")
+		}
+		r.lease = backend.Lease{Key: key}
+		return r, nil
 	case "ok", "held":
 	default:
 		return bad("unknown script reply %v", res)
@@ -344,6 +380,9 @@ func parseReply(op, key string, res []any) (reply, error) {
 		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
 	}
 	r.lease = backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}
+	if len(res) > 4 {
+		r.next, _ = res[4].(string)
+	}
 	return r, nil
 }
 

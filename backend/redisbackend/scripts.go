@@ -7,91 +7,197 @@ import "github.com/redis/go-redis/v9"
 // notification) happen atomically on the server. The lease is a hash with
 // the fields owner, token and, after a Release that keeps the key,
 // released. The fencing counter is a plain integer key that never expires.
+// A key's waiting line (backend.Queue) is two sorted sets of owners: one
+// scored by arrival (microseconds of the server's clock), one by the
+// moment the place lapses (milliseconds); both expire once every place in
+// them has lapsed.
 //
 // Replies are arrays whose first element says what happened:
 //
-//	ok      owner token ttl-ms     the operation succeeded
-//	held    owner token pttl-ms    another lease is on the key
-//	free                           no lease is on the key
-//	corrupt description            the key holds data baton did not write
+//	ok      owner token ttl-ms          the operation succeeded
+//	held    owner token pttl-ms [next]  another lease is on the key
+//	queued  next                        the key is free but kept for next
+//	free                                no lease is on the key
+//	corrupt description                 the key holds data baton did not write
 //
 // Every field is returned as a string or an integer so a missing hash
-// field (Lua false) can never truncate the reply.
+// field (Lua false) can never truncate the reply. The scripts take the
+// cheapest path when nothing is wrong (acquiring a free key, releasing
+// one's own) and classify the key in detail only when something is.
 
-// checkLease is shared by every script: it classifies KEYS[1].
-const checkLease = `
-local function lease()
-  local t = redis.call('TYPE', KEYS[1]).ok
+// common is shared by every script. lease(t) classifies KEYS[1], whose
+// TYPE is t (nil: look it up). The line functions work on the line keys
+// L (arrival) and D (deadlines), which each script names.
+const common = `
+local function lease(t)
+  t = t or redis.call('TYPE', KEYS[1]).ok
   if t == 'none' then return nil end
   if t ~= 'hash' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. t .. ', not a baton lease hash'} end
   local v = redis.call('HMGET', KEYS[1], 'owner', 'token', 'released')
   return {'held', v[1] or '', v[2] or '', redis.call('PTTL', KEYS[1]), v[3] and true or false}
 end
+
+local nowus
+local function now()
+  if not nowus then
+    local t = redis.call('TIME')
+    nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  return nowus
+end
+
+-- first drops the waiters whose place lapsed and returns the first of the
+-- others, or ''. A key without a line costs one EXISTS.
+local function first(L, D)
+  if redis.call('EXISTS', L) == 0 then return '' end
+  local ms = math.floor(now() / 1000)
+  while true do
+    local gone = redis.call('ZRANGEBYSCORE', D, '-inf', ms, 'LIMIT', 0, 100)
+    if #gone == 0 then break end
+    redis.call('ZREM', L, unpack(gone))
+    redis.call('ZREM', D, unpack(gone))
+  end
+  return redis.call('ZRANGE', L, 0, 0)[1] or ''
+end
+
+-- join puts owner at the back of the line (or keeps its place) until
+-- patience ms from now.
+local function join(L, D, owner, patience)
+  if patience <= 0 then return end
+  local ms = math.floor(now() / 1000)
+  redis.call('ZADD', L, 'NX', now(), owner)
+  redis.call('ZADD', D, ms + patience, owner)
+  if redis.call('PTTL', L) < patience then
+    redis.call('PEXPIRE', L, patience)
+    redis.call('PEXPIRE', D, patience)
+  end
+end
+
+local function leave(L, D, owner)
+  redis.call('ZREM', D, owner)
+  return redis.call('ZREM', L, owner)
+end
+
+-- grant gives the free KEYS[1] to owner for ttl ms, with the next token of
+-- the counter KEYS[2]: max(counter, floor) + 1. Tokens below 2^53 are
+-- exact Lua numbers; above that the counter is read back as a string. The
+-- token is written and returned as a decimal string either way (Lua's
+-- tostring would write large numbers in exponent form).
+local function grant(owner, ttl, floor)
+  local tok = redis.pcall('INCR', KEYS[2])
+  if type(tok) == 'table' then
+    local f = redis.call('TYPE', KEYS[2]).ok
+    if f ~= 'string' then
+      return {'corrupt', 'fencing counter ' .. KEYS[2] .. ' is a ' .. f .. ', not an integer'}
+    end
+    return {'corrupt', 'fencing counter ' .. KEYS[2] .. ' holds ' .. string.sub(redis.call('GET', KEYS[2]), 1, 40) .. ', not an integer'}
+  end
+  if tok >= 9007199254740992 or string.len(floor) > 15 then
+    local cur = redis.call('GET', KEYS[2])
+    if string.len(floor) > string.len(cur) or (string.len(floor) == string.len(cur) and floor >= cur) then
+      redis.call('SET', KEYS[2], floor)
+      redis.call('INCR', KEYS[2])
+    end
+    tok = redis.call('GET', KEYS[2])
+  else
+    if tonumber(floor) >= tok then
+      redis.call('SET', KEYS[2], floor)
+      tok = redis.call('INCR', KEYS[2])
+    end
+    tok = string.format('%d', tok)
+  end
+  redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {'ok', owner, tok, ttl}
+end
 `
 
 // acquireScript: KEYS[1] lease, KEYS[2] fence; ARGV owner, ttl-ms, floor.
-var acquireScript = redis.NewScript(checkLease + `
+var acquireScript = redis.NewScript(common + `
 local l = lease()
 if l then return {l[1], l[2], l[3], l[4]} end
-local f = redis.call('TYPE', KEYS[2]).ok
-if f ~= 'none' and f ~= 'string' then
-  return {'corrupt', 'fencing counter ' .. KEYS[2] .. ' is a ' .. f .. ', not an integer'}
+return grant(ARGV[1], tonumber(ARGV[2]), ARGV[3])
+`)
+
+// acquireQueuedScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line,
+// KEYS[4] line deadlines; ARGV owner, ttl-ms, floor, patience-ms.
+var acquireQueuedScript = redis.NewScript(common + `
+local owner, patience = ARGV[1], tonumber(ARGV[4])
+local nxt = first(KEYS[3], KEYS[4])
+local l = lease()
+if l then
+  if l[1] ~= 'held' then return l end
+  join(KEYS[3], KEYS[4], owner, patience)
+  if nxt == '' and patience > 0 then nxt = owner end
+  return {l[1], l[2], l[3], l[4], nxt}
 end
-local cur = redis.call('GET', KEYS[2])
-if cur and not string.match(cur, '^%d+$') then
-  return {'corrupt', 'fencing counter ' .. KEYS[2] .. ' holds ' .. string.sub(cur, 1, 40) .. ', not an integer'}
+if nxt ~= '' and nxt ~= owner then
+  join(KEYS[3], KEYS[4], owner, patience)
+  return {'queued', nxt}
 end
-local floor = ARGV[3]
-if not cur or string.len(floor) > string.len(cur) or (string.len(floor) == string.len(cur) and floor > cur) then
-  redis.call('SET', KEYS[2], floor)
+if nxt == owner then leave(KEYS[3], KEYS[4], owner) end
+return grant(owner, tonumber(ARGV[2]), ARGV[3])
+`)
+
+// dequeueScript: KEYS[1] lease, KEYS[2] line, KEYS[3] line deadlines;
+// ARGV owner, publish command. If owner was first and the key is free,
+// it publishes "released - <next>", so the next waiter claims at once.
+var dequeueScript = redis.NewScript(common + `
+local was = first(KEYS[2], KEYS[3])
+if leave(KEYS[2], KEYS[3], ARGV[1]) == 0 then return {'free'} end
+if was == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call(ARGV[2], KEYS[1], 'released - ' .. first(KEYS[2], KEYS[3]))
 end
-redis.call('INCR', KEYS[2])
-local tok = redis.call('GET', KEYS[2])
-redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'token', tok)
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {'ok', ARGV[1], tok, tonumber(ARGV[2])}
+return {'free'}
 `)
 
 // renewScript: KEYS[1] lease; ARGV owner, ttl-ms, publish command
 // (PUBLISH, or SPUBLISH on a Cluster). A renewal publishes
 // "renewed <token> <ttl-ms>" on the channel named after the lease key, so
 // that waiters learn the new expiry without asking.
-var renewScript = redis.NewScript(checkLease + `
-local l = lease()
-if not l then return {'free'} end
-if l[1] ~= 'held' then return l end
-if l[2] ~= ARGV[1] or l[5] then return {l[1], l[2], l[3], l[4]} end
+var renewScript = redis.NewScript(common + `
+local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
+if v.err or v[1] ~= ARGV[1] or v[3] or not v[2] then
+  local l = lease()
+  if not l then return {'free'} end
+  if l[1] ~= 'held' then return l end
+  return {l[1], l[2], l[3], l[4]}
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call(ARGV[3], KEYS[1], 'renewed ' .. l[3] .. ' ' .. ARGV[2])
-return {'ok', l[2], l[3], tonumber(ARGV[2])}
+redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. ARGV[2])
+return {'ok', v[1], v[2], tonumber(ARGV[2])}
 `)
 
-// releaseScript: KEYS[1] lease; ARGV owner, keep-ms (0: delete now),
-// publish command.
-// Deleting publishes "released <token>" on the channel named after the
-// lease key, which is what wakes watchers; keeping the key publishes
-// "renewed <token> <keep-ms>", so that waiters sleep exactly that long.
-var releaseScript = redis.NewScript(checkLease + `
-local l = lease()
-if not l then return {'free'} end
-if l[1] ~= 'held' then return l end
-if l[2] ~= ARGV[1] then return {l[1], l[2], l[3], l[4]} end
+// releaseScript: KEYS[1] lease, KEYS[2] line, KEYS[3] line deadlines;
+// ARGV owner, keep-ms (0: delete now), publish command.
+// Deleting publishes "released <token> <next>" on the channel named after
+// the lease key (next: the waiter first in line, or empty), which is what
+// wakes watchers; keeping the key publishes "renewed <token> <keep-ms>",
+// so that waiters sleep exactly that long.
+var releaseScript = redis.NewScript(common + `
+local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
+if v.err or v[1] ~= ARGV[1] or not v[2] then
+  local l = lease()
+  if not l then return {'free'} end
+  if l[1] ~= 'held' then return l end
+  return {l[1], l[2], l[3], l[4]}
+end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
-  if not l[5] then
+  if not v[3] then
     redis.call('HSET', KEYS[1], 'released', '1')
     redis.call('PEXPIRE', KEYS[1], keep)
-    redis.call(ARGV[3], KEYS[1], 'renewed ' .. l[3] .. ' ' .. keep)
+    redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. keep)
   end
-  return {'ok', l[2], l[3], redis.call('PTTL', KEYS[1])}
+  return {'ok', v[1], v[2], redis.call('PTTL', KEYS[1])}
 end
 redis.call('DEL', KEYS[1])
-redis.call(ARGV[3], KEYS[1], 'released ' .. l[3])
-return {'ok', l[2], l[3], 0}
+redis.call(ARGV[3], KEYS[1], 'released ' .. v[2] .. ' ' .. first(KEYS[2], KEYS[3]))
+return {'ok', v[1], v[2], 0}
 `)
 
 // getScript: KEYS[1] lease.
-var getScript = redis.NewScript(checkLease + `
+var getScript = redis.NewScript(common + `
 local l = lease()
 if not l then return {'free'} end
 return {l[1], l[2], l[3], l[4]}

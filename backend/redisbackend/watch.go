@@ -270,13 +270,19 @@ func (s *subscriber) confirm(name string) {
 	}
 }
 
-// parseEvent reads a message published by the renew or release script.
-// Anything else counts as "may be free", the safe reading.
+// parseEvent reads a message published by the scripts: "released <token>
+// <next>" (next may be empty; token is "-" when a waiter left the line)
+// or "renewed <token> <ttl-ms>". Anything else counts as "may be free",
+// the safe reading.
 func parseEvent(payload string) backend.Event {
-	f := strings.Fields(payload)
+	f := strings.SplitN(payload, " ", 3)
 	switch {
-	case len(f) == 2 && f[0] == "released":
-		return backend.Event{Kind: backend.EventReleased}
+	case len(f) >= 2 && f[0] == "released":
+		ev := backend.Event{Kind: backend.EventReleased}
+		if len(f) == 3 {
+			ev.Next = f[2]
+		}
+		return ev
 	case len(f) == 3 && f[0] == "renewed":
 		if ms, err := strconv.ParseInt(f[2], 10, 64); err == nil && ms > 0 {
 			return backend.Event{Kind: backend.EventRenewed, TTL: time.Duration(ms) * time.Millisecond}
