@@ -35,7 +35,7 @@ type Store struct {
 	leases   map[string]*entry
 	fences   map[string]uint64
 	watchers map[string]map[*watch]struct{}
-	lines    map[string][]waiter // key -> waiters in arrival order (Queue)
+	lines    map[string][]waiter           // key -> waiters in arrival order (Queue)
 	members  map[string]map[string]*member // group -> name -> member
 	closed   bool
 }
