@@ -33,8 +33,9 @@ type Locker struct {
 	leaseMargin time.Duration
 
 	mu     sync.Mutex
-	queues map[string]*queue // store key -> local waiters
-	floors map[string]uint64 // store key -> highest token seen (bounded)
+	queues map[string]*queue       // store key -> local waiters
+	parked map[string]*parkedWatch // store key -> idle watch (watches.go)
+	floors map[string]uint64       // store key -> highest token seen (bounded)
 }
 
 // maxFloors bounds the fencing floors a Locker remembers for keys nobody
@@ -91,6 +92,7 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 		logger:    slog.Default(),
 		opTimeout: 5 * time.Second,
 		queues:    make(map[string]*queue),
+		parked:    make(map[string]*parkedWatch),
 		floors:    make(map[string]uint64),
 	}
 	for _, o := range opts {
@@ -145,7 +147,7 @@ func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, erro
 	lk.mu.Lock()
 	q := lk.queues[sk]
 	if q == nil {
-		q = &queue{}
+		q = &queue{watch: lk.unparkLocked(sk)}
 		lk.queues[sk] = q
 	}
 	if !q.busy {
@@ -210,7 +212,7 @@ func (lk *Locker) leaveLocked(sk string, q *queue) {
 	}
 	delete(lk.queues, sk)
 	if q.watch != nil {
-		q.watch.Close()
+		lk.parkLocked(sk, q.watch)
 		q.watch = nil
 	}
 }
