@@ -28,6 +28,14 @@
 //     at the holder's remaining TTL when that is sooner).
 //   - Goroutines of one process that want one key queue locally in arrival
 //     order; only the one at the head talks to the store.
+//   - Across instances, waiters are served in arrival order too when the
+//     store keeps waiting lines (backend.Queue; membackend and redisbackend
+//     do): a release names the waiter first in line, only that one claims,
+//     and the others sleep on, so no waiter is starved by luckier ones and
+//     no release sets off a herd of claims. A waiter keeps its place by
+//     asking again at least every RetryInterval and loses it 3 x
+//     RetryInterval after its last try (so a crashed waiter delays the
+//     lock at most that long); one that gives up leaves the line at once.
 //   - The holder is the instance ID plus a nonce per acquisition, and
 //     release is owner-checked: a late release after the hold ran out can
 //     never delete the next holder's key.

@@ -8,9 +8,12 @@
 // and, once released with a keep time, released) with a PX expiry, and its
 // fencing counter as the integer "<prefix>:K:fence", which never expires.
 // K's hash tag (the part in braces, such as "{acme:billing}") keeps both in
-// one Cluster slot; a key without one is used whole as its tag. The
-// suffixes ":fence", ":member-data" and ":member-ids" are reserved (see
-// Registry below).
+// one Cluster slot; a key without one is used whole as its tag. A key's
+// waiting line (backend.Queue) is the pair of sorted sets "<prefix>:K:line"
+// (waiters by arrival) and "<prefix>:K:line-due" (when each place lapses,
+// on the server's clock); they expire with the last place. The suffixes
+// ":fence", ":line", ":line-due", ":member-data" and ":member-ids" are
+// reserved (see Registry below).
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet), so the owner check, the fencing increment,

@@ -1,0 +1,163 @@
+package synclock_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/synclock"
+)
+
+// countingQueue counts the claims a locker makes on a store with lines.
+type countingQueue struct {
+	*redisbackend.Store
+	claims atomic.Int64
+}
+
+func (c *countingQueue) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+	c.claims.Add(1)
+	return c.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+}
+
+var _ backend.Queue = (*countingQueue)(nil)
+
+// countingLocker returns a locker of instance n whose claims are counted.
+func countingLocker(t testing.TB, n int, cfg synclock.Config) (*synclock.Locker, *countingQueue) {
+	t.Helper()
+	s, err := redisbackend.New(server.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cq := &countingQueue{Store: s}
+	lk, err := synclock.NewLocker(cq, idN(t, n), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk, cq
+}
+
+// lineLen returns how many waiters the store keeps in key's line.
+func lineLen(t testing.TB, s *redisbackend.Store, key string) int64 {
+	t.Helper()
+	line, _ := s.LineKeys(backend.AppKey("acme", "billing", "lock", key))
+	n, err := server.Client(t).ZCard(context.Background(), line).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Instances that wait for one key get it in the order they came, not in
+// the order their claims happen to reach Redis after a release; and a
+// release kept for the first waiter does not make the others ask. The
+// retry interval is an hour, so only releases move anyone.
+func TestLineOrderAcrossInstances(t *testing.T) {
+	cfg := synclock.Config{RetryInterval: time.Hour}
+	holder, hs := redisLocker(t, 1, cfg)
+	key := uniqueKey(t)
+	m := holder.Mutex(key)
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+		errs  = make(chan error, 3)
+	)
+	var counters []*countingQueue
+	for i, n := range []int{2, 3, 4} {
+		lk, cq := countingLocker(t, n, cfg)
+		counters = append(counters, cq)
+		wg.Go(func() {
+			errs <- lk.DoKey(ctxT(t), key, func(context.Context) error {
+				mu.Lock()
+				order = append(order, n)
+				mu.Unlock()
+				return nil
+			})
+		})
+		waitFor(t, "the waiter is in line", func() bool { return lineLen(t, hs.(*redisbackend.Store), key) == int64(i+1) })
+		// Its first claim and the one after subscribing.
+		waitFor(t, "the waiter claimed twice", func() bool { return cq.claims.Load() == 2 })
+	}
+	if err := m.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []int{2, 3, 4}; !slices.Equal(order, want) {
+		t.Fatalf("instances ran in the order %v, want their arrival order %v", order, want)
+	}
+	// Each waiter claimed twice while waiting and once when its turn
+	// came; a release kept for another waiter woke nobody else.
+	for i, cq := range counters {
+		if n := cq.claims.Load(); n != 3 {
+			t.Errorf("waiter %d made %d claims, want 3", i+2, n)
+		}
+	}
+	if n := lineLen(t, hs.(*redisbackend.Store), key); n != 0 {
+		t.Errorf("%d waiters left in line after everyone ran", n)
+	}
+}
+
+// A waiter that gives up leaves the line at once, so the lock is not kept
+// for it until its place lapses; a TryDo never joins.
+func TestGiveUpLeavesLine(t *testing.T) {
+	cfg := synclock.Config{RetryInterval: time.Hour}
+	holder, hs := redisLocker(t, 1, cfg)
+	key := uniqueKey(t)
+	m := holder.Mutex(key)
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctxT(t))
+	section := func(context.Context) error { return nil }
+
+	waiter, _ := redisLocker(t, 2, cfg)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() { done <- waiter.DoKey(ctx, key, section) }()
+	waitFor(t, "the waiter is in line", func() bool { return lineLen(t, hs.(*redisbackend.Store), key) == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, synclock.ErrTimeout) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v, want ErrTimeout joined with Canceled", err)
+	}
+	if n := lineLen(t, hs.(*redisbackend.Store), key); n != 0 {
+		t.Fatalf("%d waiters in line after the only one gave up, want 0", n)
+	}
+
+	bounded, _ := redisLocker(t, 3, synclock.Config{RetryInterval: time.Millisecond, MaxRetries: 2})
+	if err := bounded.DoKey(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("after max retries: %v, want ErrLocked", err)
+	}
+	if err := waiter.TryDo(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryDo on a held lock: %v, want ErrLocked", err)
+	}
+	if n := lineLen(t, hs.(*redisbackend.Store), key); n != 0 {
+		t.Fatalf("%d waiters in line after max retries and a TryDo, want 0", n)
+	}
+}
