@@ -16,37 +16,84 @@ import (
 // place by calling AcquireQueued again before its patience runs out (a
 // waiter that crashed thus loses its place after patience, and the key goes
 // to the next one). While anyone is in line, AcquireQueued grants a free key
-// only to the waiter first in line; a Release then names that waiter in its
-// EventReleased (Event.Next), so the others need not ask. Acquire, Renew,
-// Release and Get do not look at the line: a caller that mixes Acquire with
-// AcquireQueued on one key gives up the order.
+// only to the waiter first in line.
+//
+// Stores that also implement Handover give a released key straight to the
+// waiter first in line. Stores that do not keep the released key free for
+// that waiter and name it in their EventReleased (Event.Next), so the others
+// need not ask. Acquire, Renew and Get do not look at the line: a caller
+// that mixes Acquire with AcquireQueued on one key gives up the order.
 type Queue interface {
 	// AcquireQueued is Acquire for a waiter in line. It first drops the
 	// waiters whose patience ran out. It then grants key to owner, as
 	// Acquire would, if the key is free and either nobody is in line or
-	// owner is first; the grant takes owner out of the line.
+	// owner is first; the grant takes owner out of the line. If a Release
+	// already handed the key to owner (Handover), it returns that lease
+	// with its remaining TTL.
 	//
 	// Otherwise it returns a *HeldError (errors.Is(err, ErrHeld)) naming
 	// the holder or, when the key is free but kept for another waiter, a
 	// zero-owner Holder and that waiter as Next. A refused owner with
 	// patience > 0 joins the back of the line, or keeps its place if it
-	// is in line already, until patience from now; patience 0 neither
-	// joins nor refreshes (a try that must not wait). patience must not be
-	// negative.
+	// is in line already, until patience from now, asking for ttl and
+	// floor should the key be handed to it; patience 0 neither joins nor
+	// refreshes (a try that must not wait). patience must not be negative.
 	AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (Lease, error)
 
 	// Dequeue takes owner out of key's line (a waiter that gave up). It is
 	// not an error if owner is not in line. If owner was first and the key
-	// is free, watchers get EventReleased naming the new first waiter, so
-	// that the key does not sit idle until owner's patience would have run
-	// out.
+	// is free, the key goes to the next waiter (handed over, or kept for it
+	// and named in an EventReleased), so that it does not sit idle until
+	// owner's patience would have run out. If the key had already been
+	// handed to owner (Handover), Dequeue releases it the same way: a
+	// waiter that gives up never keeps a key it did not know it had.
 	Dequeue(ctx context.Context, key, owner string) error
+}
+
+// Handover is implemented by Queue stores whose Release (keepFor <= 0) of a
+// key with a live waiter in line does not free the key but grants it, in
+// the same atomic step, to the waiter first in line: with the ttl and floor
+// of that waiter's last AcquireQueued, a new fencing token, and an
+// EventRenewed (not EventReleased) for watchers, since the key stays held.
+// The waiter learns of it from AwaitHandover, without another request, so
+// a contended key passes from holder to holder in one trip to the store.
+//
+// A waiter that crashed can be handed the key until its place lapses; the
+// key then stays held until that lease's ttl ends, as if the waiter had
+// crashed while holding it.
+type Handover interface {
+	Queue
+
+	// AwaitHandover waits until a Release or Dequeue hands key to owner,
+	// until max passes (then ok is false and err nil), or until ctx ends.
+	// A handover that happened before the call is returned at once. The
+	// returned lease carries the ttl it was granted for, not what is left
+	// of it: the caller counts it from a moment it knows to come before the
+	// handover, such as when it sent its last AcquireQueued or the last
+	// AwaitHandover that returned ok false.
+	//
+	// A store that cannot hand over at the moment (for instance a Redis
+	// store that must wait for replicas to acknowledge every grant)
+	// returns an error wrapping errors.ErrUnsupported; the caller then
+	// waits for EventReleased as with a plain Queue.
+	//
+	// When ctx ends, a handover may still arrive after AwaitHandover
+	// returned: a waiter that gives up calls Dequeue, which releases it.
+	AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (l Lease, ok bool, err error)
 }
 
 // ValidatePatience checks the patience of AcquireQueued.
 func ValidatePatience(patience time.Duration) error {
 	if patience < 0 {
 		return fmt.Errorf("%w: patience %v must not be negative", ErrInvalidArgument, patience)
+	}
+	return nil
+}
+
+// ValidateMaxWait checks the max of AwaitHandover.
+func ValidateMaxWait(max time.Duration) error {
+	if max <= 0 || max > MaxTTL {
+		return fmt.Errorf("%w: wait %v must be positive and at most %v", ErrInvalidArgument, max, MaxTTL)
 	}
 	return nil
 }

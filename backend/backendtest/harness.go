@@ -132,6 +132,7 @@ func (s *suite) parallelCases() []testCase {
 		{"QueueFencing", s.testQueueFencing},
 		{"QueueInvalidArguments", s.testQueueInvalidArguments},
 		{"QueueEndedContext", s.testQueueEndedContext},
+		{"Handover", s.testHandover},
 	}
 }
 

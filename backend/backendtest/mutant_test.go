@@ -27,6 +27,7 @@ const mutantEnv = "BACKENDTEST_MUTANT"
 var mutants = map[string]struct {
 	subtest string
 	wrap    func(*membackend.Store) backend.Store
+	opts    []membackend.Option // of the store wrap gets
 }{
 	"steals held keys": {"OneWinner", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
@@ -38,7 +39,7 @@ var mutants = map[string]struct {
 			}
 			return l, err
 		}}
-	}},
+	}, nil},
 	"releases for anyone": {"NonOwnerCannotRenewOrRelease", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, release: func(ctx context.Context, key, owner string, keepFor time.Duration) error {
 			if l, err := s.Get(ctx, key); err == nil {
@@ -46,7 +47,7 @@ var mutants = map[string]struct {
 			}
 			return s.Release(ctx, key, owner, keepFor)
 		}}
-	}},
+	}, nil},
 	"renews for anyone": {"StaleOwnerAfterTakeover", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
 			if l, err := s.Get(ctx, key); err == nil {
@@ -54,7 +55,7 @@ var mutants = map[string]struct {
 			}
 			return s.Renew(ctx, key, owner, ttl)
 		}}
-	}},
+	}, nil},
 	"renew does not extend": {"RenewExtends", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
 			l, err := s.Get(ctx, key)
@@ -63,19 +64,19 @@ var mutants = map[string]struct {
 			}
 			return l, nil
 		}}
-	}},
+	}, nil},
 	"ignores keepFor": {"ReleaseKeepFor", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, release: func(ctx context.Context, key, owner string, keepFor time.Duration) error {
 			return s.Release(ctx, key, owner, 0)
 		}}
-	}},
+	}, nil},
 	"expires early": {"ExpiryByStoreClock", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			l, err := s.Acquire(ctx, key, owner, ttl*3/4, floor)
 			l.TTL = ttl
 			return l, err
 		}}
-	}},
+	}, nil},
 	"reuses tokens": {"TokensIncrease", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			l, err := s.Acquire(ctx, key, owner, ttl, floor)
@@ -84,12 +85,12 @@ var mutants = map[string]struct {
 			}
 			return l, err
 		}}
-	}},
+	}, nil},
 	"ignores the floor": {"TokenFloor", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			return s.Acquire(ctx, key, owner, ttl, 0)
 		}}
-	}},
+	}, nil},
 	"forgets the floor after a wipe": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			if floor > 100 {
@@ -97,7 +98,7 @@ var mutants = map[string]struct {
 			}
 			return s.Acquire(ctx, key, owner, ttl, floor)
 		}}
-	}},
+	}, nil},
 	"watch never signals": {"WatchSeesRelease", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, watch: func(ctx context.Context, key string) (backend.Watch, error) {
 			if err := backend.ValidateKey(key); err != nil {
@@ -105,12 +106,12 @@ var mutants = map[string]struct {
 			}
 			return silentWatch{}, nil
 		}}
-	}},
+	}, nil},
 	"reports releases as renewals": {"WatchSeesRelease", func(s *membackend.Store) backend.Store {
 		return mapEvents(s, func(ev backend.Event) backend.Event {
 			return backend.Event{Kind: backend.EventRenewed, TTL: time.Minute}
 		})
-	}},
+	}, nil},
 	"inflates renewal TTLs": {"RenewalEvents", func(s *membackend.Store) backend.Store {
 		return mapEvents(s, func(ev backend.Event) backend.Event {
 			if ev.Kind == backend.EventRenewed {
@@ -118,7 +119,7 @@ var mutants = map[string]struct {
 			}
 			return ev
 		})
-	}},
+	}, nil},
 	"reports expiry as a release": {"ExpiryByStoreClock", func(s *membackend.Store) backend.Store {
 		return mapEvents(s, func(ev backend.Event) backend.Event {
 			if ev.Kind == backend.EventMaybeFree {
@@ -126,7 +127,7 @@ var mutants = map[string]struct {
 			}
 			return ev
 		})
-	}},
+	}, nil},
 	"reports a wipe as a release": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
 		return mapEvents(s, func(ev backend.Event) backend.Event {
 			if ev.Kind == backend.EventMaybeFree {
@@ -134,17 +135,17 @@ var mutants = map[string]struct {
 			}
 			return ev
 		})
-	}},
+	}, nil},
 	"clamps bad TTLs": {"InvalidArguments", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
 			return s.Renew(ctx, key, owner, max(ttl, time.Millisecond))
 		}}
-	}},
+	}, nil},
 	"ignores contexts": {"EndedContext", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			return s.Acquire(context.WithoutCancel(ctx), key, owner, ttl, floor)
 		}}
-	}},
+	}, nil},
 	"grants overlapping leases": {"Stress", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			l, err := s.Acquire(ctx, key, owner, ttl, floor)
@@ -161,7 +162,7 @@ var mutants = map[string]struct {
 			}
 			return err
 		}}
-	}},
+	}, nil},
 	"queue ignores order": {"QueueOrder", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			if l, err := s.Acquire(ctx, key, owner, ttl, floor); err == nil {
@@ -169,7 +170,7 @@ var mutants = map[string]struct {
 			}
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 		}}
-	}},
+	}, []membackend.Option{membackend.WithoutHandover()}},
 	"sends a returning waiter to the back": {"QueueOrder", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			if err := s.Dequeue(ctx, key, owner); err != nil {
@@ -177,23 +178,13 @@ var mutants = map[string]struct {
 			}
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 		}}
-	}},
+	}, nil},
 	"release names nobody": {"QueueOrder", func(s *membackend.Store) backend.Store {
 		return mapEvents(s, func(ev backend.Event) backend.Event {
 			ev.Next = ""
 			return ev
 		})
-	}},
-	"granted waiter stays in line": {"QueueFreeKeyGrants", func(s *membackend.Store) backend.Store {
-		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
-			l, err := s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
-			if err == nil {
-				// Refused, as the holder, with a patience: joins the line.
-				s.AcquireQueued(ctx, key, owner, ttl, floor, time.Minute)
-			}
-			return l, err
-		}}
-	}},
+	}, []membackend.Option{membackend.WithoutHandover()}},
 	"place never lapses": {"QueuePatience", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			if patience > 0 {
@@ -201,7 +192,7 @@ var mutants = map[string]struct {
 			}
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 		}}
-	}},
+	}, nil},
 	"calling again does not extend a place": {"QueuePatience", func(s *membackend.Store) backend.Store {
 		var mu sync.Mutex
 		lapses := make(map[[2]string]time.Time) // key and owner -> when the first call's place ends
@@ -216,12 +207,12 @@ var mutants = map[string]struct {
 			}
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 		}}
-	}},
+	}, nil},
 	"dequeue keeps the place": {"QueueDequeue", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, dequeue: func(ctx context.Context, key, owner string) error {
 			return errors.Join(backend.ValidateKey(key), backend.ValidateOwner(owner))
 		}}
-	}},
+	}, nil},
 	"patience 0 joins the line": {"QueueZeroPatience", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			if patience == 0 {
@@ -229,22 +220,42 @@ var mutants = map[string]struct {
 			}
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 		}}
-	}},
+	}, nil},
 	"queue ignores the floor": {"QueueFencing", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			return s.AcquireQueued(ctx, key, owner, ttl, 0, patience)
 		}}
-	}},
+	}, nil},
 	"queue accepts negative patience": {"QueueInvalidArguments", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, max(patience, 0))
 		}}
-	}},
+	}, nil},
+	"claims to hand over but frees keys": {"QueueOrder", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, awaitHandover: func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+			time.Sleep(max)
+			return backend.Lease{}, false, nil
+		}}
+	}, []membackend.Option{membackend.WithoutHandover()}},
+	"hands over with the holder's ttl": {"Handover", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, awaitHandover: func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+			l, ok, err := s.AwaitHandover(ctx, key, owner, max)
+			if ok {
+				l.TTL = 30 * time.Second
+			}
+			return l, ok, err
+		}}
+	}, nil},
+	"await handover ignores contexts": {"Handover", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, awaitHandover: func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+			return s.AwaitHandover(context.WithoutCancel(ctx), key, owner, min(max, 20*time.Second))
+		}}
+	}, nil},
 	"dequeue ignores contexts": {"QueueEndedContext", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, dequeue: func(ctx context.Context, key, owner string) error {
 			return s.Dequeue(context.WithoutCancel(ctx), key, owner)
 		}}
-	}},
+	}, nil},
 }
 
 // mutant is a store with some methods replaced. It keeps waiting lines
@@ -257,9 +268,17 @@ type mutant struct {
 	watch         func(ctx context.Context, key string) (backend.Watch, error)
 	acquireQueued func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error)
 	dequeue       func(ctx context.Context, key, owner string) error
+	awaitHandover func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error)
 }
 
-var _ backend.Queue = (*mutant)(nil)
+var _ backend.Handover = (*mutant)(nil)
+
+func (m *mutant) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	if m.awaitHandover != nil {
+		return m.awaitHandover(ctx, key, owner, max)
+	}
+	return m.Store.AwaitHandover(ctx, key, owner, max)
+}
 
 func (m *mutant) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 	if m.acquire != nil {
@@ -365,7 +384,7 @@ func TestMutant(t *testing.T) {
 	if !ok {
 		t.Fatalf("no mutant %q", name)
 	}
-	s := membackend.New()
+	s := membackend.New(m.opts...)
 	t.Cleanup(func() { s.Close() })
 	st := m.wrap(s)
 	backendtest.Run(t, backendtest.Harness{

@@ -93,6 +93,98 @@ func checkKeptFor(t testing.TB, what string, err error, next string) {
 	}
 }
 
+// handsOver reports whether q hands a released key to the waiter first in
+// line (backend.Handover, not refused with errors.ErrUnsupported, as a
+// store may refuse it in some configurations).
+func (s *suite) handsOver(t testing.TB, ctx context.Context, q backend.Store) bool {
+	t.Helper()
+	h, ok := q.(backend.Handover)
+	if !ok {
+		return false
+	}
+	_, got, err := h.AwaitHandover(ctx, s.key("handover-probe"), "probe", time.Millisecond)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return false
+	}
+	if err != nil || got {
+		t.Fatalf("AwaitHandover of a key nobody released, for 1ms: ok %v, err %v; want ok false or errors.ErrUnsupported", got, err)
+	}
+	return true
+}
+
+// passedTo checks where the key went when its holder released it (or a
+// handed-over waiter dequeued) with next first in line, and returns next's
+// lease. after is the token of the lease that ended; other is a client
+// that is not in line.
+//
+// A store that hands over must have granted the key to next in the same
+// step: watchers see EventRenewed (never EventReleased), Get shows next
+// holding it with a token above after, next's AwaitHandover returns that
+// lease with the ttl next asked for, next's AcquireQueued returns it too,
+// and other's try is refused. A plain Queue store must have freed the key
+// and kept it for next: EventReleased names next, Get shows it free,
+// other's try is refused as kept for next, and next's AcquireQueued is
+// granted.
+func (s *suite) passedTo(t testing.TB, ctx context.Context, w backend.Watch, nq, other queueStore, key, next string, ttl time.Duration, after uint64, what string) backend.Lease {
+	t.Helper()
+	if !s.handsOver(t, ctx, nq) {
+		awaitRelease(t, w, ttl, next, what)
+		checkFree(t, ctx, other, key, what+": Get of the key kept for "+next)
+		_, err := other.AcquireQueued(ctx, key, "other", ttl, 0, 0)
+		checkKeptFor(t, what+": another owner's try", err, next)
+		l := s.acquireQueued(t, ctx, nq, key, next, ttl, 0, waitPatience)
+		if l.Token <= after {
+			t.Errorf("%s: %s's token %d is not above %d, the last holder's", what, next, l.Token, after)
+		}
+		return l
+	}
+	awaitRenewal(t, w, ttl, what)
+	l, ok, err := nq.(backend.Handover).AwaitHandover(ctx, key, next, waitTimeout)
+	if err != nil || !ok {
+		t.Fatalf("%s: %s's AwaitHandover: ok %v, err %v; the key should have been handed to it", what, next, ok, err)
+	}
+	if l.Key != key || l.Owner != next || l.Token <= after || l.TTL != ttl {
+		t.Errorf("%s: %s's AwaitHandover returned %+v; want key %q, owner %q, a token above %d and the ttl %v it asked for",
+			what, next, l, key, next, after, ttl)
+	}
+	g := get(t, ctx, other, key)
+	if g.Owner != next || g.Token != l.Token {
+		t.Errorf("%s: Get shows %q (token %d); want %q with the handed token %d", what, g.Owner, g.Token, next, l.Token)
+	}
+	_, err = other.AcquireQueued(ctx, key, "other", ttl, 0, 0)
+	checkHeldBy(t, what+": another owner's try", err, g, ttl)
+	again, err := nq.AcquireQueued(ctx, key, next, ttl, 0, waitPatience)
+	if err != nil || again.Owner != next || again.Token != l.Token {
+		t.Errorf("%s: %s's AcquireQueued of the key handed to it: %+v, %v; want its lease (token %d)", what, next, again, err, l.Token)
+	}
+	return l
+}
+
+// awaitRenewal reads w until it delivers EventRenewed, which a handover
+// sends, and fails t on an EventReleased (the key was freed, not handed
+// over) or if none comes within waitTimeout.
+func awaitRenewal(t testing.TB, w backend.Watch, maxTTL time.Duration, what string) {
+	t.Helper()
+	timer := time.NewTimer(waitTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case ev := <-w.C():
+			if err := checkEvent(ev, maxTTL); err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			switch ev.Kind {
+			case backend.EventRenewed:
+				return
+			case backend.EventReleased:
+				t.Fatalf("%s: watchers got EventReleased; a store that hands over keeps the key held (EventRenewed)", what)
+			}
+		case <-timer.C:
+			t.Fatalf("%s: no EventRenewed within %v", what, waitTimeout)
+		}
+	}
+}
+
 // awaitRelease reads w until it delivers EventReleased, and fails t unless
 // that event names next as the waiter first in line ("" for nobody) or if
 // none comes within waitTimeout. Other events on the way are skipped, as
@@ -123,9 +215,8 @@ func awaitRelease(t testing.TB, w backend.Watch, maxTTL time.Duration, next, wha
 
 // testQueueFreeKeyGrants checks that AcquireQueued grants a free key
 // nobody waits for as Acquire would, whatever the patience, and that the
-// grant leaves nobody in line: the holder's own try is refused without
-// naming anyone as next, and after the release another owner is granted
-// at once.
+// grant leaves nobody in line: the holder's own try returns its lease, and
+// after the release another owner is granted at once.
 func (s *suite) testQueueFreeKeyGrants(t *testing.T) {
 	ctx := testCtx(t)
 	a, b := s.queue(t), s.queue(t)
@@ -136,8 +227,10 @@ func (s *suite) testQueueFreeKeyGrants(t *testing.T) {
 	s.checkHolder(t, ctx, b, "after a's AcquireQueued of a free key", la, longTTL, sent)
 	_, err := b.Acquire(ctx, key, "b", longTTL, 0)
 	checkHeldBy(t, "b's Acquire of the key a was granted by AcquireQueued", err, la, longTTL)
-	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, 0)
-	checkQueuedBehind(t, "the holder's own AcquireQueued with patience 0", err, la, longTTL, "")
+	own, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, 0)
+	if err != nil || own.Owner != "a" || own.Token != la.Token {
+		t.Errorf("the holder's own AcquireQueued with patience 0: %+v, %v; want its lease (token %d)", own, err, la.Token)
+	}
 
 	release(t, ctx, a, key, "a", 0)
 	lb := s.acquireQueued(t, ctx, b, key, "b", longTTL, 0, waitPatience)
@@ -149,9 +242,9 @@ func (s *suite) testQueueFreeKeyGrants(t *testing.T) {
 
 // testQueueOrder lines up two waiters behind a holder and checks that the
 // key goes to them in the order they joined: a waiter that calls again
-// keeps its place, the release names the first waiter, the key is kept
-// for it (other waiters are refused, Get shows it free), and its grant
-// takes it out of the line, so that the next release names the second.
+// keeps its place, the release passes the key to the first waiter (see
+// passedTo), and that takes it out of the line, so that the next release
+// passes it to the second.
 func (s *suite) testQueueOrder(t *testing.T) {
 	ctx := testCtx(t)
 	h, a, b, watcher := s.queue(t), s.queue(t), s.queue(t), s.queue(t)
@@ -167,25 +260,20 @@ func (s *suite) testQueueOrder(t *testing.T) {
 	checkQueuedBehind(t, "a's second AcquireQueued, after b joined", err, held, longTTL, "a")
 
 	release(t, ctx, h, key, "h", 0)
-	awaitRelease(t, w, longTTL, "a", "h's release with a and then b in line")
-	checkFree(t, ctx, b, key, "Get of the key kept for a")
+	la := s.passedTo(t, ctx, w, a, h, key, "a", longTTL, held.Token, "h's release with a and then b in line")
 	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkKeptFor(t, "b's AcquireQueued of the key kept for a", err, "a")
-	la := s.acquireQueued(t, ctx, a, key, "a", longTTL, 0, waitPatience)
-	if la.Token <= held.Token {
-		t.Errorf("a's token %d is not above h's %d", la.Token, held.Token)
-	}
-	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "b's AcquireQueued once a was granted the key", err, la, longTTL, "b")
+	checkQueuedBehind(t, "b's AcquireQueued once a has the key", err, la, longTTL, "b")
 
 	release(t, ctx, a, key, "a", 0)
-	awaitRelease(t, w, longTTL, "b", "a's release with b in line")
-	lb := s.acquireQueued(t, ctx, b, key, "b", longTTL, 0, waitPatience)
-	if lb.Token <= la.Token {
-		t.Errorf("b's token %d is not above a's %d", lb.Token, la.Token)
-	}
+	lb := s.passedTo(t, ctx, w, b, h, key, "b", longTTL, la.Token, "a's release with b in line")
 	release(t, ctx, b, key, "b", 0)
 	awaitRelease(t, w, longTTL, "", "b's release with nobody left in line")
+	if s.handsOver(t, ctx, a) {
+		if _, ok, err := a.(backend.Handover).AwaitHandover(ctx, key, "a", 50*time.Millisecond); ok || err != nil {
+			t.Errorf("a's AwaitHandover after it released the key handed to it: ok %v, err %v; want ok false (the mailbox was emptied)", ok, err)
+		}
+	}
+	_ = lb
 }
 
 // testQueuePatience lets a waiter join with a short patience, extend it
@@ -200,6 +288,10 @@ func (s *suite) testQueuePatience(t *testing.T) {
 	)
 	ctx := testCtx(t)
 	h, a, b, watcher := s.queue(t), s.queue(t), s.queue(t), s.queue(t)
+	if s.handsOver(t, ctx, h) {
+		s.handoverPatience(t, ctx, h, a, b, watcher, short, patience)
+		return
+	}
 	s.retrySlow(t, "queue-patience", func(key string) bool {
 		w := watch(t, ctx, watcher, key)
 		held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
@@ -233,10 +325,59 @@ func (s *suite) testQueuePatience(t *testing.T) {
 	})
 }
 
+// handoverPatience is testQueuePatience for a store that hands over: the
+// release would hand the key to a while its place lasts (testQueueOrder),
+// so the place is watched in the names of the refusals instead. a stays
+// first in line at least until patience from its last call, then drops
+// out; the release after that frees the key, and b is granted it.
+func (s *suite) handoverPatience(t *testing.T, ctx context.Context, h, a, b, watcher queueStore, short, patience time.Duration) {
+	s.retrySlow(t, "queue-patience", func(key string) bool {
+		w := watch(t, ctx, watcher, key)
+		held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
+		_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, short)
+		checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+		refreshed := time.Now()
+		_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
+		checkQueuedBehind(t, "a's second AcquireQueued", err, held, longTTL, "a")
+
+		deadline := time.Now().Add(waitTimeout)
+		for {
+			_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, 0)
+			now := time.Now()
+			he := heldError(t, "b's try while h holds the key", err)
+			if he.Next == "" {
+				if s.surelyLive(refreshed, patience, now) {
+					t.Errorf("a's place lapsed %v after its last call with patience %v; it cannot lapse before %v",
+						now.Sub(refreshed), patience, patience-s.slack)
+				}
+				break
+			}
+			if he.Next != "a" {
+				t.Fatalf("b's try names %q as first in line; only a is in it", he.Next)
+			}
+			if now.After(deadline) {
+				t.Fatalf("a's place of %v has not lapsed %v after its last call", patience, now.Sub(refreshed))
+			}
+			time.Sleep(pollEvery)
+		}
+		release(t, ctx, h, key, "h", 0)
+		awaitRelease(t, w, longTTL, "", "h's release after a's place lapsed")
+		if _, ok, err := a.(backend.Handover).AwaitHandover(ctx, key, "a", 50*time.Millisecond); ok || err != nil {
+			t.Errorf("AwaitHandover of a, whose place lapsed: ok %v, err %v; want ok false", ok, err)
+		}
+		lb := s.acquireQueued(t, ctx, b, key, "b", longTTL, 0, 0)
+		if lb.Token <= held.Token {
+			t.Errorf("b's token %d is not above h's %d", lb.Token, held.Token)
+		}
+		release(t, ctx, b, key, "b", 0)
+		return true
+	})
+}
+
 // testQueueDequeue checks that Dequeue takes a waiter out of the line,
-// from the middle or from the front, that taking out the first waiter of
-// a free key wakes watchers with the new first waiter, and that Dequeue
-// of an owner not in line is not an error.
+// from the middle, that a waiter that dequeues after the key was passed to
+// it passes it on to the next waiter, and that Dequeue of an owner not in
+// line is not an error.
 func (s *suite) testQueueDequeue(t *testing.T) {
 	ctx := testCtx(t)
 	h, a, b, c, watcher := s.queue(t), s.queue(t), s.queue(t), s.queue(t), s.queue(t)
@@ -261,18 +402,16 @@ func (s *suite) testQueueDequeue(t *testing.T) {
 	}
 
 	release(t, ctx, h, key, "h", 0)
-	awaitRelease(t, w, longTTL, "a", "h's release with a, then c in line")
+	la := s.passedTo(t, ctx, w, a, b, key, "a", longTTL, held.Token, "h's release with a, then c in line")
 	if err := a.Dequeue(ctx, key, "a"); err != nil {
-		t.Fatalf("Dequeue of a, first in line for the free key: %v", err)
+		t.Fatalf("Dequeue of a, which the key was passed to: %v", err)
 	}
-	awaitRelease(t, w, longTTL, "c", "a's Dequeue while first in line for the free key")
+	lc := s.passedTo(t, ctx, w, c, b, key, "c", longTTL, la.Token, "a's Dequeue of the key passed to it, with c in line")
 	if err := a.Dequeue(ctx, key, "a"); err != nil {
 		t.Errorf("a's second Dequeue: %v", err)
 	}
-	checkFree(t, ctx, c, key, "Get of the key kept for c")
 	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, 0)
-	checkKeptFor(t, "b's AcquireQueued with patience 0 after its Dequeue", err, "c")
-	s.acquireQueued(t, ctx, c, key, "c", longTTL, 0, waitPatience)
+	checkQueuedBehind(t, "b's try after its Dequeue", err, lc, longTTL, "")
 	release(t, ctx, c, key, "c", 0)
 	awaitRelease(t, w, longTTL, "", "c's release after the others left the line")
 }
@@ -297,10 +436,7 @@ func (s *suite) testQueueZeroPatience(t *testing.T) {
 	checkQueuedBehind(t, "a's try with patience 0 and b in line", err, held, longTTL, "b")
 
 	release(t, ctx, h, key, "h", 0)
-	awaitRelease(t, w, longTTL, "b", "h's release with only b in line")
-	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, 0)
-	checkKeptFor(t, "a's try with patience 0 of the key kept for b", err, "b")
-	s.acquireQueued(t, ctx, b, key, "b", longTTL, 0, waitPatience)
+	s.passedTo(t, ctx, w, b, a, key, "b", longTTL, held.Token, "h's release with only b in line")
 	release(t, ctx, b, key, "b", 0)
 	awaitRelease(t, w, longTTL, "", "b's release after tries with patience 0 only")
 	s.acquireQueued(t, ctx, c, key, "c", longTTL, 0, 0)
@@ -311,7 +447,8 @@ func (s *suite) testQueueZeroPatience(t *testing.T) {
 // from the same counter as Acquire, under the same rules: a fresh key
 // starts at 1, every grant is above the one before whichever method made
 // it, refusals (even with a floor) leave the counter alone, and the floor
-// gives max(counter, floor)+1.
+// gives max(counter, floor)+1, also for a key handed to a waiter, whose
+// floor is the one it asked with.
 func (s *suite) testQueueFencing(t *testing.T) {
 	const big = 1<<60 + 1
 	ctx := testCtx(t)
@@ -330,22 +467,29 @@ func (s *suite) testQueueFencing(t *testing.T) {
 	l = s.acquire(t, ctx, b, key, "b", longTTL, 0)
 	want("Acquire after a grant by AcquireQueued", l, 2)
 
+	w := watch(t, ctx, b, key)
 	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 1000, waitPatience)
 	checkHeldBy(t, "a's AcquireQueued with floor 1000 of the held key", err, l, longTTL)
 	release(t, ctx, b, key, "b", 0)
-	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 2000, 0)
-	checkKeptFor(t, "b's AcquireQueued with floor 2000 of the key kept for a", err, "a")
-	l = s.acquireQueued(t, ctx, a, key, "a", longTTL, 0, waitPatience)
-	want("the waiter's grant after refusals with floors", l, 3)
+	l = s.passedTo(t, ctx, w, a, b, key, "a", longTTL, l.Token, "b's release with a in line, which asked with floor 1000")
+	if s.handsOver(t, ctx, a) {
+		want("the key handed to a waiter that asked with floor 1000", l, 1001)
+	} else {
+		want("the grant of a waiter that asks with no floor", l, 3)
+	}
+	prev := l.Token
+	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 5000, 0)
+	checkHeldBy(t, "b's try with floor 5000 while a holds the key", err, l, longTTL)
 	release(t, ctx, a, key, "a", 0)
 
 	for _, c := range []struct {
 		floor, want uint64
 		why         string
 	}{
-		{1000, 1001, "a floor above the counter"},
-		{5, 1002, "a floor below the counter"},
-		{1002, 1003, "a floor equal to the counter"},
+		{prev, prev + 1, "a floor equal to the counter, after a refusal with a higher one"},
+		{2000, 2001, "a floor above the counter"},
+		{5, 2002, "a floor below the counter"},
+		{2002, 2003, "a floor equal to the counter"},
 		{big, big + 1, "a floor above 2^53"},
 		{0, big + 2, "no floor after a big one"},
 	} {
@@ -482,8 +626,97 @@ func (s *suite) testQueueEndedContext(t *testing.T) {
 	for _, c := range ended {
 		check("Dequeue", c.name, waiter.Dequeue(c.ctx, heldKey, "waiter"), c.want)
 	}
+	if s.handsOver(t, ctx, waiter) {
+		for _, c := range ended {
+			_, ok, err := waiter.(backend.Handover).AwaitHandover(c.ctx, heldKey, "waiter", time.Second)
+			check("AwaitHandover", c.name, err, c.want)
+			if ok {
+				t.Errorf("AwaitHandover with a %s context reported a handover", c.name)
+			}
+		}
+	}
 	release(t, ctx, q, heldKey, "holder", 0)
-	awaitRelease(t, w, longTTL, "waiter", "the release after Dequeue with ended contexts")
-	s.acquireQueued(t, ctx, waiter, heldKey, "waiter", longTTL, 0, waitPatience)
+	s.passedTo(t, ctx, w, waiter, q, heldKey, "waiter", longTTL, held.Token, "the release after calls with ended contexts")
 	release(t, ctx, waiter, heldKey, "waiter", 0)
+}
+
+// testHandover checks AwaitHandover itself on a store that hands over: it
+// waits for a handover and returns it with the ttl and floor the waiter
+// asked for (not the holder's), reports ok false once max has passed with
+// none, returns soon after its context ends, and refuses bad arguments.
+func (s *suite) testHandover(t *testing.T) {
+	const waiterTTL = 20 * time.Second
+	ctx := testCtx(t)
+	h, a, watcher := s.queue(t), s.queue(t), s.queue(t)
+	if !s.handsOver(t, ctx, h) {
+		t.Skip("the store does not hand over (backend.Handover is optional)")
+	}
+	ha := a.(backend.Handover)
+	key := s.key("handover")
+
+	start := time.Now()
+	_, ok, err := ha.AwaitHandover(ctx, key, "a", 200*time.Millisecond)
+	if ok || err != nil {
+		t.Fatalf("AwaitHandover with nothing to hand over: ok %v, err %v; want ok false", ok, err)
+	}
+	s.checkNotEarly(t, "AwaitHandover that timed out", time.Now(), start, 200*time.Millisecond)
+
+	w := watch(t, ctx, watcher, key)
+	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
+	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, held.Token+100, waitPatience)
+	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+	type result struct {
+		l   backend.Lease
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, ok, err := ha.AwaitHandover(ctx, key, "a", waitTimeout)
+		done <- result{l, ok, err}
+	}()
+	release(t, ctx, h, key, "h", 0)
+	r := <-done
+	if r.err != nil || !r.ok {
+		t.Fatalf("AwaitHandover while the holder released: ok %v, err %v", r.ok, r.err)
+	}
+	if r.l.Owner != "a" || r.l.TTL != waiterTTL || r.l.Token != held.Token+101 {
+		t.Errorf("AwaitHandover returned %+v; want owner a, ttl %v (a's, not the holder's) and token %d (a's floor + 1)",
+			r.l, waiterTTL, held.Token+101)
+	}
+	awaitRenewal(t, w, longTTL, "the handover to a")
+	g := get(t, ctx, watcher, key)
+	if g.Owner != "a" || g.TTL > waiterTTL {
+		t.Errorf("Get after the handover: %+v; want a holding the key for at most %v", g, waiterTTL)
+	}
+	release(t, ctx, a, key, "a", 0)
+
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		l, ok, err := ha.AwaitHandover(cctx, key, "a", longTTL)
+		done <- result{l, ok, err}
+	}()
+	time.Sleep(50 * time.Millisecond) // let it start waiting; the check below does not depend on it
+	cancel()
+	select {
+	case r := <-done:
+		if !errors.Is(r.err, context.Canceled) || r.ok {
+			t.Errorf("AwaitHandover whose context was cancelled: ok %v, err %v; want context.Canceled", r.ok, r.err)
+		}
+	case <-time.After(longTTL / 2):
+		t.Fatalf("AwaitHandover did not return within %v of its context's cancellation (max was %v)", longTTL/2, longTTL)
+	}
+
+	for name, k := range invalidKeys(key) {
+		_, _, err := ha.AwaitHandover(ctx, k, "a", time.Second)
+		isInvalid(t, "AwaitHandover with a "+name+" key", err)
+	}
+	for name, o := range invalidOwners() {
+		_, _, err := ha.AwaitHandover(ctx, key, o, time.Second)
+		isInvalid(t, "AwaitHandover with a "+name+" owner", err)
+	}
+	for _, d := range []time.Duration{0, -time.Second, backend.MaxTTL + time.Hour} {
+		_, _, err := ha.AwaitHandover(ctx, key, "a", d)
+		isInvalid(t, fmt.Sprintf("AwaitHandover with max %v", d), err)
+	}
 }

@@ -22,21 +22,23 @@ import (
 )
 
 var (
-	_ backend.Store = (*Store)(nil)
-	_ backend.Queue = (*Store)(nil)
+	_ backend.Store    = (*Store)(nil)
+	_ backend.Handover = (*Store)(nil)
 )
 
 // Store is an in-memory backend.Store. The zero value is not usable; call
 // New.
 type Store struct {
-	clock clock.Clock
+	clock      clock.Clock
+	noHandover bool // WithoutHandover
 
 	mu       sync.Mutex
 	leases   map[string]*entry
 	fences   map[string]uint64
 	watchers map[string]map[*watch]struct{}
-	lines    map[string][]waiter           // key -> waiters in arrival order (Queue)
-	members  map[string]map[string]*member // group -> name -> member
+	lines    map[string][]waiter            // key -> waiters in arrival order (Queue)
+	mail     map[mailKey]chan backend.Lease // handed-over leases not yet collected (Handover)
+	members  map[string]map[string]*member  // group -> name -> member
 	closed   bool
 }
 
@@ -56,6 +58,15 @@ func WithClock(c clock.Clock) Option {
 	return func(s *Store) { s.clock = c }
 }
 
+// WithoutHandover makes the store keep a released key free for the waiter
+// first in line, naming it in EventReleased, instead of handing the key to
+// it (backend.Handover); AwaitHandover then fails with
+// errors.ErrUnsupported. This is how a Redis store made WithReplicaAck
+// behaves, and lets code that must work both ways be tested both ways.
+func WithoutHandover() Option {
+	return func(s *Store) { s.noHandover = true }
+}
+
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
@@ -64,6 +75,7 @@ func New(opts ...Option) *Store {
 		fences:   make(map[string]uint64),
 		watchers: make(map[string]map[*watch]struct{}),
 		lines:    make(map[string][]waiter),
+		mail:     make(map[mailKey]chan backend.Lease),
 		members:  make(map[string]map[string]*member),
 	}
 	for _, o := range opts {
@@ -161,7 +173,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		s.notifyLocked(key, backend.Event{Kind: backend.EventRenewed, TTL: keep})
 		return nil
 	}
-	s.deleteLocked(key, e, backend.EventReleased)
+	s.freeLocked(key, e, now)
 	return nil
 }
 
@@ -222,6 +234,7 @@ func (s *Store) Reset() {
 	clear(s.fences)
 	clear(s.members)
 	clear(s.lines)
+	clear(s.mail)
 }
 
 // Close stops the store's timers and makes every later call fail with
@@ -294,15 +307,17 @@ func (s *Store) expireLocked(key string, e *entry, now time.Time, ttl time.Durat
 
 // deleteLocked removes key's entry and tells watchers why (ev).
 func (s *Store) deleteLocked(key string, e *entry, ev backend.EventKind) {
+	s.dropLocked(key, e)
+	s.notifyLocked(key, backend.Event{Kind: ev})
+}
+
+// dropLocked removes key's entry, with its owner's uncollected handover.
+func (s *Store) dropLocked(key string, e *entry) {
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	delete(s.leases, key)
-	event := backend.Event{Kind: ev}
-	if ev == backend.EventReleased {
-		event.Next = s.nextLocked(key, s.clock.Now())
-	}
-	s.notifyLocked(key, event)
+	delete(s.mail, mailKey{key, e.owner})
 }
 
 func (s *Store) notifyLocked(key string, ev backend.Event) {

@@ -13,8 +13,13 @@ import (
 // waiter is one owner's place in a key's line.
 type waiter struct {
 	owner    string
-	deadline time.Time // the place lapses at this moment of the store's clock
+	deadline time.Time     // the place lapses at this moment of the store's clock
+	ttl      time.Duration // what it asked for, should the key be handed to it
+	floor    uint64
 }
+
+// mailKey names the mailbox in which a waiter finds the key handed to it.
+type mailKey struct{ key, owner string }
 
 // AcquireQueued implements backend.Queue.
 func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
@@ -33,11 +38,16 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	now := s.clock.Now()
 	next := s.nextLocked(key, now)
 	if e := s.liveLocked(key, now); e != nil {
-		s.joinLocked(key, owner, now, patience)
+		if e.owner == owner && !e.released {
+			// A release handed the key to owner (Handover).
+			delete(s.mail, mailKey{key, owner})
+			return e.lease(key, now), nil
+		}
+		s.joinLocked(key, owner, now, patience, ttl, floor)
 		return backend.Lease{}, &backend.HeldError{Holder: e.lease(key, now), Next: s.nextLocked(key, now)}
 	}
 	if next != "" && next != owner {
-		s.joinLocked(key, owner, now, patience)
+		s.joinLocked(key, owner, now, patience, ttl, floor)
 		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key}, Next: next}
 	}
 	s.leaveLineLocked(key, owner)
@@ -59,13 +69,112 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	}
 	now := s.clock.Now()
 	first := s.nextLocked(key, now) == owner
-	if !s.leaveLineLocked(key, owner) {
+	left := s.leaveLineLocked(key, owner)
+	if e := s.liveLocked(key, now); e != nil && e.owner == owner && !e.released {
+		// The key was handed to owner, who gave up before it knew: pass
+		// it on.
+		s.freeLocked(key, e, now)
 		return nil
 	}
-	if first && s.liveLocked(key, now) == nil {
+	delete(s.mail, mailKey{key, owner})
+	if left && first && s.liveLocked(key, now) == nil && !s.handOverLocked(key, now) {
 		s.notifyLocked(key, backend.Event{Kind: backend.EventReleased, Next: s.nextLocked(key, now)})
 	}
 	return nil
+}
+
+// AwaitHandover implements backend.Handover. max is measured on the
+// store's clock.
+func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	if err := s.check(ctx, "await handover", key); err != nil {
+		return backend.Lease{}, false, err
+	}
+	if err := errors.Join(backend.ValidateKey(key), backend.ValidateOwner(owner), backend.ValidateMaxWait(max)); err != nil {
+		return backend.Lease{}, false, fmt.Errorf("membackend: await handover: %w", err)
+	}
+	if s.noHandover {
+		return backend.Lease{}, false, fmt.Errorf("membackend: await handover %q: %w: the store was made WithoutHandover", key, errors.ErrUnsupported)
+	}
+	mk := mailKey{key, owner}
+	s.mu.Lock()
+	if err := s.openLocked(); err != nil {
+		s.mu.Unlock()
+		return backend.Lease{}, false, err
+	}
+	box := s.mailboxLocked(mk)
+	s.mu.Unlock()
+
+	t := s.clock.NewTimer(max)
+	defer t.Stop()
+	var l backend.Lease
+	var ok bool
+	var err error
+	select {
+	case l = <-box:
+		ok = true
+	case <-t.C():
+	case <-ctx.Done():
+		err = fmt.Errorf("membackend: await handover %q: %w", key, backend.ContextError(ctx))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ok && err == nil {
+		select { // a handover that came with the timer
+		case l = <-box:
+			ok = true
+		default:
+		}
+	}
+	if s.mail[mk] == box && (ok || len(box) == 0) {
+		delete(s.mail, mk)
+	}
+	return l, ok, err
+}
+
+// mailboxLocked returns the mailbox of mk, making it if needed.
+func (s *Store) mailboxLocked(mk mailKey) chan backend.Lease {
+	box := s.mail[mk]
+	if box == nil {
+		box = make(chan backend.Lease, 1)
+		s.mail[mk] = box
+	}
+	return box
+}
+
+// freeLocked ends key's lease e (a release without keep time): the key
+// goes to the first live waiter in line, or else becomes free and
+// watchers get EventReleased.
+func (s *Store) freeLocked(key string, e *entry, now time.Time) {
+	s.dropLocked(key, e)
+	if !s.handOverLocked(key, now) {
+		s.notifyLocked(key, backend.Event{Kind: backend.EventReleased, Next: s.nextLocked(key, now)})
+	}
+}
+
+// handOverLocked grants the free key to the first live waiter in its line,
+// with the ttl and floor it asked for, tells watchers the key is held for
+// that ttl and leaves the lease in the waiter's mailbox. It reports
+// whether anyone was in line.
+func (s *Store) handOverLocked(key string, now time.Time) bool {
+	if s.noHandover {
+		return false
+	}
+	next := s.nextLocked(key, now)
+	if next == "" {
+		return false
+	}
+	line := s.lines[key]
+	w := line[slices.IndexFunc(line, func(w waiter) bool { return w.owner == next })]
+	s.leaveLineLocked(key, next)
+	l := s.grantLocked(key, next, w.ttl, w.floor, now)
+	s.notifyLocked(key, backend.Event{Kind: backend.EventRenewed, TTL: w.ttl})
+	box := s.mailboxLocked(mailKey{key, next})
+	select {
+	case <-box: // a stale lease from an earlier holding
+	default:
+	}
+	box <- l
+	return true
 }
 
 // nextLocked drops the waiters of key whose place lapsed by now and
@@ -81,20 +190,21 @@ func (s *Store) nextLocked(key string, now time.Time) string {
 }
 
 // joinLocked puts owner at the back of key's line, or keeps its place and
-// moves its deadline, for patience from now. Patience 0 changes nothing.
-func (s *Store) joinLocked(key, owner string, now time.Time, patience time.Duration) {
+// moves its deadline, for patience from now, with the ttl and floor it
+// asks for should the key be handed to it. Patience 0 changes nothing.
+func (s *Store) joinLocked(key, owner string, now time.Time, patience, ttl time.Duration, floor uint64) {
 	if patience <= 0 {
 		return
 	}
-	deadline := now.Add(backend.RoundUpMillis(patience))
+	w := waiter{owner: owner, deadline: now.Add(backend.RoundUpMillis(patience)), ttl: ttl, floor: floor}
 	line := s.lines[key]
 	for i := range line {
 		if line[i].owner == owner {
-			line[i].deadline = deadline
+			line[i] = w
 			return
 		}
 	}
-	s.lines[key] = append(line, waiter{owner: owner, deadline: deadline})
+	s.lines[key] = append(line, w)
 }
 
 // leaveLineLocked takes owner out of key's line and reports whether it was

@@ -51,8 +51,8 @@ import (
 )
 
 var (
-	_ backend.Store = (*Store)(nil)
-	_ backend.Queue = (*Store)(nil)
+	_ backend.Store    = (*Store)(nil)
+	_ backend.Handover = (*Store)(nil)
 )
 
 // DefaultPrefix is the key prefix used when none is given.
@@ -62,11 +62,13 @@ const (
 	fenceSuffix    = ":fence"
 	lineSuffix     = ":line"
 	deadlineSuffix = ":line-due"
+	requestSuffix  = ":line-req"
+	mailboxInfix   = ":handover:"
 )
 
 // reservedSuffixes end the Redis keys a store writes beside a lease key;
 // keys passed to the store must not end in them.
-var reservedSuffixes = []string{fenceSuffix, lineSuffix, deadlineSuffix, memberDataSuffix, memberIDsSuffix}
+var reservedSuffixes = []string{fenceSuffix, lineSuffix, deadlineSuffix, requestSuffix, memberDataSuffix, memberIDsSuffix}
 
 // Store is a backend.Store on Redis. Create it with New; call Close to
 // release its pub/sub connection. The client is not closed by Close.
@@ -80,9 +82,10 @@ type Store struct {
 
 	sharded bool // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
 
-	mu   sync.Mutex             // guards subs and done
-	subs map[string]*subscriber // by shard: "" or, on a Cluster, the slot
-	done bool
+	mu     sync.Mutex             // guards subs, done and adding to awaits
+	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot
+	done   bool
+	awaits sync.WaitGroup // AwaitHandover reads whose callers left early
 }
 
 // publish returns the command the scripts publish events with.
@@ -159,10 +162,27 @@ func (s *Store) LineKeys(key string) (line, deadlines string) {
 	return lk + lineSuffix, lk + deadlineSuffix
 }
 
-// releaseKeys returns the keys of the release and dequeue scripts.
-func (s *Store) releaseKeys(key string) []string {
+// MailboxKey returns the Redis key (a stream) in which a release leaves
+// the lease of key it hands to owner, a waiter in line (backend.Handover).
+func (s *Store) MailboxKey(key, owner string) string {
+	return s.LeaseKey(key) + mailboxInfix + owner
+}
+
+// lineScriptKeys returns the keys of the scripts that work on the line:
+// lease, fence, line, deadlines and requests.
+func (s *Store) lineScriptKeys(key string) []string {
 	lk := s.LeaseKey(key)
-	return []string{lk, lk + lineSuffix, lk + deadlineSuffix}
+	return []string{lk, lk + fenceSuffix, lk + lineSuffix, lk + deadlineSuffix, lk + requestSuffix}
+}
+
+// handsOver is the scripts' handover argument: a store that waits for
+// replicas to acknowledge grants does not grant inside a release, whose
+// caller is not the grantee and could not wait for them.
+func (s *Store) handsOver() string {
+	if s.replicas > 0 {
+		return "0"
+	}
+	return "1"
 }
 
 func validKey(op, key string) error {
@@ -173,6 +193,9 @@ func validKey(op, key string) error {
 		if strings.HasSuffix(key, suffix) {
 			return fmt.Errorf("redisbackend: %s: %w: key %q ends in the reserved suffix %q", op, backend.ErrInvalidArgument, key, suffix)
 		}
+	}
+	if strings.Contains(key, mailboxInfix) {
+		return fmt.Errorf("redisbackend: %s: %w: key %q contains %q, which is reserved for handover mailboxes", op, backend.ErrInvalidArgument, key, mailboxInfix)
 	}
 	return nil
 }
@@ -208,7 +231,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		// Undo the grant that only the master has; a failover could
 		// lose it while we believed in it.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
-		_ = releaseScript.Run(rctx, s.rdb, s.releaseKeys(key), owner, 0, s.publish()).Err()
+		_ = releaseScript.Run(rctx, s.rdb, s.lineScriptKeys(key), owner, 0, s.publish(), s.handsOver()).Err()
 		cancel()
 	}
 	if err != nil {
@@ -268,7 +291,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
 	}
-	res, err := releaseScript.Run(ctx, s.rdb, s.releaseKeys(key), owner, ms, s.publish()).Slice()
+	res, err := releaseScript.Run(ctx, s.rdb, s.lineScriptKeys(key), owner, ms, s.publish(), s.handsOver()).Slice()
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
@@ -410,5 +433,6 @@ func (s *Store) Close() error {
 	for _, sub := range subs {
 		errs = append(errs, sub.close())
 	}
+	s.awaits.Wait()
 	return errors.Join(errs...)
 }

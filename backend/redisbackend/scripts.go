@@ -10,7 +10,11 @@ import "github.com/redis/go-redis/v9"
 // A key's waiting line (backend.Queue) is two sorted sets of owners: one
 // scored by arrival (microseconds of the server's clock), one by the
 // moment the place lapses (milliseconds); both expire once every place in
-// them has lapsed.
+// them has lapsed. A third key, a hash, holds what each waiter asked for
+// ("<ttl-ms> <floor>"), so that a release can hand the key to the first
+// waiter (backend.Handover): the release grants it and adds the lease to
+// the waiter's mailbox, a stream "<lease key>:handover:<owner>" that the
+// waiter reads with XREAD BLOCK.
 //
 // Replies are arrays whose first element says what happened:
 //
@@ -27,7 +31,7 @@ import "github.com/redis/go-redis/v9"
 
 // common is shared by every script. lease(t) classifies KEYS[1], whose
 // TYPE is t (nil: look it up). The line functions work on the line keys
-// L (arrival) and D (deadlines), which each script names.
+// L (arrival), D (deadlines) and R (requests), which each script names.
 const common = `
 local function lease(t)
   t = t or redis.call('TYPE', KEYS[1]).ok
@@ -48,7 +52,7 @@ end
 
 -- first drops the waiters whose place lapsed and returns the first of the
 -- others, or ''. A key without a line costs one EXISTS.
-local function first(L, D)
+local function first(L, D, R)
   if redis.call('EXISTS', L) == 0 then return '' end
   local ms = math.floor(now() / 1000)
   while true do
@@ -56,26 +60,34 @@ local function first(L, D)
     if #gone == 0 then break end
     redis.call('ZREM', L, unpack(gone))
     redis.call('ZREM', D, unpack(gone))
+    redis.call('HDEL', R, unpack(gone))
   end
   return redis.call('ZRANGE', L, 0, 0)[1] or ''
 end
 
 -- join puts owner at the back of the line (or keeps its place) until
--- patience ms from now.
-local function join(L, D, owner, patience)
+-- patience ms from now, asking for ttl ms and floor if handed the key.
+local function join(L, D, R, owner, patience, ttl, floor)
   if patience <= 0 then return end
   local ms = math.floor(now() / 1000)
   redis.call('ZADD', L, 'NX', now(), owner)
   redis.call('ZADD', D, ms + patience, owner)
+  redis.call('HSET', R, owner, ttl .. ' ' .. floor)
   if redis.call('PTTL', L) < patience then
     redis.call('PEXPIRE', L, patience)
     redis.call('PEXPIRE', D, patience)
+    redis.call('PEXPIRE', R, patience)
   end
 end
 
-local function leave(L, D, owner)
+local function leave(L, D, R, owner)
   redis.call('ZREM', D, owner)
+  redis.call('HDEL', R, owner)
   return redis.call('ZREM', L, owner)
+end
+
+local function mailbox(owner)
+  return KEYS[1] .. ':handover:' .. owner
 end
 
 -- grant gives the free KEYS[1] to owner for ttl ms, with the next token of
@@ -110,6 +122,29 @@ local function grant(owner, ttl, floor)
   redis.call('PEXPIRE', KEYS[1], ttl)
   return {'ok', owner, tok, ttl}
 end
+
+-- handover grants the free KEYS[1] (fence KEYS[2]) to the first live
+-- waiter, with the ttl and floor it asked for, puts the lease in its
+-- mailbox and tells watchers the key is held for ttl (command pub). It
+-- returns false if nobody is in line. A waiter whose request is not in
+-- baton's shape is dropped from the line.
+local function handover(L, D, R, pub)
+  while true do
+    local nxt = first(L, D, R)
+    if nxt == '' then return false end
+    local ttl, floor = string.match(redis.call('HGET', R, nxt) or '', '^(%d+) (%d+)$')
+    leave(L, D, R, nxt)
+    if ttl then
+      local g = grant(nxt, tonumber(ttl), floor)
+      if g[1] ~= 'ok' then return false end
+      local box = mailbox(nxt)
+      redis.call('XADD', box, '*', 'token', g[3], 'ttl', ttl)
+      redis.call('PEXPIRE', box, ttl)
+      redis.call(pub, KEYS[1], 'renewed ' .. g[3] .. ' ' .. ttl)
+      return true
+    end
+  end
+end
 `
 
 // acquireScript: KEYS[1] lease, KEYS[2] fence; ARGV owner, ttl-ms, floor.
@@ -120,33 +155,51 @@ return grant(ARGV[1], tonumber(ARGV[2]), ARGV[3])
 `)
 
 // acquireQueuedScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line,
-// KEYS[4] line deadlines; ARGV owner, ttl-ms, floor, patience-ms.
+// KEYS[4] line deadlines, KEYS[5] line requests; ARGV owner, ttl-ms,
+// floor, patience-ms. A lease handed to owner is returned as granted.
 var acquireQueuedScript = redis.NewScript(common + `
 local owner, patience = ARGV[1], tonumber(ARGV[4])
-local nxt = first(KEYS[3], KEYS[4])
+local nxt = first(KEYS[3], KEYS[4], KEYS[5])
 local l = lease()
 if l then
   if l[1] ~= 'held' then return l end
-  join(KEYS[3], KEYS[4], owner, patience)
+  if l[2] == owner and not l[5] then
+    redis.call('DEL', mailbox(owner))
+    return {'ok', l[2], l[3], l[4]}
+  end
+  join(KEYS[3], KEYS[4], KEYS[5], owner, patience, ARGV[2], ARGV[3])
   if nxt == '' and patience > 0 then nxt = owner end
   return {l[1], l[2], l[3], l[4], nxt}
 end
 if nxt ~= '' and nxt ~= owner then
-  join(KEYS[3], KEYS[4], owner, patience)
+  join(KEYS[3], KEYS[4], KEYS[5], owner, patience, ARGV[2], ARGV[3])
   return {'queued', nxt}
 end
-if nxt == owner then leave(KEYS[3], KEYS[4], owner) end
+if nxt == owner then leave(KEYS[3], KEYS[4], KEYS[5], owner) end
 return grant(owner, tonumber(ARGV[2]), ARGV[3])
 `)
 
-// dequeueScript: KEYS[1] lease, KEYS[2] line, KEYS[3] line deadlines;
-// ARGV owner, publish command. If owner was first and the key is free,
-// it publishes "released - <next>", so the next waiter claims at once.
+// dequeueScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4]
+// line deadlines, KEYS[5] line requests; ARGV owner, publish command,
+// handover ("1": hand a freed key to the next waiter). A key already
+// handed to owner is released. If owner was first for the free key, the
+// key goes to the next waiter: handed over, or else "released - <next>"
+// is published so that the next waiter claims at once.
 var dequeueScript = redis.NewScript(common + `
-local was = first(KEYS[2], KEYS[3])
-if leave(KEYS[2], KEYS[3], ARGV[1]) == 0 then return {'free'} end
-if was == ARGV[1] and redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call(ARGV[2], KEYS[1], 'released - ' .. first(KEYS[2], KEYS[3]))
+local owner, pub = ARGV[1], ARGV[2]
+local was = first(KEYS[3], KEYS[4], KEYS[5])
+local left = leave(KEYS[3], KEYS[4], KEYS[5], owner)
+local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
+if not v.err and v[1] == owner and v[2] and not v[3] then
+  redis.call('DEL', KEYS[1], mailbox(owner))
+  if not (ARGV[3] == '1' and handover(KEYS[3], KEYS[4], KEYS[5], pub)) then
+    redis.call(pub, KEYS[1], 'released ' .. v[2] .. ' ' .. first(KEYS[3], KEYS[4], KEYS[5]))
+  end
+  return {'free'}
+end
+if left == 0 or was ~= owner or redis.call('EXISTS', KEYS[1]) == 1 then return {'free'} end
+if not (ARGV[3] == '1' and handover(KEYS[3], KEYS[4], KEYS[5], pub)) then
+  redis.call(pub, KEYS[1], 'released - ' .. first(KEYS[3], KEYS[4], KEYS[5]))
 end
 return {'free'}
 `)
@@ -168,12 +221,14 @@ redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. ARGV[2])
 return {'ok', v[1], v[2], tonumber(ARGV[2])}
 `)
 
-// releaseScript: KEYS[1] lease, KEYS[2] line, KEYS[3] line deadlines;
-// ARGV owner, keep-ms (0: delete now), publish command.
-// Deleting publishes "released <token> <next>" on the channel named after
-// the lease key (next: the waiter first in line, or empty), which is what
-// wakes watchers; keeping the key publishes "renewed <token> <keep-ms>",
-// so that waiters sleep exactly that long.
+// releaseScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4] line
+// deadlines, KEYS[5] line requests; ARGV owner, keep-ms (0: delete now),
+// publish command, handover ("1": hand the key to the first waiter).
+// Handing over publishes "renewed <new token> <ttl-ms>" (the key stays
+// held); deleting publishes "released <token> <next>" on the channel named
+// after the lease key (next: the waiter first in line, or empty), which is
+// what wakes watchers; keeping the key publishes "renewed <token>
+// <keep-ms>", so that waiters sleep exactly that long.
 var releaseScript = redis.NewScript(common + `
 local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
 if v.err or v[1] ~= ARGV[1] or not v[2] then
@@ -191,8 +246,10 @@ if keep > 0 then
   end
   return {'ok', v[1], v[2], redis.call('PTTL', KEYS[1])}
 end
-redis.call('DEL', KEYS[1])
-redis.call(ARGV[3], KEYS[1], 'released ' .. v[2] .. ' ' .. first(KEYS[2], KEYS[3]))
+redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
+if not (ARGV[4] == '1' and handover(KEYS[3], KEYS[4], KEYS[5], ARGV[3])) then
+  redis.call(ARGV[3], KEYS[1], 'released ' .. v[2] .. ' ' .. first(KEYS[3], KEYS[4], KEYS[5]))
+end
 return {'ok', v[1], v[2], 0}
 `)
 
