@@ -10,33 +10,53 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/synclock"
 )
 
-// countingQueue counts the claims a locker makes on a store with lines.
+// countingQueue counts the claims a locker makes on a store with lines
+// that does not hand over.
 type countingQueue struct {
-	*redisbackend.Store
+	queueStore
 	claims atomic.Int64
+}
+
+type queueStore interface {
+	backend.Store
+	backend.Queue
 }
 
 func (c *countingQueue) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 	c.claims.Add(1)
-	return c.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+	return c.queueStore.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 }
 
-var _ backend.Queue = (*countingQueue)(nil)
+// countingHandover is countingQueue on a store that hands over.
+type countingHandover struct {
+	*countingQueue
+	h backend.Handover
+}
 
-// countingLocker returns a locker of instance n whose claims are counted.
-func countingLocker(t testing.TB, n int, cfg synclock.Config) (*synclock.Locker, *countingQueue) {
+func (c countingHandover) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	return c.h.AwaitHandover(ctx, key, owner, max)
+}
+
+var (
+	_ queueStore       = (*countingQueue)(nil)
+	_ backend.Handover = countingHandover{}
+)
+
+// countingLocker returns a locker of instance n on s whose claims are
+// counted; it hands over if s does.
+func countingLocker(t testing.TB, n int, cfg synclock.Config, s queueStore) (*synclock.Locker, *countingQueue) {
 	t.Helper()
-	s, err := redisbackend.New(server.Client(t))
-	if err != nil {
-		t.Fatal(err)
+	cq := &countingQueue{queueStore: s}
+	var st backend.Store = cq
+	if h, ok := s.(backend.Handover); ok {
+		st = countingHandover{cq, h}
 	}
-	t.Cleanup(func() { s.Close() })
-	cq := &countingQueue{Store: s}
-	lk, err := synclock.NewLocker(cq, idN(t, n), cfg, quiet)
+	lk, err := synclock.NewLocker(st, idN(t, n), cfg, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +86,37 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // Instances that wait for one key get it in the order they came, not in
-// the order their claims happen to reach Redis after a release; and a
-// release kept for the first waiter does not make the others ask. The
-// retry interval is an hour, so only releases move anyone.
+// the order their claims happen to reach the store after a release. On a
+// store that hands over, a waiter asks once and is then handed the key
+// without asking again; elsewhere it asks again only when the release is
+// kept for it, never for a release kept for another waiter. The retry
+// interval is an hour, so only releases move anyone.
 func TestLineOrderAcrossInstances(t *testing.T) {
 	cfg := synclock.Config{RetryInterval: time.Hour}
-	holder, hs := redisLocker(t, 1, cfg)
+	t.Run("Redis", func(t *testing.T) {
+		testLineOrder(t, cfg, 1, func(t testing.TB) queueStore {
+			s, err := redisbackend.New(server.Client(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+	t.Run("WithoutHandover", func(t *testing.T) {
+		mem := membackend.New(membackend.WithoutHandover())
+		t.Cleanup(func() { mem.Close() })
+		// The first claim, the one after subscribing, and the one when
+		// the release is kept for it.
+		testLineOrder(t, cfg, 3, func(testing.TB) queueStore { return mem })
+	})
+}
+
+func testLineOrder(t *testing.T, cfg synclock.Config, wantClaims int64, open func(testing.TB) queueStore) {
+	holder, err := synclock.NewLocker(open(t), idN(t, 1), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := uniqueKey(t)
 	m := holder.Mutex(key)
 	if err := m.Lock(ctxT(t)); err != nil {
@@ -84,8 +129,8 @@ func TestLineOrderAcrossInstances(t *testing.T) {
 		errs  = make(chan error, 3)
 	)
 	var counters []*countingQueue
-	for i, n := range []int{2, 3, 4} {
-		lk, cq := countingLocker(t, n, cfg)
+	for _, n := range []int{2, 3, 4} {
+		lk, cq := countingLocker(t, n, cfg, open(t))
 		counters = append(counters, cq)
 		wg.Go(func() {
 			errs <- lk.DoKey(ctxT(t), key, func(context.Context) error {
@@ -95,9 +140,8 @@ func TestLineOrderAcrossInstances(t *testing.T) {
 				return nil
 			})
 		})
-		waitFor(t, "the waiter is in line", func() bool { return lineLen(t, hs.(*redisbackend.Store), key) == int64(i+1) })
-		// Its first claim and the one after subscribing.
-		waitFor(t, "the waiter claimed twice", func() bool { return cq.claims.Load() == 2 })
+		// Waiting claims: once, or (subscribing) twice.
+		waitFor(t, "the waiter is in line", func() bool { return cq.claims.Load() == min(wantClaims, 2) })
 	}
 	if err := m.Unlock(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -112,15 +156,10 @@ func TestLineOrderAcrossInstances(t *testing.T) {
 	if want := []int{2, 3, 4}; !slices.Equal(order, want) {
 		t.Fatalf("instances ran in the order %v, want their arrival order %v", order, want)
 	}
-	// Each waiter claimed twice while waiting and once when its turn
-	// came; a release kept for another waiter woke nobody else.
 	for i, cq := range counters {
-		if n := cq.claims.Load(); n != 3 {
-			t.Errorf("waiter %d made %d claims, want 3", i+2, n)
+		if n := cq.claims.Load(); n != wantClaims {
+			t.Errorf("waiter %d made %d claims, want %d", i+2, n, wantClaims)
 		}
-	}
-	if n := lineLen(t, hs.(*redisbackend.Store), key); n != 0 {
-		t.Errorf("%d waiters left in line after everyone ran", n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -31,6 +32,8 @@ type Locker struct {
 	patience    time.Duration // how long a waiter's place in a store's line outlives its last try
 	opTimeout   time.Duration
 	leaseMargin time.Duration
+
+	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -282,11 +285,18 @@ func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, e
 // claim takes the lock in the store for the goroutine that owns q's turn.
 // On a store with waiting lines (backend.Queue) a waiter holds a place in
 // the key's line while it waits, so that the lock goes to the instance that
-// has waited longest, and it leaves the line when it gives up.
+// has waited longest, and it leaves the line when it gives up. On a store
+// that hands over (backend.Handover) the release grants the key to the
+// first waiter, who collects it without another request; elsewhere a
+// waiter sleeps until a release is announced and then asks again.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, error) {
 	owner := lk.idText + "#" + nonce()
 	hold := lk.cfg.HoldDuration
 	line, _ := lk.store.(backend.Queue)
+	hand, _ := lk.store.(backend.Handover)
+	if lk.noHandover.Load() {
+		hand = nil
+	}
 	var patience time.Duration
 	if wait {
 		patience = lk.patience
@@ -308,11 +318,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		}
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
-			lk.leaveLine(ctx, line, key, sk, owner, patience)
-			if ctx.Err() != nil {
-				return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), backend.ContextError(ctx))
-			}
-			return nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err)
+			return nil, lk.giveUp(ctx, line, key, sk, owner, patience, "", fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
 		}
 		lk.observe(sk, held.Holder.Token)
 		locked := &lockedError{key: key, holder: held.Holder, next: held.Next}
@@ -323,6 +329,29 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			locked.tries = tries
 			return nil, locked
+		}
+		poll := lk.cfg.RetryInterval
+		if held.Holder.Owner != "" {
+			poll = min(poll, held.Holder.TTL+time.Millisecond)
+		}
+		if hand != nil {
+			// The refused request was sent before any handover to
+			// owner can happen, so the lease is counted from then.
+			l, ok, err := hand.AwaitHandover(ctx, sk, owner, poll)
+			switch {
+			case ok:
+				lk.observe(sk, l.Token)
+				return lk.newGrant(ctx, key, sk, q, owner, l, sent), nil
+			case errors.Is(err, errors.ErrUnsupported):
+				// Wait for releases instead, from now on.
+				lk.noHandover.Store(true)
+				hand = nil
+			case err != nil:
+				return nil, lk.giveUp(ctx, line, key, sk, owner, patience, ", "+locked.holderText(),
+					fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), err))
+			default:
+				continue // nothing handed over in time: ask again, which keeps the place
+			}
 		}
 		if q.watch == nil {
 			// Subscribe once per queue, then look again at once: a
@@ -335,15 +364,22 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 				lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", key, "err", err)
 			}
 		}
-		poll := lk.cfg.RetryInterval
-		if held.Holder.Owner != "" {
-			poll = min(poll, held.Holder.TTL+time.Millisecond)
-		}
 		if err := lk.waitTurn(ctx, q, poll, owner); err != nil {
 			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), ErrTimeout), err)
 		}
 	}
+}
+
+// giveUp leaves the line after a failed store call and returns err, or,
+// if ctx ended, ErrTimeout (with holder, the text naming the holder)
+// joined with the context's error.
+func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, holder string, err error) error {
+	lk.leaveLine(ctx, line, key, sk, owner, patience)
+	if ctx.Err() != nil {
+		return errors.Join(fmt.Errorf("synclock: waiting for lock %q%s: %w", key, holder, ErrTimeout), backend.ContextError(ctx))
+	}
+	return err
 }
 
 // leaveLine takes a waiter that gives up out of the key's line, so that
