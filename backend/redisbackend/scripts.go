@@ -126,24 +126,38 @@ end
 -- handover grants the free KEYS[1] (fence KEYS[2]) to the first live
 -- waiter, with the ttl and floor it asked for, puts the lease in its
 -- mailbox and tells watchers the key is held for ttl (command pub). It
--- returns false if nobody is in line. A waiter whose request is not in
+-- returns whether it did, and the waiter first in line (nxt, if given,
+-- is the one first() just returned). A waiter whose request is not in
 -- baton's shape is dropped from the line.
-local function handover(L, D, R, pub)
+local function handover(L, D, R, pub, nxt)
   while true do
-    local nxt = first(L, D, R)
-    if nxt == '' then return false end
+    nxt = nxt or first(L, D, R)
+    if nxt == '' then return false, '' end
     local ttl, floor = string.match(redis.call('HGET', R, nxt) or '', '^(%d+) (%d+)$')
     leave(L, D, R, nxt)
     if ttl then
       local g = grant(nxt, tonumber(ttl), floor)
-      if g[1] ~= 'ok' then return false end
+      if g[1] ~= 'ok' then return false, first(L, D, R) end
       local box = mailbox(nxt)
       redis.call('XADD', box, '*', 'token', g[3], 'ttl', ttl)
       redis.call('PEXPIRE', box, ttl)
       redis.call(pub, KEYS[1], 'renewed ' .. g[3] .. ' ' .. ttl)
-      return true
+      return true, nxt
     end
+    nxt = nil
   end
+end
+
+-- pass hands the freed KEYS[1] over if hand is '1' and someone is in
+-- line, and otherwise publishes "released <token> <next>".
+local function pass(L, D, R, pub, hand, token)
+  local nxt = first(L, D, R)
+  if hand == '1' and nxt ~= '' then
+    local done
+    done, nxt = handover(L, D, R, pub, nxt)
+    if done then return end
+  end
+  redis.call(pub, KEYS[1], 'released ' .. token .. ' ' .. nxt)
 end
 `
 
@@ -192,15 +206,11 @@ local left = leave(KEYS[3], KEYS[4], KEYS[5], owner)
 local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
 if not v.err and v[1] == owner and v[2] and not v[3] then
   redis.call('DEL', KEYS[1], mailbox(owner))
-  if not (ARGV[3] == '1' and handover(KEYS[3], KEYS[4], KEYS[5], pub)) then
-    redis.call(pub, KEYS[1], 'released ' .. v[2] .. ' ' .. first(KEYS[3], KEYS[4], KEYS[5]))
-  end
+  pass(KEYS[3], KEYS[4], KEYS[5], pub, ARGV[3], v[2])
   return {'free'}
 end
 if left == 0 or was ~= owner or redis.call('EXISTS', KEYS[1]) == 1 then return {'free'} end
-if not (ARGV[3] == '1' and handover(KEYS[3], KEYS[4], KEYS[5], pub)) then
-  redis.call(pub, KEYS[1], 'released - ' .. first(KEYS[3], KEYS[4], KEYS[5]))
-end
+pass(KEYS[3], KEYS[4], KEYS[5], pub, ARGV[3], '-')
 return {'free'}
 `)
 
@@ -247,9 +257,7 @@ if keep > 0 then
   return {'ok', v[1], v[2], redis.call('PTTL', KEYS[1])}
 end
 redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
-if not (ARGV[4] == '1' and handover(KEYS[3], KEYS[4], KEYS[5], ARGV[3])) then
-  redis.call(ARGV[3], KEYS[1], 'released ' .. v[2] .. ' ' .. first(KEYS[3], KEYS[4], KEYS[5]))
-end
+pass(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], v[2])
 return {'ok', v[1], v[2], 0}
 `)
 
