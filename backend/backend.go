@@ -60,7 +60,9 @@ type Store interface {
 	Renew(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error)
 
 	// Release ends owner's lease on key. With keepFor <= 0 the key is
-	// deleted at once and watchers are woken (EventReleased). With
+	// deleted at once and watchers are woken (EventReleased), except on a
+	// store that hands over (Handover) with a live waiter in the key's
+	// line: the key then goes straight to that waiter. With
 	// keepFor > 0 the key stays held for exactly keepFor more (it can no
 	// longer be renewed, and watchers that are told get EventRenewed with
 	// TTL keepFor), which is how a job lock keeps its lockAtLeastFor. Only the owner can release:

@@ -30,12 +30,20 @@
 //     order; only the one at the head talks to the store.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
-//     do): a release names the waiter first in line, only that one claims,
-//     and the others sleep on, so no waiter is starved by luckier ones and
-//     no release sets off a herd of claims. A waiter keeps its place by
-//     asking again at least every RetryInterval and loses it 3 x
-//     RetryInterval after its last try (so a crashed waiter delays the
-//     lock at most that long); one that gives up leaves the line at once.
+//     do), so no waiter is starved by luckier ones and no release sets off
+//     a herd of claims. A waiter keeps its place by asking again at least
+//     every RetryInterval and loses it 3 x RetryInterval after its last try
+//     (so a crashed waiter delays the lock at most that long); one that
+//     gives up leaves the line at once.
+//   - On a store that hands over (backend.Handover; both do, except a Redis
+//     store made WithReplicaAck) the release itself grants the lock to the
+//     waiter first in line, which finds it in its own mailbox without
+//     asking: a contended lock passes from holder to holder in one trip to
+//     the store, and no other waiter is woken. The new holder counts its
+//     hold from when it last asked, a moment before the handover, so it
+//     may give the lock up up to one RetryInterval early, never late. On
+//     other stores the release names the first waiter, only that one
+//     claims, and the others sleep on.
 //   - The holder is the instance ID plus a nonce per acquisition, and
 //     release is owner-checked: a late release after the hold ran out can
 //     never delete the next holder's key.

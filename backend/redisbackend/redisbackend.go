@@ -11,9 +11,15 @@
 // one Cluster slot; a key without one is used whole as its tag. A key's
 // waiting line (backend.Queue) is the pair of sorted sets "<prefix>:K:line"
 // (waiters by arrival) and "<prefix>:K:line-due" (when each place lapses,
-// on the server's clock); they expire with the last place. The suffixes
-// ":fence", ":line", ":line-due", ":member-data" and ":member-ids" are
-// reserved (see Registry below).
+// on the server's clock), with the hash "<prefix>:K:line-req" of what each
+// waiter asked for (ttl and fencing floor); they expire with the last
+// place. A release of a key with a live waiter in line grants it to that
+// waiter (backend.Handover) and adds the lease to the waiter's mailbox, the
+// stream "<prefix>:K:handover:<owner>", which the waiter reads with XREAD
+// BLOCK; it expires with the lease and is deleted when that lease ends. The
+// suffixes ":fence", ":line", ":line-due", ":line-req", ":member-data" and
+// ":member-ids", and ":handover:" anywhere in a key, are reserved (see
+// Registry below).
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet), so the owner check, the fencing increment,
@@ -156,7 +162,8 @@ func (s *Store) FenceKey(key string) string { return s.LeaseKey(key) + fenceSuff
 
 // LineKeys returns the Redis keys that hold key's waiting line
 // (backend.Queue): the sorted set of waiters by arrival and the one of the
-// moments their places lapse.
+// moments their places lapse. A third key, the same name with the suffix
+// ":line-req", holds what each waiter asked for.
 func (s *Store) LineKeys(key string) (line, deadlines string) {
 	lk := s.LeaseKey(key)
 	return lk + lineSuffix, lk + deadlineSuffix

@@ -319,6 +319,32 @@ func testReplicaAck(t *testing.T, sn *testenv.Sentinel) {
 	if _, err := acked.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("an unacknowledged grant was left in place: %v", err)
 	}
+
+	// No handover: the release keeps the key for the waiter, which
+	// claims it with a grant the replica acknowledges.
+	lh, err := acked.AcquireQueued(ctx, key, "h", time.Minute, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acked.AcquireQueued(ctx, key, "w", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("waiter's AcquireQueued of the held key: %v, want ErrHeld", err)
+	}
+	if _, ok, err := acked.AwaitHandover(ctx, key, "w", time.Second); ok || !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("AwaitHandover on a store WithReplicaAck: ok %v, err %v; want errors.ErrUnsupported", ok, err)
+	}
+	if err := acked.Release(ctx, key, "h", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := acked.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("the release of a store WithReplicaAck handed the key over: Get = %v, want ErrNotFound", err)
+	}
+	lw, err := acked.AcquireQueued(ctx, key, "w", time.Minute, 0, time.Minute)
+	if err != nil || lw.Token <= lh.Token {
+		t.Fatalf("the waiter's claim of the key kept for it: %+v, %v; want a grant above token %d", lw, err, lh.Token)
+	}
+	if err := acked.Release(ctx, key, "w", 0); err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []redisbackend.Option{redisbackend.WithReplicaAck(0, time.Second), redisbackend.WithReplicaAck(1, 0)} {
 		if _, err := redisbackend.New(sn.FailoverClient(t), bad); !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("bad WithReplicaAck: %v", err)

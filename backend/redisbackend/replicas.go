@@ -22,6 +22,11 @@ var ErrNotReplicated = errors.New("grant not acknowledged by enough replicas")
 // holds can be lost in a failover, letting a second holder in; with n >= 1
 // a Sentinel failover to an acknowledging replica keeps it. Not for Redis
 // Cluster clients (WAIT cannot be routed with a cluster pipeline).
+//
+// Such a store does not hand a released key to the first waiter (the
+// releasing client could not wait for the grantee's acknowledgement):
+// AwaitHandover fails with errors.ErrUnsupported, and a release keeps the
+// key for that waiter, which claims it with a grant of its own.
 func WithReplicaAck(n int, timeout time.Duration) Option {
 	return func(s *Store) error {
 		if n < 1 || timeout <= 0 {
