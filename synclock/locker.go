@@ -318,7 +318,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		}
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
-			return nil, lk.giveUp(ctx, line, key, sk, owner, patience, "", fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
+			return nil, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
 		}
 		lk.observe(sk, held.Holder.Token)
 		locked := &lockedError{key: key, holder: held.Holder, next: held.Next}
@@ -347,7 +347,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 				lk.noHandover.Store(true)
 				hand = nil
 			case err != nil:
-				return nil, lk.giveUp(ctx, line, key, sk, owner, patience, ", "+locked.holderText(),
+				return nil, lk.giveUp(ctx, line, key, sk, owner, patience, locked,
 					fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), err))
 			default:
 				continue // nothing handed over in time: ask again, which keeps the place
@@ -365,21 +365,23 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			}
 		}
 		if err := lk.waitTurn(ctx, q, poll, owner); err != nil {
-			lk.leaveLine(ctx, line, key, sk, owner, patience)
-			return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), ErrTimeout), err)
+			return nil, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)
 		}
 	}
 }
 
-// giveUp leaves the line after a failed store call and returns err, or,
-// if ctx ended, ErrTimeout (with holder, the text naming the holder)
-// joined with the context's error.
-func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, holder string, err error) error {
+// giveUp leaves the line after a failed wait or store call and returns
+// err, or, if ctx ended, ErrTimeout (naming the holder when the last
+// refusal, locked, is known) joined with the context's error.
+func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, locked *lockedError, err error) error {
 	lk.leaveLine(ctx, line, key, sk, owner, patience)
-	if ctx.Err() != nil {
-		return errors.Join(fmt.Errorf("synclock: waiting for lock %q%s: %w", key, holder, ErrTimeout), backend.ContextError(ctx))
+	if ctx.Err() == nil {
+		return err
 	}
-	return err
+	if locked == nil {
+		return errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), backend.ContextError(ctx))
+	}
+	return errors.Join(fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), ErrTimeout), backend.ContextError(ctx))
 }
 
 // leaveLine takes a waiter that gives up out of the key's line, so that

@@ -165,23 +165,14 @@ func (s *suite) passedTo(t testing.TB, ctx context.Context, w backend.Watch, nq,
 // over) or if none comes within waitTimeout.
 func awaitRenewal(t testing.TB, w backend.Watch, maxTTL time.Duration, what string) {
 	t.Helper()
-	timer := time.NewTimer(waitTimeout)
-	defer timer.Stop()
-	for {
-		select {
-		case ev := <-w.C():
-			if err := checkEvent(ev, maxTTL); err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			switch ev.Kind {
-			case backend.EventRenewed:
-				return
-			case backend.EventReleased:
-				t.Fatalf("%s: watchers got EventReleased; a store that hands over keeps the key held (EventRenewed)", what)
-			}
-		case <-timer.C:
-			t.Fatalf("%s: no EventRenewed within %v", what, waitTimeout)
+	err := awaitEvent(w, maxTTL, "EventRenewed", func(ev backend.Event) (bool, error) {
+		if ev.Kind == backend.EventReleased {
+			return true, errors.New("watchers got EventReleased; a store that hands over keeps the key held (EventRenewed)")
 		}
+		return ev.Kind == backend.EventRenewed, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
@@ -192,24 +183,19 @@ func awaitRenewal(t testing.TB, w backend.Watch, maxTTL time.Duration, what stri
 // malformed (see checkEvent).
 func awaitRelease(t testing.TB, w backend.Watch, maxTTL time.Duration, next, what string) {
 	t.Helper()
-	timer := time.NewTimer(waitTimeout)
-	defer timer.Stop()
-	for {
-		select {
-		case ev := <-w.C():
-			if err := checkEvent(ev, maxTTL); err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			if ev.Kind != backend.EventReleased {
-				continue
-			}
-			if ev.Next != next {
-				t.Errorf("%s: EventReleased names %q as first in line; want %q", what, ev.Next, next)
-			}
-			return
-		case <-timer.C:
-			t.Fatalf("%s: no EventReleased within %v", what, waitTimeout)
+	var got *backend.Event
+	err := awaitEvent(w, maxTTL, "EventReleased", func(ev backend.Event) (bool, error) {
+		if ev.Kind != backend.EventReleased {
+			return false, nil
 		}
+		got = &ev
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got.Next != next {
+		t.Errorf("%s: EventReleased names %q as first in line; want %q", what, got.Next, next)
 	}
 }
 
@@ -265,7 +251,7 @@ func (s *suite) testQueueOrder(t *testing.T) {
 	checkQueuedBehind(t, "b's AcquireQueued once a has the key", err, la, longTTL, "b")
 
 	release(t, ctx, a, key, "a", 0)
-	lb := s.passedTo(t, ctx, w, b, h, key, "b", longTTL, la.Token, "a's release with b in line")
+	s.passedTo(t, ctx, w, b, h, key, "b", longTTL, la.Token, "a's release with b in line")
 	release(t, ctx, b, key, "b", 0)
 	awaitRelease(t, w, longTTL, "", "b's release with nobody left in line")
 	if s.handsOver(t, ctx, a) {
@@ -273,7 +259,6 @@ func (s *suite) testQueueOrder(t *testing.T) {
 			t.Errorf("a's AwaitHandover after it released the key handed to it: ok %v, err %v; want ok false (the mailbox was emptied)", ok, err)
 		}
 	}
-	_ = lb
 }
 
 // testQueuePatience lets a waiter join with a short patience, extend it
@@ -293,16 +278,10 @@ func (s *suite) testQueuePatience(t *testing.T) {
 		return
 	}
 	s.retrySlow(t, "queue-patience", func(key string) bool {
-		w := watch(t, ctx, watcher, key)
-		held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-		_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, short)
-		checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
-		refreshed := time.Now()
-		_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
-		checkQueuedBehind(t, "a's second AcquireQueued", err, held, longTTL, "a")
+		w, held, refreshed := s.joinThenRefresh(t, ctx, h, a, watcher, key, short, patience)
 
 		release(t, ctx, h, key, "h", 0)
-		_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, 0)
+		_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, 0)
 		if !s.surelyLive(refreshed, patience, time.Now()) {
 			if err == nil {
 				release(t, ctx, b, key, "b", 0)
@@ -325,6 +304,22 @@ func (s *suite) testQueuePatience(t *testing.T) {
 	})
 }
 
+// joinThenRefresh starts both variants of testQueuePatience: h takes key
+// (watched by watcher), a joins its line with patience short, then calls
+// again with patience. It returns the watch, h's lease and when a's second
+// call was sent.
+func (s *suite) joinThenRefresh(t *testing.T, ctx context.Context, h, a, watcher queueStore, key string, short, patience time.Duration) (backend.Watch, backend.Lease, time.Time) {
+	t.Helper()
+	w := watch(t, ctx, watcher, key)
+	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
+	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, short)
+	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+	refreshed := time.Now()
+	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
+	checkQueuedBehind(t, "a's second AcquireQueued", err, held, longTTL, "a")
+	return w, held, refreshed
+}
+
 // handoverPatience is testQueuePatience for a store that hands over: the
 // release would hand the key to a while its place lasts (testQueueOrder),
 // so the place is watched in the names of the refusals instead. a stays
@@ -332,13 +327,7 @@ func (s *suite) testQueuePatience(t *testing.T) {
 // out; the release after that frees the key, and b is granted it.
 func (s *suite) handoverPatience(t *testing.T, ctx context.Context, h, a, b, watcher queueStore, short, patience time.Duration) {
 	s.retrySlow(t, "queue-patience", func(key string) bool {
-		w := watch(t, ctx, watcher, key)
-		held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-		_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, short)
-		checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
-		refreshed := time.Now()
-		_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
-		checkQueuedBehind(t, "a's second AcquireQueued", err, held, longTTL, "a")
+		w, held, refreshed := s.joinThenRefresh(t, ctx, h, a, watcher, key, short, patience)
 
 		deadline := time.Now().Add(waitTimeout)
 		for {

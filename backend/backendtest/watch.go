@@ -11,11 +11,10 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// awaitFreeEvent reads w until it delivers an event other than a
-// renewal (the key was released or may be free), and returns an error if
-// none comes within waitTimeout or if an event is malformed (see
-// checkEvent).
-func awaitFreeEvent(w backend.Watch, maxTTL time.Duration) error {
+// awaitEvent reads w until done says an event ends the wait, and returns
+// done's error, or an error if an event is malformed (see checkEvent) or
+// none ends the wait within waitTimeout (want says what was awaited).
+func awaitEvent(w backend.Watch, maxTTL time.Duration, want string, done func(backend.Event) (bool, error)) error {
 	timer := time.NewTimer(waitTimeout)
 	defer timer.Stop()
 	for {
@@ -24,13 +23,23 @@ func awaitFreeEvent(w backend.Watch, maxTTL time.Duration) error {
 			if err := checkEvent(ev, maxTTL); err != nil {
 				return err
 			}
-			if ev.Kind != backend.EventRenewed {
-				return nil
+			if ok, err := done(ev); ok || err != nil {
+				return err
 			}
 		case <-timer.C:
-			return fmt.Errorf("no event saying the key was released or may be free within %v", waitTimeout)
+			return fmt.Errorf("no %s within %v", want, waitTimeout)
 		}
 	}
+}
+
+// awaitFreeEvent reads w until it delivers an event other than a
+// renewal (the key was released or may be free), and returns an error if
+// none comes within waitTimeout or if an event is malformed (see
+// checkEvent).
+func awaitFreeEvent(w backend.Watch, maxTTL time.Duration) error {
+	return awaitEvent(w, maxTTL, "event saying the key was released or may be free", func(ev backend.Event) (bool, error) {
+		return ev.Kind != backend.EventRenewed, nil
+	})
 }
 
 // checkEvent returns an error if ev is not one of the documented kinds,

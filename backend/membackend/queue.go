@@ -77,8 +77,8 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 		return nil
 	}
 	delete(s.mail, mailKey{key, owner})
-	if left && first && s.liveLocked(key, now) == nil && !s.handOverLocked(key, now) {
-		s.notifyLocked(key, backend.Event{Kind: backend.EventReleased, Next: s.nextLocked(key, now)})
+	if left && first && s.liveLocked(key, now) == nil {
+		s.passLocked(key, now)
 	}
 	return nil
 }
@@ -141,11 +141,17 @@ func (s *Store) mailboxLocked(mk mailKey) chan backend.Lease {
 	return box
 }
 
-// freeLocked ends key's lease e (a release without keep time): the key
-// goes to the first live waiter in line, or else becomes free and
-// watchers get EventReleased.
+// freeLocked ends key's lease e (a release without keep time) and passes
+// the key on (passLocked).
 func (s *Store) freeLocked(key string, e *entry, now time.Time) {
 	s.dropLocked(key, e)
+	s.passLocked(key, now)
+}
+
+// passLocked gives the free key to the first live waiter in line, or else
+// tells watchers it is free (EventReleased, naming the waiter it is kept
+// for when the store does not hand over).
+func (s *Store) passLocked(key string, now time.Time) {
 	if !s.handOverLocked(key, now) {
 		s.notifyLocked(key, backend.Event{Kind: backend.EventReleased, Next: s.nextLocked(key, now)})
 	}
@@ -159,16 +165,14 @@ func (s *Store) handOverLocked(key string, now time.Time) bool {
 	if s.noHandover {
 		return false
 	}
-	next := s.nextLocked(key, now)
-	if next == "" {
+	if s.nextLocked(key, now) == "" {
 		return false
 	}
-	line := s.lines[key]
-	w := line[slices.IndexFunc(line, func(w waiter) bool { return w.owner == next })]
-	s.leaveLineLocked(key, next)
-	l := s.grantLocked(key, next, w.ttl, w.floor, now)
+	w := s.lines[key][0] // nextLocked left the first live waiter in front
+	s.leaveLineLocked(key, w.owner)
+	l := s.grantLocked(key, w.owner, w.ttl, w.floor, now)
 	s.notifyLocked(key, backend.Event{Kind: backend.EventRenewed, TTL: w.ttl})
-	box := s.mailboxLocked(mailKey{key, next})
+	box := s.mailboxLocked(mailKey{key, w.owner})
 	select {
 	case <-box: // a stale lease from an earlier holding
 	default:
