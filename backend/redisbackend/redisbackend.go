@@ -244,7 +244,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
 	}
-	r, err := parseReply("acquire", key, res)
+	r, err := parseReply("acquire", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -270,7 +270,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
 	}
-	r, err := parseReply("renew", key, res)
+	r, err := parseReply("renew", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -298,11 +298,11 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
 	}
-	res, err := releaseScript.Run(ctx, s.rdb, s.lineScriptKeys(key), owner, ms, s.publish(), s.handsOver()).Slice()
+	res, err := releaseScript.Run(ctx, s.rdb, s.lineScriptKeys(key), owner, ms, s.publish(), s.handsOver()).Result()
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
-	r, err := parseReply("release", key, res)
+	r, err := parseReply("release", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
 	if err != nil {
 		return err
 	}
@@ -320,11 +320,11 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	if err := s.begin(ctx, "get", key); err != nil {
 		return backend.Lease{}, err
 	}
-	res, err := getScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}).Slice()
+	res, err := getScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}).Result()
 	if err != nil {
 		return backend.Lease{}, s.transport("get", key, ctx, err)
 	}
-	r, err := parseReply("get", key, res)
+	r, err := parseReply("get", key, res, backend.Lease{Key: key})
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -361,29 +361,40 @@ func (r reply) unexpected(op, key string) error {
 }
 
 // parseReply turns a script's reply into a lease, checking every field so
-// that foreign data gives ErrCorrupt instead of a panic or a zero token.
-func parseReply(op, key string, res []any) (reply, error) {
+// that foreign data gives ErrCorrupt instead of a panic or a zero token. A
+// reply that is a string alone is the token of the lease that was asked
+// for (asked: key, owner and ttl), granted, renewed or released.
+func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	bad := func(format string, args ...any) (reply, error) {
 		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, fmt.Sprintf(format, args...))
 	}
-	if len(res) == 0 {
-		return bad("empty script reply")
+	if tok, ok := res.(string); ok {
+		token, err := strconv.ParseUint(tok, 10, 64)
+		if err != nil || token == 0 {
+			return bad("lease token %q is not a positive integer", tok)
+		}
+		asked.Token = token
+		return reply{status: "ok", lease: asked}, nil
 	}
-	status, _ := res[0].(string)
+	arr, _ := res.([]any)
+	if len(arr) == 0 {
+		return bad("unexpected script reply %v", res)
+	}
+	status, _ := arr[0].(string)
 	r := reply{status: status}
 	switch status {
 	case "free":
 		return r, nil
 	case "corrupt":
-		if len(res) > 1 {
-			r.detail, _ = res[1].(string)
+		if len(arr) > 1 {
+			r.detail, _ = arr[1].(string)
 		}
 		return r, nil
 	case "queued":
-		if len(res) < 2 {
-			return bad("short script reply %v", res)
+		if len(arr) < 2 {
+			return bad("short script reply %v", arr)
 		}
-		r.next, _ = res[1].(string)
+		r.next, _ = arr[1].(string)
 		if r.next == "" {
 			return bad("queued reply names no waiter")
 		}
@@ -391,16 +402,16 @@ func parseReply(op, key string, res []any) (reply, error) {
 		return r, nil
 	case "ok", "held":
 	default:
-		return bad("unknown script reply %v", res)
+		return bad("unknown script reply %v", arr)
 	}
-	if len(res) < 4 {
-		return bad("short script reply %v", res)
+	if len(arr) < 4 {
+		return bad("short script reply %v", arr)
 	}
-	owner, _ := res[1].(string)
-	tok, _ := res[2].(string)
-	ttl, ok := res[3].(int64)
+	owner, _ := arr[1].(string)
+	tok, _ := arr[2].(string)
+	ttl, ok := arr[3].(int64)
 	if !ok {
-		return bad("lease TTL %v is not an integer", res[3])
+		return bad("lease TTL %v is not an integer", arr[3])
 	}
 	if owner == "" {
 		return bad("lease has no owner field")
@@ -413,10 +424,19 @@ func parseReply(op, key string, res []any) (reply, error) {
 		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
 	}
 	r.lease = backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}
-	if len(res) > 4 {
-		r.next, _ = res[4].(string)
+	if len(arr) > 4 {
+		r.next, _ = arr[4].(string)
 	}
 	return r, nil
+}
+
+// succeeded reports whether a script's reply says it did what was asked.
+func succeeded(res any) bool {
+	if _, ok := res.(string); ok {
+		return true
+	}
+	arr, _ := res.([]any)
+	return len(arr) > 0 && arr[0] == "ok"
 }
 
 func sortMembers(ms []backend.Member) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,6 +257,91 @@ func TestRestartEmpty(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The uncontended lock cycle is the one every user pays for: it must stay
+// two scripts whose fast paths make exactly these calls, counted by the
+// server (INFO commandstats), so that a change that adds work to it fails
+// here rather than only in the benchmark.
+func TestUncontendedCycleCommands(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	const n = 10
+	cycle := map[string]func(key string) error{
+		"Acquire": func(key string) error {
+			_, err := s.Acquire(ctx, key, "me", time.Minute, 0)
+			return err
+		},
+		"AcquireQueued": func(key string) error {
+			_, err := s.AcquireQueued(ctx, key, "me", time.Minute, 0, time.Second)
+			return err
+		},
+	}
+	for name, acquire := range cycle {
+		t.Run(name, func(t *testing.T) {
+			key := "uncontended:" + name
+			run := func() {
+				if err := acquire(key); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Release(ctx, key, "me", 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			run() // loads the scripts
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for range n {
+				run()
+			}
+			got, err := commandCalls(ctx, rdb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delete(got, "config|resetstat")
+			delete(got, "info")
+			want := map[string]int64{
+				"evalsha": 2 * n,
+				// acquire: EXISTS lease (and line), INCR fence, HSET, PEXPIRE
+				"exists": 2 * n, "incr": n, "hset": n, "pexpire": n,
+				// release: HMGET, EXISTS line, DEL, PUBLISH
+				"hmget": n, "del": n, "publish": n,
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%d uncontended %s+Release cycles made the server calls\n%v\nwant\n%v", n, name, got, want)
+			}
+		})
+	}
+}
+
+// commandCalls returns the server's calls per command since the last
+// CONFIG RESETSTAT.
+func commandCalls(ctx context.Context, rdb *redis.Client) (map[string]int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, err
+	}
+	calls := map[string]int64{}
+	for line := range strings.SplitSeq(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_")
+		if !ok {
+			continue
+		}
+		name, fields, _ := strings.Cut(rest, ":")
+		for f := range strings.SplitSeq(fields, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("commandstats line %q: %w", line, err)
+				}
+				calls[name] = n
+			}
+		}
+	}
+	return calls, nil
 }
 
 // A paused server (SIGSTOP) makes calls time out with an error that names

@@ -42,9 +42,9 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 
 // grant runs a granting script; with WithReplicaAck it sends WAIT on the
 // same connection, in one pipeline, and checks the count.
-func (s *Store) grant(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]any, error) {
+func (s *Store) grant(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
 	if s.replicas == 0 {
-		return script.Run(ctx, s.rdb, keys, args...).Slice()
+		return script.Run(ctx, s.rdb, keys, args...).Result()
 	}
 	res, acked, err := s.grantAndWait(ctx, script, keys, args...)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
@@ -56,13 +56,13 @@ func (s *Store) grant(ctx context.Context, script *redis.Script, keys []string, 
 	if err != nil {
 		return nil, err
 	}
-	if len(res) > 0 && res[0] == "ok" && acked < int64(s.replicas) {
+	if succeeded(res) && acked < int64(s.replicas) {
 		return res, &replicationError{acked: acked, want: s.replicas}
 	}
 	return res, nil
 }
 
-func (s *Store) grantAndWait(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]any, int64, error) {
+func (s *Store) grantAndWait(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, int64, error) {
 	pipe := s.rdb.Pipeline()
 	eval := script.EvalSha(ctx, pipe, keys, args...)
 	wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicaWait.Milliseconds())
@@ -72,7 +72,7 @@ func (s *Store) grantAndWait(ctx context.Context, script *redis.Script, keys []s
 		}
 		return nil, 0, err
 	}
-	res, err := eval.Slice()
+	res, err := eval.Result()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -16,9 +16,12 @@ import "github.com/redis/go-redis/v9"
 // the waiter's mailbox, a stream "<lease key>:handover:<owner>" that the
 // waiter reads with XREAD BLOCK.
 //
-// Replies are arrays whose first element says what happened:
+// A script that did what was asked (granted, renewed or released the
+// caller's lease) replies with the lease's token alone, a string: the
+// caller knows the owner and the ttl it asked for. Every other reply is an
+// array whose first element says what happened:
 //
-//	ok      owner token ttl-ms          the operation succeeded
+//	ok      owner token pttl-ms         the caller already holds the key
 //	held    owner token pttl-ms [next]  another lease is on the key
 //	queued  next                        the key is free but kept for next
 //	free                                no lease is on the key
@@ -26,8 +29,50 @@ import "github.com/redis/go-redis/v9"
 //
 // Every field is returned as a string or an integer so a missing hash
 // field (Lua false) can never truncate the reply. The scripts take the
-// cheapest path when nothing is wrong (acquiring a free key, releasing
-// one's own) and classify the key in detail only when something is.
+// cheapest path when nothing is wrong (acquiring a free key nobody waits
+// for, renewing or releasing one's own) and classify the key in detail
+// only when something is. Each redis.call, each closure a script creates
+// and each element of a reply costs the server measurable work on every
+// lock cycle, so a fast path runs before the shared functions are defined
+// and answers with a single string.
+
+// grantFn defines grant, which gives the free KEYS[1] to owner for ttl ms
+// with the next token of the counter KEYS[2]: max(counter, floor) + 1.
+// It returns the token, or nil and a corrupt reply. Tokens below 2^53 are
+// exact Lua numbers; above that the counter is read back as a string. The
+// token is written and returned as a decimal string either way (Lua's
+// tostring would write large numbers in exponent form). It comes before
+// the fast paths that need it, and before common, whose closures those
+// paths do not pay for.
+const grantFn = `
+local function grant(owner, ttl, floor)
+  local tok = redis.pcall('INCR', KEYS[2])
+  if type(tok) == 'table' then
+    local f = redis.call('TYPE', KEYS[2]).ok
+    if f ~= 'string' then
+      return nil, {'corrupt', 'fencing counter ' .. KEYS[2] .. ' is a ' .. f .. ', not an integer'}
+    end
+    return nil, {'corrupt', 'fencing counter ' .. KEYS[2] .. ' holds ' .. string.sub(redis.call('GET', KEYS[2]), 1, 40) .. ', not an integer'}
+  end
+  if tok >= 9007199254740992 or string.len(floor) > 15 then
+    local cur = redis.call('GET', KEYS[2])
+    if string.len(floor) > string.len(cur) or (string.len(floor) == string.len(cur) and floor >= cur) then
+      redis.call('SET', KEYS[2], floor)
+      redis.call('INCR', KEYS[2])
+    end
+    tok = redis.call('GET', KEYS[2])
+  else
+    if tonumber(floor) >= tok then
+      redis.call('SET', KEYS[2], floor)
+      tok = redis.call('INCR', KEYS[2])
+    end
+    tok = string.format('%d', tok)
+  end
+  redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return tok
+end
+`
 
 // common is shared by every script. lease(t) classifies KEYS[1], whose
 // TYPE is t (nil: look it up). The line functions work on the line keys
@@ -90,39 +135,6 @@ local function mailbox(owner)
   return KEYS[1] .. ':handover:' .. owner
 end
 
--- grant gives the free KEYS[1] to owner for ttl ms, with the next token of
--- the counter KEYS[2]: max(counter, floor) + 1. Tokens below 2^53 are
--- exact Lua numbers; above that the counter is read back as a string. The
--- token is written and returned as a decimal string either way (Lua's
--- tostring would write large numbers in exponent form).
-local function grant(owner, ttl, floor)
-  local tok = redis.pcall('INCR', KEYS[2])
-  if type(tok) == 'table' then
-    local f = redis.call('TYPE', KEYS[2]).ok
-    if f ~= 'string' then
-      return {'corrupt', 'fencing counter ' .. KEYS[2] .. ' is a ' .. f .. ', not an integer'}
-    end
-    return {'corrupt', 'fencing counter ' .. KEYS[2] .. ' holds ' .. string.sub(redis.call('GET', KEYS[2]), 1, 40) .. ', not an integer'}
-  end
-  if tok >= 9007199254740992 or string.len(floor) > 15 then
-    local cur = redis.call('GET', KEYS[2])
-    if string.len(floor) > string.len(cur) or (string.len(floor) == string.len(cur) and floor >= cur) then
-      redis.call('SET', KEYS[2], floor)
-      redis.call('INCR', KEYS[2])
-    end
-    tok = redis.call('GET', KEYS[2])
-  else
-    if tonumber(floor) >= tok then
-      redis.call('SET', KEYS[2], floor)
-      tok = redis.call('INCR', KEYS[2])
-    end
-    tok = string.format('%d', tok)
-  end
-  redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok)
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  return {'ok', owner, tok, ttl}
-end
-
 -- handover grants the free KEYS[1] (fence KEYS[2]) to the first live
 -- waiter, with the ttl and floor it asked for, puts the lease in its
 -- mailbox and tells watchers the key is held for ttl (command pub). It
@@ -136,12 +148,12 @@ local function handover(L, D, R, pub, nxt)
     local ttl, floor = string.match(redis.call('HGET', R, nxt) or '', '^(%d+) (%d+)$')
     leave(L, D, R, nxt)
     if ttl then
-      local g = grant(nxt, tonumber(ttl), floor)
-      if g[1] ~= 'ok' then return false, first(L, D, R) end
+      local tok = grant(nxt, ttl, floor)
+      if not tok then return false, first(L, D, R) end
       local box = mailbox(nxt)
-      redis.call('XADD', box, '*', 'token', g[3], 'ttl', ttl)
+      redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
       redis.call('PEXPIRE', box, ttl)
-      redis.call(pub, KEYS[1], 'renewed ' .. g[3] .. ' ' .. ttl)
+      redis.call(pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
       return true, nxt
     end
     nxt = nil
@@ -162,16 +174,26 @@ end
 `
 
 // acquireScript: KEYS[1] lease, KEYS[2] fence; ARGV owner, ttl-ms, floor.
-var acquireScript = redis.NewScript(common + `
+var acquireScript = redis.NewScript(grantFn + `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3])
+  return tok or bad
+end
+` + common + `
 local l = lease()
-if l then return {l[1], l[2], l[3], l[4]} end
-return grant(ARGV[1], tonumber(ARGV[2]), ARGV[3])
+return {l[1], l[2], l[3], l[4]}
 `)
 
 // acquireQueuedScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line,
 // KEYS[4] line deadlines, KEYS[5] line requests; ARGV owner, ttl-ms,
-// floor, patience-ms. A lease handed to owner is returned as granted.
-var acquireQueuedScript = redis.NewScript(common + `
+// floor, patience-ms. A lease handed to owner is returned as granted. The
+// fast path (no lease, no line) checks both keys with one EXISTS.
+var acquireQueuedScript = redis.NewScript(grantFn + `
+if redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3])
+  return tok or bad
+end
+` + common + `
 local owner, patience = ARGV[1], tonumber(ARGV[4])
 local nxt = first(KEYS[3], KEYS[4], KEYS[5])
 local l = lease()
@@ -190,7 +212,8 @@ if nxt ~= '' and nxt ~= owner then
   return {'queued', nxt}
 end
 if nxt == owner then leave(KEYS[3], KEYS[4], KEYS[5], owner) end
-return grant(owner, tonumber(ARGV[2]), ARGV[3])
+local tok, bad = grant(owner, ARGV[2], ARGV[3])
+return tok or bad
 `)
 
 // dequeueScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4]
@@ -199,7 +222,7 @@ return grant(owner, tonumber(ARGV[2]), ARGV[3])
 // handed to owner is released. If owner was first for the free key, the
 // key goes to the next waiter: handed over, or else "released - <next>"
 // is published so that the next waiter claims at once.
-var dequeueScript = redis.NewScript(common + `
+var dequeueScript = redis.NewScript(grantFn + common + `
 local owner, pub = ARGV[1], ARGV[2]
 local was = first(KEYS[3], KEYS[4], KEYS[5])
 local left = leave(KEYS[3], KEYS[4], KEYS[5], owner)
@@ -218,17 +241,18 @@ return {'free'}
 // (PUBLISH, or SPUBLISH on a Cluster). A renewal publishes
 // "renewed <token> <ttl-ms>" on the channel named after the lease key, so
 // that waiters learn the new expiry without asking.
-var renewScript = redis.NewScript(common + `
+var renewScript = redis.NewScript(`
 local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
-if v.err or v[1] ~= ARGV[1] or v[3] or not v[2] then
-  local l = lease()
-  if not l then return {'free'} end
-  if l[1] ~= 'held' then return l end
-  return {l[1], l[2], l[3], l[4]}
+if not v.err and v[1] == ARGV[1] and v[2] and not v[3] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. ARGV[2])
+  return v[2]
 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. ARGV[2])
-return {'ok', v[1], v[2], tonumber(ARGV[2])}
+` + grantFn + common + `
+local l = lease()
+if not l then return {'free'} end
+if l[1] ~= 'held' then return l end
+return {l[1], l[2], l[3], l[4]}
 `)
 
 // releaseScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4] line
@@ -238,10 +262,18 @@ return {'ok', v[1], v[2], tonumber(ARGV[2])}
 // held); deleting publishes "released <token> <next>" on the channel named
 // after the lease key (next: the waiter first in line, or empty), which is
 // what wakes watchers; keeping the key publishes "renewed <token>
-// <keep-ms>", so that waiters sleep exactly that long.
-var releaseScript = redis.NewScript(common + `
+// <keep-ms>", so that waiters sleep exactly that long. The fast path
+// deletes one's own key when nobody is in line.
+var releaseScript = redis.NewScript(`
 local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
-if v.err or v[1] ~= ARGV[1] or not v[2] then
+local mine = not v.err and v[1] == ARGV[1] and v[2]
+if mine and ARGV[2] == '0' and redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('DEL', KEYS[1], KEYS[1] .. ':handover:' .. ARGV[1])
+  redis.call(ARGV[3], KEYS[1], 'released ' .. v[2] .. ' ')
+  return v[2]
+end
+` + grantFn + common + `
+if not mine then
   local l = lease()
   if not l then return {'free'} end
   if l[1] ~= 'held' then return l end
@@ -254,15 +286,15 @@ if keep > 0 then
     redis.call('PEXPIRE', KEYS[1], keep)
     redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. keep)
   end
-  return {'ok', v[1], v[2], redis.call('PTTL', KEYS[1])}
+  return v[2]
 end
 redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
 pass(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], v[2])
-return {'ok', v[1], v[2], 0}
+return v[2]
 `)
 
 // getScript: KEYS[1] lease.
-var getScript = redis.NewScript(common + `
+var getScript = redis.NewScript(grantFn + common + `
 local l = lease()
 if not l then return {'free'} end
 return {l[1], l[2], l[3], l[4]}
