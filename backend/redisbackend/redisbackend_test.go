@@ -317,6 +317,59 @@ func TestUncontendedCycleCommands(t *testing.T) {
 	}
 }
 
+// A release with a waiter in line hands the key over in one script; the
+// calls it makes are pinned like the uncontended cycle's, because this
+// script is on the critical path of every contended handoff.
+func TestHandoverReleaseCommands(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	const key = "handover:calls"
+	// A cycle of its own loads the scripts.
+	if _, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b joining the line: %v, want ErrHeld", err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := commandCalls(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(got, "config|resetstat")
+	want := map[string]int64{
+		"evalsha": 1,
+		// the fast path's look: HMGET lease, EXISTS line; then DEL lease
+		"hmget": 1, "exists": 1, "del": 1,
+		// the first live waiter: TIME, ZRANGEBYSCORE deadlines, ZRANGE line
+		"time": 1, "zrangebyscore": 1, "zrange": 1,
+		// its request and leaving the line: HGET, ZREM x2, HDEL
+		"hget": 1, "zrem": 2, "hdel": 1,
+		// the grant, the mailbox and the watchers' news
+		"incr": 1, "hset": 1, "pexpire": 2, "xadd": 1, "publish": 1,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("a release that hands the key over made the server calls\n%v\nwant\n%v", got, want)
+	}
+	l, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
+	if err != nil || !ok || l.Owner != "b" {
+		t.Fatalf("b's handover: %+v, %v, %v", l, ok, err)
+	}
+}
+
 // commandCalls returns the server's calls per command since the last
 // CONFIG RESETSTAT.
 func commandCalls(ctx context.Context, rdb *redis.Client) (map[string]int64, error) {

@@ -96,9 +96,11 @@ local function now()
 end
 
 -- first drops the waiters whose place lapsed and returns the first of the
--- others, or ''. A key without a line costs one EXISTS.
-local function first(L, D, R)
-  if redis.call('EXISTS', L) == 0 then return '' end
+-- others, or ''. A key without a line costs one EXISTS, which a caller
+-- that has just seen the line skips (seen; were the line gone after all,
+-- the lookups below would find nobody in it).
+local function first(L, D, R, seen)
+  if not seen and redis.call('EXISTS', L) == 0 then return '' end
   local ms = math.floor(now() / 1000)
   while true do
     local gone = redis.call('ZRANGEBYSCORE', D, '-inf', ms, 'LIMIT', 0, 100)
@@ -162,8 +164,8 @@ end
 
 -- pass hands the freed KEYS[1] over if hand is '1' and someone is in
 -- line, and otherwise publishes "released <token> <next>".
-local function pass(L, D, R, pub, hand, token)
-  local nxt = first(L, D, R)
+local function pass(L, D, R, pub, hand, token, seen)
+  local nxt = first(L, D, R, seen)
   if hand == '1' and nxt ~= '' then
     local done
     done, nxt = handover(L, D, R, pub, nxt)
@@ -288,8 +290,9 @@ if keep > 0 then
   end
   return v[2]
 end
+-- Here the fast path saw the line.
 redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
-pass(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], v[2])
+pass(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], v[2], true)
 return v[2]
 `)
 
