@@ -267,7 +267,7 @@ return {l[1], l[2], l[3], l[4]}
 // <keep-ms>", so that waiters sleep exactly that long. The fast path
 // deletes one's own key when nobody is in line.
 var releaseScript = redis.NewScript(`
-local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
+local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token')
 local mine = not v.err and v[1] == ARGV[1] and v[2]
 if mine and ARGV[2] == '0' and redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1], KEYS[1] .. ':handover:' .. ARGV[1])
@@ -283,7 +283,7 @@ if not mine then
 end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
-  if not v[3] then
+  if not redis.call('HGET', KEYS[1], 'released') then
     redis.call('HSET', KEYS[1], 'released', '1')
     redis.call('PEXPIRE', KEYS[1], keep)
     redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. keep)
