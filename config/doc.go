@@ -122,6 +122,13 @@
 //	    default 0; BATON_SYNCHRONIZED_LOCK_MAX_RETRIES
 //	    How many times a waiter tries again after its first attempt; 0
 //	    means until it gets the lock or its context ends.
+//	synchronized-lock.claim-window-in-milliseconds
+//	    default 10000, at most the hold duration;
+//	    BATON_SYNCHRONIZED_LOCK_CLAIM_WINDOW_IN_MILLISECONDS
+//	    How long a lock is first granted for; a holder whose section runs
+//	    a third of it extends the lease to the hold duration. An instance
+//	    that dies just after it was granted or handed a lock blocks the
+//	    others this long, not the whole hold duration.
 //	instance.app
 //	    no default; BATON_INSTANCE_APP
 //	    Application (service) name, part of the instance ID. Required by

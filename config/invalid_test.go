@@ -22,6 +22,7 @@ const (
 	retry      = "synchronized-lock.retry-interval-in-milliseconds"
 	hold       = "synchronized-lock.hold-duration-in-seconds"
 	maxRetries = "synchronized-lock.max-retries"
+	claim      = "synchronized-lock.claim-window-in-milliseconds"
 )
 
 // TestInvalid checks that each bad input yields exactly one problem that
@@ -95,8 +96,13 @@ func TestInvalid(t *testing.T) {
 		{"hold zero", map[string]any{hold: 0}, hold, "0", "must be positive"},
 		{"hold negative", map[string]any{hold: -1}, hold, "-1", "must be positive"},
 		{"max-retries negative", map[string]any{maxRetries: -1}, maxRetries, "-1", "must not be negative"},
+		{"claim window zero", map[string]any{claim: 0}, claim, "0", "must be positive"},
 
 		// Rules between keys.
+		{"claim window past the default hold", map[string]any{claim: 50000}, claim, "50000",
+			"must not exceed synchronized-lock.hold-duration-in-seconds (45000 ms)"},
+		{"claim window past the hold", map[string]any{claim: 5000, hold: 4}, claim, "5000",
+			"must not exceed synchronized-lock.hold-duration-in-seconds (4000 ms)"},
 		{"interval not below half", map[string]any{interval: 30000}, interval, "30000",
 			"must be less than half of scheduler-lock.heartbeat-expiration-duration-in-seconds (45 s) so one lost renewal is survivable"},
 		{"interval exactly half", map[string]any{interval: 22500, expiration: 45}, interval, "22500",

@@ -73,6 +73,7 @@ const (
 	keyLockRetry         = "synchronized-lock.retry-interval-in-milliseconds"
 	keyLockHold          = "synchronized-lock.hold-duration-in-seconds"
 	keyLockMaxRetries    = "synchronized-lock.max-retries"
+	keyLockClaim         = "synchronized-lock.claim-window-in-milliseconds"
 	keyInstanceApp       = "instance.app"
 	keyInstanceTenant    = "instance.tenant"
 	keyInstancePort      = "instance.port"
@@ -121,6 +122,9 @@ var keys = []key{
 	{name: keyLockMaxRetries, kind: kindInt,
 		set: func(c *Config, v any) { c.SyncLock.MaxRetries = int(v.(int64)) },
 		get: func(c *Config) any { return int64(c.SyncLock.MaxRetries) }},
+	{name: keyLockClaim, kind: kindMillis,
+		set: func(c *Config, v any) { c.SyncLock.ClaimWindow = count(v, time.Millisecond) },
+		get: func(c *Config) any { return c.SyncLock.ClaimWindow }},
 
 	{name: keyInstanceApp, kind: kindString,
 		set: func(c *Config, v any) { c.Instance.App = v.(string) },

@@ -33,6 +33,7 @@ var full = config.Config{
 		RetryInterval: 250 * time.Millisecond,
 		HoldDuration:  time.Minute,
 		MaxRetries:    3,
+		ClaimWindow:   5 * time.Second,
 	},
 	Redis: config.Redis{
 		Addrs:            []string{"10.0.0.1:6379", "10.0.0.2:6379"},

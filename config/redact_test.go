@@ -78,7 +78,7 @@ func TestString(t *testing.T) {
 	want := `scheduler-lock.enabled=true scheduler-lock.touch-heartbeat-interval-in-milliseconds=15000 ` +
 		`scheduler-lock.heartbeat-expiration-duration-in-seconds=45 scheduler-lock.safety-margin-in-milliseconds=0 ` +
 		`synchronized-lock.enabled=true synchronized-lock.retry-interval-in-milliseconds=1000 ` +
-		`synchronized-lock.hold-duration-in-seconds=45 synchronized-lock.max-retries=0 ` +
+		`synchronized-lock.hold-duration-in-seconds=45 synchronized-lock.max-retries=0 synchronized-lock.claim-window-in-milliseconds=0 ` +
 		`instance.app="my app" instance.tenant=default instance.port=0 instance.ip= instance.advertise-address= ` +
 		`redis.addrs=127.0.0.1:6379 redis.cluster=false redis.master-name= redis.username= redis.password=<redacted> ` +
 		`redis.sentinel-username= redis.sentinel-password=<redacted> redis.db=0 redis.tls=false redis.key-prefix=baton ` +

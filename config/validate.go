@@ -156,9 +156,14 @@ func (ch *checker) role() {
 func (ch *checker) syncLock() {
 	s := ch.c.SyncLock
 	ch.positive(keyLockRetry, s.RetryInterval)
-	ch.positive(keyLockHold, s.HoldDuration)
+	okHold := ch.positive(keyLockHold, s.HoldDuration)
 	if ch.given(keyLockMaxRetries) && s.MaxRetries < 0 {
 		ch.add(keyLockMaxRetries, "must not be negative (0 retries until the lock is acquired)")
+	}
+	if ch.positive(keyLockClaim, s.ClaimWindow) && okHold && ch.st.set[keyLockClaim] {
+		if hold := s.WithDefaults().HoldDuration; s.ClaimWindow > hold {
+			ch.add(keyLockClaim, fmt.Sprintf("must not exceed %s (%s ms)", keyLockHold, inUnit(hold, time.Millisecond)))
+		}
 	}
 }
 

@@ -12,8 +12,14 @@ const (
 	DefaultHoldDuration  = 45 * time.Second
 )
 
+// DefaultClaimWindow is the longest default ClaimWindow; the default is
+// this or HoldDuration, whichever is shorter.
+const DefaultClaimWindow = 10 * time.Second
+
 // Config tunes the locks of a Locker. The zero value means the seed's
-// defaults: enabled, retry every second, hold at most 45 s, retry forever.
+// defaults: enabled, retry every second, hold at most 45 s, retry forever;
+// beyond the seed, a grant first lasts ClaimWindow (10 s) and is extended
+// to the hold only if the section runs that long.
 type Config struct {
 	// Disabled turns the locks off (synchronized-lock.enabled=false): every
 	// call fails with ErrDisabled instead of running unlocked.
@@ -29,6 +35,16 @@ type Config struct {
 	// MaxRetries bounds how many times a waiter tries again after the first
 	// attempt; 0 means until it succeeds or its context ends.
 	MaxRetries int
+	// ClaimWindow is how long a lock is first granted for. A holder whose
+	// section runs for a third of it extends the lease to HoldDuration
+	// (one more store call; short sections never make it), so an instance
+	// that dies just after it was granted the lock, or while it waited in
+	// line and had the lock handed to it, blocks the others for at most
+	// ClaimWindow instead of HoldDuration. It must not exceed HoldDuration;
+	// set it equal to HoldDuration to grant the whole hold at once, as the
+	// seed did. Default: DefaultClaimWindow or HoldDuration, whichever is
+	// shorter.
+	ClaimWindow time.Duration
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
@@ -38,6 +54,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.HoldDuration == 0 {
 		c.HoldDuration = DefaultHoldDuration
+	}
+	if c.ClaimWindow == 0 {
+		c.ClaimWindow = min(c.HoldDuration, DefaultClaimWindow)
 	}
 	return c
 }
@@ -52,6 +71,11 @@ func (c Config) Validate() error {
 	}
 	if c.HoldDuration < time.Millisecond {
 		errs = append(errs, fmt.Errorf("synclock: HoldDuration %v must be at least 1ms", c.HoldDuration))
+	}
+	if c.ClaimWindow < time.Millisecond {
+		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must be at least 1ms", c.ClaimWindow))
+	} else if c.ClaimWindow > c.HoldDuration {
+		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must not exceed HoldDuration %v", c.ClaimWindow, c.HoldDuration))
 	}
 	if c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("synclock: MaxRetries %d must not be negative (0 means retry until the context ends)", c.MaxRetries))

@@ -44,6 +44,14 @@
 //     may give the lock up up to one RetryInterval early, never late. On
 //     other stores the release names the first waiter, only that one
 //     claims, and the others sleep on.
+//   - A grant first lasts ClaimWindow (default 10 s, at most HoldDuration);
+//     a section that runs a third of that extends the lease to HoldDuration
+//     with one more store call, which short sections never make. An
+//     instance that dies just after it was granted the lock, or while it
+//     waited in line and had the lock handed to it, so blocks the others
+//     for ClaimWindow, not for the whole HoldDuration. A failed extension
+//     is tried again until the lease runs out; then the section's context
+//     is cancelled, as at the end of the hold.
 //   - The holder is the instance ID plus a nonce per acquisition, and
 //     release is owner-checked: a late release after the hold ran out can
 //     never delete the next holder's key.

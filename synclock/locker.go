@@ -110,7 +110,7 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	if lk.opTimeout <= 0 {
 		return nil, fmt.Errorf("synclock: WithOperationTimeout(%v) must be positive", lk.opTimeout)
 	}
-	lk.leaseMargin = min(lk.cfg.HoldDuration/10, time.Second)
+	lk.leaseMargin = min(lk.cfg.ClaimWindow/10, time.Second)
 	// A live waiter asks again at least every RetryInterval; a place
 	// outlives that three times over, so only a waiter that is gone
 	// loses it, and the lock waits at most that long for a dead one.
@@ -243,18 +243,26 @@ func (lk *Locker) observe(sk string, token uint64) {
 
 // grant is one holding of a lock.
 type grant struct {
-	lk      *Locker
-	key     string // the caller's key
-	sk      string // the store key
-	q       *queue
-	owner   string
-	lease   backend.Lease
-	ctx     context.Context // cancelled when the lease ends or is about to
-	cancel  context.CancelCauseFunc
-	timer   clock.Timer
+	lk     *Locker
+	key    string // the caller's key
+	sk     string // the store key
+	q      *queue
+	owner  string
+	lease  backend.Lease
+	ctx    context.Context // cancelled when the lease ends or is about to
+	cancel context.CancelCauseFunc
+	timer  clock.Timer // cancels ctx a margin before the lease ends
+
+	// Extending the lease (renew): renewT starts it, stopRen stops it,
+	// renewWG waits for it; ending, under renewMu, keeps it from starting
+	// once the release began.
+	renewT  clock.Timer
 	stopRen chan struct{}
+	renewMu sync.Mutex
+	ending  bool
 	renewWG sync.WaitGroup
-	once    sync.Once
+
+	once sync.Once
 }
 
 // acquire waits for key (local queue, then the store) and returns the
@@ -291,7 +299,9 @@ func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, e
 // waiter sleeps until a release is announced and then asks again.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, error) {
 	owner := lk.idText + "#" + nonce()
-	hold := lk.cfg.HoldDuration
+	// A grant, and a handover asked for in line, first lasts ClaimWindow;
+	// the holder extends it if its section runs long (renew).
+	ttl := lk.cfg.ClaimWindow
 	line, _ := lk.store.(backend.Queue)
 	hand, _ := lk.store.(backend.Handover)
 	if lk.noHandover.Load() {
@@ -307,9 +317,9 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		var l backend.Lease
 		var err error
 		if line != nil {
-			l, err = line.AcquireQueued(ctx, sk, owner, hold, lk.floor(sk), patience)
+			l, err = line.AcquireQueued(ctx, sk, owner, ttl, lk.floor(sk), patience)
 		} else {
-			l, err = lk.store.Acquire(ctx, sk, owner, hold, lk.floor(sk))
+			l, err = lk.store.Acquire(ctx, sk, owner, ttl, lk.floor(sk))
 		}
 		tries++
 		if err == nil {
@@ -433,28 +443,78 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) *grant {
 	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l}
 	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, heldKey{lk, sk}, g))
-	// The lease ends hold after the request was sent; give up a margin
-	// before that.
-	deadline := lk.cfg.HoldDuration - lk.leaseMargin - lk.clock.Since(sent)
-	g.timer = lk.clock.AfterFunc(deadline, func() { g.cancel(ErrLeaseExpired) })
-	if lk.autoRenew > 0 {
+	// The lease ends ClaimWindow after the request was sent, or sooner if
+	// the store says so (a lease handed over a while ago); give up a
+	// margin before that.
+	first := lk.cfg.ClaimWindow
+	if l.TTL > 0 && l.TTL < first {
+		first = l.TTL
+	}
+	g.timer = lk.clock.AfterFunc(first-lk.leaseMargin-lk.clock.Since(sent), func() { g.cancel(ErrLeaseExpired) })
+	if lk.ceiling() > first {
+		// No goroutine until the section has run a third of the lease:
+		// most sections are shorter.
 		g.stopRen = make(chan struct{})
-		g.renewWG.Add(1)
-		go g.renew(sent)
+		g.renewT = lk.clock.AfterFunc(first/3, func() { g.renew(sent, first) })
 	}
 	return g
 }
 
-// renew extends the lease every third of the hold while the section runs,
-// until the ceiling set by WithAutoRenew.
-func (g *grant) renew(start time.Time) {
+// ceiling is how long a holding may last in all: HoldDuration, or the
+// ceiling of WithAutoRenew.
+func (lk *Locker) ceiling() time.Duration {
+	return max(lk.cfg.HoldDuration, lk.autoRenew)
+}
+
+// renew extends the lease while the section runs: first when a third of
+// the first lease (first, counted from sent) has passed, then every third
+// of a hold, each time to HoldDuration or to what is left of the ceiling,
+// whichever is shorter, until the lease lasts to the ceiling. A failed
+// extension is tried again before the lease runs out.
+func (g *grant) renew(sent time.Time, first time.Duration) {
+	g.renewMu.Lock()
+	if g.ending {
+		g.renewMu.Unlock()
+		return
+	}
+	g.renewWG.Add(1)
+	g.renewMu.Unlock()
 	defer g.renewWG.Done()
+
 	lk := g.lk
-	hold := lk.cfg.HoldDuration
-	every := hold / 3
-	t := lk.clock.NewTimer(every)
-	defer t.Stop()
+	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
+	end := first // the lease lasts until sent+end, counted from before each request
+	var t clock.Timer
 	for {
+		left := ceiling - lk.clock.Since(sent)
+		if left <= 0 || end >= ceiling {
+			return
+		}
+		ttl := min(hold, left)
+		rsent := lk.clock.Now()
+		rctx, cancel := context.WithTimeout(g.ctx, lk.opTimeout)
+		_, err := lk.store.Renew(rctx, g.sk, g.owner, ttl)
+		cancel()
+		wait := hold / 3
+		switch {
+		case err == nil:
+			end = rsent.Sub(sent) + ttl
+			g.timer.Reset(ttl - lk.leaseMargin - lk.clock.Since(rsent))
+		case errors.Is(err, backend.ErrNotHeld):
+			g.cancel(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
+			return
+		case g.ctx.Err() != nil:
+			return
+		default:
+			lk.logger.Warn("synclock: extending a lock's lease failed; will retry until the lease ends", "key", g.key, "err", err)
+			wait = max((end-lk.clock.Since(sent))/3, time.Millisecond)
+		}
+		if t == nil {
+			t = lk.clock.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
 		select {
 		case <-g.stopRen:
 			return
@@ -462,25 +522,6 @@ func (g *grant) renew(start time.Time) {
 			return
 		case <-t.C():
 		}
-		left := lk.autoRenew - lk.clock.Since(start)
-		if left <= hold/3 {
-			return // the ceiling is near: let the lease run out
-		}
-		ttl := min(hold, left)
-		sent := lk.clock.Now()
-		rctx, cancel := context.WithTimeout(g.ctx, lk.opTimeout)
-		_, err := lk.store.Renew(rctx, g.sk, g.owner, ttl)
-		cancel()
-		switch {
-		case err == nil:
-			g.timer.Reset(ttl - lk.leaseMargin - lk.clock.Since(sent))
-		case errors.Is(err, backend.ErrNotHeld):
-			g.cancel(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
-			return
-		case g.ctx.Err() == nil:
-			lk.logger.Warn("synclock: renewing a lock failed; will retry until the lease ends", "key", g.key, "err", err)
-		}
-		t.Reset(every)
 	}
 }
 
@@ -493,6 +534,10 @@ func (g *grant) release(ctx context.Context) error {
 		lk := g.lk
 		g.timer.Stop()
 		if g.stopRen != nil {
+			g.renewMu.Lock()
+			g.ending = true // no extension starts from now on
+			g.renewMu.Unlock()
+			g.renewT.Stop()
 			close(g.stopRen)
 			g.renewWG.Wait()
 		}
@@ -509,7 +554,7 @@ func (g *grant) release(ctx context.Context) error {
 			lk.logger.Warn("synclock: releasing a lock failed; it expires after its hold duration", "key", g.key, "err", rerr)
 			err = fmt.Errorf("synclock: releasing lock %q: %w", g.key, rerr)
 		case expired:
-			err = fmt.Errorf("synclock: lock %q: %w (hold duration %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration)
+			err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
 		}
 	})
 	return err

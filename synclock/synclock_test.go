@@ -427,6 +427,8 @@ func TestNewLockerRejectsBadInput(t *testing.T) {
 		{"negative retries", store, idN(t, 1), synclock.Config{MaxRetries: -1}, nil, "MaxRetries"},
 		{"negative hold", store, idN(t, 1), synclock.Config{HoldDuration: -time.Second}, nil, "HoldDuration"},
 		{"ceiling below hold", store, idN(t, 1), synclock.Config{}, []synclock.Option{synclock.WithAutoRenew(time.Second)}, "WithAutoRenew"},
+		{"claim window past hold", store, idN(t, 1), synclock.Config{HoldDuration: time.Second, ClaimWindow: 2 * time.Second}, nil, "must not exceed HoldDuration"},
+		{"negative claim window", store, idN(t, 1), synclock.Config{ClaimWindow: -time.Second}, nil, "ClaimWindow"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

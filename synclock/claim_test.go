@@ -1,0 +1,180 @@
+package synclock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/synclock"
+)
+
+// renewCounter counts the lease extensions a locker makes; it keeps the
+// Redis store's line and handover.
+type renewCounter struct {
+	*redisbackend.Store
+	renews atomic.Int64
+}
+
+func (c *renewCounter) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	c.renews.Add(1)
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
+// crashingWaiter is a Redis store for an instance that dies while it
+// waits in line: it never collects a lock handed to it and never leaves
+// the line, as a killed process would not.
+type crashingWaiter struct{ *redisbackend.Store }
+
+func (c crashingWaiter) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	<-ctx.Done()
+	return backend.Lease{}, false, backend.ContextError(ctx)
+}
+
+func (crashingWaiter) Dequeue(context.Context, string, string) error { return nil }
+
+func newRedisStore(t testing.TB) *redisbackend.Store {
+	t.Helper()
+	s, err := redisbackend.New(server.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func lockerOn(t testing.TB, n int, st backend.Store, cfg synclock.Config) *synclock.Locker {
+	t.Helper()
+	lk, err := synclock.NewLocker(st, idN(t, n), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
+}
+
+// A grant first lasts ClaimWindow: a short section never extends it, a
+// long one extends it to HoldDuration and keeps the lock past the window.
+func TestClaimWindowExtendsLongSections(t *testing.T) {
+	const claim = 300 * time.Millisecond
+	st := &renewCounter{Store: newRedisStore(t)}
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: claim})
+	key := uniqueKey(t)
+	sk := backend.AppKey("acme", "billing", "lock", key)
+
+	err := lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+		l, err := st.Get(ctx, sk)
+		if err != nil {
+			return err
+		}
+		if l.TTL > claim {
+			t.Errorf("a fresh grant lasts %v, want at most the claim window %v", l.TTL, claim)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.renews.Load(); n != 0 {
+		t.Fatalf("a short section extended its lease %d times, want 0", n)
+	}
+
+	err = lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(3 * claim): // past the first lease
+		}
+		l, err := st.Get(ctx, sk)
+		if err != nil {
+			return err
+		}
+		if l.TTL <= claim {
+			t.Errorf("after %v in the section the lease has %v left, want it extended towards the 1m hold", 3*claim, l.TTL)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a section longer than the claim window: %v", err)
+	}
+	if n := st.renews.Load(); n != 1 {
+		t.Fatalf("the long section extended its lease %d times, want once (to the hold)", n)
+	}
+}
+
+// HoldDuration still caps a holding whose first lease is the claim window:
+// the section is cancelled shortly before the hold runs out, not before
+// the claim window does.
+func TestClaimWindowKeepsHoldCap(t *testing.T) {
+	const claim, hold = 200 * time.Millisecond, 800 * time.Millisecond
+	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: hold, ClaimWindow: claim})
+	start := time.Now()
+	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
+		<-ctx.Done()
+		return nil
+	})
+	took := time.Since(start)
+	if !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Fatalf("err = %v, want ErrLeaseExpired at the end of the hold", err)
+	}
+	if took < claim || took >= hold {
+		t.Fatalf("the section was cancelled after %v, want after the %v claim window was extended and before the %v hold", took, claim, hold)
+	}
+}
+
+// An instance that dies while it waits in line may be handed the lock by
+// the next release; the lock then stays blocked only for that waiter's
+// claim window, not for the whole hold, and the next waiter gets it.
+func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
+	cfg := synclock.Config{HoldDuration: time.Minute, ClaimWindow: 500 * time.Millisecond}
+	key := uniqueKey(t)
+	store := newRedisStore(t)
+	holder := lockerOn(t, 1, store, cfg)
+	m := holder.Mutex(key)
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The doomed waiter joins the line, then dies: its Lock gives up and,
+	// like a killed process, leaves its place behind.
+	doomed := lockerOn(t, 2, crashingWaiter{newRedisStore(t)}, cfg)
+	dctx, kill := context.WithCancel(ctxT(t))
+	died := make(chan error, 1)
+	go func() { died <- doomed.DoKey(dctx, key, func(context.Context) error { return nil }) }()
+	waitFor(t, "the doomed waiter is in line", func() bool { return lineLen(t, store, key) == 1 })
+	kill()
+	if err := <-died; !errors.Is(err, context.Canceled) {
+		t.Fatalf("doomed waiter: %v, want Canceled", err)
+	}
+
+	next := lockerOn(t, 3, newRedisStore(t), cfg)
+	got := make(chan time.Time, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- next.DoKey(ctxT(t), key, func(context.Context) error { got <- time.Now(); return nil })
+	}()
+	defer func() {
+		if err := <-done; err != nil {
+			t.Errorf("next waiter: %v", err)
+		}
+	}()
+	waitFor(t, "the next waiter is in line", func() bool { return lineLen(t, store, key) == 2 })
+
+	released := time.Now()
+	if err := m.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// The release hands the lock to the dead waiter, first in line.
+	select {
+	case at := <-got:
+		// Well inside the one-minute hold a dead grantee would have kept
+		// without the claim window.
+		if wait := at.Sub(released); wait >= 20*time.Second {
+			t.Fatalf("the next waiter got the lock %v after the release", wait)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the lock stayed with the dead waiter for 20s; its claim window is 500ms")
+	}
+}
