@@ -36,25 +36,6 @@ func (c crashingWaiter) AwaitHandover(ctx context.Context, key, owner string, ma
 
 func (crashingWaiter) Dequeue(context.Context, string, string) error { return nil }
 
-func newRedisStore(t testing.TB) *redisbackend.Store {
-	t.Helper()
-	s, err := redisbackend.New(server.Client(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func lockerOn(t testing.TB, n int, st backend.Store, cfg synclock.Config) *synclock.Locker {
-	t.Helper()
-	lk, err := synclock.NewLocker(st, idN(t, n), cfg, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lk
-}
-
 // A grant first lasts ClaimWindow: a short section never extends it, a
 // long one extends it to HoldDuration and keeps the lock past the window.
 func TestClaimWindowExtendsLongSections(t *testing.T) {

@@ -48,16 +48,29 @@ func idN(t testing.TB, n int) instanceid.ID {
 // redisLocker returns a locker of instance n with its own Redis client.
 func redisLocker(t testing.TB, n int, cfg synclock.Config, opts ...synclock.Option) (*synclock.Locker, backend.Store) {
 	t.Helper()
+	s := newRedisStore(t)
+	return lockerOn(t, n, s, cfg, opts...), s
+}
+
+// newRedisStore returns a store on its own client of the package's server.
+func newRedisStore(t testing.TB) *redisbackend.Store {
+	t.Helper()
 	s, err := redisbackend.New(server.Client(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	lk, err := synclock.NewLocker(s, idN(t, n), cfg, append([]synclock.Option{quiet}, opts...)...)
+	return s
+}
+
+// lockerOn returns a quiet locker of instance n on st.
+func lockerOn(t testing.TB, n int, st backend.Store, cfg synclock.Config, opts ...synclock.Option) *synclock.Locker {
+	t.Helper()
+	lk, err := synclock.NewLocker(st, idN(t, n), cfg, append([]synclock.Option{quiet}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return lk, s
+	return lk
 }
 
 func uniqueKey(t testing.TB) string {
