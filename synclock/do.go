@@ -51,7 +51,8 @@ func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) er
 //
 // fn gets a context that carries the fencing token (Token) and is
 // cancelled shortly before the lease can expire (HoldDuration, or the
-// WithAutoRenew ceiling), with cause ErrLeaseExpired; DoKey then returns
+// WithAutoRenew ceiling; sooner if the first lease, ClaimWindow, cannot be
+// extended), with cause ErrLeaseExpired; DoKey then returns
 // ErrLeaseExpired joined with fn's error. A panic in fn releases the lock
 // and is re-raised. A DoKey for a key that the same call chain already
 // holds (its ctx says so) runs fn directly.
