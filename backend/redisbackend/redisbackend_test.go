@@ -319,7 +319,8 @@ func TestUncontendedCycleCommands(t *testing.T) {
 
 // A release with a waiter in line hands the key over in one script; the
 // calls it makes are pinned like the uncontended cycle's, because this
-// script is on the critical path of every contended handoff.
+// script is on the critical path of every contended handoff. So are a
+// waiter's calls to join the line, made once per contended acquisition.
 func TestHandoverReleaseCommands(t *testing.T) {
 	r := testenv.NewRedis(t)
 	rdb := r.Client(t)
@@ -339,6 +340,33 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
 		t.Fatalf("b joining the line: %v, want ErrHeld", err)
 	}
+
+	// A second waiter joins a line that exists, behind a held lease.
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, 2*time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("c joining the line: %v, want ErrHeld", err)
+	}
+	join, err := commandCalls(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(join, "config|resetstat")
+	wantJoin := map[string]int64{
+		"evalsha": 1,
+		// one EXISTS finds lease and line; the line's first live waiter
+		"exists": 1, "time": 1, "zrangebyscore": 1, "zrange": 1,
+		// the holder: TYPE, HMGET, PTTL
+		"type": 1, "hmget": 1,
+		// joining: ZADD arrival and deadline, HSET request, PTTL line and
+		// (a longer patience than the line's) PEXPIRE of its three keys
+		"zadd": 2, "hset": 1, "pttl": 2, "pexpire": 3,
+	}
+	if fmt.Sprint(join) != fmt.Sprint(wantJoin) {
+		t.Errorf("a waiter joining an existing line made the server calls\n%v\nwant\n%v", join, wantJoin)
+	}
+
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
