@@ -61,6 +61,10 @@
 //     while the section runs, up to a hard ceiling.
 //   - A panic in the section releases the lock and goes on. A nested call on
 //     a key that its call chain already holds runs directly.
+//   - WithObserver reports every step of a lock (acquired, with the wait and
+//     the claims it took and whether a release handed it over; refused,
+//     with the reason; extended; lost; released, with the time held) for
+//     metrics.
 //
 // # What is not promised
 //

@@ -34,6 +34,7 @@ type Locker struct {
 	leaseMargin time.Duration
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
+	observer   func(Event) // WithObserver; nil: none
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -252,6 +253,9 @@ type grant struct {
 	ctx    context.Context // cancelled when the lease ends or is about to
 	cancel context.CancelCauseFunc
 	timer  clock.Timer // cancels ctx a margin before the lease ends
+	start  time.Time   // when the holding began
+	handed bool        // a release handed the lock over
+	lost   sync.Once   // reports EventLost once
 
 	// Extending the lease (renew): renewT starts it, stopRen stops it,
 	// renewWG waits for it; ending, under renewMu, keeps it from starting
@@ -268,26 +272,43 @@ type grant struct {
 // acquire waits for key (local queue, then the store) and returns the
 // grant. wait=false tries once and fails with ErrLocked.
 func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, error) {
+	if lk.observer == nil {
+		g, _, err := lk.acquireAt(ctx, key, wait)
+		return g, err
+	}
+	start := lk.clock.Now()
+	g, tries, err := lk.acquireAt(ctx, key, wait)
+	if err != nil {
+		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
+		return nil, err
+	}
+	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.lease.Token, Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
+	return g, nil
+}
+
+// acquireAt is acquire without the report; it also returns the claims
+// sent to the store.
+func (lk *Locker) acquireAt(ctx context.Context, key string, wait bool) (*grant, int, error) {
 	if lk.cfg.Disabled {
-		return nil, ErrDisabled
+		return nil, 0, ErrDisabled
 	}
 	sk, err := lk.storeKey(key)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	q, err := lk.enter(ctx, sk, wait)
 	if errors.Is(err, ErrLocked) {
-		return nil, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance: %w", key, err)
+		return nil, 0, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance: %w", key, err)
 	}
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
+		return nil, 0, errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
 	}
-	g, err := lk.claim(ctx, key, sk, q, wait)
+	g, tries, err := lk.claim(ctx, key, sk, q, wait)
 	if err != nil {
 		lk.exit(sk, q)
-		return nil, err
+		return nil, tries, err
 	}
-	return g, nil
+	return g, tries, nil
 }
 
 // claim takes the lock in the store for the goroutine that owns q's turn.
@@ -297,7 +318,8 @@ func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, e
 // that hands over (backend.Handover) the release grants the key to the
 // first waiter, who collects it without another request; elsewhere a
 // waiter sleeps until a release is announced and then asks again.
-func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, error) {
+func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, int, error) {
+	tries := 0
 	owner := lk.idText + "#" + nonce()
 	// A grant, and a handover asked for in line, first lasts ClaimWindow;
 	// the holder extends it if its section runs long (renew).
@@ -311,7 +333,6 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 	if wait {
 		patience = lk.patience
 	}
-	tries := 0
 	for {
 		sent := lk.clock.Now()
 		var l backend.Lease
@@ -324,21 +345,21 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		tries++
 		if err == nil {
 			lk.observe(sk, l.Token)
-			return lk.newGrant(ctx, key, sk, q, owner, l, sent), nil
+			return lk.newGrant(ctx, key, sk, q, owner, l, sent), tries, nil
 		}
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
-			return nil, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
+			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
 		}
 		lk.observe(sk, held.Holder.Token)
 		locked := &lockedError{key: key, holder: held.Holder, next: held.Next}
 		if !wait {
-			return nil, locked
+			return nil, tries, locked
 		}
 		if lk.cfg.MaxRetries > 0 && tries > lk.cfg.MaxRetries {
 			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			locked.tries = tries
-			return nil, locked
+			return nil, tries, locked
 		}
 		poll := lk.cfg.RetryInterval
 		if held.Holder.Owner != "" {
@@ -351,13 +372,15 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			switch {
 			case ok:
 				lk.observe(sk, l.Token)
-				return lk.newGrant(ctx, key, sk, q, owner, l, sent), nil
+				g := lk.newGrant(ctx, key, sk, q, owner, l, sent)
+				g.handed = true
+				return g, tries, nil
 			case errors.Is(err, errors.ErrUnsupported):
 				// Wait for releases instead, from now on.
 				lk.noHandover.Store(true)
 				hand = nil
 			case err != nil:
-				return nil, lk.giveUp(ctx, line, key, sk, owner, patience, locked,
+				return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked,
 					fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), err))
 			default:
 				continue // nothing handed over in time: ask again, which keeps the place
@@ -375,7 +398,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			}
 		}
 		if err := lk.waitTurn(ctx, q, poll, owner); err != nil {
-			return nil, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)
+			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)
 		}
 	}
 }
@@ -441,7 +464,7 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 }
 
 func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) *grant {
-	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l}
+	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l, start: lk.clock.Now()}
 	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, heldKey{lk, sk}, g))
 	// The lease ends ClaimWindow after the request was sent, or sooner if
 	// the store says so (a lease handed over a while ago); give up a
@@ -450,7 +473,7 @@ func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner 
 	if l.TTL > 0 && l.TTL < first {
 		first = l.TTL
 	}
-	g.timer = lk.clock.AfterFunc(first-lk.leaseMargin-lk.clock.Since(sent), func() { g.cancel(ErrLeaseExpired) })
+	g.timer = lk.clock.AfterFunc(first-lk.leaseMargin-lk.clock.Since(sent), func() { g.lose(ErrLeaseExpired) })
 	if lk.ceiling() > first {
 		// No goroutine until the section has run a third of the lease:
 		// most sections are shorter.
@@ -500,8 +523,9 @@ func (g *grant) renew(sent time.Time, first time.Duration) {
 		case err == nil:
 			end = rsent.Sub(sent) + ttl
 			g.timer.Reset(ttl - lk.leaseMargin - lk.clock.Since(rsent))
+			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.lease.Token})
 		case errors.Is(err, backend.ErrNotHeld):
-			g.cancel(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
+			g.lose(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
 			return
 		case g.ctx.Err() != nil:
 			return
@@ -523,6 +547,17 @@ func (g *grant) renew(sent time.Time, first time.Duration) {
 		case <-t.C():
 		}
 	}
+}
+
+// lose ends the section's context because the lease ended or is about
+// to, and reports it unless the holding had ended already.
+func (g *grant) lose(cause error) {
+	g.cancel(cause)
+	g.lost.Do(func() {
+		if context.Cause(g.ctx) == cause {
+			g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
+		}
+	})
 }
 
 // release ends the holding: stops renewals, deletes the key in the store
@@ -555,6 +590,9 @@ func (g *grant) release(ctx context.Context) error {
 			err = fmt.Errorf("synclock: releasing lock %q: %w", g.key, rerr)
 		case expired:
 			err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
+		}
+		if lk.observer != nil {
+			lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
 		}
 	})
 	return err

@@ -1,0 +1,79 @@
+package synclock
+
+import "time"
+
+// EventKind says what a Locker reports to its observer.
+type EventKind int
+
+const (
+	// EventAcquired: a holding began. Event.Wait is the time from the
+	// call to the grant (the local queue and the store), Event.Tries the
+	// claims sent to the store, Event.Handed whether a release handed
+	// the lock over (backend.Handover) rather than a claim taking it.
+	EventAcquired EventKind = iota + 1
+	// EventRefused: a call did not get the lock. Event.Err says why: it
+	// wraps ErrLocked (TryDo, TryLock, MaxRetries), ErrTimeout (the
+	// context ended), ErrDisabled, or is a store error. Event.Wait and
+	// Event.Tries are as for EventAcquired.
+	EventRefused
+	// EventExtended: the lease of a running section was extended, past
+	// the claim window or by WithAutoRenew.
+	EventExtended
+	// EventLost: the lease ended, or was about to, while the section ran;
+	// its context was cancelled and Event.Err wraps ErrLeaseExpired.
+	// Event.Held is how long the holding had lasted.
+	EventLost
+	// EventReleased: a holding ended. Event.Held is the time from the
+	// grant to the release, Event.Err the error the release reported (nil
+	// when fine; wrapping ErrLeaseExpired when the lease had run out).
+	EventReleased
+)
+
+// String returns "acquired", "refused", "extended", "lost" or "released".
+func (k EventKind) String() string {
+	switch k {
+	case EventAcquired:
+		return "acquired"
+	case EventRefused:
+		return "refused"
+	case EventExtended:
+		return "extended"
+	case EventLost:
+		return "lost"
+	case EventReleased:
+		return "released"
+	}
+	return "unknown"
+}
+
+// Event is one step of a lock, for metrics (see WithObserver).
+type Event struct {
+	Kind EventKind
+	// Key is the lock key as the caller gave it (Do: the function name).
+	Key string
+	// Token is the fencing token of the holding; 0 for EventRefused.
+	Token uint64
+	// Wait and Tries: see EventAcquired and EventRefused.
+	Wait  time.Duration
+	Tries int
+	// Handed: see EventAcquired.
+	Handed bool
+	// Held: see EventLost and EventReleased.
+	Held time.Duration
+	// Err: see EventRefused, EventLost and EventReleased.
+	Err error
+}
+
+// WithObserver makes the Locker report every step of its locks to f:
+// acquisitions, refusals, extensions, lost leases and releases. f is for
+// metrics and logs: it is called synchronously on the goroutine that took
+// the step (the caller's, or a timer's) and must return quickly.
+func WithObserver(f func(Event)) Option {
+	return func(lk *Locker) { lk.observer = f }
+}
+
+func (lk *Locker) report(e Event) {
+	if lk.observer != nil {
+		lk.observer(e)
+	}
+}
