@@ -291,28 +291,18 @@ func TestUncontendedCycleCommands(t *testing.T) {
 				}
 			}
 			run() // loads the scripts
-			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-				t.Fatal(err)
-			}
-			for range n {
-				run()
-			}
-			got, err := commandCalls(ctx, rdb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			delete(got, "config|resetstat")
-			delete(got, "info")
-			want := map[string]int64{
+			got := serverCalls(t, rdb, func() {
+				for range n {
+					run()
+				}
+			})
+			wantCalls(t, fmt.Sprintf("%d uncontended %s+Release cycles", n, name), got, map[string]int64{
 				"evalsha": 2 * n,
 				// acquire: EXISTS lease (and line), INCR fence, HSET, PEXPIRE
 				"exists": 2 * n, "incr": n, "hset": n, "pexpire": n,
 				// release: HMGET, EXISTS line, DEL, PUBLISH
 				"hmget": n, "del": n, "publish": n,
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("%d uncontended %s+Release cycles made the server calls\n%v\nwant\n%v", n, name, got, want)
-			}
+			})
 		})
 	}
 }
@@ -342,18 +332,12 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	}
 
 	// A second waiter joins a line that exists, behind a held lease.
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, 2*time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("c joining the line: %v, want ErrHeld", err)
-	}
-	join, err := commandCalls(ctx, rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(join, "config|resetstat")
-	wantJoin := map[string]int64{
+	join := serverCalls(t, rdb, func() {
+		if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, 2*time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("c joining the line: %v, want ErrHeld", err)
+		}
+	})
+	wantCalls(t, "a waiter joining an existing line", join, map[string]int64{
 		"evalsha": 1,
 		// one EXISTS finds lease and line; the line's first live waiter
 		"exists": 1, "time": 1, "zrangebyscore": 1, "zrange": 1,
@@ -362,23 +346,14 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// joining: ZADD arrival and deadline, HSET request, PTTL line and
 		// (a longer patience than the line's) PEXPIRE of its three keys
 		"zadd": 2, "hset": 1, "pttl": 2, "pexpire": 3,
-	}
-	if fmt.Sprint(join) != fmt.Sprint(wantJoin) {
-		t.Errorf("a waiter joining an existing line made the server calls\n%v\nwant\n%v", join, wantJoin)
-	}
+	})
 
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Release(ctx, key, "a", 0); err != nil {
-		t.Fatal(err)
-	}
-	got, err := commandCalls(ctx, rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(got, "config|resetstat")
-	want := map[string]int64{
+	release := serverCalls(t, rdb, func() {
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	wantCalls(t, "a release that hands the key over", release, map[string]int64{
 		"evalsha": 1,
 		// the fast path's look: HMGET lease, EXISTS line; then DEL lease
 		"hmget": 1, "exists": 1, "del": 1,
@@ -388,13 +363,35 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"hget": 1, "zrem": 2, "hdel": 1,
 		// the grant, the mailbox and the watchers' news
 		"incr": 1, "hset": 1, "pexpire": 2, "xadd": 1, "publish": 1,
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("a release that hands the key over made the server calls\n%v\nwant\n%v", got, want)
-	}
+	})
 	l, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
 	if err != nil || !ok || l.Owner != "b" {
 		t.Fatalf("b's handover: %+v, %v, %v", l, ok, err)
+	}
+}
+
+// serverCalls returns the calls per command that op made the server do:
+// it runs op between CONFIG RESETSTAT and INFO commandstats.
+func serverCalls(t *testing.T, rdb *redis.Client, op func()) map[string]int64 {
+	t.Helper()
+	ctx := ctxT(t)
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	op()
+	got, err := commandCalls(ctx, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(got, "config|resetstat")
+	return got
+}
+
+// wantCalls fails t unless what made exactly the server calls want.
+func wantCalls(t *testing.T, what string, got, want map[string]int64) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s made the server calls\n%v\nwant\n%v", what, got, want)
 	}
 }
 
