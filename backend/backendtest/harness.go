@@ -127,6 +127,7 @@ func (s *suite) parallelCases() []testCase {
 		{"QueueFreeKeyGrants", s.testQueueFreeKeyGrants},
 		{"QueueOrder", s.testQueueOrder},
 		{"QueuePatience", s.testQueuePatience},
+		{"QueueLapsedRejoins", s.testQueueLapsedRejoins},
 		{"QueueDequeue", s.testQueueDequeue},
 		{"QueueZeroPatience", s.testQueueZeroPatience},
 		{"QueueFencing", s.testQueueFencing},

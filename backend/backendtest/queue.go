@@ -261,6 +261,40 @@ func (s *suite) testQueueOrder(t *testing.T) {
 	}
 }
 
+// testQueueLapsedRejoins lets a waiter's place lapse while another waiter
+// is ahead of it. When it asks again it joins at the back, behind a waiter
+// that came after its place lapsed, as a newcomer would: a place, once
+// lost, is not kept for an owner that comes back.
+func (s *suite) testQueueLapsedRejoins(t *testing.T) {
+	const short = 200 * time.Millisecond
+	ctx := testCtx(t)
+	h, a, b, c, watcher := s.queue(t), s.queue(t), s.queue(t), s.queue(t), s.queue(t)
+	key := s.key("queue-lapsed-rejoins")
+
+	w := watch(t, ctx, watcher, key)
+	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
+	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, waitPatience)
+	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+	joined := time.Now()
+	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, short)
+	checkQueuedBehind(t, "b's AcquireQueued with a short patience", err, held, longTTL, "a")
+	// b stays silent until its place has surely lapsed.
+	time.Sleep(time.Until(joined.Add(2 * short)))
+	_, err = c.AcquireQueued(ctx, key, "c", longTTL, 0, waitPatience)
+	checkQueuedBehind(t, "c's AcquireQueued after b's place lapsed", err, held, longTTL, "a")
+	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
+	checkQueuedBehind(t, "b's AcquireQueued after its place lapsed", err, held, longTTL, "a")
+
+	release(t, ctx, h, key, "h", 0)
+	la := s.passedTo(t, ctx, w, a, h, key, "a", longTTL, held.Token, "h's release with a, c and b in line")
+	release(t, ctx, a, key, "a", 0)
+	lc := s.passedTo(t, ctx, w, c, h, key, "c", longTTL, la.Token, "a's release: c came before b joined again")
+	release(t, ctx, c, key, "c", 0)
+	s.passedTo(t, ctx, w, b, h, key, "b", longTTL, lc.Token, "c's release with b in line")
+	release(t, ctx, b, key, "b", 0)
+	awaitRelease(t, w, longTTL, "", "b's release with nobody left in line")
+}
+
 // testQueuePatience lets a waiter join with a short patience, extend it
 // with a longer one and then stop calling, as a crashed process would.
 // While its place surely lasts, the released key is kept for it; once

@@ -9,15 +9,14 @@
 // fencing counter as the integer "<prefix>:K:fence", which never expires.
 // K's hash tag (the part in braces, such as "{acme:billing}") keeps both in
 // one Cluster slot; a key without one is used whole as its tag. A key's
-// waiting line (backend.Queue) is the pair of sorted sets "<prefix>:K:line"
-// (waiters by arrival) and "<prefix>:K:line-due" (when each place lapses,
-// on the server's clock), with the hash "<prefix>:K:line-req" of what each
-// waiter asked for (ttl and fencing floor); they expire with the last
-// place. A release of a key with a live waiter in line grants it to that
+// waiting line (backend.Queue) is the sorted set "<prefix>:K:line"
+// (waiters by arrival, on the server's clock) with the hash
+// "<prefix>:K:line-req" of what each waiter asked for (ttl and fencing
+// floor) and when its place lapses; both expire with the last place. A release of a key with a live waiter in line grants it to that
 // waiter (backend.Handover) and adds the lease to the waiter's mailbox, the
 // stream "<prefix>:K:handover:<owner>", which the waiter reads with XREAD
 // BLOCK; it expires with the lease and is deleted when that lease ends. The
-// suffixes ":fence", ":line", ":line-due", ":line-req", ":member-data" and
+// suffixes ":fence", ":line", ":line-req", ":member-data" and
 // ":member-ids", and ":handover:" anywhere in a key, are reserved (see
 // Registry below).
 //
@@ -65,16 +64,15 @@ var (
 const DefaultPrefix = "baton"
 
 const (
-	fenceSuffix    = ":fence"
-	lineSuffix     = ":line"
-	deadlineSuffix = ":line-due"
-	requestSuffix  = ":line-req"
-	mailboxInfix   = ":handover:"
+	fenceSuffix   = ":fence"
+	lineSuffix    = ":line"
+	requestSuffix = ":line-req"
+	mailboxInfix  = ":handover:"
 )
 
 // reservedSuffixes end the Redis keys a store writes beside a lease key;
 // keys passed to the store must not end in them.
-var reservedSuffixes = []string{fenceSuffix, lineSuffix, deadlineSuffix, requestSuffix, memberDataSuffix, memberIDsSuffix}
+var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, memberDataSuffix, memberIDsSuffix}
 
 // Store is a backend.Store on Redis. Create it with New; call Close to
 // release its pub/sub connection. The client is not closed by Close.
@@ -161,12 +159,11 @@ func (s *Store) LeaseKey(key string) string {
 func (s *Store) FenceKey(key string) string { return s.LeaseKey(key) + fenceSuffix }
 
 // LineKeys returns the Redis keys that hold key's waiting line
-// (backend.Queue): the sorted set of waiters by arrival and the one of the
-// moments their places lapse. A third key, the same name with the suffix
-// ":line-req", holds what each waiter asked for.
-func (s *Store) LineKeys(key string) (line, deadlines string) {
+// (backend.Queue): the sorted set of waiters by arrival, and the hash of
+// what each waiter asked for and when its place lapses.
+func (s *Store) LineKeys(key string) (line, requests string) {
 	lk := s.LeaseKey(key)
-	return lk + lineSuffix, lk + deadlineSuffix
+	return lk + lineSuffix, lk + requestSuffix
 }
 
 // MailboxKey returns the Redis key (a stream) in which a release leaves
@@ -176,10 +173,10 @@ func (s *Store) MailboxKey(key, owner string) string {
 }
 
 // lineScriptKeys returns the keys of the scripts that work on the line:
-// lease, fence, line, deadlines and requests.
+// lease, fence, line and requests.
 func (s *Store) lineScriptKeys(key string) []string {
 	lk := s.LeaseKey(key)
-	return []string{lk, lk + fenceSuffix, lk + lineSuffix, lk + deadlineSuffix, lk + requestSuffix}
+	return []string{lk, lk + fenceSuffix, lk + lineSuffix, lk + requestSuffix}
 }
 
 // handsOver is the scripts' handover argument: a store that waits for

@@ -339,13 +339,14 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	})
 	wantCalls(t, "a waiter joining an existing line", join, map[string]int64{
 		"evalsha": 1,
-		// one EXISTS finds lease and line; the line's first live waiter
-		"exists": 1, "time": 1, "zrangebyscore": 1, "zrange": 1,
+		// one EXISTS finds lease and line; the line's first live waiter:
+		// TIME, ZRANGE, HGET its request
+		"exists": 1, "time": 1, "zrange": 1, "hget": 2,
 		// the holder: TYPE, HMGET, PTTL
 		"type": 1, "hmget": 1,
-		// joining: ZADD arrival and deadline, HSET request, PTTL line and
-		// (a longer patience than the line's) PEXPIRE of its three keys
-		"zadd": 2, "hset": 1, "pttl": 2, "pexpire": 3,
+		// joining: HGET its own request (none), ZADD arrival, HSET request,
+		// PTTL line and (a longer patience than the line's) PEXPIRE of both
+		"zadd": 1, "hset": 1, "pttl": 2, "pexpire": 2,
 	})
 
 	release := serverCalls(t, rdb, func() {
@@ -357,10 +358,10 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"evalsha": 1,
 		// the fast path's look: HMGET lease, EXISTS line; then DEL lease
 		"hmget": 1, "exists": 1, "del": 1,
-		// the first live waiter: TIME, ZRANGEBYSCORE deadlines, ZRANGE line
-		"time": 1, "zrangebyscore": 1, "zrange": 1,
-		// its request and leaving the line: HGET, ZREM x2, HDEL
-		"hget": 1, "zrem": 2, "hdel": 1,
+		// the first live waiter: TIME, ZRANGE line, HGET its request
+		"time": 1, "zrange": 1, "hget": 1,
+		// it leaves the line: HDEL, ZREM
+		"hdel": 1, "zrem": 1,
 		// the grant, the mailbox and the watchers' news
 		"incr": 1, "hset": 1, "pexpire": 2, "xadd": 1, "publish": 1,
 	})

@@ -7,14 +7,13 @@ import "github.com/redis/go-redis/v9"
 // notification) happen atomically on the server. The lease is a hash with
 // the fields owner, token and, after a Release that keeps the key,
 // released. The fencing counter is a plain integer key that never expires.
-// A key's waiting line (backend.Queue) is two sorted sets of owners: one
-// scored by arrival (microseconds of the server's clock), one by the
-// moment the place lapses (milliseconds); both expire once every place in
-// them has lapsed. A third key, a hash, holds what each waiter asked for
-// ("<ttl-ms> <floor>"), so that a release can hand the key to the first
-// waiter (backend.Handover): the release grants it and adds the lease to
-// the waiter's mailbox, a stream "<lease key>:handover:<owner>" that the
-// waiter reads with XREAD BLOCK.
+// A key's waiting line (backend.Queue) is a sorted set of owners scored by
+// arrival (microseconds of the server's clock) and a hash of what each
+// waiter asked for and when its place lapses ("<ttl-ms> <floor>
+// <due-ms>"); both expire once every place in them has lapsed. A release
+// hands the key to the first live waiter (backend.Handover): it grants it
+// and adds the lease to the waiter's mailbox, a stream
+// "<lease key>:handover:<owner>" that the waiter reads with XREAD BLOCK.
 //
 // A script that did what was asked (granted, renewed or released the
 // caller's lease) replies with the lease's token alone, a string: the
@@ -95,40 +94,49 @@ local function now()
   return nowus
 end
 
--- first drops the waiters whose place lapsed and returns the first of the
--- others, or ''. A key without a line costs one EXISTS, which a caller
--- that has just seen the line skips (seen; were the line gone after all,
--- the lookups below would find nobody in it).
-local function first(L, D, R, seen)
+-- A waiter's request in R is "<ttl-ms> <floor> <due-ms>": what it asks
+-- for if handed the key, and when its place lapses (server clock).
+
+-- first returns the first waiter in line whose place has not lapsed, and
+-- its request, or ''. It drops the lapsed waiters it finds at the head
+-- (and one whose request is not in baton's shape); those further back
+-- are dropped when they reach it, or when they join again. A key without
+-- a line costs one EXISTS, which a caller that has just seen the line
+-- skips (seen; were the line gone after all, ZRANGE would find nobody).
+local function first(L, R, seen)
   if not seen and redis.call('EXISTS', L) == 0 then return '' end
   local ms = math.floor(now() / 1000)
   while true do
-    local gone = redis.call('ZRANGEBYSCORE', D, '-inf', ms, 'LIMIT', 0, 100)
-    if #gone == 0 then break end
-    redis.call('ZREM', L, unpack(gone))
-    redis.call('ZREM', D, unpack(gone))
-    redis.call('HDEL', R, unpack(gone))
+    local head = redis.call('ZRANGE', L, 0, 0)[1]
+    if not head then return '' end
+    local req = redis.call('HGET', R, head)
+    local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
+    if due and due > ms then return head, req end
+    redis.call('ZREM', L, head)
+    if req then redis.call('HDEL', R, head) end
   end
-  return redis.call('ZRANGE', L, 0, 0)[1] or ''
 end
 
 -- join puts owner at the back of the line (or keeps its place) until
--- patience ms from now, asking for ttl ms and floor if handed the key.
-local function join(L, D, R, owner, patience, ttl, floor)
+-- patience ms from now, asking for ttl ms and floor if handed the key. An
+-- owner whose place lapsed joins at the back again.
+local function join(L, R, owner, patience, ttl, floor)
   if patience <= 0 then return end
   local ms = math.floor(now() / 1000)
+  local old = redis.call('HGET', R, owner)
+  if old then
+    local due = tonumber(string.match(old, '^%d+ %d+ (%d+)$'))
+    if not (due and due > ms) then redis.call('ZREM', L, owner) end
+  end
   redis.call('ZADD', L, 'NX', now(), owner)
-  redis.call('ZADD', D, ms + patience, owner)
-  redis.call('HSET', R, owner, ttl .. ' ' .. floor)
+  redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. (ms + patience))
   if redis.call('PTTL', L) < patience then
     redis.call('PEXPIRE', L, patience)
-    redis.call('PEXPIRE', D, patience)
     redis.call('PEXPIRE', R, patience)
   end
 end
 
-local function leave(L, D, R, owner)
-  redis.call('ZREM', D, owner)
+local function leave(L, R, owner)
   redis.call('HDEL', R, owner)
   return redis.call('ZREM', L, owner)
 end
@@ -137,38 +145,30 @@ local function mailbox(owner)
   return KEYS[1] .. ':handover:' .. owner
 end
 
--- handover grants the free KEYS[1] (fence KEYS[2]) to the first live
--- waiter, with the ttl and floor it asked for, puts the lease in its
--- mailbox and tells watchers the key is held for ttl (command pub). It
--- returns whether it did, and the waiter first in line (nxt, if given,
--- is the one first() just returned). A waiter whose request is not in
--- baton's shape is dropped from the line.
-local function handover(L, D, R, pub, nxt)
-  while true do
-    nxt = nxt or first(L, D, R)
-    if nxt == '' then return false, '' end
-    local ttl, floor = string.match(redis.call('HGET', R, nxt) or '', '^(%d+) (%d+)$')
-    leave(L, D, R, nxt)
-    if ttl then
-      local tok = grant(nxt, ttl, floor)
-      if not tok then return false, first(L, D, R) end
-      local box = mailbox(nxt)
-      redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
-      redis.call('PEXPIRE', box, ttl)
-      redis.call(pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
-      return true, nxt
-    end
-    nxt = nil
-  end
+-- handover grants the free KEYS[1] (fence KEYS[2]) to nxt, the first live
+-- waiter, with the ttl and floor of its request req (both as first()
+-- returned them), puts the lease in its mailbox and tells watchers the key
+-- is held for ttl (command pub). It returns whether it did, and the waiter
+-- first in line.
+local function handover(L, R, pub, nxt, req)
+  local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
+  leave(L, R, nxt)
+  local tok = grant(nxt, ttl, floor)
+  if not tok then return false, first(L, R, true) end
+  local box = mailbox(nxt)
+  redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
+  redis.call('PEXPIRE', box, ttl)
+  redis.call(pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
+  return true, nxt
 end
 
 -- pass hands the freed KEYS[1] over if hand is '1' and someone is in
 -- line, and otherwise publishes "released <token> <next>".
-local function pass(L, D, R, pub, hand, token, seen)
-  local nxt = first(L, D, R, seen)
+local function pass(L, R, pub, hand, token, seen)
+  local nxt, req = first(L, R, seen)
   if hand == '1' and nxt ~= '' then
     local done
-    done, nxt = handover(L, D, R, pub, nxt)
+    done, nxt = handover(L, R, pub, nxt, req)
     if done then return end
   end
   redis.call(pub, KEYS[1], 'released ' .. token .. ' ' .. nxt)
@@ -187,7 +187,7 @@ return {l[1], l[2], l[3], l[4]}
 `)
 
 // acquireQueuedScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line,
-// KEYS[4] line deadlines, KEYS[5] line requests; ARGV owner, ttl-ms,
+// KEYS[4] line requests; ARGV owner, ttl-ms,
 // floor, patience-ms. A lease handed to owner is returned as granted. The
 // fast path (no lease, no line) checks both keys with one EXISTS, whose
 // count of 2 also spares first() its look at the line.
@@ -199,7 +199,7 @@ if found == 0 then
 end
 ` + common + `
 local owner, patience = ARGV[1], tonumber(ARGV[4])
-local nxt = first(KEYS[3], KEYS[4], KEYS[5], found == 2)
+local nxt = first(KEYS[3], KEYS[4], found == 2)
 local l = lease()
 if l then
   if l[1] ~= 'held' then return l end
@@ -207,37 +207,37 @@ if l then
     redis.call('DEL', mailbox(owner))
     return {'ok', l[2], l[3], l[4]}
   end
-  join(KEYS[3], KEYS[4], KEYS[5], owner, patience, ARGV[2], ARGV[3])
+  join(KEYS[3], KEYS[4], owner, patience, ARGV[2], ARGV[3])
   if nxt == '' and patience > 0 then nxt = owner end
   return {l[1], l[2], l[3], l[4], nxt}
 end
 if nxt ~= '' and nxt ~= owner then
-  join(KEYS[3], KEYS[4], KEYS[5], owner, patience, ARGV[2], ARGV[3])
+  join(KEYS[3], KEYS[4], owner, patience, ARGV[2], ARGV[3])
   return {'queued', nxt}
 end
-if nxt == owner then leave(KEYS[3], KEYS[4], KEYS[5], owner) end
+if nxt == owner then leave(KEYS[3], KEYS[4], owner) end
 local tok, bad = grant(owner, ARGV[2], ARGV[3])
 return tok or bad
 `)
 
 // dequeueScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4]
-// line deadlines, KEYS[5] line requests; ARGV owner, publish command,
+// line requests; ARGV owner, publish command,
 // handover ("1": hand a freed key to the next waiter). A key already
 // handed to owner is released. If owner was first for the free key, the
 // key goes to the next waiter: handed over, or else "released - <next>"
 // is published so that the next waiter claims at once.
 var dequeueScript = redis.NewScript(grantFn + common + `
 local owner, pub = ARGV[1], ARGV[2]
-local was = first(KEYS[3], KEYS[4], KEYS[5])
-local left = leave(KEYS[3], KEYS[4], KEYS[5], owner)
+local was = first(KEYS[3], KEYS[4])
+local left = leave(KEYS[3], KEYS[4], owner)
 local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
 if not v.err and v[1] == owner and v[2] and not v[3] then
   redis.call('DEL', KEYS[1], mailbox(owner))
-  pass(KEYS[3], KEYS[4], KEYS[5], pub, ARGV[3], v[2])
+  pass(KEYS[3], KEYS[4], pub, ARGV[3], v[2])
   return {'free'}
 end
 if left == 0 or was ~= owner or redis.call('EXISTS', KEYS[1]) == 1 then return {'free'} end
-pass(KEYS[3], KEYS[4], KEYS[5], pub, ARGV[3], '-')
+pass(KEYS[3], KEYS[4], pub, ARGV[3], '-')
 return {'free'}
 `)
 
@@ -260,7 +260,7 @@ return {l[1], l[2], l[3], l[4]}
 `)
 
 // releaseScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4] line
-// deadlines, KEYS[5] line requests; ARGV owner, keep-ms (0: delete now),
+// requests; ARGV owner, keep-ms (0: delete now),
 // publish command, handover ("1": hand the key to the first waiter).
 // Handing over publishes "renewed <new token> <ttl-ms>" (the key stays
 // held); deleting publishes "released <token> <next>" on the channel named
@@ -294,7 +294,7 @@ if keep > 0 then
 end
 -- Here the fast path saw the line.
 redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
-pass(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[4], v[2], true)
+pass(KEYS[3], KEYS[4], ARGV[3], ARGV[4], v[2], true)
 return v[2]
 `)
 
