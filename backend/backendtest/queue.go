@@ -33,6 +33,17 @@ func (s *suite) queue(t *testing.T) queueStore {
 // the whole subtest.
 const waitPatience = 30 * time.Second
 
+// holdWithWaiter lets h take key, watched by watcher, and a join its line
+// with patience, refused as behind h. It returns the watch and h's lease.
+func (s *suite) holdWithWaiter(t *testing.T, ctx context.Context, h, a, watcher queueStore, key string, patience time.Duration) (backend.Watch, backend.Lease) {
+	t.Helper()
+	w := watch(t, ctx, watcher, key)
+	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
+	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
+	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+	return w, held
+}
+
 // acquireQueued calls AcquireQueued and fails t unless the store grants
 // owner a well-formed lease.
 func (s *suite) acquireQueued(t testing.TB, ctx context.Context, q backend.Queue, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) backend.Lease {
@@ -236,11 +247,8 @@ func (s *suite) testQueueOrder(t *testing.T) {
 	h, a, b, watcher := s.queue(t), s.queue(t), s.queue(t), s.queue(t)
 	key := s.key("queue-order")
 
-	w := watch(t, ctx, watcher, key)
-	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, waitPatience)
-	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
-	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
+	w, held := s.holdWithWaiter(t, ctx, h, a, watcher, key, waitPatience)
+	_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
 	checkQueuedBehind(t, "b's AcquireQueued after a's", err, held, longTTL, "a")
 	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, waitPatience)
 	checkQueuedBehind(t, "a's second AcquireQueued, after b joined", err, held, longTTL, "a")
@@ -271,12 +279,9 @@ func (s *suite) testQueueLapsedRejoins(t *testing.T) {
 	h, a, b, c, watcher := s.queue(t), s.queue(t), s.queue(t), s.queue(t), s.queue(t)
 	key := s.key("queue-lapsed-rejoins")
 
-	w := watch(t, ctx, watcher, key)
-	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, waitPatience)
-	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+	w, held := s.holdWithWaiter(t, ctx, h, a, watcher, key, waitPatience)
 	joined := time.Now()
-	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, short)
+	_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, short)
 	checkQueuedBehind(t, "b's AcquireQueued with a short patience", err, held, longTTL, "a")
 	// b stays silent until its place has surely lapsed.
 	time.Sleep(time.Until(joined.Add(2 * short)))
@@ -344,12 +349,9 @@ func (s *suite) testQueuePatience(t *testing.T) {
 // call was sent.
 func (s *suite) joinThenRefresh(t *testing.T, ctx context.Context, h, a, watcher queueStore, key string, short, patience time.Duration) (backend.Watch, backend.Lease, time.Time) {
 	t.Helper()
-	w := watch(t, ctx, watcher, key)
-	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, short)
-	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
+	w, held := s.holdWithWaiter(t, ctx, h, a, watcher, key, short)
 	refreshed := time.Now()
-	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
+	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
 	checkQueuedBehind(t, "a's second AcquireQueued", err, held, longTTL, "a")
 	return w, held, refreshed
 }
