@@ -4,9 +4,10 @@
 //
 // # Layout
 //
-// A lease key K is stored as the hash "<prefix>:K" (fields owner, token
-// and, once released with a keep time, released) with a PX expiry, and its
-// fencing counter as the integer "<prefix>:K:fence", which never expires.
+// A lease key K is stored as the string "<prefix>:K", "<token> <owner>"
+// (and " released" after it, once released with a keep time), with a PX
+// expiry, and its fencing counter as the integer "<prefix>:K:fence", which
+// never expires.
 // K's hash tag (the part in braces, such as "{acme:billing}") keeps both in
 // one Cluster slot; a key without one is used whole as its tag. A key's
 // waiting line (backend.Queue) is the sorted set "<prefix>:K:line"

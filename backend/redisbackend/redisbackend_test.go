@@ -115,17 +115,14 @@ func TestForeignDataIsReported(t *testing.T) {
 		name  string
 		setup func(key string)
 	}{
-		{"string lease", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "10.0.0.1:acme:billing:8080", 0) }},
+		{"string lease of another shape", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "10.0.0.1:acme:billing:8080", 0) }},
+		{"hash lease", func(k string) { rdb.HSet(ctx, s.LeaseKey(k), "owner", "x", "token", "3") }},
 		{"list lease", func(k string) { rdb.RPush(ctx, s.LeaseKey(k), "x") }},
-		{"lease without owner", func(k string) {
-			rdb.HSet(ctx, s.LeaseKey(k), "token", "3")
-			rdb.PExpire(ctx, s.LeaseKey(k), time.Minute)
-		}},
-		{"lease with bad token", func(k string) {
-			rdb.HSet(ctx, s.LeaseKey(k), "owner", "x", "token", "abc")
-			rdb.PExpire(ctx, s.LeaseKey(k), time.Minute)
-		}},
-		{"lease without expiry", func(k string) { rdb.HSet(ctx, s.LeaseKey(k), "owner", "x", "token", "3") }},
+		{"lease without owner", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "3", time.Minute) }},
+		{"lease with bad token", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "abc x", time.Minute) }},
+		{"lease with a token of zero", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "0 x", time.Minute) }},
+		{"lease with an unknown flag", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "3 x kept", time.Minute) }},
+		{"lease without expiry", func(k string) { rdb.Set(ctx, s.LeaseKey(k), "3 x", 0) }},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +131,7 @@ func TestForeignDataIsReported(t *testing.T) {
 			if _, err := s.Acquire(ctx, key, "me", time.Second, 0); !errors.Is(err, backend.ErrCorrupt) {
 				t.Errorf("Acquire: %v, want ErrCorrupt", err)
 			}
-			if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrCorrupt) && tt.name != "lease without owner" && tt.name != "lease with bad token" && tt.name != "lease without expiry" {
+			if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrCorrupt) {
 				t.Errorf("Get: %v, want ErrCorrupt", err)
 			}
 			if _, err := s.Renew(ctx, key, "me", time.Second); err == nil {
@@ -298,10 +295,10 @@ func TestUncontendedCycleCommands(t *testing.T) {
 			})
 			wantCalls(t, fmt.Sprintf("%d uncontended %s+Release cycles", n, name), got, map[string]int64{
 				"evalsha": 2 * n,
-				// acquire: EXISTS lease (and line), INCR fence, HSET, PEXPIRE
-				"exists": 2 * n, "incr": n, "hset": n, "pexpire": n,
-				// release: HMGET, EXISTS line, DEL, PUBLISH
-				"hmget": n, "del": n, "publish": n,
+				// acquire: EXISTS lease (and line), INCR fence, SET … PX
+				"exists": 2 * n, "incr": n, "set": n,
+				// release: GET, EXISTS line, DEL, PUBLISH
+				"get": n, "del": n, "publish": n,
 			})
 		})
 	}
@@ -342,8 +339,8 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// one EXISTS finds lease and line; the line's first live waiter:
 		// TIME, ZRANGE, HGET its request
 		"exists": 1, "time": 1, "zrange": 1, "hget": 2,
-		// the holder: TYPE, HMGET, PTTL
-		"type": 1, "hmget": 1,
+		// the holder: TYPE, GET, PTTL
+		"type": 1, "get": 1,
 		// joining: HGET its own request (none), ZADD arrival, HSET request,
 		// PTTL line and (a longer patience than the line's) PEXPIRE of both
 		"zadd": 1, "hset": 1, "pttl": 2, "pexpire": 2,
@@ -356,14 +353,14 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	})
 	wantCalls(t, "a release that hands the key over", release, map[string]int64{
 		"evalsha": 1,
-		// the fast path's look: HMGET lease, EXISTS line; then DEL lease
-		"hmget": 1, "exists": 1, "del": 1,
+		// the fast path's look: GET lease, EXISTS line; then DEL lease
+		"get": 1, "exists": 1, "del": 1,
 		// the first live waiter: TIME, ZRANGE line, HGET its request
 		"time": 1, "zrange": 1, "hget": 1,
 		// it leaves the line: HDEL, ZREM
 		"hdel": 1, "zrem": 1,
-		// the grant, the mailbox and the watchers' news
-		"incr": 1, "hset": 1, "pexpire": 2, "xadd": 1, "publish": 1,
+		// the grant (INCR, SET … PX), the mailbox and the watchers' news
+		"incr": 1, "set": 1, "xadd": 1, "pexpire": 1, "publish": 1,
 	})
 	l, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
 	if err != nil || !ok || l.Owner != "b" {

@@ -4,9 +4,11 @@ import "github.com/redis/go-redis/v9"
 
 // Every operation is one Lua script, so that the owner check and the write
 // that depends on it (and the fencing increment and the release
-// notification) happen atomically on the server. The lease is a hash with
-// the fields owner, token and, after a Release that keeps the key,
-// released. The fencing counter is a plain integer key that never expires.
+// notification) happen atomically on the server. The lease is a string,
+// "<token> <owner>", or "<token> <owner> released" after a Release that
+// keeps the key, with a PX expiry (owners hold no spaces: backend
+// validates them). The fencing counter is a plain integer key that never
+// expires.
 // A key's waiting line (backend.Queue) is a sorted set of owners scored by
 // arrival (microseconds of the server's clock) and a hash of what each
 // waiter asked for and when its place lapses ("<ttl-ms> <floor>
@@ -34,6 +36,16 @@ import "github.com/redis/go-redis/v9"
 // and each element of a reply costs the server measurable work on every
 // lock cycle, so a fast path runs before the shared functions are defined
 // and answers with a single string.
+
+// readLease reads the lease KEYS[1], "<token> <owner>" or, after a
+// Release that keeps the key, "<token> <owner> released", into tok, own
+// and rel (rel is empty, or " released"); all are nil when the key is missing or
+// not in that shape. It defines no function, so fast paths can use it.
+const readLease = `
+local v = redis.pcall('GET', KEYS[1])
+local tok, own, rel
+if type(v) == 'string' then tok, own, rel = string.match(v, '^(%d+) (%S+)( ?%l*)$') end
+`
 
 // grantFn defines grant, which gives the free KEYS[1] to owner for ttl ms
 // with the next token of the counter KEYS[2]: max(counter, floor) + 1.
@@ -67,8 +79,7 @@ local function grant(owner, ttl, floor)
     end
     tok = string.format('%d', tok)
   end
-  redis.call('HSET', KEYS[1], 'owner', owner, 'token', tok)
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('SET', KEYS[1], tok .. ' ' .. owner, 'PX', ttl)
   return tok
 end
 `
@@ -80,9 +91,13 @@ const common = `
 local function lease(t)
   t = t or redis.call('TYPE', KEYS[1]).ok
   if t == 'none' then return nil end
-  if t ~= 'hash' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. t .. ', not a baton lease hash'} end
-  local v = redis.call('HMGET', KEYS[1], 'owner', 'token', 'released')
-  return {'held', v[1] or '', v[2] or '', redis.call('PTTL', KEYS[1]), v[3] and true or false}
+  if t ~= 'string' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. t .. ', not a baton lease'} end
+  local v = redis.call('GET', KEYS[1])
+  local tok, own, rel = string.match(v, '^(%d+) (%S+)( ?%l*)$')
+  if not tok or (rel ~= '' and rel ~= ' released') then
+    return {'corrupt', 'key ' .. KEYS[1] .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
+  end
+  return {'held', own, tok, redis.call('PTTL', KEYS[1]), rel ~= ''}
 end
 
 local nowus
@@ -230,10 +245,10 @@ var dequeueScript = redis.NewScript(grantFn + common + `
 local owner, pub = ARGV[1], ARGV[2]
 local was = first(KEYS[3], KEYS[4])
 local left = leave(KEYS[3], KEYS[4], owner)
-local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
-if not v.err and v[1] == owner and v[2] and not v[3] then
+` + readLease + `
+if own == owner and rel == '' then
   redis.call('DEL', KEYS[1], mailbox(owner))
-  pass(KEYS[3], KEYS[4], pub, ARGV[3], v[2])
+  pass(KEYS[3], KEYS[4], pub, ARGV[3], tok)
   return {'free'}
 end
 if left == 0 or was ~= owner or redis.call('EXISTS', KEYS[1]) == 1 then return {'free'} end
@@ -245,12 +260,11 @@ return {'free'}
 // (PUBLISH, or SPUBLISH on a Cluster). A renewal publishes
 // "renewed <token> <ttl-ms>" on the channel named after the lease key, so
 // that waiters learn the new expiry without asking.
-var renewScript = redis.NewScript(`
-local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token', 'released')
-if not v.err and v[1] == ARGV[1] and v[2] and not v[3] then
+var renewScript = redis.NewScript(readLease + `
+if own == ARGV[1] and rel == '' then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. ARGV[2])
-  return v[2]
+  redis.call(ARGV[3], KEYS[1], 'renewed ' .. tok .. ' ' .. ARGV[2])
+  return tok
 end
 ` + grantFn + common + `
 local l = lease()
@@ -268,13 +282,12 @@ return {l[1], l[2], l[3], l[4]}
 // what wakes watchers; keeping the key publishes "renewed <token>
 // <keep-ms>", so that waiters sleep exactly that long. The fast path
 // deletes one's own key when nobody is in line.
-var releaseScript = redis.NewScript(`
-local v = redis.pcall('HMGET', KEYS[1], 'owner', 'token')
-local mine = not v.err and v[1] == ARGV[1] and v[2]
+var releaseScript = redis.NewScript(readLease + `
+local mine = own == ARGV[1] and (rel == '' or rel == ' released')
 if mine and ARGV[2] == '0' and redis.call('EXISTS', KEYS[3]) == 0 then
   redis.call('DEL', KEYS[1], KEYS[1] .. ':handover:' .. ARGV[1])
-  redis.call(ARGV[3], KEYS[1], 'released ' .. v[2] .. ' ')
-  return v[2]
+  redis.call(ARGV[3], KEYS[1], 'released ' .. tok .. ' ')
+  return tok
 end
 ` + grantFn + common + `
 if not mine then
@@ -285,17 +298,16 @@ if not mine then
 end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
-  if not redis.call('HGET', KEYS[1], 'released') then
-    redis.call('HSET', KEYS[1], 'released', '1')
-    redis.call('PEXPIRE', KEYS[1], keep)
-    redis.call(ARGV[3], KEYS[1], 'renewed ' .. v[2] .. ' ' .. keep)
+  if rel == '' then
+    redis.call('SET', KEYS[1], v .. ' released', 'PX', keep)
+    redis.call(ARGV[3], KEYS[1], 'renewed ' .. tok .. ' ' .. keep)
   end
-  return v[2]
+  return tok
 end
 -- Here the fast path saw the line.
 redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
-pass(KEYS[3], KEYS[4], ARGV[3], ARGV[4], v[2], true)
-return v[2]
+pass(KEYS[3], KEYS[4], ARGV[3], ARGV[4], tok, true)
+return tok
 `)
 
 // getScript: KEYS[1] lease.
