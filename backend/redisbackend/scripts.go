@@ -39,8 +39,9 @@ import "github.com/redis/go-redis/v9"
 
 // readLease reads the lease KEYS[1], "<token> <owner>" or, after a
 // Release that keeps the key, "<token> <owner> released", into tok, own
-// and rel (rel is empty, or " released"); all are nil when the key is missing or
-// not in that shape. It defines no function, so fast paths can use it.
+// and rel (rel is empty, or " released"); all are nil when the key is
+// missing or not in that shape. It defines no function, so fast paths can
+// use it.
 const readLease = `
 local v = redis.pcall('GET', KEYS[1])
 local tok, own, rel
@@ -85,8 +86,8 @@ end
 `
 
 // common is shared by every script. lease(t) classifies KEYS[1], whose
-// TYPE is t (nil: look it up). The line functions work on the line keys
-// L (arrival), D (deadlines) and R (requests), which each script names.
+// TYPE is t (nil: look it up). The line functions work on the line keys L
+// (arrival) and R (requests and deadlines), which each script names.
 const common = `
 local function lease(t)
   t = t or redis.call('TYPE', KEYS[1]).ok
