@@ -39,7 +39,9 @@ func (crashingWaiter) Dequeue(context.Context, string, string) error { return ni
 // A grant first lasts ClaimWindow: a short section never extends it, a
 // long one extends it to HoldDuration and keeps the lock past the window.
 func TestClaimWindowExtendsLongSections(t *testing.T) {
-	const claim = 300 * time.Millisecond
+	// Generous windows: the extension, sent after a third of the claim
+	// window, must land before the window ends even on a loaded machine.
+	const claim = 600 * time.Millisecond
 	st := &renewCounter{Store: newRedisStore(t)}
 	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: claim})
 	key := uniqueKey(t)
@@ -89,7 +91,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 // the section is cancelled shortly before the hold runs out, not before
 // the claim window does.
 func TestClaimWindowKeepsHoldCap(t *testing.T) {
-	const claim, hold = 200 * time.Millisecond, 800 * time.Millisecond
+	const claim, hold = time.Second, 3 * time.Second
 	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: hold, ClaimWindow: claim})
 	start := time.Now()
 	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {

@@ -122,12 +122,12 @@ func TestObserverSeesLeaseEvents(t *testing.T) {
 		t.Fatalf("lost %+v, released %+v: want both ErrLeaseExpired, released no earlier than lost", ev[1], ev[2])
 	}
 
-	long, rl := observedLocker(t, 2, st, synclock.Config{HoldDuration: 5 * time.Second, ClaimWindow: 150 * time.Millisecond})
+	long, rl := observedLocker(t, 2, st, synclock.Config{HoldDuration: 5 * time.Second, ClaimWindow: 300 * time.Millisecond})
 	err := long.DoKey(ctxT(t), "long", func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(450 * time.Millisecond): // three claim windows
+		case <-time.After(900 * time.Millisecond): // three claim windows
 			return nil
 		}
 	})
