@@ -37,7 +37,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
 	}
-	r, err := parseReply("acquire", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
+	r, err := parseReply("acquire", key, res, asked(key, owner, ms))
 	if err != nil {
 		return backend.Lease{}, err
 	}

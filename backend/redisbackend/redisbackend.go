@@ -242,7 +242,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
 	}
-	r, err := parseReply("acquire", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
+	r, err := parseReply("acquire", key, res, asked(key, owner, ms))
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -268,7 +268,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
 	}
-	r, err := parseReply("renew", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
+	r, err := parseReply("renew", key, res, asked(key, owner, ms))
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -300,7 +300,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
-	r, err := parseReply("release", key, res, backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond})
+	r, err := parseReply("release", key, res, asked(key, owner, ms))
 	if err != nil {
 		return err
 	}
@@ -426,6 +426,12 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		r.next, _ = arr[4].(string)
 	}
 	return r, nil
+}
+
+// asked is the lease a request for key by owner for ms milliseconds
+// would get, the token aside; parseReply completes it from a short reply.
+func asked(key, owner string, ms int64) backend.Lease {
+	return backend.Lease{Key: key, Owner: owner, TTL: time.Duration(ms) * time.Millisecond}
 }
 
 // succeeded reports whether a script's reply says it did what was asked.

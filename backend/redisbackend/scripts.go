@@ -28,8 +28,8 @@ import "github.com/redis/go-redis/v9"
 //	free                                no lease is on the key
 //	corrupt description                 the key holds data baton did not write
 //
-// Every field is returned as a string or an integer so a missing hash
-// field (Lua false) can never truncate the reply. The scripts take the
+// Every field is returned as a string or an integer so a missing value
+// (Lua false) can never truncate the reply. The scripts take the
 // cheapest path when nothing is wrong (acquiring a free key nobody waits
 // for, renewing or releasing one's own) and classify the key in detail
 // only when something is. Each redis.call, each closure a script creates
@@ -45,8 +45,12 @@ import "github.com/redis/go-redis/v9"
 const readLease = `
 local v = redis.pcall('GET', KEYS[1])
 local tok, own, rel
-if type(v) == 'string' then tok, own, rel = string.match(v, '^(%d+) (%S+)( ?%l*)$') end
+if type(v) == 'string' then tok, own, rel = string.match(v, ` + leaseShape + `) end
 `
+
+// leaseShape is the Lua pattern of a lease value: token, owner and an
+// optional flag word.
+const leaseShape = `'^(%d+) (%S+)( ?%l*)$'`
 
 // grantFn defines grant, which gives the free KEYS[1] to owner for ttl ms
 // with the next token of the counter KEYS[2]: max(counter, floor) + 1.
@@ -94,11 +98,19 @@ local function lease(t)
   if t == 'none' then return nil end
   if t ~= 'string' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. t .. ', not a baton lease'} end
   local v = redis.call('GET', KEYS[1])
-  local tok, own, rel = string.match(v, '^(%d+) (%S+)( ?%l*)$')
+  local tok, own, rel = string.match(v, ` + leaseShape + `)
   if not tok or (rel ~= '' and rel ~= ' released') then
     return {'corrupt', 'key ' .. KEYS[1] .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
   end
   return {'held', own, tok, redis.call('PTTL', KEYS[1]), rel ~= ''}
+end
+
+-- holder is the reply that says what is on KEYS[1] instead of the
+-- caller's lease: free, corrupt, or held (without the released flag).
+local function holder()
+  local l = lease()
+  if not l then return {'free'} end
+  return {l[1], l[2], l[3], l[4]}
 end
 
 local nowus
@@ -111,7 +123,12 @@ local function now()
 end
 
 -- A waiter's request in R is "<ttl-ms> <floor> <due-ms>": what it asks
--- for if handed the key, and when its place lapses (server clock).
+-- for if handed the key, and when its place lapses (server clock). live
+-- reports whether a request (or nil) holds a place at ms.
+local function live(req, ms)
+  local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
+  return due ~= nil and due > ms
+end
 
 -- first returns the first waiter in line whose place has not lapsed, and
 -- its request, or ''. It drops the lapsed waiters it finds at the head
@@ -126,8 +143,7 @@ local function first(L, R, seen)
     local head = redis.call('ZRANGE', L, 0, 0)[1]
     if not head then return '' end
     local req = redis.call('HGET', R, head)
-    local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
-    if due and due > ms then return head, req end
+    if live(req, ms) then return head, req end
     redis.call('ZREM', L, head)
     if req then redis.call('HDEL', R, head) end
   end
@@ -140,10 +156,7 @@ local function join(L, R, owner, patience, ttl, floor)
   if patience <= 0 then return end
   local ms = math.floor(now() / 1000)
   local old = redis.call('HGET', R, owner)
-  if old then
-    local due = tonumber(string.match(old, '^%d+ %d+ (%d+)$'))
-    if not (due and due > ms) then redis.call('ZREM', L, owner) end
-  end
+  if old and not live(old, ms) then redis.call('ZREM', L, owner) end
   redis.call('ZADD', L, 'NX', now(), owner)
   redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. (ms + patience))
   if redis.call('PTTL', L) < patience then
@@ -158,7 +171,7 @@ local function leave(L, R, owner)
 end
 
 local function mailbox(owner)
-  return KEYS[1] .. ':handover:' .. owner
+  return KEYS[1] .. '` + mailboxInfix + `' .. owner
 end
 
 -- handover grants the free KEYS[1] (fence KEYS[2]) to nxt, the first live
@@ -198,8 +211,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   return tok or bad
 end
 ` + common + `
-local l = lease()
-return {l[1], l[2], l[3], l[4]}
+return holder()
 `)
 
 // acquireQueuedScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line,
@@ -268,10 +280,7 @@ if own == ARGV[1] and rel == '' then
   return tok
 end
 ` + grantFn + common + `
-local l = lease()
-if not l then return {'free'} end
-if l[1] ~= 'held' then return l end
-return {l[1], l[2], l[3], l[4]}
+return holder()
 `)
 
 // releaseScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4] line
@@ -286,17 +295,12 @@ return {l[1], l[2], l[3], l[4]}
 var releaseScript = redis.NewScript(readLease + `
 local mine = own == ARGV[1] and (rel == '' or rel == ' released')
 if mine and ARGV[2] == '0' and redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('DEL', KEYS[1], KEYS[1] .. ':handover:' .. ARGV[1])
+  redis.call('DEL', KEYS[1], KEYS[1] .. '` + mailboxInfix + `' .. ARGV[1])
   redis.call(ARGV[3], KEYS[1], 'released ' .. tok .. ' ')
   return tok
 end
 ` + grantFn + common + `
-if not mine then
-  local l = lease()
-  if not l then return {'free'} end
-  if l[1] ~= 'held' then return l end
-  return {l[1], l[2], l[3], l[4]}
-end
+if not mine then return holder() end
 local keep = tonumber(ARGV[2])
 if keep > 0 then
   if rel == '' then
@@ -313,7 +317,5 @@ return tok
 
 // getScript: KEYS[1] lease.
 var getScript = redis.NewScript(grantFn + common + `
-local l = lease()
-if not l then return {'free'} end
-return {l[1], l[2], l[3], l[4]}
+return holder()
 `)
