@@ -272,10 +272,6 @@ type grant struct {
 // acquire waits for key (local queue, then the store) and returns the
 // grant. wait=false tries once and fails with ErrLocked.
 func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, error) {
-	if lk.observer == nil {
-		g, _, err := lk.acquireAt(ctx, key, wait)
-		return g, err
-	}
 	start := lk.clock.Now()
 	g, tries, err := lk.acquireAt(ctx, key, wait)
 	if err != nil {
@@ -591,9 +587,7 @@ func (g *grant) release(ctx context.Context) error {
 		case expired:
 			err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
 		}
-		if lk.observer != nil {
-			lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
-		}
+		lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
 	})
 	return err
 }
