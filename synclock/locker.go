@@ -244,18 +244,19 @@ func (lk *Locker) observe(sk string, token uint64) {
 
 // grant is one holding of a lock.
 type grant struct {
-	lk     *Locker
-	key    string // the caller's key
-	sk     string // the store key
-	q      *queue
-	owner  string
-	lease  backend.Lease
-	ctx    context.Context // cancelled when the lease ends or is about to
-	cancel context.CancelCauseFunc
-	timer  clock.Timer // cancels ctx a margin before the lease ends
-	start  time.Time   // when the holding began
-	handed bool        // a release handed the lock over
-	lost   sync.Once   // reports EventLost once
+	lk      *Locker
+	key     string // the caller's key
+	sk      string // the store key
+	q       *queue
+	owner   string
+	lease   backend.Lease
+	ctx     context.Context // cancelled when the lease ends or is about to
+	cancel  context.CancelCauseFunc
+	timer   clock.Timer // cancels ctx a margin before the lease ends
+	start   time.Time   // when the holding began
+	handed  bool        // a release handed the lock over
+	lost    sync.Once   // ends the holding as lost, or, run by release, not
+	expired bool        // lost: set under lost
 
 	// Extending the lease (renew): renewT starts it, stopRen stops it,
 	// renewWG waits for it; ending, under renewMu, keeps it from starting
@@ -546,13 +547,14 @@ func (g *grant) renew(sent time.Time, first time.Duration) {
 }
 
 // lose ends the section's context because the lease ended or is about
-// to, and reports it unless the holding had ended already.
+// to, and reports it, once, unless the release began first (release waits
+// for a report in progress, so EventLost always comes before
+// EventReleased).
 func (g *grant) lose(cause error) {
-	g.cancel(cause)
 	g.lost.Do(func() {
-		if context.Cause(g.ctx) == cause {
-			g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
-		}
+		g.expired = true
+		g.cancel(cause)
+		g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
 	})
 }
 
@@ -572,7 +574,8 @@ func (g *grant) release(ctx context.Context) error {
 			close(g.stopRen)
 			g.renewWG.Wait()
 		}
-		expired := errors.Is(context.Cause(g.ctx), ErrLeaseExpired)
+		g.lost.Do(func() {}) // the lease is no longer lost from here on
+		expired := g.expired
 		g.cancel(context.Canceled)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lk.opTimeout)
 		rerr := lk.store.Release(rctx, g.sk, g.owner, 0)

@@ -112,7 +112,15 @@ func TestObserverSeesLeaseEvents(t *testing.T) {
 	st := membackend.New()
 	defer st.Close()
 
-	short, rs := observedLocker(t, 1, st, synclock.Config{HoldDuration: 100 * time.Millisecond})
+	// An observer slow to take EventLost must still see it before
+	// EventReleased, which the section's return brings at once.
+	rs := &recorder{}
+	short := lockerOn(t, 1, st, synclock.Config{HoldDuration: 100 * time.Millisecond}, synclock.WithObserver(func(e synclock.Event) {
+		if e.Kind == synclock.EventLost {
+			time.Sleep(50 * time.Millisecond)
+		}
+		rs.observe(e)
+	}))
 	_ = short.DoKey(ctxT(t), "short", func(ctx context.Context) error { <-ctx.Done(); return nil })
 	ev := rs.take()
 	if want := []synclock.EventKind{synclock.EventAcquired, synclock.EventLost, synclock.EventReleased}; !slices.Equal(kinds(ev), want) {
