@@ -27,12 +27,10 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if patience > 0 {
 		pms = backend.RoundUpMillis(patience).Milliseconds()
 	}
-	res, err := s.grant(ctx, acquireQueuedScript, s.lineScriptKeys(key),
+	res, err := s.grant(ctx, s.scripts.acquireQueued, s.scriptKeys(key),
 		owner, ms, strconv.FormatUint(floor, 10), pms)
 	if errors.Is(err, ErrNotReplicated) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
-		_ = releaseScript.Run(rctx, s.rdb, s.lineScriptKeys(key), owner, 0, s.publish(), s.handsOver()).Err()
-		cancel()
+		s.undo(ctx, key, owner)
 	}
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
@@ -58,7 +56,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	if err := backend.ValidateOwner(owner); err != nil {
 		return fmt.Errorf("redisbackend: dequeue: %w", err)
 	}
-	if err := dequeueScript.Run(ctx, s.rdb, s.lineScriptKeys(key), owner, s.publish(), s.handsOver()).Err(); err != nil {
+	if err := s.scripts.dequeue.Run(ctx, s.rdb, s.scriptKeys(key), owner).Err(); err != nil {
 		return s.transport("dequeue", key, ctx, err)
 	}
 	return nil

@@ -5,40 +5,51 @@
 // # Layout
 //
 // A lease key K is stored as the string "<prefix>:K", "<token> <owner>"
-// (and " released" after it, once released with a keep time), with a PX
-// expiry, and its fencing counter as the integer "<prefix>:K:fence", which
-// never expires.
-// K's hash tag (the part in braces, such as "{acme:billing}") keeps both in
-// one Cluster slot; a key without one is used whole as its tag. A key's
-// waiting line (backend.Queue) is the sorted set "<prefix>:K:line"
-// (waiters by arrival, on the server's clock) with the hash
-// "<prefix>:K:line-req" of what each waiter asked for (ttl and fencing
-// floor) and when its place lapses; both expire with the last place. A release of a key with a live waiter in line grants it to that
-// waiter (backend.Handover) and adds the lease to the waiter's mailbox, the
-// stream "<prefix>:K:handover:<owner>", which the waiter reads with XREAD
-// BLOCK; it expires with the lease and is deleted when that lease ends. The
-// suffixes ":fence", ":line", ":line-req", ":member-data" and
-// ":member-ids", and ":handover:" anywhere in a key, are reserved (see
-// Registry below).
+// with a PX expiry, followed by " contended" once someone waits for it or
+// watches it, or by " released" once it was released with a keep time. Its
+// fencing counter is the integer "<prefix>:K:fence", which never expires.
+// K's hash tag (the part in braces, such as "{acme:billing}") keeps all of
+// a key's Redis keys in one Cluster slot; a key without one is used whole
+// as its tag. A key's waiting line (backend.Queue) is the sorted set
+// "<prefix>:K:line" (waiters by arrival, on the server's clock) with the
+// hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
+// fencing floor) and when its place lapses; both expire with the last
+// place. A release of a key with a live waiter in line grants it to that
+// waiter (backend.Handover) and adds the lease to the waiter's mailbox,
+// the stream "<prefix>:K:handover:<owner>", which the waiter reads with
+// XREAD BLOCK; it expires with the lease and is deleted when that lease
+// ends. A watched key has the marker "<prefix>:K:watch-mark" (see
+// Notifications). The suffixes ":fence", ":line", ":line-req",
+// ":watch-mark", ":member-data" and ":member-ids", and ":handover:"
+// anywhere in a key, are reserved (see Registry below).
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet), so the owner check, the fencing increment,
-// the write and the release notification are atomic. Expiry is decided by
-// the server's clock alone.
+// the write and the release notification are atomic. A script names the
+// lease key alone and derives the others from it. Expiry is decided by the
+// server's clock alone.
 //
 // # Notifications
 //
-// Release and Renew publish on a channel named after the lease key, so
-// watchers learn of a release at once and of a renewal's new expiry
-// without asking. Watch subscribes to it over one shared pub/sub
-// connection per Store (on a Cluster: sharded pub/sub, one connection per
-// slot in use, so events stay on the node that owns the key and arrive in
-// order with its writes), opened on the first Watch and closed by Close; the subscription is confirmed by the
-// server before Watch returns, so a release after Watch returned is never
-// missed while the connection stays up. Keyspace notifications are not
-// needed: expiry is not signalled, and waiters re-check at the holder's
-// remaining TTL (backend.WaitFree). When the pub/sub connection breaks,
-// every watcher gets a signal, because a release may have been missed.
+// Release and Renew of a contended lease publish on a channel named after
+// the lease key, so watchers learn of a release at once and of a renewal's
+// new expiry without asking. A lease is contended when a waiter joins its
+// line, when it was granted while a line or a watch marker existed, when
+// it was handed over, or when a Watch began while it was held; a lease
+// nobody waits for or watches is released with a GET and a DEL and
+// publishes nothing. Watch subscribes to the channel over one shared
+// pub/sub connection per Store (on a Cluster: sharded pub/sub, one
+// connection per slot in use, so events stay on the node that owns the key
+// and arrive in order with its writes), opened on the first Watch and
+// closed by Close; the subscription is confirmed by the server, and the
+// key marked, before Watch returns, so a release after Watch returned is
+// never missed while the connection stays up. The store refreshes the
+// marker of every watched key every 10 s (it lives 30 s); when a refresh
+// fails, the key's watchers are told to look again. Keyspace notifications
+// are not needed: expiry is not signalled, and waiters re-check at the
+// holder's remaining TTL (backend.WaitFree). When the pub/sub connection
+// breaks, every watcher gets a signal, because a release may have been
+// missed.
 package redisbackend
 
 import (
@@ -68,12 +79,13 @@ const (
 	fenceSuffix   = ":fence"
 	lineSuffix    = ":line"
 	requestSuffix = ":line-req"
+	watchedSuffix = ":watch-mark"
 	mailboxInfix  = ":handover:"
 )
 
 // reservedSuffixes end the Redis keys a store writes beside a lease key;
 // keys passed to the store must not end in them.
-var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, memberDataSuffix, memberIDsSuffix}
+var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, memberDataSuffix, memberIDsSuffix}
 
 // Store is a backend.Store on Redis. Create it with New; call Close to
 // release its pub/sub connection. The client is not closed by Close.
@@ -85,20 +97,14 @@ type Store struct {
 	replicas    int           // WithReplicaAck: replicas that must acknowledge a grant
 	replicaWait time.Duration // and how long to wait for them
 
-	sharded bool // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	sharded bool       // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	scripts *scriptSet // for this kind of store (sharded, handing over)
+	marker  *marker    // keeps watched keys marked
 
 	mu     sync.Mutex             // guards subs, done and adding to awaits
 	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot
 	done   bool
 	awaits sync.WaitGroup // AwaitHandover reads whose callers left early
-}
-
-// publish returns the command the scripts publish events with.
-func (s *Store) publish() string {
-	if s.sharded {
-		return "SPUBLISH"
-	}
-	return "PUBLISH"
 }
 
 // Option configures a Store.
@@ -142,6 +148,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 			return nil, err
 		}
 	}
+	// A store that waits for replicas to acknowledge grants does not
+	// grant inside a release, whose caller is not the grantee and could
+	// not wait for them.
+	s.scripts = scriptSets[b2i(sharded)][b2i(s.replicas == 0)]
+	s.marker = &marker{rdb: rdb, scripts: s.scripts, ttl: defaultMarkerTTL}
 	return s, nil
 }
 
@@ -173,21 +184,17 @@ func (s *Store) MailboxKey(key, owner string) string {
 	return s.LeaseKey(key) + mailboxInfix + owner
 }
 
-// lineScriptKeys returns the keys of the scripts that work on the line:
-// lease, fence, line and requests.
-func (s *Store) lineScriptKeys(key string) []string {
-	lk := s.LeaseKey(key)
-	return []string{lk, lk + fenceSuffix, lk + lineSuffix, lk + requestSuffix}
+// scriptKeys returns the keys a script names: the lease key alone (the
+// scripts derive the others from it).
+func (s *Store) scriptKeys(key string) []string {
+	return []string{s.LeaseKey(key)}
 }
 
-// handsOver is the scripts' handover argument: a store that waits for
-// replicas to acknowledge grants does not grant inside a release, whose
-// caller is not the grantee and could not wait for them.
-func (s *Store) handsOver() string {
-	if s.replicas > 0 {
-		return "0"
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return "1"
+	return 0
 }
 
 func validKey(op, key string) error {
@@ -230,14 +237,11 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := s.grant(ctx, acquireScript, []string{s.LeaseKey(key), s.FenceKey(key)},
-		owner, ms, strconv.FormatUint(floor, 10))
+	res, err := s.grant(ctx, s.scripts.acquire, s.scriptKeys(key), owner, ms, strconv.FormatUint(floor, 10))
 	if errors.Is(err, ErrNotReplicated) {
 		// Undo the grant that only the master has; a failover could
 		// lose it while we believed in it.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
-		_ = releaseScript.Run(rctx, s.rdb, s.lineScriptKeys(key), owner, 0, s.publish(), s.handsOver()).Err()
-		cancel()
+		s.undo(ctx, key, owner)
 	}
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
@@ -264,7 +268,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, fmt.Errorf("redisbackend: renew: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := s.grant(ctx, renewScript, []string{s.LeaseKey(key)}, owner, ms, s.publish())
+	res, err := s.grant(ctx, s.scripts.renew, s.scriptKeys(key), owner, ms)
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
 	}
@@ -293,10 +297,12 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		return fmt.Errorf("redisbackend: release: %w", err)
 	}
 	var ms int64
+	args := []any{owner}
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
+		args = append(args, ms)
 	}
-	res, err := releaseScript.Run(ctx, s.rdb, s.lineScriptKeys(key), owner, ms, s.publish(), s.handsOver()).Result()
+	res, err := s.scripts.release.Run(ctx, s.rdb, s.scriptKeys(key), args...).Result()
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
@@ -318,7 +324,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	if err := s.begin(ctx, "get", key); err != nil {
 		return backend.Lease{}, err
 	}
-	res, err := getScript.Run(ctx, s.rdb, []string{s.LeaseKey(key)}).Result()
+	res, err := s.scripts.get.Run(ctx, s.rdb, s.scriptKeys(key)).Result()
 	if err != nil {
 		return backend.Lease{}, s.transport("get", key, ctx, err)
 	}
@@ -333,6 +339,14 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 		return backend.Lease{}, fmt.Errorf("redisbackend: get %q: %w", key, backend.ErrNotFound)
 	}
 	return backend.Lease{}, r.unexpected("get", key)
+}
+
+// undo releases a grant that too few replicas acknowledged, even when
+// ctx has ended.
+func (s *Store) undo(ctx context.Context, key, owner string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
+	defer cancel()
+	_ = s.scripts.release.Run(rctx, s.rdb, s.scriptKeys(key), owner).Err()
 }
 
 // transport wraps an error from the client. When ctx ended, the context's

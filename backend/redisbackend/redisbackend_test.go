@@ -295,10 +295,12 @@ func TestUncontendedCycleCommands(t *testing.T) {
 			})
 			wantCalls(t, fmt.Sprintf("%d uncontended %s+Release cycles", n, name), got, map[string]int64{
 				"evalsha": 2 * n,
-				// acquire: EXISTS lease (and line), INCR fence, SET … PX
-				"exists": 2 * n, "incr": n, "set": n,
-				// release: GET, EXISTS line, DEL, PUBLISH
-				"get": n, "del": n, "publish": n,
+				// acquire: EXISTS lease, line and watch marker, INCR
+				// fence, SET … PX
+				"exists": n, "incr": n, "set": n,
+				// release: GET, DEL; nobody waits or watches, so
+				// nothing is published
+				"get": n, "del": n,
 			})
 		})
 	}
@@ -336,7 +338,7 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	})
 	wantCalls(t, "a waiter joining an existing line", join, map[string]int64{
 		"evalsha": 1,
-		// one EXISTS finds lease and line; the line's first live waiter:
+		// one EXISTS finds lease, line and marker; the first live waiter:
 		// TIME, ZRANGE, HGET its request
 		"exists": 1, "time": 1, "zrange": 1, "hget": 2,
 		// the holder: TYPE, GET, PTTL
@@ -353,8 +355,8 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	})
 	wantCalls(t, "a release that hands the key over", release, map[string]int64{
 		"evalsha": 1,
-		// the fast path's look: GET lease, EXISTS line; then DEL lease
-		"get": 1, "exists": 1, "del": 1,
+		// GET the lease, flagged contended by b's joining; DEL it
+		"get": 1, "del": 1,
 		// the first live waiter: TIME, ZRANGE line, HGET its request
 		"time": 1, "zrange": 1, "hget": 1,
 		// it leaves the line: HDEL, ZREM
@@ -366,6 +368,62 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	if err != nil || !ok || l.Owner != "b" {
 		t.Fatalf("b's handover: %+v, %v, %v", l, ok, err)
 	}
+}
+
+// A release publishes only while someone watches the key: a Watch marks
+// it, its subscriber keeps the mark alive past the mark's TTL, and once
+// the watch is closed the mark lapses and releases go unpublished again.
+func TestWatchMarkerLivesWithTheWatch(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	const ttl = 200 * time.Millisecond
+	watcher := newStore(t, r.Client(t))
+	redisbackend.SetMarkerTTL(watcher, ttl)
+	owner := newStore(t, rdb)
+	ctx := ctxT(t)
+	const key = "marker:lives"
+	cycle := func() {
+		if _, err := owner.Acquire(ctx, key, "me", time.Minute, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := owner.Release(ctx, key, "me", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle() // loads the scripts
+
+	w, err := watcher.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the mark outlive its own TTL several times over: only the
+	// refreshes keep it.
+	time.Sleep(5 * ttl)
+	cycle()
+	select {
+	case ev := <-w.C():
+		if ev.Kind != backend.EventReleased {
+			t.Errorf("watch event %v, want %v", ev.Kind, backend.EventReleased)
+		}
+	case <-ctx.Done():
+		t.Fatalf("no event for a release %v after the watch began (mark TTL %v)", 5*ttl, ttl)
+	}
+
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mark := watcher.LeaseKey(key) + ":watch-mark"
+	deadline := time.Now().Add(patience)
+	for rdb.Exists(ctx, mark).Val() == 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch mark %s outlived its closed watch by %v", mark, patience)
+		}
+		time.Sleep(ttl / 4)
+	}
+	calls := serverCalls(t, rdb, cycle)
+	wantCalls(t, "a cycle after the watch closed and its mark lapsed", calls, map[string]int64{
+		"evalsha": 2, "exists": 1, "incr": 1, "set": 1, "get": 1, "del": 1,
+	})
 }
 
 // serverCalls returns the calls per command that op made the server do:

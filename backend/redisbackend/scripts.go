@@ -1,21 +1,45 @@
 package redisbackend
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Every operation is one Lua script, so that the owner check and the write
 // that depends on it (and the fencing increment and the release
-// notification) happen atomically on the server. The lease is a string,
-// "<token> <owner>", or "<token> <owner> released" after a Release that
-// keeps the key, with a PX expiry (owners hold no spaces: backend
-// validates them). The fencing counter is a plain integer key that never
-// expires.
-// A key's waiting line (backend.Queue) is a sorted set of owners scored by
-// arrival (microseconds of the server's clock) and a hash of what each
-// waiter asked for and when its place lapses ("<ttl-ms> <floor>
-// <due-ms>"); both expire once every place in them has lapsed. A release
-// hands the key to the first live waiter (backend.Handover): it grants it
-// and adds the lease to the waiter's mailbox, a stream
-// "<lease key>:handover:<owner>" that the waiter reads with XREAD BLOCK.
+// notification) happen atomically on the server.
+//
+// A script names one key, the lease key K (KEYS[1]), and derives the
+// others from it: the fencing counter K:fence, the waiting line K:line and
+// K:line-req, the watch marker K:watch-mark and the mailboxes
+// K:handover:<owner>. They all share K's hash tag, hence its Cluster slot,
+// so the server allows it; naming them in KEYS would cost the server work
+// on every call.
+//
+// The lease is a string, "<token> <owner>" with a PX expiry, followed by a
+// flag word when it is not a plain lease (owners hold no spaces: backend
+// validates them):
+//
+//	(none)      nobody has shown interest: a release just deletes it
+//	contended   someone waits in line, watches the key, or was handed it:
+//	            a release hands over or publishes, and clears the mailbox
+//	released    released with a keep time; it only expires
+//
+// A lease is flagged contended when it is granted while the line or the
+// watch marker exists, when it is handed over, when a waiter joins the
+// line behind it, and when a Watch starts (which also sets the marker and
+// keeps it alive), so a release finds out from the lease alone whether
+// anyone could be waiting for it.
+//
+// The fencing counter is a plain integer key that never expires. A key's
+// waiting line (backend.Queue) is a sorted set of owners scored by arrival
+// (microseconds of the server's clock) and a hash of what each waiter
+// asked for and when its place lapses ("<ttl-ms> <floor> <due-ms>"); both
+// expire once every place in them has lapsed. A release hands the key to
+// the first live waiter (backend.Handover): it grants it and adds the
+// lease to the waiter's mailbox, a stream the waiter reads with XREAD
+// BLOCK.
 //
 // A script that did what was asked (granted, renewed or released the
 // caller's lease) replies with the lease's token alone, a string: the
@@ -31,17 +55,22 @@ import "github.com/redis/go-redis/v9"
 // Every field is returned as a string or an integer so a missing value
 // (Lua false) can never truncate the reply. The scripts take the
 // cheapest path when nothing is wrong (acquiring a free key nobody waits
-// for, renewing or releasing one's own) and classify the key in detail
-// only when something is. Each redis.call, each closure a script creates
-// and each element of a reply costs the server measurable work on every
-// lock cycle, so a fast path runs before the shared functions are defined
-// and answers with a single string.
+// for or watches, renewing or releasing one's own plain lease) and
+// classify the key in detail only when something is. Each redis.call,
+// each key and argument, each closure a script creates and each element
+// of a reply costs the server measurable work on every lock cycle, so a
+// fast path runs before the shared functions are defined and answers with
+// a single string.
+//
+// The sources below use placeholders that scriptSet fills in: $fence,
+// $line, $req, $watched and $mailbox (the key suffixes, as Lua strings),
+// $pub (the publish command: PUBLISH, or SPUBLISH on a Cluster) and
+// $hand (whether a release hands the key to the first waiter).
 
-// readLease reads the lease KEYS[1], "<token> <owner>" or, after a
-// Release that keeps the key, "<token> <owner> released", into tok, own
-// and rel (rel is empty, or " released"); all are nil when the key is
-// missing or not in that shape. It defines no function, so fast paths can
-// use it.
+// readLease reads the lease K into tok, own and rel (the flag: empty,
+// ' contended' or ' released'); all are nil when the key is missing or not
+// in that shape, and rel may then be an unknown flag, which callers treat
+// as foreign data. It defines no function, so fast paths can use it.
 const readLease = `
 local v = redis.pcall('GET', KEYS[1])
 local tok, own, rel
@@ -52,46 +81,47 @@ if type(v) == 'string' then tok, own, rel = string.match(v, ` + leaseShape + `) 
 // optional flag word.
 const leaseShape = `'^(%d+) (%S+)( ?%l*)$'`
 
-// grantFn defines grant, which gives the free KEYS[1] to owner for ttl ms
-// with the next token of the counter KEYS[2]: max(counter, floor) + 1.
-// It returns the token, or nil and a corrupt reply. Tokens below 2^53 are
-// exact Lua numbers; above that the counter is read back as a string. The
-// token is written and returned as a decimal string either way (Lua's
-// tostring would write large numbers in exponent form). It comes before
-// the fast paths that need it, and before common, whose closures those
-// paths do not pay for.
+// grantFn defines grant, which gives the free K to owner for ttl ms, with
+// flag (empty or ' contended'), and the next token of the counter:
+// max(counter, floor) + 1. It returns the token, or nil and a corrupt
+// reply. Tokens below 2^53 are exact Lua numbers; above that the counter is
+// read back as a string. The token is written and returned as a decimal
+// string either way (Lua's tostring would write large numbers in exponent
+// form). It comes before the fast paths that need it, and before common,
+// whose closures those paths do not pay for.
 const grantFn = `
-local function grant(owner, ttl, floor)
-  local tok = redis.pcall('INCR', KEYS[2])
+local function grant(owner, ttl, floor, flag)
+  local F = KEYS[1] .. $fence
+  local tok = redis.pcall('INCR', F)
   if type(tok) == 'table' then
-    local f = redis.call('TYPE', KEYS[2]).ok
+    local f = redis.call('TYPE', F).ok
     if f ~= 'string' then
-      return nil, {'corrupt', 'fencing counter ' .. KEYS[2] .. ' is a ' .. f .. ', not an integer'}
+      return nil, {'corrupt', 'fencing counter ' .. F .. ' is a ' .. f .. ', not an integer'}
     end
-    return nil, {'corrupt', 'fencing counter ' .. KEYS[2] .. ' holds ' .. string.sub(redis.call('GET', KEYS[2]), 1, 40) .. ', not an integer'}
+    return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(redis.call('GET', F), 1, 40) .. ', not an integer'}
   end
   if tok >= 9007199254740992 or string.len(floor) > 15 then
-    local cur = redis.call('GET', KEYS[2])
+    local cur = redis.call('GET', F)
     if string.len(floor) > string.len(cur) or (string.len(floor) == string.len(cur) and floor >= cur) then
-      redis.call('SET', KEYS[2], floor)
-      redis.call('INCR', KEYS[2])
+      redis.call('SET', F, floor)
+      redis.call('INCR', F)
     end
-    tok = redis.call('GET', KEYS[2])
+    tok = redis.call('GET', F)
   else
     if tonumber(floor) >= tok then
-      redis.call('SET', KEYS[2], floor)
-      tok = redis.call('INCR', KEYS[2])
+      redis.call('SET', F, floor)
+      tok = redis.call('INCR', F)
     end
     tok = string.format('%d', tok)
   end
-  redis.call('SET', KEYS[1], tok .. ' ' .. owner, 'PX', ttl)
+  redis.call('SET', KEYS[1], tok .. ' ' .. owner .. flag, 'PX', ttl)
   return tok
 end
 `
 
-// common is shared by every script. lease(t) classifies KEYS[1], whose
-// TYPE is t (nil: look it up). The line functions work on the line keys L
-// (arrival) and R (requests and deadlines), which each script names.
+// common is shared by every slow path. lease(t) classifies K, whose TYPE
+// is t (nil: look it up). The line functions work on the line keys L
+// (arrival) and R (requests and deadlines).
 const common = `
 local function lease(t)
   t = t or redis.call('TYPE', KEYS[1]).ok
@@ -99,18 +129,24 @@ local function lease(t)
   if t ~= 'string' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. t .. ', not a baton lease'} end
   local v = redis.call('GET', KEYS[1])
   local tok, own, rel = string.match(v, ` + leaseShape + `)
-  if not tok or (rel ~= '' and rel ~= ' released') then
+  if not tok or (rel ~= '' and rel ~= ' contended' and rel ~= ' released') then
     return {'corrupt', 'key ' .. KEYS[1] .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
   end
-  return {'held', own, tok, redis.call('PTTL', KEYS[1]), rel ~= ''}
+  return {'held', own, tok, redis.call('PTTL', KEYS[1]), rel}
 end
 
--- holder is the reply that says what is on KEYS[1] instead of the
--- caller's lease: free, corrupt, or held (without the released flag).
+-- holder is the reply that says what is on K instead of the caller's
+-- lease: free, corrupt, or held (without the flag).
 local function holder()
   local l = lease()
   if not l then return {'free'} end
   return {l[1], l[2], l[3], l[4]}
+end
+
+-- contend flags K, a plain lease, contended: its release must look for
+-- waiters and watchers.
+local function contend()
+  redis.call('APPEND', KEYS[1], ' contended')
 end
 
 local nowus
@@ -133,20 +169,19 @@ end
 -- first returns the first waiter in line whose place has not lapsed, and
 -- its request, or ''. It drops the lapsed waiters it finds at the head
 -- (and one whose request is not in baton's shape); those further back
--- are dropped when they reach it, or when they join again. A key without
--- a line costs one EXISTS, which a caller that has just seen the line
--- skips (seen; were the line gone after all, ZRANGE would find nobody).
-local function first(L, R, seen)
-  if not seen and redis.call('EXISTS', L) == 0 then return '' end
+-- are dropped when they reach it, or when they join again.
+local function first(L, R)
+  local head = redis.call('ZRANGE', L, 0, 0)[1]
+  if not head then return '' end
   local ms = math.floor(now() / 1000)
-  while true do
-    local head = redis.call('ZRANGE', L, 0, 0)[1]
-    if not head then return '' end
+  while head do
     local req = redis.call('HGET', R, head)
     if live(req, ms) then return head, req end
     redis.call('ZREM', L, head)
     if req then redis.call('HDEL', R, head) end
+    head = redis.call('ZRANGE', L, 0, 0)[1]
   end
+  return ''
 end
 
 -- join puts owner at the back of the line (or keeps its place) until
@@ -171,151 +206,209 @@ local function leave(L, R, owner)
 end
 
 local function mailbox(owner)
-  return KEYS[1] .. '` + mailboxInfix + `' .. owner
+  return KEYS[1] .. $mailbox .. owner
 end
 
--- handover grants the free KEYS[1] (fence KEYS[2]) to nxt, the first live
--- waiter, with the ttl and floor of its request req (both as first()
--- returned them), puts the lease in its mailbox and tells watchers the key
--- is held for ttl (command pub). It returns whether it did, and the waiter
--- first in line.
-local function handover(L, R, pub, nxt, req)
+-- handover grants the free K to nxt, the first live waiter, with the ttl
+-- and floor of its request req (both as first() returned them), puts the
+-- lease in its mailbox and tells watchers the key is held for ttl. It
+-- returns whether it did, and the waiter first in line.
+local function handover(L, R, nxt, req)
   local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
   leave(L, R, nxt)
-  local tok = grant(nxt, ttl, floor)
-  if not tok then return false, first(L, R, true) end
+  local tok = grant(nxt, ttl, floor, ' contended')
+  if not tok then return false, first(L, R) end
   local box = mailbox(nxt)
   redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
   redis.call('PEXPIRE', box, ttl)
-  redis.call(pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
+  redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
   return true, nxt
 end
 
--- pass hands the freed KEYS[1] over if hand is '1' and someone is in
+-- pass hands the freed K over if the store hands over and someone is in
 -- line, and otherwise publishes "released <token> <next>".
-local function pass(L, R, pub, hand, token, seen)
-  local nxt, req = first(L, R, seen)
-  if hand == '1' and nxt ~= '' then
+local function pass(L, R, token)
+  local nxt, req = first(L, R)
+  if $hand and nxt ~= '' then
     local done
-    done, nxt = handover(L, R, pub, nxt, req)
+    done, nxt = handover(L, R, nxt, req)
     if done then return end
   end
-  redis.call(pub, KEYS[1], 'released ' .. token .. ' ' .. nxt)
+  redis.call($pub, KEYS[1], 'released ' .. token .. ' ' .. nxt)
 end
 `
 
-// acquireScript: KEYS[1] lease, KEYS[2] fence; ARGV owner, ttl-ms, floor.
-var acquireScript = redis.NewScript(grantFn + `
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3])
+// acquireSource: ARGV owner, ttl-ms, floor. The fast path (no lease, no
+// line, no watch marker) checks the three keys with one EXISTS; a lease
+// granted while there is a line or a marker is flagged contended.
+const acquireSource = grantFn + `
+if redis.call('EXISTS', KEYS[1], KEYS[1] .. $line, KEYS[1] .. $watched) == 0 then
+  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], '')
   return tok or bad
 end
 ` + common + `
-return holder()
-`)
+local l = lease()
+if l then return {l[1], l[2], l[3], l[4]} end
+local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], ' contended')
+return tok or bad
+`
 
-// acquireQueuedScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line,
-// KEYS[4] line requests; ARGV owner, ttl-ms,
-// floor, patience-ms. A lease handed to owner is returned as granted. The
-// fast path (no lease, no line) checks both keys with one EXISTS, whose
-// count of 2 also spares first() its look at the line.
-var acquireQueuedScript = redis.NewScript(grantFn + `
-local found = redis.call('EXISTS', KEYS[1], KEYS[3])
-if found == 0 then
-  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3])
+// acquireQueuedSource: ARGV owner, ttl-ms, floor, patience-ms. A lease
+// handed to owner is returned as granted. The fast path (no lease, no
+// line, no watch marker) checks the three keys with one EXISTS.
+const acquireQueuedSource = grantFn + `
+local L = KEYS[1] .. $line
+if redis.call('EXISTS', KEYS[1], L, KEYS[1] .. $watched) == 0 then
+  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], '')
   return tok or bad
 end
 ` + common + `
+local R = KEYS[1] .. $req
 local owner, patience = ARGV[1], tonumber(ARGV[4])
-local nxt = first(KEYS[3], KEYS[4], found == 2)
+local nxt = first(L, R)
 local l = lease()
 if l then
   if l[1] ~= 'held' then return l end
-  if l[2] == owner and not l[5] then
+  if l[2] == owner and l[5] ~= ' released' then
     redis.call('DEL', mailbox(owner))
     return {'ok', l[2], l[3], l[4]}
   end
-  join(KEYS[3], KEYS[4], owner, patience, ARGV[2], ARGV[3])
+  join(L, R, owner, patience, ARGV[2], ARGV[3])
+  if patience > 0 and l[5] == '' then contend() end
   if nxt == '' and patience > 0 then nxt = owner end
   return {l[1], l[2], l[3], l[4], nxt}
 end
 if nxt ~= '' and nxt ~= owner then
-  join(KEYS[3], KEYS[4], owner, patience, ARGV[2], ARGV[3])
+  join(L, R, owner, patience, ARGV[2], ARGV[3])
   return {'queued', nxt}
 end
-if nxt == owner then leave(KEYS[3], KEYS[4], owner) end
-local tok, bad = grant(owner, ARGV[2], ARGV[3])
+if nxt == owner then leave(L, R, owner) end
+local tok, bad = grant(owner, ARGV[2], ARGV[3], ' contended')
 return tok or bad
-`)
+`
 
-// dequeueScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4]
-// line requests; ARGV owner, publish command,
-// handover ("1": hand a freed key to the next waiter). A key already
-// handed to owner is released. If owner was first for the free key, the
-// key goes to the next waiter: handed over, or else "released - <next>"
-// is published so that the next waiter claims at once.
-var dequeueScript = redis.NewScript(grantFn + common + `
-local owner, pub = ARGV[1], ARGV[2]
-local was = first(KEYS[3], KEYS[4])
-local left = leave(KEYS[3], KEYS[4], owner)
+// dequeueSource: ARGV owner. A key already handed to owner is released.
+// If owner was first for the free key, the key goes to the next waiter:
+// handed over, or else "released - <next>" is published so that the next
+// waiter claims at once.
+const dequeueSource = grantFn + common + `
+local L, R = KEYS[1] .. $line, KEYS[1] .. $req
+local owner = ARGV[1]
+local was = first(L, R)
+local left = leave(L, R, owner)
 ` + readLease + `
-if own == owner and rel == '' then
+if own == owner and (rel == '' or rel == ' contended') then
   redis.call('DEL', KEYS[1], mailbox(owner))
-  pass(KEYS[3], KEYS[4], pub, ARGV[3], tok)
+  pass(L, R, tok)
   return {'free'}
 end
 if left == 0 or was ~= owner or redis.call('EXISTS', KEYS[1]) == 1 then return {'free'} end
-pass(KEYS[3], KEYS[4], pub, ARGV[3], '-')
+pass(L, R, '-')
 return {'free'}
-`)
+`
 
-// renewScript: KEYS[1] lease; ARGV owner, ttl-ms, publish command
-// (PUBLISH, or SPUBLISH on a Cluster). A renewal publishes
+// renewSource: ARGV owner, ttl-ms. Renewing a contended lease publishes
 // "renewed <token> <ttl-ms>" on the channel named after the lease key, so
 // that waiters learn the new expiry without asking.
-var renewScript = redis.NewScript(readLease + `
-if own == ARGV[1] and rel == '' then
+const renewSource = readLease + `
+if own == ARGV[1] and (rel == '' or rel == ' contended') then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call(ARGV[3], KEYS[1], 'renewed ' .. tok .. ' ' .. ARGV[2])
+  if rel ~= '' then redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ARGV[2]) end
   return tok
 end
 ` + grantFn + common + `
 return holder()
-`)
+`
 
-// releaseScript: KEYS[1] lease, KEYS[2] fence, KEYS[3] line, KEYS[4] line
-// requests; ARGV owner, keep-ms (0: delete now),
-// publish command, handover ("1": hand the key to the first waiter).
-// Handing over publishes "renewed <new token> <ttl-ms>" (the key stays
-// held); deleting publishes "released <token> <next>" on the channel named
-// after the lease key (next: the waiter first in line, or empty), which is
-// what wakes watchers; keeping the key publishes "renewed <token>
-// <keep-ms>", so that waiters sleep exactly that long. The fast path
-// deletes one's own key when nobody is in line.
-var releaseScript = redis.NewScript(readLease + `
-local mine = own == ARGV[1] and (rel == '' or rel == ' released')
-if mine and ARGV[2] == '0' and redis.call('EXISTS', KEYS[3]) == 0 then
-  redis.call('DEL', KEYS[1], KEYS[1] .. '` + mailboxInfix + `' .. ARGV[1])
-  redis.call(ARGV[3], KEYS[1], 'released ' .. tok .. ' ')
+// releaseSource: ARGV owner, keep-ms (absent: delete now). Releasing a
+// plain lease deletes it and tells nobody: nobody is waiting or watching.
+// Releasing a contended one hands the key over ("renewed <new token>
+// <ttl-ms>" is published: the key stays held) or publishes
+// "released <token> <next>" (next: the waiter first in line, or empty),
+// which is what wakes watchers. Keeping the key publishes "renewed <token>
+// <keep-ms>", so that waiters sleep exactly that long.
+const releaseSource = readLease + `
+if own == ARGV[1] and rel == '' and not ARGV[2] then
+  redis.call('DEL', KEYS[1])
   return tok
 end
 ` + grantFn + common + `
-if not mine then return holder() end
-local keep = tonumber(ARGV[2])
+if own ~= ARGV[1] or (rel ~= '' and rel ~= ' contended' and rel ~= ' released') then return holder() end
+local keep = tonumber(ARGV[2] or '0')
 if keep > 0 then
-  if rel == '' then
-    redis.call('SET', KEYS[1], v .. ' released', 'PX', keep)
-    redis.call(ARGV[3], KEYS[1], 'renewed ' .. tok .. ' ' .. keep)
+  if rel ~= ' released' then
+    redis.call('SET', KEYS[1], tok .. ' ' .. own .. ' released', 'PX', keep)
+    if rel ~= '' then
+      redis.call('DEL', mailbox(own))
+      redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. keep)
+    end
   end
   return tok
 end
--- Here the fast path saw the line.
-redis.call('DEL', KEYS[1], mailbox(ARGV[1]))
-pass(KEYS[3], KEYS[4], ARGV[3], ARGV[4], tok, true)
+redis.call('DEL', KEYS[1], mailbox(own))
+pass(KEYS[1] .. $line, KEYS[1] .. $req, tok)
 return tok
-`)
+`
 
-// getScript: KEYS[1] lease.
-var getScript = redis.NewScript(grantFn + common + `
+// markSource: ARGV marker-ttl-ms. It sets (or refreshes) the watch marker
+// and flags a plain lease on K contended, so that its release is
+// published.
+const markSource = `
+redis.call('SET', KEYS[1] .. $watched, '1', 'PX', ARGV[1])
+` + readLease + `
+if tok and rel == '' then redis.call('APPEND', KEYS[1], ' contended') end
+return 1
+`
+
+// getSource: K's lease, as holder() reports it.
+const getSource = grantFn + common + `
 return holder()
-`)
+`
+
+// scriptSet is the scripts of one kind of store: publishing with PUBLISH
+// or SPUBLISH, handing keys over or not.
+type scriptSet struct {
+	acquire, acquireQueued, dequeue, renew, release, mark, get *redis.Script
+}
+
+// scriptSets are built once: [sharded][hands over].
+var scriptSets = func() (sets [2][2]*scriptSet) {
+	for sharded := range 2 {
+		for hand := range 2 {
+			sets[sharded][hand] = newScriptSet(sharded == 1, hand == 1)
+		}
+	}
+	return sets
+}()
+
+func newScriptSet(sharded, hand bool) *scriptSet {
+	pub, handLua := "'PUBLISH'", "false"
+	if sharded {
+		pub = "'SPUBLISH'"
+	}
+	if hand {
+		handLua = "true"
+	}
+	fill := strings.NewReplacer(
+		"$fence", luaString(fenceSuffix),
+		"$line", luaString(lineSuffix),
+		"$req", luaString(requestSuffix),
+		"$watched", luaString(watchedSuffix),
+		"$mailbox", luaString(mailboxInfix),
+		"$pub", pub,
+		"$hand", handLua,
+	)
+	script := func(src string) *redis.Script { return redis.NewScript(fill.Replace(src)) }
+	return &scriptSet{
+		acquire:       script(acquireSource),
+		acquireQueued: script(acquireQueuedSource),
+		dequeue:       script(dequeueSource),
+		renew:         script(renewSource),
+		release:       script(releaseSource),
+		mark:          script(markSource),
+		get:           script(getSource),
+	}
+}
+
+// luaString quotes s, which holds no quote or backslash, as a Lua string.
+func luaString(s string) string { return "'" + s + "'" }

@@ -32,7 +32,7 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	}
 	sub := s.subs[shard]
 	if sub == nil {
-		sub = newSubscriber(s.rdb, s.health, s.sharded)
+		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker)
 		s.subs[shard] = sub
 	}
 	s.mu.Unlock()
@@ -41,7 +41,34 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err != nil {
 		return nil, s.transport("watch", key, ctx, err)
 	}
+	// Subscribed: now mark the key, so that releases are published from
+	// here on (see marker).
+	if err := s.marker.mark(ctx, name); err != nil {
+		_ = w.Close()
+		return nil, s.transport("watch", key, ctx, err)
+	}
 	return w, nil
+}
+
+// marker keeps the watch marker of watched keys alive. A release of a
+// lease that nobody waits for publishes nothing (scripts.go); a Watch
+// tells the scripts that someone listens by setting the marker
+// "<lease key>:watch-mark" and flagging the current lease contended, and its
+// subscriber refreshes the marker every ttl/3 while the watch is open.
+// Once the last watch closes, the marker expires within ttl; until then
+// releases are published for nobody, which costs a little and nothing
+// else.
+type marker struct {
+	rdb     redis.UniversalClient
+	scripts *scriptSet
+	ttl     time.Duration
+}
+
+// defaultMarkerTTL is how long a watch marker outlives its last refresh.
+const defaultMarkerTTL = 30 * time.Second
+
+func (m *marker) mark(ctx context.Context, name string) error {
+	return m.scripts.mark.Run(ctx, m.rdb, []string{name}, m.ttl.Milliseconds()).Err()
 }
 
 // subscriber multiplexes the watches of one Store (of one Cluster slot,
@@ -51,6 +78,7 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 // answer to it.
 type subscriber struct {
 	client  redis.UniversalClient
+	marker  *marker
 	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
 	started sync.Once
 	ps      *redis.PubSub // replaced only by the receive goroutine, under mu
@@ -74,10 +102,11 @@ type channel struct {
 // newSubscriber returns an idle subscriber; its connection is opened, and
 // its receiving goroutine started, by the first subscription, so that on a
 // Cluster the connection goes to the node of the slot.
-func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool) *subscriber {
+func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool, m *marker) *subscriber {
 	ctx, stop := context.WithCancel(context.Background())
 	s := &subscriber{
 		client:   rdb,
+		marker:   m,
 		sharded:  sharded,
 		health:   health,
 		ctx:      ctx,
@@ -139,8 +168,9 @@ func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
 			return nil, err
 		}
 		s.started.Do(func() {
-			s.wg.Add(1)
+			s.wg.Add(2)
 			go s.receive()
+			go s.keepMarks()
 		})
 	}
 	s.mu.Unlock()
@@ -228,6 +258,45 @@ func (s *subscriber) receive() {
 				s.confirm(m.Channel)
 			}
 		}
+	}
+}
+
+// keepMarks refreshes the watch markers of the subscribed keys every
+// third of their ttl. When a refresh fails, or comes too late, a marker
+// may have lapsed and a release gone unpublished, so the key's watchers
+// are told to look again.
+func (s *subscriber) keepMarks() {
+	defer s.wg.Done()
+	every := s.marker.ttl / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := time.Now() // the oldest refresh any marker may date from
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		names := make([]string, 0, len(s.channels))
+		for name := range s.channels {
+			names = append(names, name)
+		}
+		s.mu.Unlock()
+		start := time.Now()
+		late := start.Sub(last) >= s.marker.ttl
+		for _, name := range names {
+			ctx, cancel := context.WithTimeout(s.ctx, every)
+			err := s.marker.mark(ctx, name)
+			cancel()
+			if s.ctx.Err() != nil {
+				return
+			}
+			if err != nil || late {
+				s.signal(name, backend.Event{Kind: backend.EventMaybeFree})
+			}
+		}
+		last = start
 	}
 }
 
