@@ -81,10 +81,11 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 	if fn == nil {
 		return errors.New("synclock: nil function")
 	}
-	if sk, kerr := lk.storeKey(key); kerr == nil && ctx.Value(heldKey{lk, sk}) != nil {
+	k := lk.lockKey(key)
+	if k.err == nil && ctx.Value(heldKey{lk, k.sk}) != nil {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
-	g, err := lk.acquire(ctx, key, wait)
+	g, err := lk.acquire(ctx, k, wait)
 	if err != nil {
 		return err
 	}

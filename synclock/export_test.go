@@ -3,10 +3,11 @@ package synclock
 // Waiting returns how many goroutines of this process wait in key's local
 // queue behind the holder.
 func Waiting(lk *Locker, key string) int {
-	sk, err := lk.storeKey(key)
-	if err != nil {
+	k := lk.lockKey(key)
+	if k.err != nil {
 		return 0
 	}
+	sk := k.sk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if q := lk.queues[sk]; q != nil {

@@ -123,16 +123,23 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 // ID returns the instance ID the locker writes as the holder.
 func (lk *Locker) ID() instanceid.ID { return lk.id }
 
-// storeKey returns the store key of a lock key.
-func (lk *Locker) storeKey(key string) (string, error) {
+// lockKey is a lock key with its store key, or the reason it has none.
+type lockKey struct {
+	key string // the caller's
+	sk  string // the store's; empty if err is set
+	err error
+}
+
+// lockKey returns the store key of a lock key. A Mutex works it out once.
+func (lk *Locker) lockKey(key string) lockKey {
 	if key == "" {
-		return "", fmt.Errorf("synclock: %w: lock key is empty", backend.ErrInvalidArgument)
+		return lockKey{err: fmt.Errorf("synclock: %w: lock key is empty", backend.ErrInvalidArgument)}
 	}
 	sk := backend.AppKey(lk.id.Tenant, lk.id.App, "lock", key)
 	if err := backend.ValidateKey(sk); err != nil {
-		return "", fmt.Errorf("synclock: lock key %q: %w", key, err)
+		return lockKey{key: key, err: fmt.Errorf("synclock: lock key %q: %w", key, err)}
 	}
-	return sk, nil
+	return lockKey{key: key, sk: sk}
 }
 
 // queue orders the goroutines of this process that want one key, so that
@@ -272,9 +279,10 @@ type grant struct {
 
 // acquire waits for key (local queue, then the store) and returns the
 // grant. wait=false tries once and fails with ErrLocked.
-func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, error) {
+func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool) (*grant, error) {
+	key := k.key
 	start := lk.clock.Now()
-	g, tries, err := lk.acquireAt(ctx, key, wait)
+	g, tries, err := lk.acquireAt(ctx, k, wait)
 	if err != nil {
 		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
 		return nil, err
@@ -285,14 +293,14 @@ func (lk *Locker) acquire(ctx context.Context, key string, wait bool) (*grant, e
 
 // acquireAt is acquire without the report; it also returns the claims
 // sent to the store.
-func (lk *Locker) acquireAt(ctx context.Context, key string, wait bool) (*grant, int, error) {
+func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool) (*grant, int, error) {
 	if lk.cfg.Disabled {
 		return nil, 0, ErrDisabled
 	}
-	sk, err := lk.storeKey(key)
-	if err != nil {
-		return nil, 0, err
+	if k.err != nil {
+		return nil, 0, k.err
 	}
+	key, sk := k.key, k.sk
 	q, err := lk.enter(ctx, sk, wait)
 	if errors.Is(err, ErrLocked) {
 		return nil, 0, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance: %w", key, err)
@@ -421,7 +429,7 @@ func (lk *Locker) leaveLine(ctx context.Context, line backend.Queue, key, sk, ow
 	if line == nil || patience <= 0 {
 		return
 	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lk.opTimeout)
+	dctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
 	defer cancel()
 	if err := line.Dequeue(dctx, sk, owner); err != nil {
 		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", key, "patience", patience, "err", err)
@@ -577,7 +585,7 @@ func (g *grant) release(ctx context.Context) error {
 		g.lost.Do(func() {}) // the lease is no longer lost from here on
 		expired := g.expired
 		g.cancel(context.Canceled)
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lk.opTimeout)
+		rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
 		rerr := lk.store.Release(rctx, g.sk, g.owner, 0)
 		cancel()
 		lk.exit(g.sk, g.q)
@@ -604,6 +612,15 @@ func ended(ctx context.Context) bool {
 	}
 	d, ok := ctx.Deadline()
 	return ok && !time.Now().Before(d)
+}
+
+// uncancelled returns ctx without its cancellation, and ctx itself when
+// it has none (saving an allocation on every release).
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 func nonce() string {

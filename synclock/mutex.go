@@ -12,14 +12,14 @@ import (
 // get it from Locker.Mutex.
 type Mutex struct {
 	lk  *Locker
-	key string
+	key lockKey
 
 	mu   sync.Mutex
 	held *grant
 }
 
 // Mutex returns a mutex on key.
-func (lk *Locker) Mutex(key string) *Mutex { return &Mutex{lk: lk, key: key} }
+func (lk *Locker) Mutex(key string) *Mutex { return &Mutex{lk: lk, key: lk.lockKey(key)} }
 
 // Lock waits for the lock as DoKey does.
 func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
@@ -47,7 +47,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.held = nil
 	m.mu.Unlock()
 	if g == nil {
-		return fmt.Errorf("synclock: mutex %q: %w", m.key, ErrNotLocked)
+		return fmt.Errorf("synclock: mutex %q: %w", m.key.key, ErrNotLocked)
 	}
 	return g.release(ctx)
 }

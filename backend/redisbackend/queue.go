@@ -19,7 +19,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if err := s.begin(ctx, "acquire", key); err != nil {
 		return backend.Lease{}, err
 	}
-	if err := errors.Join(backend.ValidateArgs(key, owner, ttl), backend.ValidateFloor(floor), backend.ValidatePatience(patience)); err != nil {
+	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateTTL("ttl", ttl), backend.ValidateFloor(floor), backend.ValidatePatience(patience)); err != nil {
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire queued: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()

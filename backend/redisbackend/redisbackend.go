@@ -233,7 +233,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if err := s.begin(ctx, "acquire", key); err != nil {
 		return backend.Lease{}, err
 	}
-	if err := errors.Join(backend.ValidateArgs(key, owner, ttl), backend.ValidateFloor(floor)); err != nil {
+	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateTTL("ttl", ttl), backend.ValidateFloor(floor)); err != nil {
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
@@ -264,7 +264,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	if err := s.begin(ctx, "renew", key); err != nil {
 		return backend.Lease{}, err
 	}
-	if err := backend.ValidateArgs(key, owner, ttl); err != nil {
+	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateTTL("ttl", ttl)); err != nil {
 		return backend.Lease{}, fmt.Errorf("redisbackend: renew: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
