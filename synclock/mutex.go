@@ -18,7 +18,8 @@ type Mutex struct {
 	held *grant
 }
 
-// Mutex returns a mutex on key.
+// Mutex returns a mutex on key. The key is checked once, here; Lock and
+// TryLock report a bad one (backend.ErrInvalidArgument) on every call.
 func (lk *Locker) Mutex(key string) *Mutex { return &Mutex{lk: lk, key: lk.lockKey(key)} }
 
 // Lock waits for the lock as DoKey does.

@@ -456,6 +456,19 @@ func TestNewLockerRejectsBadInput(t *testing.T) {
 		if err := lk.DoKey(ctxT(t), key, func(context.Context) error { return nil }); !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("DoKey(%q): %v, want ErrInvalidArgument", key, err)
 		}
+		// A Mutex checks its key once, and reports it on every try.
+		m := lk.Mutex(key)
+		for range 2 {
+			if err := m.Lock(ctxT(t)); !errors.Is(err, backend.ErrInvalidArgument) {
+				t.Errorf("Mutex(%q).Lock: %v, want ErrInvalidArgument", key, err)
+			}
+			if err := m.TryLock(ctxT(t)); !errors.Is(err, backend.ErrInvalidArgument) {
+				t.Errorf("Mutex(%q).TryLock: %v, want ErrInvalidArgument", key, err)
+			}
+		}
+		if err := m.Unlock(ctxT(t)); !errors.Is(err, synclock.ErrNotLocked) {
+			t.Errorf("Mutex(%q).Unlock after failed locks: %v, want ErrNotLocked", key, err)
+		}
 	}
 	if err := lk.Mutex("m").Unlock(ctxT(t)); !errors.Is(err, synclock.ErrNotLocked) {
 		t.Errorf("Unlock of an unlocked mutex: %v", err)
