@@ -262,8 +262,8 @@ type grant struct {
 	timer   clock.Timer // cancels ctx a margin before the lease ends
 	start   time.Time   // when the holding began
 	handed  bool        // a release handed the lock over
-	lost    sync.Once   // ends the holding as lost, or, run by release, not
-	expired bool        // lost: set under lost
+	lost    sync.Once   // run once: by lose (the lease ran out) or by release (no longer losable)
+	expired bool        // lose ran first; written and read only through lost
 
 	// Extending the lease (renew): renewT starts it, stopRen stops it,
 	// renewWG waits for it; ending, under renewMu, keeps it from starting

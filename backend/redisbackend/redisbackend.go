@@ -184,6 +184,10 @@ func (s *Store) MailboxKey(key, owner string) string {
 	return s.LeaseKey(key) + mailboxInfix + owner
 }
 
+// MarkerKey returns the Redis key that marks key as watched (see
+// Notifications).
+func (s *Store) MarkerKey(key string) string { return s.LeaseKey(key) + watchedSuffix }
+
 // scriptKeys returns the keys a script names: the lease key alone (the
 // scripts derive the others from it).
 func (s *Store) scriptKeys(key string) []string {

@@ -92,12 +92,19 @@ func TestKeyLayoutSharesOneSlot(t *testing.T) {
 		if err1 == nil && err2 == nil && a != b {
 			t.Errorf("%q and %q are in slots %d and %d", tt.lease, tt.fence, a, b)
 		}
+		line, req := s.LineKeys(tt.key)
+		for _, k := range []string{line, req, s.MarkerKey(tt.key), s.MailboxKey(tt.key, "me")} {
+			c, err := rdb.ClusterKeySlot(ctxT(t), k).Result()
+			if err1 == nil && err == nil && a != c {
+				t.Errorf("%q and %q are in slots %d and %d", tt.lease, k, a, c)
+			}
+		}
 	}
 }
 
 func TestReservedSuffixesAreRejected(t *testing.T) {
 	s := newStore(t, server.Client(t))
-	for _, key := range []string{"{a:b}:x:fence", "{a:b}:members:member-data", "{a:b}:members:member-ids"} {
+	for _, key := range []string{"{a:b}:x:fence", "{a:b}:x:line", "{a:b}:x:line-req", "{a:b}:x:watch-mark", "{a:b}:members:member-data", "{a:b}:members:member-ids"} {
 		_, err := s.Acquire(ctxT(t), key, "me", time.Second, 0)
 		if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "reserved") {
 			t.Errorf("Acquire(%q) err = %v, want a reserved-suffix error", key, err)
@@ -412,7 +419,7 @@ func TestWatchMarkerLivesWithTheWatch(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mark := watcher.LeaseKey(key) + ":watch-mark"
+	mark := watcher.MarkerKey(key)
 	deadline := time.Now().Add(patience)
 	for rdb.Exists(ctx, mark).Val() == 1 {
 		if time.Now().After(deadline) {

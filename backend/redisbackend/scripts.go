@@ -136,9 +136,10 @@ local function lease(t)
 end
 
 -- holder is the reply that says what is on K instead of the caller's
--- lease: free, corrupt, or held (without the flag).
-local function holder()
-  local l = lease()
+-- lease: free, corrupt, or held (without the flag). It classifies K
+-- unless given l, what lease() returned.
+local function holder(l)
+  l = l or lease()
   if not l then return {'free'} end
   return {l[1], l[2], l[3], l[4]}
 end
@@ -248,7 +249,7 @@ if redis.call('EXISTS', KEYS[1], KEYS[1] .. $line, KEYS[1] .. $watched) == 0 the
 end
 ` + common + `
 local l = lease()
-if l then return {l[1], l[2], l[3], l[4]} end
+if l then return holder(l) end
 local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], ' contended')
 return tok or bad
 `
