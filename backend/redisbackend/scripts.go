@@ -119,15 +119,16 @@ local function grant(owner, ttl, floor, flag)
 end
 `
 
-// common is shared by every slow path. lease(t) classifies K, whose TYPE
-// is t (nil: look it up). The line functions work on the line keys L
-// (arrival) and R (requests and deadlines).
+// common is shared by every slow path. lease() classifies K. The line
+// functions work on the line keys L (arrival) and R (requests and
+// deadlines).
 const common = `
-local function lease(t)
-  t = t or redis.call('TYPE', KEYS[1]).ok
-  if t == 'none' then return nil end
-  if t ~= 'string' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. t .. ', not a baton lease'} end
-  local v = redis.call('GET', KEYS[1])
+local function lease()
+  local v = redis.pcall('GET', KEYS[1])
+  if not v then return nil end
+  if type(v) ~= 'string' then
+    return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. redis.call('TYPE', KEYS[1]).ok .. ', not a baton lease'}
+  end
   local tok, own, rel = string.match(v, ` + leaseShape + `)
   if not tok or (rel ~= '' and rel ~= ' contended' and rel ~= ' released') then
     return {'corrupt', 'key ' .. KEYS[1] .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
@@ -150,13 +151,16 @@ local function contend()
   redis.call('APPEND', KEYS[1], ' contended')
 end
 
-local nowus
+-- now returns the server's clock in microseconds, as a number and as a
+-- decimal string (Lua would format the number as a float, at a cost).
+local nowus, nows
 local function now()
   if not nowus then
     local t = redis.call('TIME')
     nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    nows = t[1] .. string.sub('00000' .. t[2], -6)
   end
-  return nowus
+  return nowus, nows
 end
 
 -- A waiter's request in R is "<ttl-ms> <floor> <due-ms>": what it asks
@@ -186,18 +190,20 @@ local function first(L, R)
 end
 
 -- join puts owner at the back of the line (or keeps its place) until
--- patience ms from now, asking for ttl ms and floor if handed the key. An
--- owner whose place lapsed joins at the back again.
-local function join(L, R, owner, patience, ttl, floor)
+-- patience ms (pms, its decimal string) from now, asking for ttl ms and
+-- floor if handed the key. An owner whose place lapsed joins at the back
+-- again. Numbers go to the server as strings: formatting them costs more.
+local function join(L, R, owner, patience, pms, ttl, floor)
   if patience <= 0 then return end
-  local ms = math.floor(now() / 1000)
+  local us, arrival = now()
+  local ms = math.floor(us / 1000)
   local old = redis.call('HGET', R, owner)
   if old and not live(old, ms) then redis.call('ZREM', L, owner) end
-  redis.call('ZADD', L, 'NX', now(), owner)
-  redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. (ms + patience))
+  redis.call('ZADD', L, 'NX', arrival, owner)
+  redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + patience))
   if redis.call('PTTL', L) < patience then
-    redis.call('PEXPIRE', L, patience)
-    redis.call('PEXPIRE', R, patience)
+    redis.call('PEXPIRE', L, pms)
+    redis.call('PEXPIRE', R, pms)
   end
 end
 
@@ -210,32 +216,40 @@ local function mailbox(owner)
   return KEYS[1] .. $mailbox .. owner
 end
 
--- handover grants the free K to nxt, the first live waiter, with the ttl
--- and floor of its request req (both as first() returned them), puts the
--- lease in its mailbox and tells watchers the key is held for ttl. It
--- returns whether it did, and the waiter first in line.
-local function handover(L, R, nxt, req)
+-- take is first() for a waiter about to be handed the key: it pops the
+-- head of the line (ZPOPMIN: one call where ZRANGE and ZREM are two)
+-- until it finds a live waiter, and returns it and its request, or ''.
+local function take(L, R)
+  while true do
+    local head = redis.call('ZPOPMIN', L)[1]
+    if not head then return '' end
+    local req = redis.call('HGET', R, head)
+    if req then redis.call('HDEL', R, head) end
+    if live(req, math.floor(now() / 1000)) then return head, req end
+  end
+end
+
+-- handover grants the free K to the first live waiter, with the ttl and
+-- floor of its request, puts the lease in its mailbox and tells watchers
+-- the key is held for ttl. It reports whether it did.
+local function handover(L, R)
+  local nxt, req = take(L, R)
+  if nxt == '' then return false end
   local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
-  leave(L, R, nxt)
   local tok = grant(nxt, ttl, floor, ' contended')
-  if not tok then return false, first(L, R) end
+  if not tok then return false end
   local box = mailbox(nxt)
   redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
   redis.call('PEXPIRE', box, ttl)
   redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
-  return true, nxt
+  return true
 end
 
 -- pass hands the freed K over if the store hands over and someone is in
 -- line, and otherwise publishes "released <token> <next>".
 local function pass(L, R, token)
-  local nxt, req = first(L, R)
-  if $hand and nxt ~= '' then
-    local done
-    done, nxt = handover(L, R, nxt, req)
-    if done then return end
-  end
-  redis.call($pub, KEYS[1], 'released ' .. token .. ' ' .. nxt)
+  if $hand and handover(L, R) then return end
+  redis.call($pub, KEYS[1], 'released ' .. token .. ' ' .. first(L, R))
 end
 `
 
@@ -274,13 +288,13 @@ if l then
     redis.call('DEL', mailbox(owner))
     return {'ok', l[2], l[3], l[4]}
   end
-  join(L, R, owner, patience, ARGV[2], ARGV[3])
+  join(L, R, owner, patience, ARGV[4], ARGV[2], ARGV[3])
   if patience > 0 and l[5] == '' then contend() end
   if nxt == '' and patience > 0 then nxt = owner end
   return {l[1], l[2], l[3], l[4], nxt}
 end
 if nxt ~= '' and nxt ~= owner then
-  join(L, R, owner, patience, ARGV[2], ARGV[3])
+  join(L, R, owner, patience, ARGV[4], ARGV[2], ARGV[3])
   return {'queued', nxt}
 end
 if nxt == owner then leave(L, R, owner) end
