@@ -5,23 +5,36 @@ import (
 	"errors"
 )
 
-// heldKey marks, in a section's context, that its Locker holds a key, so
-// that a nested call on the same key runs directly instead of waiting for
-// itself.
-type heldKey struct {
-	lk *Locker
-	sk string
+// sectionKey is the context key under which a section's context carries
+// its grant. A zero-size key costs no allocation.
+type sectionKey struct{}
+
+// sectionOf returns the innermost grant whose section ctx belongs to, or
+// nil.
+func sectionOf(ctx context.Context) *grant {
+	g, _ := ctx.Value(sectionKey{}).(*grant)
+	return g
 }
 
-type tokenKey struct{}
+// holds reports whether the call chain of ctx holds lk's store key sk, so
+// that a nested call on that key runs directly instead of waiting for
+// itself.
+func holds(ctx context.Context, lk *Locker, sk string) bool {
+	for g := sectionOf(ctx); g != nil; g = g.outer {
+		if g.lk == lk && g.sk == sk {
+			return true
+		}
+	}
+	return false
+}
 
 // Token returns the fencing token of the innermost lock held by the
 // section whose context is ctx: strictly larger than the token of every
 // earlier holding of the same lock. Pass it to the resource the section
 // changes so that it can reject a holder whose lease ran out.
 func Token(ctx context.Context) (uint64, bool) {
-	g, ok := ctx.Value(tokenKey{}).(*grant)
-	if !ok {
+	g := sectionOf(ctx)
+	if g == nil {
 		return 0, false
 	}
 	return g.lease.Token, true
@@ -82,7 +95,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 		return errors.New("synclock: nil function")
 	}
 	k := lk.lockKey(key)
-	if k.err == nil && ctx.Value(heldKey{lk, k.sk}) != nil {
+	if k.err == nil && holds(ctx, lk, k.sk) {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
 	g, err := lk.acquire(ctx, k, wait)
@@ -102,5 +115,5 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 // through run's deferred release, so the lock is released and the panic
 // goes on unchanged.
 func callSection(g *grant, fn func(ctx context.Context) error) error {
-	return fn(context.WithValue(g.ctx, tokenKey{}, g))
+	return fn(g.ctx)
 }

@@ -2,11 +2,13 @@ package synclock
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -257,21 +259,29 @@ type grant struct {
 	q       *queue
 	owner   string
 	lease   backend.Lease
-	ctx     context.Context // cancelled when the lease ends or is about to
+	outer   *grant          // the section ctx came from, if any (reentrancy)
+	ctx     context.Context // carries the grant; cancelled when the lease ends or is about to
 	cancel  context.CancelCauseFunc
-	timer   clock.Timer // cancels ctx a margin before the lease ends
-	start   time.Time   // when the holding began
-	handed  bool        // a release handed the lock over
-	lost    sync.Once   // run once: by lose (the lease ran out) or by release (no longer losable)
-	expired bool        // lose ran first; written and read only through lost
+	start   time.Time     // when the holding began
+	sent    time.Time     // when the request that got the lease was sent
+	first   time.Duration // the first lease, counted from sent
+	handed  bool          // a release handed the lock over
+	lost    sync.Once     // run once: by lose (the lease ran out) or by release (no longer losable)
+	expired bool          // lose ran first; written and read only through lost
 
-	// Extending the lease (renew): renewT starts it, stopRen stops it,
-	// renewWG waits for it; ending, under renewMu, keeps it from starting
-	// once the release began.
-	renewT  clock.Timer
-	stopRen chan struct{}
+	// One timer per grant (fire): if the grant renews, its first firing
+	// starts the renewal (renews is then set), and from then on, or from
+	// the start if it does not renew, it fires a margin before the lease
+	// ends.
+	timer  clock.Timer
+	renews atomic.Bool
+
+	// The renewal: ending, under renewMu, keeps it from starting once the
+	// release began; a renewal that starts makes stopRen, which the
+	// release closes, and renewWG waits for it to end.
 	renewMu sync.Mutex
 	ending  bool
+	stopRen chan struct{}
 	renewWG sync.WaitGroup
 
 	once sync.Once
@@ -325,7 +335,7 @@ func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool) (*grant, 
 // waiter sleeps until a release is announced and then asks again.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, int, error) {
 	tries := 0
-	owner := lk.idText + "#" + nonce()
+	owner := lk.newOwner()
 	// A grant, and a handover asked for in line, first lasts ClaimWindow;
 	// the holder extends it if its section runs long (renew).
 	ttl := lk.cfg.ClaimWindow
@@ -469,23 +479,43 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 }
 
 func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) *grant {
-	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l, start: lk.clock.Now()}
-	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, heldKey{lk, sk}, g))
+	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l, outer: sectionOf(ctx), start: lk.clock.Now(), sent: sent}
+	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, sectionKey{}, g))
 	// The lease ends ClaimWindow after the request was sent, or sooner if
 	// the store says so (a lease handed over a while ago); give up a
 	// margin before that.
-	first := lk.cfg.ClaimWindow
-	if l.TTL > 0 && l.TTL < first {
-		first = l.TTL
+	g.first = lk.cfg.ClaimWindow
+	if l.TTL > 0 && l.TTL < g.first {
+		g.first = l.TTL
 	}
-	g.timer = lk.clock.AfterFunc(first-lk.leaseMargin-lk.clock.Since(sent), func() { g.lose(ErrLeaseExpired) })
-	if lk.ceiling() > first {
+	d := g.loseIn()
+	if lk.ceiling() > g.first && g.first/3 < d {
 		// No goroutine until the section has run a third of the lease:
 		// most sections are shorter.
-		g.stopRen = make(chan struct{})
-		g.renewT = lk.clock.AfterFunc(first/3, func() { g.renew(sent, first) })
+		d = g.first / 3
+		g.renews.Store(true)
 	}
+	// renew reads the timer under renewMu: it may fire before
+	// AfterFunc returns.
+	g.renewMu.Lock()
+	g.timer = lk.clock.AfterFunc(d, g.fire)
+	g.renewMu.Unlock()
 	return g
+}
+
+// loseIn is how long from now the first lease lasts, less the margin.
+func (g *grant) loseIn() time.Duration {
+	return g.first - g.lk.leaseMargin - g.lk.clock.Since(g.sent)
+}
+
+// fire is the grant's timer going off: the first time for a grant that
+// renews, the renewal starts; otherwise the lease is about to end.
+func (g *grant) fire() {
+	if g.renews.CompareAndSwap(true, false) {
+		g.renew()
+		return
+	}
+	g.lose(ErrLeaseExpired)
 }
 
 // ceiling is how long a holding may last in all: HoldDuration, or the
@@ -495,23 +525,27 @@ func (lk *Locker) ceiling() time.Duration {
 }
 
 // renew extends the lease while the section runs: first when a third of
-// the first lease (first, counted from sent) has passed, then every third
-// of a hold, each time to HoldDuration or to what is left of the ceiling,
-// whichever is shorter, until the lease lasts to the ceiling. A failed
-// extension is tried again before the lease runs out.
-func (g *grant) renew(sent time.Time, first time.Duration) {
+// the first lease has passed, then every third of a hold, each time to
+// HoldDuration or to what is left of the ceiling, whichever is shorter,
+// until the lease lasts to the ceiling. A failed extension is tried again
+// before the lease runs out. It runs on the timer's goroutine, and sets
+// the timer to fire when the lease is about to end.
+func (g *grant) renew() {
 	g.renewMu.Lock()
 	if g.ending {
 		g.renewMu.Unlock()
 		return
 	}
+	g.stopRen = make(chan struct{})
 	g.renewWG.Add(1)
 	g.renewMu.Unlock()
 	defer g.renewWG.Done()
+	g.timer.Reset(g.loseIn())
 
 	lk := g.lk
+	sent := g.sent
 	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
-	end := first // the lease lasts until sent+end, counted from before each request
+	end := g.first // the lease lasts until sent+end, counted from before each request
 	var t clock.Timer
 	for {
 		left := ceiling - lk.clock.Since(sent)
@@ -574,13 +608,14 @@ func (g *grant) release(ctx context.Context) error {
 	g.once.Do(func() {
 		lk := g.lk
 		g.timer.Stop()
-		if g.stopRen != nil {
-			g.renewMu.Lock()
-			g.ending = true // no extension starts from now on
-			g.renewMu.Unlock()
-			g.renewT.Stop()
-			close(g.stopRen)
+		g.renewMu.Lock()
+		g.ending = true // no renewal starts from now on
+		stop := g.stopRen
+		g.renewMu.Unlock()
+		if stop != nil {
+			close(stop)
 			g.renewWG.Wait()
+			g.timer.Stop() // the renewal may have set it again
 		}
 		g.lost.Do(func() {}) // the lease is no longer lost from here on
 		expired := g.expired
@@ -623,10 +658,17 @@ func uncancelled(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-func nonce() string {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return hex.EncodeToString(b[:])
+// newOwner returns the owner of one acquisition: the instance ID and a
+// random nonce, "<id>#<16 hex digits>", in one allocation.
+func (lk *Locker) newOwner() string {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], rand.Uint64())
+	var h [16]byte
+	hex.Encode(h[:], n[:])
+	var b strings.Builder
+	b.Grow(len(lk.idText) + 1 + len(h))
+	b.WriteString(lk.idText)
+	b.WriteByte('#')
+	b.Write(h[:])
+	return b.String()
 }

@@ -75,5 +75,5 @@ func (m *Mutex) Context() context.Context {
 		cancel(ErrNotLocked)
 		return ctx
 	}
-	return context.WithValue(m.held.ctx, tokenKey{}, m.held)
+	return m.held.ctx
 }

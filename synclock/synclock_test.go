@@ -312,6 +312,36 @@ func TestReentrantSameChain(t *testing.T) {
 	}
 }
 
+// A section nested two levels down in another key's section still sees
+// that its call chain holds the outer key; another Locker (another
+// instance) does not, and finds the key held.
+func TestReentrantThroughAnotherKey(t *testing.T) {
+	lk, _ := redisLocker(t, 1, synclock.Config{RetryInterval: time.Hour})
+	other, _ := redisLocker(t, 2, synclock.Config{RetryInterval: time.Hour})
+	a, b := uniqueKey(t)+":a", uniqueKey(t)+":b"
+	depth := 0
+	err := lk.DoKey(ctxT(t), a, func(ctx context.Context) error {
+		depth++
+		return lk.DoKey(ctx, b, func(ctx context.Context) error {
+			depth++
+			inB, _ := synclock.Token(ctx)
+			if err := other.TryDo(ctx, a, func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
+				t.Errorf("another instance's TryDo of %s inside its section: %v, want ErrLocked", a, err)
+			}
+			return lk.DoKey(ctx, a, func(ctx context.Context) error {
+				depth++
+				if tok, _ := synclock.Token(ctx); tok != inB {
+					t.Errorf("token in the nested section of %s: %d, want %d, the innermost holding's (%s)", a, tok, inB, b)
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil || depth != 3 {
+		t.Fatalf("DoKey(a) > DoKey(b) > DoKey(a): err %v, depth %d; want nil and 3", err, depth)
+	}
+}
+
 func TestTokensIncrease(t *testing.T) {
 	lk, _ := redisLocker(t, 1, synclock.Config{})
 	key := uniqueKey(t)
