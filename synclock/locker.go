@@ -488,7 +488,7 @@ func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner 
 	if l.TTL > 0 && l.TTL < g.first {
 		g.first = l.TTL
 	}
-	d := g.loseIn()
+	d := lk.lossIn(g.first, sent)
 	if lk.ceiling() > g.first && g.first/3 < d {
 		// No goroutine until the section has run a third of the lease:
 		// most sections are shorter.
@@ -503,9 +503,10 @@ func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner 
 	return g
 }
 
-// loseIn is how long from now the first lease lasts, less the margin.
-func (g *grant) loseIn() time.Duration {
-	return g.first - g.lk.leaseMargin - g.lk.clock.Since(g.sent)
+// lossIn is how long from now a lease of ttl, counted from sent, lasts,
+// less the margin: when the grant's timer gives the lease up.
+func (lk *Locker) lossIn(ttl time.Duration, sent time.Time) time.Duration {
+	return ttl - lk.leaseMargin - lk.clock.Since(sent)
 }
 
 // fire is the grant's timer going off: the first time for a grant that
@@ -540,7 +541,7 @@ func (g *grant) renew() {
 	g.renewWG.Add(1)
 	g.renewMu.Unlock()
 	defer g.renewWG.Done()
-	g.timer.Reset(g.loseIn())
+	g.timer.Reset(g.lk.lossIn(g.first, g.sent))
 
 	lk := g.lk
 	sent := g.sent
@@ -561,7 +562,7 @@ func (g *grant) renew() {
 		switch {
 		case err == nil:
 			end = rsent.Sub(sent) + ttl
-			g.timer.Reset(ttl - lk.leaseMargin - lk.clock.Since(rsent))
+			g.timer.Reset(lk.lossIn(ttl, rsent))
 			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.lease.Token})
 		case errors.Is(err, backend.ErrNotHeld):
 			g.lose(fmt.Errorf("%w: %w", ErrLeaseExpired, err))

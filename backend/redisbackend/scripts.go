@@ -77,6 +77,10 @@ local tok, own, rel
 if type(v) == 'string' then tok, own, rel = string.match(v, ` + leaseShape + `) end
 `
 
+// appendContended flags the plain lease K contended. A statement, not a
+// function, so that the mark script, which defines none, can use it too.
+const appendContended = `redis.call('APPEND', KEYS[1], ' contended')`
+
 // leaseShape is the Lua pattern of a lease value: token, owner and an
 // optional flag word.
 const leaseShape = `'^(%d+) (%S+)( ?%l*)$'`
@@ -148,7 +152,7 @@ end
 -- contend flags K, a plain lease, contended: its release must look for
 -- waiters and watchers.
 local function contend()
-  redis.call('APPEND', KEYS[1], ' contended')
+  ` + appendContended + `
 end
 
 -- now returns the server's clock in microseconds, as a number and as a
@@ -371,7 +375,7 @@ return tok
 const markSource = `
 redis.call('SET', KEYS[1] .. $watched, '1', 'PX', ARGV[1])
 ` + readLease + `
-if tok and rel == '' then redis.call('APPEND', KEYS[1], ' contended') end
+if tok and rel == '' then ` + appendContended + ` end
 return 1
 `
 
