@@ -56,10 +56,10 @@ func TestSectionAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	// The grant, its context (value and cancel), its timer, the owner,
+	// The grant, its context (value and cancel), the owner,
 	// the local queue and the release's timeout context; DoKey also
 	// works out the store key.
-	const maxMutex, maxDoKey = 12, 15
+	const maxMutex, maxDoKey = 10, 13
 	if mutex > maxMutex || do > maxDoKey {
 		t.Errorf("allocations per uncontended cycle: Mutex %v (at most %d), DoKey %v (at most %d)", mutex, maxMutex, do, maxDoKey)
 	}

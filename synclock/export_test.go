@@ -15,3 +15,6 @@ func Waiting(lk *Locker, key string) int {
 	}
 	return 0
 }
+
+// WithClock runs a Locker on c instead of the real clock.
+var WithClock = withClock

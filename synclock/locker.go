@@ -37,6 +37,7 @@ type Locker struct {
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
 	observer   func(Event) // WithObserver; nil: none
+	alarm      alarm       // the grants' deadlines (alarm.go)
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -104,6 +105,7 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
+	lk.alarm.clock = lk.clock
 	if lk.autoRenew < 0 {
 		return nil, fmt.Errorf("synclock: WithAutoRenew(%v): the ceiling must not be negative", lk.autoRenew)
 	}
@@ -269,11 +271,12 @@ type grant struct {
 	lost    sync.Once     // run once: by lose (the lease ran out) or by release (no longer losable)
 	expired bool          // lose ran first; written and read only through lost
 
-	// One timer per grant (fire): if the grant renews, its first firing
-	// starts the renewal (renews is then set), and from then on, or from
-	// the start if it does not renew, it fires a margin before the lease
-	// ends.
-	timer  clock.Timer
+	// One deadline per grant on the Locker's alarm (fire): if the grant
+	// renews, the first starts the renewal (renews is then set), and from
+	// then on, or from the start if it does not renew, the deadline is a
+	// margin before the lease ends. due and slot belong to the alarm.
+	due    time.Time
+	slot   int
 	renews atomic.Bool
 
 	// The renewal: ending, under renewMu, keeps it from starting once the
@@ -495,21 +498,17 @@ func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner 
 		d = g.first / 3
 		g.renews.Store(true)
 	}
-	// renew reads the timer under renewMu: it may fire before
-	// AfterFunc returns.
-	g.renewMu.Lock()
-	g.timer = lk.clock.AfterFunc(d, g.fire)
-	g.renewMu.Unlock()
+	lk.alarm.set(g, d)
 	return g
 }
 
 // lossIn is how long from now a lease of ttl, counted from sent, lasts,
-// less the margin: when the grant's timer gives the lease up.
+// less the margin: when the grant gives the lease up.
 func (lk *Locker) lossIn(ttl time.Duration, sent time.Time) time.Duration {
 	return ttl - lk.leaseMargin - lk.clock.Since(sent)
 }
 
-// fire is the grant's timer going off: the first time for a grant that
+// fire is the grant's deadline coming: the first time for a grant that
 // renews, the renewal starts; otherwise the lease is about to end.
 func (g *grant) fire() {
 	if g.renews.CompareAndSwap(true, false) {
@@ -529,8 +528,8 @@ func (lk *Locker) ceiling() time.Duration {
 // the first lease has passed, then every third of a hold, each time to
 // HoldDuration or to what is left of the ceiling, whichever is shorter,
 // until the lease lasts to the ceiling. A failed extension is tried again
-// before the lease runs out. It runs on the timer's goroutine, and sets
-// the timer to fire when the lease is about to end.
+// before the lease runs out. It runs on a goroutine of its own, and sets
+// the grant's deadline to when the lease is about to end.
 func (g *grant) renew() {
 	g.renewMu.Lock()
 	if g.ending {
@@ -541,7 +540,7 @@ func (g *grant) renew() {
 	g.renewWG.Add(1)
 	g.renewMu.Unlock()
 	defer g.renewWG.Done()
-	g.timer.Reset(g.lk.lossIn(g.first, g.sent))
+	g.lk.alarm.set(g, g.lk.lossIn(g.first, g.sent))
 
 	lk := g.lk
 	sent := g.sent
@@ -562,7 +561,7 @@ func (g *grant) renew() {
 		switch {
 		case err == nil:
 			end = rsent.Sub(sent) + ttl
-			g.timer.Reset(lk.lossIn(ttl, rsent))
+			lk.alarm.set(g, lk.lossIn(ttl, rsent))
 			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.lease.Token})
 		case errors.Is(err, backend.ErrNotHeld):
 			g.lose(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
@@ -608,7 +607,7 @@ func (g *grant) release(ctx context.Context) error {
 	var err error
 	g.once.Do(func() {
 		lk := g.lk
-		g.timer.Stop()
+		lk.alarm.cancel(g)
 		g.renewMu.Lock()
 		g.ending = true // no renewal starts from now on
 		stop := g.stopRen
@@ -616,7 +615,7 @@ func (g *grant) release(ctx context.Context) error {
 		if stop != nil {
 			close(stop)
 			g.renewWG.Wait()
-			g.timer.Stop() // the renewal may have set it again
+			lk.alarm.cancel(g) // the renewal may have set it again
 		}
 		g.lost.Do(func() {}) // the lease is no longer lost from here on
 		expired := g.expired
