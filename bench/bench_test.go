@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,6 +62,40 @@ func TestRunQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkShape(t, js)
+}
+
+// The diagnostic run of baton's store is not a peer: it runs when named,
+// breaks no mutual exclusion, and is never the peer baton is judged by.
+func TestStoreDiagnostic(t *testing.T) {
+	if slices.Contains(ImplNames(), StoreName) {
+		t.Fatalf("%s is among the compared implementations; it must run only when named", StoreName)
+	}
+	res, err := Run(t.Context(), Options{
+		Impls:    []string{BatonName, StoreName},
+		Duration: time.Second,
+		Warmup:   200 * time.Millisecond,
+		Rounds:   1,
+		Exe:      testExe(t),
+	})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, sc := range []string{Uncontended, Contended} {
+		run, ok := res.Run(StoreName, sc)
+		switch {
+		case !ok:
+			t.Errorf("no %s %s run", StoreName, sc)
+		case run.Ops == 0:
+			t.Errorf("%s %s: no acquisition in the measured window", StoreName, sc)
+		case run.Overlaps != 0:
+			t.Errorf("%s %s: %d overlapping holders", StoreName, sc, run.Overlaps)
+		}
+	}
+	for _, tg := range res.Targets {
+		if strings.Contains(tg.Name, "best peer") {
+			t.Errorf("target %q judged against a peer, but only baton and the diagnostic ran", tg.Name)
+		}
+	}
 }
 
 func testExe(t *testing.T) string {
@@ -234,7 +269,7 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "cycles/s")
 	})
-	for _, im := range Impls() {
+	for _, im := range append(Impls(), Diagnostics()...) {
 		b.Run(im.Name, func(b *testing.B) {
 			t, err := newTeam(im, srv.Addr(), 1, false, runKey(im.Name, "go-bench"), 1)
 			if err != nil {

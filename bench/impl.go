@@ -60,14 +60,22 @@ func ImplNames() []string {
 	return names
 }
 
-// LookupImpl returns the implementation called name.
+// Diagnostics returns the runs that are not compared with anything and
+// run only when named: baton's store without synclock.
+func Diagnostics() []Impl { return []Impl{storeImpl()} }
+
+// LookupImpl returns the implementation or diagnostic called name.
 func LookupImpl(name string) (Impl, error) {
-	for _, im := range Impls() {
+	for _, im := range append(Impls(), Diagnostics()...) {
 		if im.Name == name {
 			return im, nil
 		}
 	}
-	return Impl{}, fmt.Errorf("bench: unknown implementation %q (known: %s)", name, strings.Join(ImplNames(), ", "))
+	known := ImplNames()
+	for _, im := range Diagnostics() {
+		known = append(known, im.Name)
+	}
+	return Impl{}, fmt.Errorf("bench: unknown implementation %q (known: %s)", name, strings.Join(known, ", "))
 }
 
 // isPeer reports whether name is one of the libraries baton is compared with.
