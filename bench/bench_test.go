@@ -29,30 +29,7 @@ func TestMain(m *testing.M) {
 // speed: no overlapping holders, every run made progress, and the results
 // have the published shape. It asserts nothing about timing.
 func TestRunQuick(t *testing.T) {
-	res, err := Run(t.Context(), Options{
-		Duration: time.Second,
-		Warmup:   200 * time.Millisecond,
-		Rounds:   1,
-		Exe:      testExe(t),
-	})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	for _, name := range ImplNames() {
-		for _, sc := range []string{Uncontended, Contended} {
-			run, ok := res.Run(name, sc)
-			if !ok {
-				t.Errorf("no %s %s run", name, sc)
-				continue
-			}
-			if run.Ops == 0 {
-				t.Errorf("%s %s: no acquisition in the measured window", name, sc)
-			}
-			if run.Overlaps != 0 {
-				t.Errorf("%s %s: %d overlapping holders", name, sc, run.Overlaps)
-			}
-		}
-	}
+	res := runQuick(t, nil, ImplNames())
 	if len(res.Targets) == 0 {
 		t.Error("no targets judged although baton ran")
 	}
@@ -70,8 +47,21 @@ func TestStoreDiagnostic(t *testing.T) {
 	if slices.Contains(ImplNames(), StoreName) {
 		t.Fatalf("%s is among the compared implementations; it must run only when named", StoreName)
 	}
+	res := runQuick(t, []string{BatonName, StoreName}, []string{BatonName, StoreName})
+	for _, tg := range res.Targets {
+		if strings.Contains(tg.Name, "best peer") {
+			t.Errorf("target %q judged against a peer, but only baton and the diagnostic ran", tg.Name)
+		}
+	}
+}
+
+// runQuick runs impls (nil: the compared ones) for a second per scenario
+// and checks that each of want ran in both scenarios, made progress and
+// saw no overlapping holders.
+func runQuick(t *testing.T, impls, want []string) *Results {
+	t.Helper()
 	res, err := Run(t.Context(), Options{
-		Impls:    []string{BatonName, StoreName},
+		Impls:    impls,
 		Duration: time.Second,
 		Warmup:   200 * time.Millisecond,
 		Rounds:   1,
@@ -80,22 +70,20 @@ func TestStoreDiagnostic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	for _, sc := range []string{Uncontended, Contended} {
-		run, ok := res.Run(StoreName, sc)
-		switch {
-		case !ok:
-			t.Errorf("no %s %s run", StoreName, sc)
-		case run.Ops == 0:
-			t.Errorf("%s %s: no acquisition in the measured window", StoreName, sc)
-		case run.Overlaps != 0:
-			t.Errorf("%s %s: %d overlapping holders", StoreName, sc, run.Overlaps)
+	for _, name := range want {
+		for _, sc := range []string{Uncontended, Contended} {
+			run, ok := res.Run(name, sc)
+			switch {
+			case !ok:
+				t.Errorf("no %s %s run", name, sc)
+			case run.Ops == 0:
+				t.Errorf("%s %s: no acquisition in the measured window", name, sc)
+			case run.Overlaps != 0:
+				t.Errorf("%s %s: %d overlapping holders", name, sc, run.Overlaps)
+			}
 		}
 	}
-	for _, tg := range res.Targets {
-		if strings.Contains(tg.Name, "best peer") {
-			t.Errorf("target %q judged against a peer, but only baton and the diagnostic ran", tg.Name)
-		}
-	}
+	return res
 }
 
 func testExe(t *testing.T) string {
