@@ -430,7 +430,7 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		return bad("lease TTL %v is not an integer", arr[3])
 	}
 	if owner == "" {
-		return bad("lease has no owner field")
+		return bad("%s reply names no owner", status)
 	}
 	token, err := strconv.ParseUint(tok, 10, 64)
 	if err != nil || token == 0 {

@@ -1,0 +1,64 @@
+package redisbackend
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// A script's reply is checked field by field: a malformed one (a script
+// of another version, a proxy that rewrites replies) is ErrCorrupt with
+// what was wrong, never a panic or a lease with a zero token.
+func TestParseReply(t *testing.T) {
+	const key = "acme:billing:lock:k"
+	want := asked(key, "me", 10_000)
+	good := []struct {
+		name string
+		res  any
+		want reply
+	}{
+		{"granted", "7", reply{status: "ok", lease: backend.Lease{Key: key, Owner: "me", Token: 7, TTL: 10 * time.Second}}},
+		{"already held", []any{"ok", "me", "8", int64(900)}, reply{status: "ok", lease: backend.Lease{Key: key, Owner: "me", Token: 8, TTL: 900 * time.Millisecond}}},
+		{"held", []any{"held", "you", "9", int64(500), "next"}, reply{status: "held", next: "next", lease: backend.Lease{Key: key, Owner: "you", Token: 9, TTL: 500 * time.Millisecond}}},
+		{"queued", []any{"queued", "next"}, reply{status: "queued", next: "next", lease: backend.Lease{Key: key}}},
+		{"free", []any{"free"}, reply{status: "free"}},
+		{"corrupt", []any{"corrupt", "key is a hash"}, reply{status: "corrupt", detail: "key is a hash"}},
+	}
+	for _, tc := range good {
+		got, err := parseReply("acquire", key, tc.res, want)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: parseReply(%v) = %+v, %v; want %+v", tc.name, tc.res, got, err, tc.want)
+		}
+	}
+	bad := []struct {
+		name string
+		res  any
+		says string
+	}{
+		{"nil", nil, "unexpected script reply"},
+		{"integer", int64(1), "unexpected script reply"},
+		{"empty array", []any{}, "unexpected script reply"},
+		{"zero token", "0", `lease token "0" is not a positive integer`},
+		{"word token", "seven", `lease token "seven" is not a positive integer`},
+		{"unknown status", []any{"maybe"}, "unknown script reply"},
+		{"short held", []any{"held", "you", "9"}, "short script reply"},
+		{"short queued", []any{"queued"}, "short script reply"},
+		{"queued for nobody", []any{"queued", ""}, "queued reply names no waiter"},
+		{"held by nobody", []any{"held", "", "9", int64(500)}, "held reply names no owner"},
+		{"ttl as text", []any{"held", "you", "9", "500"}, "lease TTL 500 is not an integer"},
+		{"token missing", []any{"held", "you", nil, int64(500)}, `lease token "" is not a positive integer`},
+		{"held forever", []any{"held", "you", "9", int64(-1)}, "has no expiry (PTTL -1)"},
+	}
+	for _, tc := range bad {
+		got, err := parseReply("acquire", key, tc.res, want)
+		switch {
+		case !errors.Is(err, backend.ErrCorrupt):
+			t.Errorf("%s: parseReply(%v) = %+v, %v; want ErrCorrupt", tc.name, tc.res, got, err)
+		case !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), key):
+			t.Errorf("%s: error %q should name the key and say %q", tc.name, err, tc.says)
+		}
+	}
+}
