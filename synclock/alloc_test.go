@@ -2,6 +2,7 @@ package synclock_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,16 +11,16 @@ import (
 )
 
 // grantingStore grants every request at once and allocates nothing, so
-// that counting allocations counts synclock's own.
-type grantingStore struct{ token uint64 }
+// that counting allocations counts synclock's own. It is safe for
+// concurrent use.
+type grantingStore struct{ token atomic.Uint64 }
 
 func (s *grantingStore) Acquire(_ context.Context, key, owner string, ttl time.Duration, _ uint64) (backend.Lease, error) {
-	s.token++
-	return backend.Lease{Key: key, Owner: owner, Token: s.token, TTL: ttl}, nil
+	return backend.Lease{Key: key, Owner: owner, Token: s.token.Add(1), TTL: ttl}, nil
 }
 
 func (s *grantingStore) Renew(_ context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
-	return backend.Lease{Key: key, Owner: owner, Token: s.token, TTL: ttl}, nil
+	return backend.Lease{Key: key, Owner: owner, Token: s.token.Load(), TTL: ttl}, nil
 }
 
 func (s *grantingStore) Release(context.Context, string, string, time.Duration) error { return nil }
