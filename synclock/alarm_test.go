@@ -55,10 +55,7 @@ func (s *shortStore) Acquire(ctx context.Context, key, owner string, ttl time.Du
 // cycle does not touch.
 func TestLockCyclesArmNoTimer(t *testing.T) {
 	clk := &countingClock{Fake: clock.NewFake(time.Unix(1_700_000_000, 0))}
-	lk, err := synclock.NewLocker(&grantingStore{}, idN(t, 1), synclock.Config{}, quiet, synclock.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := lockerOn(t, 1, &grantingStore{}, synclock.Config{}, synclock.WithClock(clk))
 	ctx := ctxT(t)
 	m := lk.Mutex("cycles")
 	for range 100 {
@@ -91,10 +88,7 @@ func TestLeaseDeadlinesShareOneTimer(t *testing.T) {
 			extended <- ev.Key
 		}
 	})
-	lk, err := synclock.NewLocker(store, idN(t, 1), cfg, quiet, observe, synclock.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := lockerOn(t, 1, store, cfg, observe, synclock.WithClock(clk))
 	ctx := ctxT(t)
 	lock := func(key string) *synclock.Mutex {
 		t.Helper()

@@ -37,10 +37,7 @@ func (s *grantingStore) Watch(context.Context, string) (backend.Watch, error) {
 // besides the store's: it sits on every lock cycle, and on a real store
 // every allocation makes the system calls around it slower too.
 func TestSectionAllocations(t *testing.T) {
-	lk, err := synclock.NewLocker(&grantingStore{}, idN(t, 1), synclock.Config{}, quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := lockerOn(t, 1, &grantingStore{}, synclock.Config{})
 	ctx := context.Background()
 	m := lk.Mutex("allocs")
 	mutex := testing.AllocsPerRun(200, func() {

@@ -15,10 +15,7 @@ import (
 // lease deadline and the release. bench/ measures whole cycles on Redis.
 
 func BenchmarkMutexCycle(b *testing.B) {
-	lk, err := synclock.NewLocker(&grantingStore{}, idN(b, 1), synclock.Config{}, quiet)
-	if err != nil {
-		b.Fatal(err)
-	}
+	lk := lockerOn(b, 1, &grantingStore{}, synclock.Config{})
 	ctx := context.Background()
 	m := lk.Mutex("bench")
 	b.ReportAllocs()
@@ -33,10 +30,7 @@ func BenchmarkMutexCycle(b *testing.B) {
 }
 
 func BenchmarkDoKeyCycle(b *testing.B) {
-	lk, err := synclock.NewLocker(&grantingStore{}, idN(b, 1), synclock.Config{}, quiet)
-	if err != nil {
-		b.Fatal(err)
-	}
+	lk := lockerOn(b, 1, &grantingStore{}, synclock.Config{})
 	ctx := context.Background()
 	section := func(context.Context) error { return nil }
 	b.ReportAllocs()
@@ -50,10 +44,7 @@ func BenchmarkDoKeyCycle(b *testing.B) {
 // Goroutines holding different keys of one Locker at once share its
 // lease-deadline timer and its queue map.
 func BenchmarkMutexCycleParallel(b *testing.B) {
-	lk, err := synclock.NewLocker(&grantingStore{}, idN(b, 1), synclock.Config{}, quiet)
-	if err != nil {
-		b.Fatal(err)
-	}
+	lk := lockerOn(b, 1, &grantingStore{}, synclock.Config{})
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
