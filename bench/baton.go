@@ -29,7 +29,7 @@ func openBaton(rdb *redis.Client, n int) (Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := instanceid.New("127.0.0.1", "bench", "bench", 1+(n-1)%65535)
+	id, err := clientID(n)
 	if err != nil {
 		_ = store.Close()
 		return nil, err
@@ -40,6 +40,12 @@ func openBaton(rdb *redis.Client, n int) (Client, error) {
 		return nil, err
 	}
 	return batonClient{store: store, lk: lk}, nil
+}
+
+// clientID is the instance ID of the benchmark's client n: its port
+// tells the clients apart.
+func clientID(n int) (instanceid.ID, error) {
+	return instanceid.New("127.0.0.1", "bench", "bench", 1+(n-1)%65535)
 }
 
 type batonClient struct {

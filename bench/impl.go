@@ -66,13 +66,11 @@ func Diagnostics() []Impl { return []Impl{storeImpl()} }
 
 // LookupImpl returns the implementation or diagnostic called name.
 func LookupImpl(name string) (Impl, error) {
+	var known []string
 	for _, im := range append(Impls(), Diagnostics()...) {
 		if im.Name == name {
 			return im, nil
 		}
-	}
-	known := ImplNames()
-	for _, im := range Diagnostics() {
 		known = append(known, im.Name)
 	}
 	return Impl{}, fmt.Errorf("bench: unknown implementation %q (known: %s)", name, strings.Join(known, ", "))

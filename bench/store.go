@@ -32,16 +32,20 @@ func storeImpl() Impl {
 }
 
 func openStore(rdb *redis.Client, n int) (Client, error) {
+	id, err := clientID(n)
+	if err != nil {
+		return nil, err
+	}
 	store, err := redisbackend.New(rdb)
 	if err != nil {
 		return nil, err
 	}
-	return &storeClient{store: store, prefix: "127.0.0.1:bench:bench:" + strconv.Itoa(n) + "#"}, nil
+	return &storeClient{store: store, prefix: id.String() + "#"}, nil
 }
 
 type storeClient struct {
 	store  *redisbackend.Store
-	prefix string // of the owners: a client's identity, as an instance ID
+	prefix string // of the owners: the client's instance ID, as synclock writes it
 }
 
 func (c *storeClient) Locker(key string) (Locker, error) {
