@@ -34,8 +34,8 @@ func (t countingTimer) Reset(d time.Duration) bool {
 	return t.Timer.Reset(d)
 }
 
-// shortStore grants the store key ending in key short leases of ttl, as a store does that hands
-// over a lease granted a while ago.
+// shortStore grants the store key ending in key short leases of ttl, as
+// a store does that hands over a lease granted a while ago.
 type shortStore struct {
 	grantingStore
 	key string
