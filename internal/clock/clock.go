@@ -123,7 +123,8 @@ func (f *Fake) Timers() int {
 
 // WaitForTimers blocks until at least n timers are waiting or done is
 // closed; it reports whether the count was reached. Tests use it to know
-// that the code under test has armed its timers before they Advance.
+// that the code under test has armed its timers before they Advance; most
+// should call AwaitTimers, which cannot hang.
 func (f *Fake) WaitForTimers(n int, done <-chan struct{}) bool {
 	for {
 		f.mu.Lock()
@@ -138,6 +139,42 @@ func (f *Fake) WaitForTimers(n int, done <-chan struct{}) bool {
 		case <-done:
 			return false
 		}
+	}
+}
+
+// TB is the part of testing.TB that AwaitTimers uses.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// awaitTimeout is how long AwaitTimers waits before it fails the test: far
+// longer than code that arms a timer needs even on a loaded machine, short
+// enough that a test whose code never arms it fails with a message instead
+// of hanging until the test binary's timeout. Only this package's tests
+// change it.
+var awaitTimeout = time.Minute
+
+// AwaitTimers waits, on the real clock, until at least n timers are
+// waiting, and fails tb if that does not happen within a minute.
+func (f *Fake) AwaitTimers(tb TB, n int) {
+	tb.Helper()
+	timeout := time.NewTimer(awaitTimeout)
+	defer timeout.Stop()
+	done, finished := make(chan struct{}), make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-timeout.C:
+			close(done)
+		case <-finished:
+		}
+	}()
+	if !f.WaitForTimers(n, done) {
+		f.mu.Lock()
+		have := len(f.timers)
+		f.mu.Unlock()
+		tb.Fatalf("fake clock: %d timers waiting after %v, want at least %d: the code under test did not arm them", have, awaitTimeout, n)
 	}
 }
 
@@ -174,7 +211,16 @@ func (t *fakeTimer) Stop() bool {
 	return t.stopLocked()
 }
 
+// stopLocked disarms t. As with Go 1.23+ timers, a fire time sent before
+// the Stop or Reset but not yet received is dropped, so a reader never
+// sees a stale fire after either call.
 func (t *fakeTimer) stopLocked() bool {
+	if t.ch != nil {
+		select {
+		case <-t.ch:
+		default:
+		}
+	}
 	if !t.active {
 		return false
 	}

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"runtime"
 	"testing"
 	"time"
 )
@@ -96,4 +97,74 @@ func TestReal(t *testing.T) {
 	ch := make(chan struct{})
 	Real.AfterFunc(time.Millisecond, func() { close(ch) })
 	<-ch
+}
+
+// TestFakeStopDropsStaleFire: as with Go 1.23+ timers, a fire that was
+// sent but not received before Stop or Reset is never delivered after it.
+func TestFakeStopDropsStaleFire(t *testing.T) {
+	f := NewFake(t0)
+	tm := f.NewTimer(time.Second)
+	f.Advance(time.Second) // fires; nobody has received it yet
+	if tm.Stop() {
+		t.Error("Stop of a timer that already fired reported it active")
+	}
+	select {
+	case <-tm.C():
+		t.Error("a fire sent before Stop was received after it")
+	default:
+	}
+
+	f.Advance(time.Second)
+	tm.Reset(time.Second) // the old fire (none now) must not count for the new deadline
+	tm2 := f.NewTimer(time.Second)
+	f.Advance(time.Second) // both fire
+	tm2.Reset(5 * time.Second)
+	select {
+	case <-tm2.C():
+		t.Error("a fire sent before Reset was received after it: the reader would think the new deadline passed")
+	default:
+	}
+	select {
+	case at := <-tm.C():
+		if !at.Equal(t0.Add(3 * time.Second)) {
+			t.Errorf("reset timer fired at %v, want %v", at, t0.Add(3*time.Second))
+		}
+	default:
+		t.Error("the reset timer did not fire at its new deadline")
+	}
+}
+
+// fatalRecorder is a TB whose Fatalf records the failure and ends the
+// goroutine, as testing's does.
+type fatalRecorder struct{ msg chan string }
+
+func (fatalRecorder) Helper() {}
+func (r fatalRecorder) Fatalf(format string, args ...any) {
+	r.msg <- format
+	runtime.Goexit()
+}
+
+func TestAwaitTimers(t *testing.T) {
+	f := NewFake(t0)
+	go func() {
+		time.Sleep(10 * time.Millisecond)
+		f.NewTimer(time.Second)
+	}()
+	f.AwaitTimers(t, 1) // returns: a timer got armed
+	if n := f.Timers(); n != 1 {
+		t.Fatalf("%d timers after AwaitTimers(1)", n)
+	}
+}
+
+func TestAwaitTimersFailsInsteadOfHanging(t *testing.T) {
+	defer func(d time.Duration) { awaitTimeout = d }(awaitTimeout)
+	awaitTimeout = 50 * time.Millisecond
+	f := NewFake(t0)
+	r := fatalRecorder{msg: make(chan string, 1)}
+	go f.AwaitTimers(r, 1) // nothing ever arms a timer
+	select {
+	case <-r.msg:
+	case <-time.After(time.Minute):
+		t.Fatal("AwaitTimers neither returned nor failed")
+	}
 }
