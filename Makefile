@@ -1,7 +1,10 @@
 # baton — build, test and benchmark entry points.
 #
 #   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing
-#   make test         vet + gofmt check + race tests, for the root module and every nested module
+#   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
+#                     module and every nested module
+#   make test-stress  the race tests STRESS_RUNS times (default 5) while STRESS_BURNERS busy loops
+#                     (default: one per CPU) load the machine; stops at the first failure
 #   make bench        benchmarks (root module and nested modules such as bench/), then
 #                     bench/'s lockbench: baton vs redsync, redislock and the seed's
 #                     sleep-and-retry on a private redis-server (~5 min); writes
@@ -42,7 +45,11 @@ APT_PACKAGES := redis-server redis-sentinel redis-tools
 # Where the tests look for the binaries besides PATH (see internal/testenv).
 REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 
-.PHONY: help deps test vet fmt-check fmt test-only bench bench-quick fuzz chaos cover clean
+# test-stress: how many full runs, and how many CPU burners beside them.
+STRESS_RUNS    ?= 5
+STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: help deps test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz chaos cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -100,8 +107,34 @@ test-only:
 	$(GO) vet ./...
 	echo "== $(MOD): gofmt"
 	$(MAKE) -C "$(CURDIR)" fmt-check DIR="$(MOD)"
+	echo "== $(MOD): statements after t.Fatal"
+	$(MAKE) -C "$(CURDIR)" after-fatal DIR="$(MOD)"
 	echo "== $(MOD): go test -race"
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# test-stress runs every module's race tests STRESS_RUNS times in a row
+# while STRESS_BURNERS busy loops compete for the CPUs, as on a shared CI
+# machine. The burners are started here and killed on exit, also on failure
+# or interrupt. A test that fails here depends on timing: fix it at its cause.
+test-stress: deps
+	@burners=()
+	stop() { (( $${#burners[@]} == 0 )) || kill "$${burners[@]}" 2>/dev/null || true; }
+	trap stop EXIT INT TERM
+	for _ in $$(seq $(STRESS_BURNERS)); do
+		bash -c 'while :; do :; done' &
+		burners+=($$!)
+	done
+	echo "test-stress: $(STRESS_BURNERS) CPU burners (pids $${burners[*]}), $(STRESS_RUNS) runs"
+	for run in $$(seq $(STRESS_RUNS)); do
+		for mod in $(MODULES); do
+			echo "== test-stress run $$run/$(STRESS_RUNS): $$mod: go test -race"
+			start=$$SECONDS
+			(cd "$$mod" && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...) || {
+				echo "test-stress: run $$run of $$mod failed under load" >&2; exit 1; }
+			echo "== test-stress run $$run/$(STRESS_RUNS): $$mod passed in $$((SECONDS - start)) s"
+		done
+	done
+	echo "test-stress: all $(STRESS_RUNS) runs passed under load"
 
 vet:
 	@for mod in $(MODULES); do
@@ -120,6 +153,12 @@ fmt-check:
 		echo "$$unformatted" >&2
 		exit 1
 	fi
+
+# after-fatal fails listing the statements under DIR's *_test.go files that
+# follow t.Fatal, t.FailNow, t.Skip, panic or the like in the same block:
+# they never run, so a check written there cannot fail.
+after-fatal:
+	@$(GO) run ./internal/afterfatal "$(DIR)"
 
 fmt:
 	@find . -name '*.go' -not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*/*' \
