@@ -82,7 +82,10 @@ func (c *campaign) validity() int64 {
 func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 	e := c.e
 	backoff := newBackoff(50*time.Millisecond, e.cfg.HeartbeatInterval)
+	reclaimed := false // the last pass released our own stale lease
 	for ctx.Err() == nil {
+		again := reclaimed
+		reclaimed = false
 		// A renewal of an ended tenure may still be out; it must not land
 		// after a new claim of ours.
 		c.join()
@@ -114,6 +117,12 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				// late, or a tenure that ended while the store was out of
 				// reach. That tenure is over for good; a new one must have
 				// a new epoch, so give the key up and claim it afresh.
+				if again {
+					// Released, yet still ours: do not spin on a store
+					// that keeps it.
+					c.sleep(ctx, backoff.next())
+				}
+				reclaimed = true
 				if err := c.release(ctx); err != nil {
 					if ctx.Err() == nil {
 						e.setErr(err)

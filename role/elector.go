@@ -215,17 +215,27 @@ func (e *Elector) Epoch() uint64 { return e.epoch.Load() }
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tenure == nil || e.tenure.Err() != nil {
+	if e.tenure == nil || e.tenure.Err() != nil || !e.IsMaster() {
 		return nil, 0, false
 	}
 	return e.tenure, e.tenureEpoch, true
 }
 
 // Master returns the instance ID of the master as last seen by this
-// elector, or "" when it has seen none.
+// elector, or "" when it has seen none. It stops naming this instance at
+// the tenure's deadline, when IsMaster turns false.
 func (e *Elector) Master() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.masterLocked()
+}
+
+// masterLocked is Master with e.mu held: while this instance holds a
+// tenure, the clock decides, as for IsMaster.
+func (e *Elector) masterLocked() string {
+	if e.tenure != nil && e.master == e.idText && !e.IsMaster() {
+		return ""
+	}
 	return e.master
 }
 
@@ -276,7 +286,7 @@ func (e *Elector) Status() Status {
 		Running:     e.running,
 		IsMaster:    e.IsMaster(),
 		Instance:    e.idText,
-		Master:      e.master,
+		Master:      e.masterLocked(),
 		Epoch:       e.epoch.Load(),
 		Since:       e.since,
 		LastError:   e.lastErr,

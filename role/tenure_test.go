@@ -307,3 +307,33 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 		t.Fatalf("b's epoch %d, want more than a's 1", b.Epoch())
 	}
 }
+
+// A grant that comes back after the tenure it would begin had already
+// ended by the local clock is void: no OnElected, no IsMaster, and the
+// claim that follows starts a tenure with a new epoch.
+func TestLateGrantIsVoid(t *testing.T) {
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
+	st := newStalling(leaseOnly{store})
+	st.holdAcquire.Store(true)
+	var rec recorder
+	a, _ := NewElector(st, mustID(t, 1), fast, append(rec.options(), quiet, withClock(clk))...)
+	start(t, a)
+	t.Cleanup(st.open)
+	receive(t, "the first claim to stall", st.claiming)
+	clk.Advance(fast.HeartbeatExpiration - fast.SafetyMargin)
+	st.resumeClaim()
+	clk.WaitForTimers(2, nil) // store: the granted key's expiry; a: its back-off
+	if a.IsMaster() {
+		t.Error("IsMaster true on a grant that came back too late")
+	}
+	if _, ep, ok := a.Tenure(); ok {
+		t.Errorf("Tenure() reports epoch %d from a grant that came back too late", ep)
+	}
+	clk.Advance(50 * time.Millisecond) // the back-off's longest first delay
+	eventually(t, "a elected", func() bool { return len(rec.events()) >= 2 })
+	want := []string{"elected 2", "master " + a.ID().String()}
+	if got := rec.events(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("callbacks %q, want %q", got, want)
+	}
+}
