@@ -50,7 +50,7 @@
 // time, plus the TTL, minus the safety margin — not when a store call
 // returns. At that moment, in this order, IsMaster turns false, the
 // tenure's context is cancelled, Tenure and Master stop naming this
-// instance, the "no longer master" line is logged and OnDemoted is queued.
+// instance, OnDemoted is queued and the "no longer master" line is logged.
 // Every renewal's context ends at the deadline, and the elector does not
 // rely on the store honouring it (go-redis lets a context's deadline end a
 // read only with ContextTimeoutEnabled): it stops waiting at the deadline

@@ -106,7 +106,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithOperationTimeout bounds each call to the store (default: the
-// heartbeat interval, at most 5 s).
+// heartbeat interval, at most 5 s). A renewal's context also ends at the
+// tenure's deadline, and a claim's after the TTL minus the safety margin,
+// whichever is sooner.
 func WithOperationTimeout(d time.Duration) Option {
 	return func(e *Elector) { e.opTimeout = d }
 }
