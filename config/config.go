@@ -127,16 +127,36 @@ func Default() Config {
 // redis.NewUniversalClient. With TLS set, TLSConfig requires TLS 1.2 or
 // later; the server name is taken from each address when dialling. Every
 // call returns new options that the caller may change.
+//
+// ContextTimeoutEnabled is set: without it go-redis does not let a
+// context's deadline end a read, so a call to a server that stopped
+// answering waits for the client's ReadTimeout (5 s by default) whatever
+// deadline baton gave it. The role elector does not depend on it (it stops
+// waiting for a renewal at the tenure's deadline either way), but a
+// renewal or a lock call that ends at its deadline frees its connection
+// and lets the next try start on time. Keep it set if you change the
+// options.
+//
+// Reconnecting after a server restart: after PoolSize dials in a row have
+// failed (each tries DialerRetries times, 100 ms apart by default),
+// go-redis fails every new dial at once and probes the server in the
+// background about once a second until a dial succeeds. A client can
+// therefore stay cut off for up to about a second after the server is
+// back. go-redis offers no option for that probe interval; the role's
+// timing should leave room for it (with the defaults, a master whose last
+// renewal was sent at t retries from t + 15 s and steps down at
+// t + 40.5 s).
 func (r Redis) UniversalOptions() *redis.UniversalOptions {
 	o := &redis.UniversalOptions{
-		Addrs:            slices.Clone(r.Addrs),
-		MasterName:       r.MasterName,
-		Username:         r.Username,
-		Password:         r.Password,
-		SentinelUsername: r.SentinelUsername,
-		SentinelPassword: r.SentinelPassword,
-		DB:               r.DB,
-		IsClusterMode:    r.Cluster,
+		Addrs:                 slices.Clone(r.Addrs),
+		MasterName:            r.MasterName,
+		Username:              r.Username,
+		Password:              r.Password,
+		SentinelUsername:      r.SentinelUsername,
+		SentinelPassword:      r.SentinelPassword,
+		DB:                    r.DB,
+		IsClusterMode:         r.Cluster,
+		ContextTimeoutEnabled: true,
 	}
 	if r.TLS {
 		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}

@@ -79,6 +79,15 @@
 // Config.Validate applies the same rules to a Config built in Go, where a
 // zero field means its default.
 //
+// # The Redis client
+//
+// Redis.UniversalOptions sets ContextTimeoutEnabled, so that the deadline
+// of a call's context ends it, reads included; go-redis's own default
+// leaves reads to ReadTimeout (5 s). After a run of failed dials (PoolSize
+// of them) go-redis stops dialling and probes the server about once a
+// second, so a client may need up to about a second to reconnect after
+// the server is back; no option changes that interval.
+//
 // # Durations
 //
 // ParseDuration reads durations in Go's form ("30s", "1h30m") and in

@@ -99,6 +99,9 @@ func TestUniversalOptions(t *testing.T) {
 		o.SentinelUsername != "watcher" || o.SentinelPassword != "s3ntinel" || o.DB != 0 || o.MasterName != "" {
 		t.Errorf("UniversalOptions() = %+v", o)
 	}
+	if !o.ContextTimeoutEnabled {
+		t.Error("UniversalOptions leaves ContextTimeoutEnabled off: a context's deadline would not end a read")
+	}
 	if o.TLSConfig == nil || o.TLSConfig.MinVersion != tls.VersionTLS12 || o.TLSConfig.InsecureSkipVerify {
 		t.Errorf("TLSConfig = %+v; want MinVersion TLS 1.2 with verification", o.TLSConfig)
 	}

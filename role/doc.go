@@ -17,7 +17,11 @@
 //   - Fenced tenures: every tenure's epoch is the store's fencing token for
 //     the grant, strictly larger than every earlier tenure's, also after the
 //     store lost its data (the elector passes the highest epoch it saw as
-//     the floor of its claims). Epoch and EpochFromContext return it.
+//     the floor of its claims). Epoch and EpochFromContext return it. A
+//     tenure that ended is never resumed: a master that stepped down (its
+//     store out of reach) and then finds its own lease still live on the
+//     store releases it and claims afresh, so its next tenure has a new,
+//     larger epoch.
 //   - Fast handover: Stop (or the end of Run's context) gives the role up
 //     and deletes the key at once; waiting slaves are woken by the store's
 //     release notification and claim in milliseconds. After a crash, a slave
@@ -29,10 +33,32 @@
 //     its own before the store can expire its key, and a process that wakes
 //     from a long pause never reads a stale true. IsMaster does no I/O,
 //     takes no lock and does not allocate.
-//   - Loss is observable: the context passed to OnElected is cancelled the
-//     moment the tenure ends; OnDemoted and OnMasterChange follow. Callbacks
-//     run in order on one goroutine per elector, never concurrently, and a
-//     slow callback never delays a renewal.
+//   - Loss is observable: the context passed to OnElected (and returned by
+//     Tenure) is cancelled when the tenure ends; OnDemoted and
+//     OnMasterChange follow. Callbacks run in order on one goroutine per
+//     elector, never concurrently, and a slow callback never delays a
+//     renewal.
+//   - A store that grants nothing for a while (one that may have lost data
+//     refuses claims until every lease it may have granted before has
+//     ended: a refusal without a holder) makes slaves wait that long, or
+//     until a release, asking once; nobody is reported as master meanwhile.
+//
+// # One source of truth per tenure
+//
+// The elector's own goroutine decides when a tenure ends, and it ends it at
+// the local deadline — send time of the last renewal that came back in
+// time, plus the TTL, minus the safety margin — not when a store call
+// returns. At that moment, in this order, IsMaster turns false, the
+// tenure's context is cancelled, Tenure and Master stop naming this
+// instance, OnDemoted is queued and the "no longer master" line is logged.
+// Every renewal's context ends at the deadline, and the elector does not
+// rely on the store honouring it (go-redis lets a context's deadline end a
+// read only with ContextTimeoutEnabled): it stops waiting at the deadline
+// and drops a reply that comes back later, even a successful one. Because
+// the deadline is at least the safety margin before the store can expire
+// the key, all of this happens before any other instance can be granted
+// the role. After such an end the elector campaigns again as a slave; if
+// it wins, that is a new tenure with a new epoch and a new OnElected.
 //   - Duplicate instance IDs are detected: a process that sees the role held
 //     by another process with its own instance ID logs an error and reports
 //     it in Status.
@@ -45,6 +71,14 @@
 // IsMaster and acting on it. Work that must never run under two masters
 // should carry the epoch to the resource it changes and let that resource
 // reject an epoch older than one it has seen.
+//
+// OnDemoted reports after the fact: it runs once the tenure has ended, on
+// the callback goroutine, possibly after a successor was elected. The
+// tenure's context is the signal to act on. Even that is ended by a timer,
+// while IsMaster reads the clock on every call: a process that wakes from
+// a pause can see a live context for a moment while IsMaster already reads
+// false, and a write it had started goes on regardless. The epoch, checked
+// by the resource, is what protects.
 //
 // With the role disabled (Config.Disabled, scheduler-lock.enabled=false) the
 // elector writes nothing, IsMaster is always false and master-only jobs

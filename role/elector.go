@@ -68,16 +68,23 @@ type hooks struct {
 type Option func(*Elector)
 
 // OnElected registers f to be called when this instance becomes master.
-// Its context is cancelled as soon as the mastership ends — lost, stepped
-// down before the lease could expire, or given up by Stop — so work started
-// for the tenure can watch ctx.Done(). EpochFromContext(ctx) returns the
-// tenure's epoch.
+// Its context is the tenure's: cancelled as soon as the tenure ends — at
+// the tenure's deadline when no renewal came back in time, when the store
+// reports the lease gone, or by Stop — so work started for the tenure can
+// watch ctx.Done(); that context, not OnDemoted, is the signal to stop.
+// EpochFromContext(ctx) returns the tenure's epoch. A tenure that ended is
+// never resumed: when this instance is master again, f is called with a
+// new context and a larger epoch.
 func OnElected(f func(ctx context.Context)) Option {
 	return func(e *Elector) { e.hooks.elected = f }
 }
 
 // OnDemoted registers f to be called when this instance stops being
-// master.
+// master. It reports after the fact: by the time it is queued, IsMaster
+// already reads false, the tenure's context is cancelled and Master no
+// longer names this instance, and it runs later still, on the callback
+// goroutine. Use it to record or report the loss; stop the tenure's work
+// by watching the tenure's context.
 func OnDemoted(f func()) Option {
 	return func(e *Elector) { e.hooks.demoted = f }
 }
@@ -99,7 +106,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithOperationTimeout bounds each call to the store (default: the
-// heartbeat interval, at most 5 s).
+// heartbeat interval, at most 5 s). A renewal's context also ends at the
+// tenure's deadline, and a claim's after the TTL minus the safety margin,
+// whichever is sooner.
 func WithOperationTimeout(d time.Duration) Option {
 	return func(e *Elector) { e.opTimeout = d }
 }
@@ -164,8 +173,16 @@ func (e *Elector) Key() string { return e.key }
 // while the last successful renewal (or the claim), counted from when it
 // was sent, plus the role TTL minus the safety margin lies in the future
 // of the local monotonic clock, so an instance that wakes from a long
-// pause never reports a stale true. It does no I/O, takes no lock and
-// does not allocate.
+// pause never reports a stale true. A renewal counts only if its reply
+// came back before that deadline: one that comes back later, even a
+// successful one, never makes IsMaster true again. It does no I/O, takes
+// no lock and does not allocate.
+//
+// IsMaster reads the clock on every call, while the tenure's context is
+// cancelled by the elector's timer when the deadline comes; for a moment
+// after the deadline (or after the process woke from a pause) IsMaster can
+// read false while the context is not cancelled yet. Neither protects a
+// write that is already on its way: the epoch does.
 func (e *Elector) IsMaster() bool {
 	d := e.deadline.Load()
 	if d == 0 {
@@ -192,24 +209,35 @@ func (e *Elector) IsLeader(context.Context) error {
 func (e *Elector) Epoch() uint64 { return e.epoch.Load() }
 
 // Tenure returns the context and epoch of this instance's current tenure
-// as master — the context OnElected gets, cancelled the moment the tenure
-// ends — and ok=false when this instance is not master. Code that starts
+// as master — the context OnElected gets, cancelled when the tenure ends —
+// and ok=false when this instance is not master: from the tenure's
+// deadline on, even while a late renewal is still out. Code that starts
 // master-only work outside OnElected can watch ctx.Done() instead of
 // polling IsMaster.
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tenure == nil || e.tenure.Err() != nil {
+	if e.tenure == nil || e.tenure.Err() != nil || !e.IsMaster() {
 		return nil, 0, false
 	}
 	return e.tenure, e.tenureEpoch, true
 }
 
 // Master returns the instance ID of the master as last seen by this
-// elector, or "" when it has seen none.
+// elector, or "" when it has seen none. It stops naming this instance at
+// the tenure's deadline, when IsMaster turns false.
 func (e *Elector) Master() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.masterLocked()
+}
+
+// masterLocked is Master with e.mu held: while this instance holds a
+// tenure, the clock decides, as for IsMaster.
+func (e *Elector) masterLocked() string {
+	if e.tenure != nil && e.master == e.idText && !e.IsMaster() {
+		return ""
+	}
 	return e.master
 }
 
@@ -260,7 +288,7 @@ func (e *Elector) Status() Status {
 		Running:     e.running,
 		IsMaster:    e.IsMaster(),
 		Instance:    e.idText,
-		Master:      e.master,
+		Master:      e.masterLocked(),
 		Epoch:       e.epoch.Load(),
 		Since:       e.since,
 		LastError:   e.lastErr,
@@ -373,327 +401,6 @@ func ownerID(owner string) string {
 		return owner[:i]
 	}
 	return owner
-}
-
-// campaign is the state of one Run: only its goroutine touches it.
-type campaign struct {
-	e     *Elector
-	ev    *events
-	floor uint64
-	watch backend.Watch
-
-	// while slave: when, in nanoseconds since the elector's base, the
-	// master's lease as last seen ends at the earliest.
-	heldUntil int64
-
-	// while master:
-	tenureCancel context.CancelFunc
-	renewedAt    int64 // when the last successful renewal was sent
-	deadlineTmr  clock.Timer
-}
-
-func (c *campaign) loop(ctx context.Context) {
-	defer c.closeWatch()
-	for ctx.Err() == nil {
-		l, start, ok := c.follow(ctx)
-		if !ok {
-			return
-		}
-		c.lead(ctx, l, start)
-	}
-}
-
-// follow waits as a slave until this instance is granted the role. It
-// returns the lease and when the winning request was sent.
-func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
-	e := c.e
-	backoff := newBackoff(50*time.Millisecond, e.cfg.HeartbeatInterval)
-	for ctx.Err() == nil {
-		if c.watch == nil {
-			c.openWatch(ctx)
-		}
-		start := e.now()
-		l, err := c.acquire(ctx)
-		var held *backend.HeldError
-		switch {
-		case err == nil:
-			return l, start, true
-		case errors.As(err, &held):
-			backoff.reset()
-			h := held.Holder
-			c.observe(h.Token)
-			if h.Owner == e.owner {
-				// Our own lease: a claim whose reply was lost, or a
-				// tenure we stepped down from while the store was
-				// unreachable. Nobody else was granted the role since,
-				// so take it back with a renewal.
-				if l, err := c.renew(ctx); err == nil {
-					return l, start, true
-				}
-			} else {
-				c.seeMaster(h.Owner)
-			}
-			// Sleep until the holder's lease ends or a release wakes us;
-			// the TTL counts from now, after the reply, so it is not
-			// shorter than the store's.
-			c.heldUntil = e.now() + int64(h.TTL)
-			c.wait(ctx)
-		case ctx.Err() != nil:
-		default:
-			e.setErr(err)
-			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
-			c.sleep(ctx, backoff.next())
-		}
-	}
-	return backend.Lease{}, 0, false
-}
-
-// lead keeps the role until it is lost or ctx ends.
-func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
-	e := c.e
-	c.closeWatch()
-	c.becomeMaster(ctx, l, start)
-	interval := int64(e.cfg.HeartbeatInterval)
-	retry := min(e.cfg.HeartbeatInterval/5, time.Second)
-	for {
-		// Sleep until the next heartbeat, or until the tenure ends.
-		next := time.Duration(c.renewedAt + interval - e.now())
-		if !c.sleep(ctx, next) {
-			c.stepDown(ctx, "stopping")
-			return
-		}
-		for {
-			if e.deadline.Load() == 0 || e.now() >= e.deadline.Load() {
-				c.stepDown(ctx, "renewals failed until the safety deadline")
-				return
-			}
-			sent := e.now()
-			l, err := c.renew(ctx)
-			if err == nil {
-				c.renewed(l, sent)
-				break
-			}
-			if ctx.Err() != nil {
-				c.stepDown(ctx, "stopping")
-				return
-			}
-			if errors.Is(err, backend.ErrNotHeld) {
-				c.lost(err)
-				return
-			}
-			e.setErr(err)
-			e.logger.Warn("role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", l.Token, "err", err)
-			left := time.Duration(e.deadline.Load() - e.now())
-			if !c.sleep(ctx, min(retry, max(left, 0))) {
-				c.stepDown(ctx, "stopping")
-				return
-			}
-		}
-	}
-}
-
-func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int64) {
-	e := c.e
-	c.observe(l.Token)
-	tctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token))
-	c.tenureCancel = cancel
-	e.mu.Lock()
-	e.tenure, e.tenureEpoch = tctx, l.Token
-	e.mu.Unlock()
-	c.renewed(l, start)
-	e.mu.Lock()
-	e.master = e.idText
-	e.since = e.clock.Now()
-	e.mu.Unlock()
-	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
-	c.ev.push(event{kind: evElected, ctx: tctx})
-	c.ev.push(event{kind: evMasterChange, id: e.idText})
-}
-
-// renewed moves the deadline to sent + TTL - margin and arms the timer that
-// ends the tenure at that deadline if no renewal moves it again.
-func (c *campaign) renewed(l backend.Lease, sent int64) {
-	e := c.e
-	c.renewedAt = sent
-	d := sent + int64(e.cfg.HeartbeatExpiration-e.cfg.SafetyMargin)
-	e.deadline.Store(d)
-	cancel := c.tenureCancel
-	wait := time.Duration(d - e.now())
-	if c.deadlineTmr == nil {
-		c.deadlineTmr = e.clock.AfterFunc(wait, cancel)
-	} else {
-		c.deadlineTmr.Reset(wait)
-	}
-}
-
-// stepDown ends this instance's tenure: first locally (IsMaster false,
-// tenure context cancelled), then in the store when stopping.
-func (c *campaign) stepDown(ctx context.Context, why string) {
-	e := c.e
-	c.endTenure()
-	if ctx.Err() != nil {
-		// Graceful stop: give the role away now so a slave takes over at
-		// once instead of after the TTL.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
-		err := e.store.Release(rctx, e.key, e.owner, 0)
-		cancel()
-		if err != nil && !errors.Is(err, backend.ErrNotHeld) {
-			e.setErr(err)
-			e.logger.Warn("role: could not release the role key on stop; it expires after its TTL", "key", e.key, "err", err)
-		}
-	}
-	e.logger.Info("role: no longer master", "key", e.key, "reason", why)
-}
-
-// lost handles a renewal refused by the store: someone else holds the
-// role, or the key vanished (expired, or the store lost its data).
-func (c *campaign) lost(err error) {
-	e := c.e
-	c.endTenure()
-	var nh *backend.NotHeldError
-	if errors.As(err, &nh) && nh.Holder.Owner != "" {
-		c.observe(nh.Holder.Token)
-		c.seeMaster(nh.Holder.Owner)
-	}
-	e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
-}
-
-func (c *campaign) endTenure() {
-	e := c.e
-	e.deadline.Store(0)
-	if c.deadlineTmr != nil {
-		c.deadlineTmr.Stop()
-		c.deadlineTmr = nil
-	}
-	if c.tenureCancel != nil {
-		c.tenureCancel()
-		c.tenureCancel = nil
-	}
-	e.mu.Lock()
-	e.tenure, e.tenureEpoch = nil, 0
-	if e.master == e.idText {
-		e.master = ""
-	}
-	e.since = e.clock.Now()
-	e.mu.Unlock()
-	c.ev.push(event{kind: evDemoted})
-}
-
-func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
-	e := c.e
-	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
-	defer cancel()
-	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, c.floor)
-}
-
-func (c *campaign) renew(ctx context.Context) (backend.Lease, error) {
-	e := c.e
-	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
-	defer cancel()
-	return e.store.Renew(octx, e.key, e.owner, e.cfg.HeartbeatExpiration)
-}
-
-// observe raises the fencing floor and the visible epoch to token.
-func (c *campaign) observe(token uint64) {
-	c.floor = max(c.floor, token)
-	for {
-		old := c.e.epoch.Load()
-		if token <= old || c.e.epoch.CompareAndSwap(old, token) {
-			return
-		}
-	}
-}
-
-// seeMaster records the master named by a role owner string.
-func (c *campaign) seeMaster(owner string) {
-	e := c.e
-	id := ownerID(owner)
-	e.mu.Lock()
-	changed := e.master != id
-	e.master = id
-	e.mu.Unlock()
-	if id == e.idText && owner != e.owner {
-		e.reportDuplicate(owner)
-	}
-	if changed {
-		c.ev.push(event{kind: evMasterChange, id: id})
-	}
-}
-
-func (c *campaign) openWatch(ctx context.Context) {
-	e := c.e
-	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
-	defer cancel()
-	w, err := e.store.Watch(octx, e.key)
-	if err != nil {
-		if ctx.Err() == nil {
-			e.setErr(err)
-			e.logger.Warn("role: cannot watch the role key; falling back to its TTL", "key", e.key, "err", err)
-		}
-		return
-	}
-	c.watch = w
-}
-
-func (c *campaign) closeWatch() {
-	if c.watch != nil {
-		c.watch.Close()
-		c.watch = nil
-	}
-}
-
-// wait sleeps until the role key is worth claiming: its holder released
-// it, or the lease last seen (heldUntil) has ended, or ctx ended. An
-// announced renewal moves heldUntil to the renewed lease's end, so a slave
-// asks the store nothing while the master is healthy. A "maybe free"
-// event (a lost connection, a store that lost its data) does not end the
-// wait early: the old master may still believe in a lease the store
-// forgot, and it stops believing only at its own deadline, which is before
-// heldUntil.
-func (c *campaign) wait(ctx context.Context) {
-	e := c.e
-	var events <-chan backend.Event
-	if c.watch != nil {
-		events = c.watch.C()
-	}
-	ttl := e.cfg.HeartbeatExpiration
-	t := e.clock.NewTimer(time.Duration(c.heldUntil-e.now()) + jitter(ttl))
-	defer t.Stop()
-	for {
-		select {
-		case ev := <-events:
-			switch ev.Kind {
-			case backend.EventReleased:
-				return
-			case backend.EventRenewed:
-				c.heldUntil = e.now() + int64(ev.TTL)
-				t.Reset(ev.TTL + jitter(ttl))
-			default:
-				if e.now() >= c.heldUntil {
-					return
-				}
-			}
-		case <-t.C():
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// sleep waits d; it reports false if ctx ended first.
-func (c *campaign) sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := c.e.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // jitter returns a small random delay, at most 1% of ttl and 20 ms.

@@ -304,26 +304,30 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 	eventually(t, "b elected after the key expired", b.IsMaster)
 	if b.Epoch() != 2 {
 		t.Fatalf("b's epoch = %d, want 2", b.Epoch())
-		// The stale master comes back: it cannot renew, release or shorten
-		// b's lease, and it does not become master again.
-		l, err := store.Get(context.Background(), a.Key())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cut.down.Store(false)
-		if _, err := store.Renew(context.Background(), a.Key(), a.owner, time.Millisecond); !errors.Is(err, backend.ErrNotHeld) {
-			t.Fatalf("the stale master's renewal: %v, want ErrNotHeld", err)
-		}
-		if err := store.Release(context.Background(), a.Key(), a.owner, 0); !errors.Is(err, backend.ErrNotHeld) {
-			t.Fatalf("the stale master's release: %v, want ErrNotHeld", err)
-		}
-		if after, err := store.Get(context.Background(), a.Key()); err != nil || after != l {
-			t.Fatalf("b's lease changed: %+v -> %+v, %v", l, after, err)
-		}
-		clk.Advance(fast.HeartbeatInterval)
-		if a.IsMaster() || !b.IsMaster() {
-			t.Fatalf("after the stale master came back: a %v, b %v", a.IsMaster(), b.IsMaster())
-		}
+	}
+	// The stale master comes back: it cannot renew, release or shorten b's
+	// lease, and it does not become master again.
+	l, err := store.Get(context.Background(), a.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.Cut(false)
+	if _, err := store.Renew(context.Background(), a.Key(), a.owner, time.Millisecond); !errors.Is(err, backend.ErrNotHeld) {
+		t.Errorf("the stale master's renewal: %v, want ErrNotHeld", err)
+	}
+	if err := store.Release(context.Background(), a.Key(), a.owner, 0); !errors.Is(err, backend.ErrNotHeld) {
+		t.Errorf("the stale master's release: %v, want ErrNotHeld", err)
+	}
+	if after, err := store.Get(context.Background(), a.Key()); err != nil || after != l {
+		t.Errorf("b's lease changed: %+v -> %+v, %v", l, after, err)
+	}
+	// a, back in reach, finds b's lease at its next try (its back-off is
+	// at most a heartbeat interval) and follows it.
+	clk.WaitForTimers(4, nil) // a: back-off; b: heartbeat, deadline; store: expiry
+	clk.Advance(fast.HeartbeatInterval)
+	eventually(t, "a sees b as master", func() bool { return a.Master() == b.ID().String() })
+	if a.IsMaster() || !b.IsMaster() {
+		t.Fatalf("after the stale master came back: a %v, b %v", a.IsMaster(), b.IsMaster())
 	}
 }
 

@@ -284,3 +284,65 @@ func redisClient(t testing.TB, opts *redis.Options) *redis.Client {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// A master cut off from Redis by the network — its connection goes through
+// a proxy that stops forwarding without closing anything, while the other
+// instance connects directly — ends its tenure at its own deadline:
+// IsMaster, Master() and OnDemoted all change before the successor is
+// elected, although its client (go-redis defaults) does not let a
+// context's deadline end a read.
+func TestRedisPartitionedMasterStepsDownBeforeSuccessor(t *testing.T) {
+	r := testenv.NewRedis(t)
+	proxy := testenv.NewProxy(t, r.Addr())
+	// A wide safety margin: the ordering under test must hold on a loaded
+	// machine, where goroutines can start late.
+	cfg := role.Config{HeartbeatInterval: 1200 * time.Millisecond, HeartbeatExpiration: 3 * time.Second, SafetyMargin: time.Second}
+	opts := r.Options()
+	opts.Addr = proxy.Addr()
+	sa, err := redisbackend.New(redisClient(t, opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sa.Close() })
+
+	var demoted atomic.Bool
+	a, err := role.NewElector(sa, id(t, 7400), cfg, quiet, role.OnDemoted(func() { demoted.Store(true) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type view struct {
+		isMaster, demoted bool
+		master            string
+		tenureLive        bool
+	}
+	seen := make(chan view, 1) // a as b saw it when b was elected
+	b, err := role.NewElector(redisStore(t, r), id(t, 7401), cfg, quiet, role.OnElected(func(context.Context) {
+		_, _, live := a.Tenure()
+		seen <- view{isMaster: a.IsMaster(), demoted: demoted.Load(), master: a.Master(), tenureLive: live}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stopAll(t, a, b)
+	defer proxy.Close() // before the Stops: a's calls then fail at once instead of hanging
+	waitFor(t, "a elected", a.IsMaster)
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+
+	proxy.Blackhole(true)
+	var v view
+	select {
+	case v = <-seen:
+	case <-time.After(patience):
+		t.Fatal("timed out waiting for b to be elected")
+	}
+	if v.isMaster || v.tenureLive || v.master == a.ID().String() || !v.demoted {
+		t.Fatalf("when b was elected, the cut-off a still had: IsMaster %v, a live tenure %v, Master() %q, OnDemoted called %v",
+			v.isMaster, v.tenureLive, v.master, v.demoted)
+	}
+}

@@ -1,0 +1,520 @@
+package role
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/clock"
+)
+
+// campaign is the state of one Run: only its goroutine touches it. It is
+// the one source of truth for a tenure: it starts the tenure, moves its
+// deadline when a renewal comes back in time, and ends it — IsMaster false,
+// the tenure's context cancelled, OnDemoted queued, Master no longer self,
+// the log line — at the deadline itself, whether or not a store call is
+// still out. A store call never decides on its own that a tenure goes on.
+type campaign struct {
+	e     *Elector
+	ev    *events
+	floor uint64
+	watch backend.Watch
+
+	// while slave: when, in nanoseconds since the elector's base, the
+	// master's lease as last seen ends at the earliest.
+	heldUntil int64
+
+	// while master:
+	tenureCancel context.CancelFunc
+	renewedAt    int64       // when the last renewal that came back in time was sent
+	deadline     int64       // renewedAt + TTL - margin; the tenure ends there
+	deadlineTmr  clock.Timer // fires at deadline
+
+	// inflight is a renewal the campaign stopped waiting for (the tenure
+	// ended, or Run is stopping) and has not joined yet. Its reply is void.
+	inflight *call
+}
+
+// call is one renewal running on its own goroutine, so that the campaign
+// can wait for its reply and for the tenure's deadline at once and never
+// depends on the store honouring the call's context. The campaign owns
+// the goroutine and joins it: it reads done, or join does.
+type call struct {
+	cancel context.CancelFunc
+	done   chan reply // capacity 1: the goroutine never blocks on it
+}
+
+type reply struct {
+	l   backend.Lease
+	err error
+}
+
+// outcome says why the campaign stopped waiting.
+type outcome int
+
+const (
+	woke    outcome = iota // the wait ended as planned (timer or reply)
+	expired                // the tenure's deadline came first
+	stopped                // Run's context ended
+)
+
+func (c *campaign) loop(ctx context.Context) {
+	defer c.join()
+	defer c.closeWatch()
+	for ctx.Err() == nil {
+		l, start, ok := c.follow(ctx)
+		if !ok {
+			return
+		}
+		c.lead(ctx, l, start)
+	}
+}
+
+// validity is how long a grant or renewal keeps this instance master,
+// counted from when its request was sent.
+func (c *campaign) validity() int64 {
+	return int64(c.e.cfg.HeartbeatExpiration - c.e.cfg.SafetyMargin)
+}
+
+// follow waits as a slave until this instance is granted the role. It
+// returns the lease and when the winning request was sent.
+func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
+	e := c.e
+	backoff := newBackoff(50*time.Millisecond, e.cfg.HeartbeatInterval)
+	reclaimed := false // the last pass released our own stale lease
+	for ctx.Err() == nil {
+		again := reclaimed
+		reclaimed = false
+		// A renewal of an ended tenure may still be out; it must not land
+		// after a new claim of ours.
+		c.join()
+		if c.watch == nil {
+			c.openWatch(ctx)
+		}
+		start := e.now()
+		l, err := c.acquire(ctx)
+		var held *backend.HeldError
+		switch {
+		case err == nil:
+			c.observe(l.Token)
+			if e.now() < start+c.validity() {
+				return l, start, true
+			}
+			// The grant came back after the tenure it would have begun had
+			// already ended by the local clock: void. The key stays ours on
+			// the store until its TTL; the next claim finds it and starts a
+			// new tenure with a new epoch.
+			e.logger.Warn("role: the store granted the role too late to use; claiming again", "key", e.key, "epoch", l.Token)
+			c.sleep(ctx, backoff.next())
+		case errors.As(err, &held):
+			backoff.reset()
+			h := held.Holder
+			c.observe(h.Token)
+			switch {
+			case h.Owner == e.owner:
+				// Our own lease: a claim whose reply was lost or came too
+				// late, or a tenure that ended while the store was out of
+				// reach. That tenure is over for good; a new one must have
+				// a new epoch, so give the key up and claim it afresh.
+				if again {
+					// Released, yet still ours: do not spin on a store
+					// that keeps it.
+					c.sleep(ctx, backoff.next())
+				}
+				reclaimed = true
+				if err := c.release(ctx); err != nil {
+					if ctx.Err() == nil {
+						e.setErr(err)
+						e.logger.Warn("role: cannot release this process's stale role key; will retry", "key", e.key, "err", err)
+						c.sleep(ctx, backoff.next())
+					}
+					continue
+				}
+				e.logger.Info("role: released this process's lease of an ended tenure to claim a new one", "key", e.key, "epoch", h.Token)
+			case h.Owner == "" && h.TTL > 0:
+				// The store grants nothing for a while (it may have lost
+				// data, and leases granted before may still be believed
+				// in): nobody is master; wait it out, or for a release.
+				e.logger.Info("role: the store grants no role until leases it may have lost have ended; waiting", "key", e.key, "for", h.TTL)
+				c.heldUntil = e.now() + int64(h.TTL)
+				c.wait(ctx)
+			case h.Owner == "":
+				c.sleep(ctx, backoff.next())
+			default:
+				c.seeMaster(h.Owner)
+				// Sleep until the holder's lease ends or a release wakes
+				// us; the TTL counts from now, after the reply, so it is
+				// not shorter than the store's.
+				c.heldUntil = e.now() + int64(h.TTL)
+				c.wait(ctx)
+			}
+		case ctx.Err() != nil:
+		default:
+			e.setErr(err)
+			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
+			c.sleep(ctx, backoff.next())
+		}
+	}
+	return backend.Lease{}, 0, false
+}
+
+// lead keeps the role until the tenure ends: at its deadline, when the
+// store says the lease is gone, or when ctx ends.
+func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
+	e := c.e
+	c.closeWatch()
+	c.becomeMaster(ctx, l, start)
+	interval := int64(e.cfg.HeartbeatInterval)
+	retry := int64(min(e.cfg.HeartbeatInterval/5, time.Second))
+	next := c.renewedAt + interval // when to send the next renewal
+	for {
+		switch c.pause(ctx, time.Duration(next-e.now())) {
+		case stopped:
+			c.stepDown(ctx)
+			return
+		case expired:
+			c.expire("renewals failed until the safety deadline", nil)
+			return
+		}
+		sent := e.now()
+		if sent >= c.deadline {
+			c.expire("renewals failed until the safety deadline", nil)
+			return
+		}
+		// The renewal cannot outlive the tenure: its context ends at the
+		// deadline, and the campaign stops waiting for it there even if
+		// the store does not honour the context.
+		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline-sent)))
+		r, out := c.await(ctx, k)
+		switch {
+		case out == stopped:
+			c.stepDown(ctx)
+			return
+		case out == expired:
+			c.expire("no renewal came back before the safety deadline", r.err)
+			return
+		case r.err == nil:
+			c.renewed(sent)
+			next = sent + interval
+		case ctx.Err() != nil:
+			c.stepDown(ctx)
+			return
+		case errors.Is(r.err, backend.ErrNotHeld):
+			c.lost(r.err)
+			return
+		default:
+			e.setErr(r.err)
+			e.logger.Warn("role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", l.Token, "err", r.err)
+			next = e.now() + retry
+		}
+	}
+}
+
+func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int64) {
+	e := c.e
+	c.observe(l.Token)
+	tctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token))
+	c.tenureCancel = cancel
+	e.mu.Lock()
+	e.tenure, e.tenureEpoch = tctx, l.Token
+	e.mu.Unlock()
+	c.deadlineTmr = e.clock.NewTimer(time.Duration(start + c.validity() - e.now()))
+	c.renewed(start)
+	e.mu.Lock()
+	e.master = e.idText
+	e.since = e.clock.Now()
+	e.mu.Unlock()
+	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
+	c.ev.push(event{kind: evElected, ctx: tctx})
+	c.ev.push(event{kind: evMasterChange, id: e.idText})
+}
+
+// renewed moves the deadline to sent + TTL - margin and re-arms the timer
+// that ends the tenure there. The caller has checked that the reply came
+// back before the current deadline.
+func (c *campaign) renewed(sent int64) {
+	c.renewedAt = sent
+	c.deadline = sent + c.validity()
+	c.e.deadline.Store(c.deadline)
+	c.armDeadline()
+}
+
+func (c *campaign) armDeadline() {
+	c.deadlineTmr.Reset(time.Duration(c.deadline - c.e.now()))
+}
+
+// due reports whether the tenure's deadline has come. It re-arms the
+// deadline timer after a stale fire (one from before the last renewal).
+func (c *campaign) due() bool {
+	if c.e.now() >= c.deadline {
+		return true
+	}
+	c.armDeadline()
+	return false
+}
+
+// pause waits d, or until the tenure's deadline or ctx ends first.
+func (c *campaign) pause(ctx context.Context, d time.Duration) outcome {
+	if ctx.Err() != nil {
+		return stopped
+	}
+	if d <= 0 {
+		return woke
+	}
+	t := c.e.clock.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C():
+			return woke
+		case <-c.deadlineTmr.C():
+			if c.due() {
+				return expired
+			}
+		case <-ctx.Done():
+			return stopped
+		}
+	}
+}
+
+// startRenew sends a renewal on its own goroutine, its context bounded by
+// bound.
+func (c *campaign) startRenew(ctx context.Context, bound time.Duration) *call {
+	e := c.e
+	c.join()
+	octx, cancel := context.WithTimeout(ctx, bound)
+	k := &call{cancel: cancel, done: make(chan reply, 1)}
+	c.inflight = k
+	go func() {
+		l, err := e.store.Renew(octx, e.key, e.owner, e.cfg.HeartbeatExpiration)
+		k.done <- reply{l, err}
+	}()
+	return k
+}
+
+// await waits for the reply of k, the tenure's deadline or the end of
+// ctx, whichever comes first. A reply read at or after the deadline is
+// void: await reports expired with it. When await returns without the
+// reply, k stays in flight until join.
+func (c *campaign) await(ctx context.Context, k *call) (reply, outcome) {
+	for {
+		select {
+		case r := <-k.done:
+			k.cancel()
+			c.inflight = nil
+			if c.e.now() >= c.deadline {
+				return r, expired
+			}
+			return r, woke
+		case <-c.deadlineTmr.C():
+			if c.due() {
+				return reply{}, expired
+			}
+		case <-ctx.Done():
+			return reply{}, stopped
+		}
+	}
+}
+
+// join cancels the renewal still in flight, if any, and waits for it to
+// return. Its reply is dropped.
+func (c *campaign) join() {
+	if k := c.inflight; k != nil {
+		k.cancel()
+		<-k.done
+		c.inflight = nil
+	}
+}
+
+// expire ends the tenure at its deadline. err is the reply of a renewal
+// that came back too late, if one did.
+func (c *campaign) expire(why string, err error) {
+	e := c.e
+	c.endTenure()
+	e.logger.Info("role: no longer master", "key", e.key, "reason", why)
+	var nh *backend.NotHeldError
+	if errors.As(err, &nh) && nh.Holder.Owner != "" {
+		c.observe(nh.Holder.Token)
+		c.seeMaster(nh.Holder.Owner)
+	}
+}
+
+// stepDown ends this instance's tenure because Run is stopping: first
+// locally (IsMaster false, tenure context cancelled), then in the store,
+// so that a slave takes over at once instead of after the TTL.
+func (c *campaign) stepDown(ctx context.Context) {
+	e := c.e
+	c.endTenure()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
+	err := e.store.Release(rctx, e.key, e.owner, 0)
+	cancel()
+	if err != nil && !errors.Is(err, backend.ErrNotHeld) {
+		e.setErr(err)
+		e.logger.Warn("role: could not release the role key on stop; it expires after its TTL", "key", e.key, "err", err)
+	}
+	e.logger.Info("role: no longer master", "key", e.key, "reason", "stopping")
+}
+
+// lost handles a renewal refused by the store: someone else holds the
+// role, or the key vanished (expired, or the store lost its data).
+func (c *campaign) lost(err error) {
+	e := c.e
+	c.endTenure()
+	var nh *backend.NotHeldError
+	if errors.As(err, &nh) && nh.Holder.Owner != "" {
+		c.observe(nh.Holder.Token)
+		c.seeMaster(nh.Holder.Owner)
+	}
+	e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
+}
+
+// endTenure ends the tenure locally, in the order a reader may rely on:
+// IsMaster turns false, then the tenure's context is cancelled, then
+// Tenure and Master stop naming it, then OnDemoted is queued.
+func (c *campaign) endTenure() {
+	e := c.e
+	e.deadline.Store(0)
+	c.deadline = 0
+	if c.deadlineTmr != nil {
+		c.deadlineTmr.Stop()
+		c.deadlineTmr = nil
+	}
+	if c.tenureCancel != nil {
+		c.tenureCancel()
+		c.tenureCancel = nil
+	}
+	e.mu.Lock()
+	e.tenure, e.tenureEpoch = nil, 0
+	if e.master == e.idText {
+		e.master = ""
+	}
+	e.since = e.clock.Now()
+	e.mu.Unlock()
+	c.ev.push(event{kind: evDemoted})
+}
+
+// acquire claims the role. The claim is bounded by the tenure it would
+// begin: a grant that comes back later is void.
+func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
+	e := c.e
+	octx, cancel := context.WithTimeout(ctx, min(e.opTimeout, time.Duration(c.validity())))
+	defer cancel()
+	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, c.floor)
+}
+
+// release gives up this process's lease on the role key, if it still
+// holds one.
+func (c *campaign) release(ctx context.Context) error {
+	e := c.e
+	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	defer cancel()
+	err := e.store.Release(octx, e.key, e.owner, 0)
+	if errors.Is(err, backend.ErrNotHeld) {
+		return nil
+	}
+	return err
+}
+
+// observe raises the fencing floor and the visible epoch to token.
+func (c *campaign) observe(token uint64) {
+	c.floor = max(c.floor, token)
+	for {
+		old := c.e.epoch.Load()
+		if token <= old || c.e.epoch.CompareAndSwap(old, token) {
+			return
+		}
+	}
+}
+
+// seeMaster records the master named by a role owner string.
+func (c *campaign) seeMaster(owner string) {
+	e := c.e
+	id := ownerID(owner)
+	e.mu.Lock()
+	changed := e.master != id
+	e.master = id
+	e.mu.Unlock()
+	if id == e.idText && owner != e.owner {
+		e.reportDuplicate(owner)
+	}
+	if changed {
+		c.ev.push(event{kind: evMasterChange, id: id})
+	}
+}
+
+func (c *campaign) openWatch(ctx context.Context) {
+	e := c.e
+	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	defer cancel()
+	w, err := e.store.Watch(octx, e.key)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.setErr(err)
+			e.logger.Warn("role: cannot watch the role key; falling back to its TTL", "key", e.key, "err", err)
+		}
+		return
+	}
+	c.watch = w
+}
+
+func (c *campaign) closeWatch() {
+	if c.watch != nil {
+		c.watch.Close()
+		c.watch = nil
+	}
+}
+
+// wait sleeps until the role key is worth claiming: its holder released
+// it, or the lease last seen (heldUntil) has ended, or ctx ended. An
+// announced renewal moves heldUntil to the renewed lease's end, so a slave
+// asks the store nothing while the master is healthy. A "maybe free"
+// event (a lost connection, a store that lost its data) does not end the
+// wait early: the old master may still believe in a lease the store
+// forgot, and it stops believing only at its own deadline, which is before
+// heldUntil.
+func (c *campaign) wait(ctx context.Context) {
+	e := c.e
+	var events <-chan backend.Event
+	if c.watch != nil {
+		events = c.watch.C()
+	}
+	ttl := e.cfg.HeartbeatExpiration
+	t := e.clock.NewTimer(time.Duration(c.heldUntil-e.now()) + jitter(ttl))
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-events:
+			switch ev.Kind {
+			case backend.EventReleased:
+				return
+			case backend.EventRenewed:
+				c.heldUntil = e.now() + int64(ev.TTL)
+				t.Reset(ev.TTL + jitter(ttl))
+			default:
+				if e.now() >= c.heldUntil {
+					return
+				}
+			}
+		case <-t.C():
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// sleep waits d; it reports false if ctx ended first.
+func (c *campaign) sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := c.e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
