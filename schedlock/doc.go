@@ -51,14 +51,18 @@
 // context, which is the context the gate saw; with it
 //
 //   - Assert(ctx) reports whether the run still holds its gate (no I/O);
-//   - Extend(ctx, d) renews the job lock for long jobs (LockExtender);
+//   - Extend(ctx, d) renews the job lock for long jobs (LockExtender),
+//     bounded by the lease's local deadline: an extension that comes back
+//     after it is void, and the run stays lost — one deadline decides the
+//     run, never a timer and a late reply racing;
 //   - Context(ctx) returns a context cancelled when the mastership ends (at
 //     once: it follows the elector's tenure context), when a slave becomes
 //     master (noticed within about 10ms), or when the lock's lease lapses (a
 //     margin before the store could expire it), with a cause wrapping
 //     ErrLost; Task(fn) is a task that does this for fn;
 //   - Epoch(ctx) and Token(ctx) give the role epoch and the lock's fencing
-//     token to pass to resources that must reject stale holders.
+//     token to pass to resources that must reject stale holders; Token
+//     reports false once the run has lost its gate.
 //
 // A job that ignores its context runs to its end even after the gate is
 // lost, exactly as under ShedLock. Leases are not mutual exclusion under

@@ -76,8 +76,30 @@ func (r *run) untilDeadline() time.Duration {
 
 func (r *run) expired() bool { return r.untilDeadline() <= 0 }
 
+// armTimer starts the timer that loses the run at the lease's deadline.
 func (r *run) armTimer() {
-	r.timer = time.AfterFunc(r.untilDeadline(), func() { r.lose(r.leaseLost()) })
+	r.timer = time.AfterFunc(r.untilDeadline(), r.deadlineReached)
+}
+
+// deadlineReached is the timer going off. The deadline it was armed for
+// may have moved (an extension landed in time and armed it again), or
+// the timer may be a hair early: then it waits for the deadline there is.
+// Once the deadline has passed it never moves again (see extend), so the
+// timer and an extension's reply never both decide the run.
+func (r *run) deadlineReached() {
+	r.mu.Lock()
+	if r.ended {
+		r.mu.Unlock()
+		return
+	}
+	left := r.untilDeadline()
+	if left > 0 {
+		r.timer.Reset(left)
+	}
+	r.mu.Unlock()
+	if left <= 0 {
+		r.lose(r.leaseLost())
+	}
 }
 
 func (r *run) leaseLost() error {
@@ -227,8 +249,9 @@ func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 // (owner-checked) and kept until lockAtLeastFor after the grant, on the
 // store's clock. Unlock works with a cancelled ctx, as gocron passes on
 // Shutdown: the release gets its own timeout. It returns an error wrapping
-// ErrLost if the lock's lease had lapsed before the release. Calling it
-// again returns the first result.
+// ErrLost if the lock's lease had lapsed before the release, on the store
+// or by the run's local deadline. Calling it again returns the first
+// result.
 func (r *run) Unlock(ctx context.Context) error {
 	r.once.Do(func() { r.unlockErr = r.end(ctx) })
 	return r.unlockErr
@@ -252,7 +275,13 @@ func (r *run) end(ctx context.Context) error {
 	inflight.remove(r)
 	var err error
 	if r.g.lock != nil {
+		// Past the deadline the lease is over for the run, whatever the
+		// store still holds (a late extension may have kept the key).
+		lapsed := r.expired()
 		err = r.releaseLock(ctx)
+		if err == nil && lapsed {
+			err = r.leaseLost()
+		}
 	}
 	held := time.Since(r.base)
 	r.g.emit(Event{Kind: EventReleased, Job: r.job, Held: held, Err: err})
@@ -292,15 +321,28 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	if err := r.check(); err != nil {
 		return err
 	}
+	// The call is bounded by the lease's deadline, and a reply that lands
+	// after it is void: the lease was given up, and stays given up.
 	sent := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, g.opTimeout)
+	rctx, cancel := context.WithTimeout(ctx, min(g.opTimeout, r.untilDeadline()))
 	_, err := l.store.Renew(rctx, l.key, r.owner, d)
 	cancel()
 	switch {
 	case err == nil:
-		r.setDeadline(sent, d)
-		r.timer.Reset(r.untilDeadline())
+		r.mu.Lock()
+		late := r.ended || r.losing || r.ctx.Err() != nil || r.expired()
+		if !late {
+			r.setDeadline(sent, d)
+			r.timer.Reset(r.untilDeadline())
+		}
+		r.mu.Unlock()
+		if late {
+			return r.loseWith(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
+				ErrLost, r.job, l.key))
+		}
 		return nil
+	case r.expired() || r.ctx.Err() != nil:
+		return r.loseWith(r.leaseLost())
 	case errors.Is(err, backend.ErrNotHeld):
 		r.lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
 		return context.Cause(r.ctx)
@@ -402,7 +444,11 @@ func Assert(ctx context.Context) error {
 // or the store says the lock is no longer its own (and then cancels the
 // run's context), ErrNoLock if the gate has no lock, ErrNoRun if ctx is
 // from no gated run; a store that cannot be reached leaves the lease as
-// it was and returns the store's error.
+// it was and returns the store's error. The call to the store is bounded
+// by the lease's local deadline: an extension that has not come back by
+// then fails with ErrLost, and one whose reply lands after it is void —
+// the run stays lost, even if the store did extend the key (it lapses
+// there by itself, or at the run's release).
 func Extend(ctx context.Context, d time.Duration) error {
 	r := inflight.find(ctx)
 	if r == nil {
@@ -442,10 +488,12 @@ func Epoch(ctx context.Context) (uint64, bool) {
 
 // Token returns the fencing token of the job lock held by the run ctx
 // belongs to: strictly larger than the token of every earlier holding of
-// the lock.
+// the lock. It reports false when ctx is from no run with a lock, and once
+// the run has lost its gate (its context was cancelled with ErrLost) or
+// ended: the lock is then no longer its to claim.
 func Token(ctx context.Context) (uint64, bool) {
 	r := inflight.find(ctx)
-	if r == nil || r.g.lock == nil {
+	if r == nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
 		return 0, false
 	}
 	return r.token, true

@@ -46,6 +46,37 @@ func (a *alarm) set(g *grant, d time.Duration) {
 	}
 }
 
+// left returns how long until g's deadline, and false if g has none: it
+// was cancelled, or it went off and g is firing.
+func (a *alarm) left(g *grant) (time.Duration, bool) {
+	now := a.clock.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g.slot == 0 {
+		return 0, false
+	}
+	return g.due.Sub(now), true
+}
+
+// extend moves g's deadline to when, but only while the deadline it has
+// is still to come: once that has passed (g fires, or is about to) the
+// deadline stays and extend reports false. This is what makes a late
+// reply to a renewal void: the alarm, not the reply, decides the grant.
+func (a *alarm) extend(g *grant, when time.Time) bool {
+	now := a.clock.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if g.slot == 0 || !now.Before(g.due) {
+		return false
+	}
+	g.due = when
+	heap.Fix(&a.due, g.slot-1)
+	if a.at.IsZero() || when.Before(a.at) {
+		a.armLocked(now, when)
+	}
+	return true
+}
+
 // cancel takes g's deadline away. g no longer fires, unless it is firing
 // already.
 func (a *alarm) cancel(g *grant) {

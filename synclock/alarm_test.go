@@ -146,3 +146,48 @@ func TestLeaseDeadlinesShareOneTimer(t *testing.T) {
 		t.Errorf("c: Unlock of a renewed lease: %v", err)
 	}
 }
+
+// A renewed holding ends at the WithAutoRenew ceiling, a margin before
+// its last lease does, and not a moment earlier: a 3s hold renewed once,
+// a third into it, lasts to the 4s ceiling less the 300ms margin.
+func TestAutoRenewStopsAtCeiling(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0)) // T
+	extended := make(chan struct{}, 1)
+	observe := synclock.WithObserver(func(ev synclock.Event) {
+		if ev.Kind == synclock.EventExtended {
+			extended <- struct{}{}
+		}
+	})
+	cfg := synclock.Config{HoldDuration: 3 * time.Second, ClaimWindow: 3 * time.Second}
+	lk := lockerOn(t, 1, &grantingStore{}, cfg, synclock.WithAutoRenew(4*time.Second), observe, synclock.WithClock(clk))
+	ctx := ctxT(t)
+	m := lk.Mutex("ceiling")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !clk.WaitForTimers(1, ctx.Done()) {
+		t.Fatal("no deadline was armed")
+	}
+	clk.Advance(time.Second) // T+1s: the renewal extends to T+4s
+	select {
+	case <-extended:
+	case <-ctx.Done():
+		t.Fatal("the lease was not extended a third into it")
+	}
+	clk.Advance(2700*time.Millisecond - time.Nanosecond)
+	if err := m.Context().Err(); err != nil {
+		t.Fatalf("the holding ended before the ceiling's deadline (T+3.7s): %v", context.Cause(m.Context()))
+	}
+	clk.Advance(time.Nanosecond)
+	select {
+	case <-m.Context().Done():
+		if cause := context.Cause(m.Context()); !errors.Is(cause, synclock.ErrLeaseExpired) {
+			t.Errorf("the holding ended with %v, want ErrLeaseExpired", cause)
+		}
+	case <-ctx.Done():
+		t.Fatal("the holding did not end at the ceiling")
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Errorf("Unlock past the ceiling: %v, want ErrLeaseExpired", err)
+	}
+}

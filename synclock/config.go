@@ -33,7 +33,13 @@ type Config struct {
 	// (synchronized-lock.hold-duration-in-seconds). Default 45 s.
 	HoldDuration time.Duration
 	// MaxRetries bounds how many times a waiter tries again after the first
-	// attempt; 0 means until it succeeds or its context ends.
+	// attempt; 0 means until it succeeds or its context ends. Waiting
+	// behind another goroutine of the same process counts too: such a
+	// waiter gives up with ErrLocked after MaxRetries x RetryInterval in
+	// the local queue, and each whole RetryInterval it spent there counts
+	// as one retry once it reaches the store, where it always makes at
+	// least one try. So a call gives up after about MaxRetries retry
+	// intervals, whoever holds the lock.
 	MaxRetries int
 	// ClaimWindow is how long a lock is first granted for. A holder whose
 	// section runs for a third of it extends the lease to HoldDuration

@@ -31,10 +31,13 @@ func holds(ctx context.Context, lk *Locker, sk string) bool {
 // Token returns the fencing token of the innermost lock held by the
 // section whose context is ctx: strictly larger than the token of every
 // earlier holding of the same lock. Pass it to the resource the section
-// changes so that it can reject a holder whose lease ran out.
+// changes so that it can reject a holder whose lease ran out. It reports
+// false when ctx is from no section, and once that holding is over: its
+// lease was given up (the section's context was cancelled with
+// ErrLeaseExpired) or the lock was released.
 func Token(ctx context.Context) (uint64, bool) {
 	g := sectionOf(ctx)
-	if g == nil {
+	if g == nil || g.over.Load() {
 		return 0, false
 	}
 	return g.lease.Token, true
@@ -60,14 +63,20 @@ func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) er
 // otherwise looking again every RetryInterval (or when the holder's lease
 // ends, if sooner), up to MaxRetries times if set, or until ctx ends. Only
 // one goroutine per process and key talks to the store; the others queue
-// locally in arrival order.
+// locally in arrival order, within the same limits: MaxRetries (see
+// Config) and the holder's lease — a local holder whose lease ran out no
+// longer keeps the others of its process waiting, even if it never
+// returns.
 //
 // fn gets a context that carries the fencing token (Token) and is
 // cancelled shortly before the lease can expire (HoldDuration, or the
 // WithAutoRenew ceiling; sooner if the first lease, ClaimWindow, cannot be
 // extended), with cause ErrLeaseExpired; DoKey then returns
-// ErrLeaseExpired joined with fn's error. A panic in fn releases the lock
-// and is re-raised. A DoKey for a key that the same call chain already
+// ErrLeaseExpired joined with fn's error. fn's context also ends with
+// ctx: from then on the lease is no longer extended, so it lapses at the
+// end of the current lease, and DoKey reports ErrLeaseExpired if fn runs
+// past that (a Mutex's holding does not end with Lock's context). A panic
+// in fn releases the lock and is re-raised. A DoKey for a key that the same call chain already
 // holds (its ctx says so) runs fn directly.
 func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	return lk.run(ctx, key, true, fn)
@@ -98,7 +107,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 	if k.err == nil && holds(ctx, lk, k.sk) {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
-	g, err := lk.acquire(ctx, k, wait)
+	g, err := lk.acquire(ctx, k, wait, false)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,9 @@
 // again every RetryInterval (default 1 s) until it succeeds, MaxRetries
 // runs out or its context ends; the section runs; the key is deleted. A
 // holder keeps the lock at most HoldDuration (default 45 s), so a crashed
-// holder cannot dead-lock the others. With Disabled every call fails with
+// holder cannot dead-lock the others — nor a stuck one the other
+// goroutines of its own process: they wait behind it only until its lease
+// ends, and with MaxRetries at most MaxRetries x RetryInterval. With Disabled every call fails with
 // ErrDisabled: a section never runs unlocked.
 //
 // # Beyond the seed
@@ -27,7 +29,10 @@
 //     claims at once; RetryInterval is only a fallback poll (the next try is
 //     at the holder's remaining TTL when that is sooner).
 //   - Goroutines of one process that want one key queue locally in arrival
-//     order; only the one at the head talks to the store.
+//     order; only the one at the head talks to the store. When a holder's
+//     lease ends (its context is cancelled with ErrLeaseExpired) the next
+//     goroutine in the queue goes to the store, while the late holder's
+//     Unlock still reports ErrLeaseExpired.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
 //     do), so no waiter is starved by luckier ones and no release sets off
@@ -57,8 +62,17 @@
 //     never delete the next holder's key.
 //   - The section's context carries a fencing token (Token) that grows with
 //     every holding, and is cancelled shortly before the lease can expire;
-//     DoKey then reports ErrLeaseExpired. WithAutoRenew extends the lease
-//     while the section runs, up to a hard ceiling.
+//     DoKey then reports ErrLeaseExpired and Token reports false. WithAutoRenew
+//     extends the lease while the section runs, up to a hard ceiling.
+//   - One deadline decides each holding. An extension is not sent once the
+//     deadline has passed, each is bounded by it, and a reply that lands
+//     after it is void: it never revives a holding that was given up, nor
+//     moves its deadline, even if the store did extend the key.
+//   - DoKey's section ends with the caller's context; a Mutex's holding
+//     lasts until Unlock or the end of its lease, whatever becomes of the
+//     context passed to Lock (Mutex.Context is the one to watch).
+//   - Closing a key's subscription (a round trip on Redis) never happens
+//     under the lock that the Locker's other keys need.
 //   - A panic in the section releases the lock and goes on. A nested call on
 //     a key that its call chain already holds runs directly.
 //   - WithObserver reports every step of a lock (acquired, with the wait and
@@ -70,7 +84,9 @@
 //
 // A lock is a lease: a holder paused past its hold (GC, SIGSTOP, a slow
 // network) may still run while the next holder runs. Its context is
-// cancelled, but code that ignores the context keeps going. A resource that
+// cancelled by a timer, so a process that wakes from a pause may see it
+// live for a moment after the deadline; code that ignores the context
+// keeps going. A resource that
 // must never see two holders should check the fencing token of every
 // write, rejecting tokens older than one it has seen.
 package synclock

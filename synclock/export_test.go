@@ -18,3 +18,22 @@ func Waiting(lk *Locker, key string) int {
 
 // WithClock runs a Locker on c instead of the real clock.
 var WithClock = withClock
+
+// Users returns how many goroutines of this process use key's local queue
+// (the holder and its waiters); 0 when the queue is gone.
+func Users(lk *Locker, key string) int {
+	k := lk.lockKey(key)
+	if k.err != nil {
+		return 0
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if q := lk.queues[k.sk]; q != nil {
+		return q.users
+	}
+	return 0
+}
+
+// SetParkLimit sets how many idle watches lk keeps; call it before lk is
+// used.
+func SetParkLimit(lk *Locker, n int) { lk.parkLimit = n }

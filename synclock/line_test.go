@@ -16,7 +16,9 @@ import (
 )
 
 // countingQueue counts the claims a locker makes on a store with lines
-// that does not hand over.
+// that does not hand over. A claim is counted when the store's reply has
+// come back, so a count the test waits for means the claim has been
+// decided — a refused waiter is then in line — not merely started.
 type countingQueue struct {
 	queueStore
 	claims atomic.Int64
@@ -28,8 +30,9 @@ type queueStore interface {
 }
 
 func (c *countingQueue) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+	l, err := c.queueStore.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 	c.claims.Add(1)
-	return c.queueStore.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+	return l, err
 }
 
 // countingHandover is countingQueue on a store that hands over.

@@ -34,6 +34,7 @@ type Locker struct {
 	patience    time.Duration // how long a waiter's place in a store's line outlives its last try
 	opTimeout   time.Duration
 	leaseMargin time.Duration
+	parkLimit   int // most idle watches kept (maxParked; tests lower it)
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
 	observer   func(Event) // WithObserver; nil: none
@@ -101,6 +102,7 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 		queues:    make(map[string]*queue),
 		parked:    make(map[string]*parkedWatch),
 		floors:    make(map[string]uint64),
+		parkLimit: maxParked,
 	}
 	for _, o := range opts {
 		o(lk)
@@ -156,9 +158,11 @@ type queue struct {
 }
 
 // enter joins key's local queue and returns when the caller owns the
-// turn, or when ctx ends. With wait false it fails with ErrLocked at once
-// if another goroutine owns the turn.
-func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, error) {
+// turn, with how long it waited for it. With wait false it fails with
+// ErrLocked at once if another goroutine owns the turn. A waiter gives up
+// when ctx ends (the context's error) or, with MaxRetries set, when it has
+// waited localBudget (errLocalBudget).
+func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, time.Duration, error) {
 	lk.mu.Lock()
 	q := lk.queues[sk]
 	if q == nil {
@@ -169,47 +173,79 @@ func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, erro
 		q.users++
 		q.busy = true
 		lk.mu.Unlock()
-		return q, nil
+		return q, 0, nil
 	}
 	if !wait {
 		lk.mu.Unlock()
-		return nil, ErrLocked
+		return nil, 0, ErrLocked
 	}
 	q.users++
 	turn := make(chan struct{})
 	q.waiters = append(q.waiters, turn)
 	lk.mu.Unlock()
+	start := lk.clock.Now()
+	var budget <-chan time.Time
+	if lk.cfg.MaxRetries > 0 {
+		t := lk.clock.NewTimer(lk.localBudget())
+		defer t.Stop()
+		budget = t.C()
+	}
+	var err error
 	select {
 	case <-turn:
-		return q, nil
+		return q, lk.clock.Since(start), nil
 	case <-ctx.Done():
-		lk.mu.Lock()
-		defer lk.mu.Unlock()
-		select {
-		case <-turn:
-			// The turn arrived as we gave up: pass it on.
-			lk.passLocked(sk, q)
-		default:
-			for i, w := range q.waiters {
-				if w == turn {
-					q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-					break
-				}
-			}
-			lk.leaveLocked(sk, q)
-		}
-		return nil, backend.ContextError(ctx)
+		err = backend.ContextError(ctx)
+	case <-budget:
+		err = errLocalBudget
 	}
+	lk.mu.Lock()
+	var w backend.Watch
+	select {
+	case <-turn:
+		if err == errLocalBudget {
+			// The turn came as the budget ran out: take it, with
+			// one try left at the store.
+			lk.mu.Unlock()
+			return q, lk.clock.Since(start), nil
+		}
+		// The turn arrived as we gave up: pass it on.
+		w = lk.passLocked(sk, q)
+	default:
+		for i, t := range q.waiters {
+			if t == turn {
+				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
+				break
+			}
+		}
+		w = lk.leaveLocked(sk, q)
+	}
+	lk.mu.Unlock()
+	closeWatch(w)
+	return nil, lk.clock.Since(start), err
+}
+
+// errLocalBudget is enter giving up after localBudget.
+var errLocalBudget = errors.New("synclock: local wait budget spent")
+
+// localBudget is how long, with MaxRetries set, a goroutine waits behind
+// other goroutines of this process for its turn: MaxRetries retry
+// intervals, the time a waiter at the store would spend in its retries.
+func (lk *Locker) localBudget() time.Duration {
+	return time.Duration(lk.cfg.MaxRetries) * lk.cfg.RetryInterval
 }
 
 // exit gives the turn to the next local waiter.
 func (lk *Locker) exit(sk string, q *queue) {
 	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	lk.passLocked(sk, q)
+	w := lk.passLocked(sk, q)
+	lk.mu.Unlock()
+	closeWatch(w)
 }
 
-func (lk *Locker) passLocked(sk string, q *queue) {
+// passLocked hands q's turn to the next waiter, or frees it, and leaves
+// the queue. It returns a watch the caller closes after unlocking lk.mu.
+func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
 	if len(q.waiters) > 0 {
 		next := q.waiters[0]
 		q.waiters = q.waiters[1:]
@@ -217,18 +253,30 @@ func (lk *Locker) passLocked(sk string, q *queue) {
 	} else {
 		q.busy = false
 	}
-	lk.leaveLocked(sk, q)
+	return lk.leaveLocked(sk, q)
 }
 
-func (lk *Locker) leaveLocked(sk string, q *queue) {
+// leaveLocked drops one user of q, and q with the last one. It returns a
+// watch the caller closes after unlocking lk.mu: closing may be a round
+// trip to the store, which must not stall the other keys.
+func (lk *Locker) leaveLocked(sk string, q *queue) backend.Watch {
 	q.users--
 	if q.users > 0 {
-		return
+		return nil
 	}
 	delete(lk.queues, sk)
-	if q.watch != nil {
-		lk.parkLocked(sk, q.watch)
-		q.watch = nil
+	w := q.watch
+	q.watch = nil
+	if w == nil {
+		return nil
+	}
+	return lk.parkLocked(sk, w)
+}
+
+// closeWatch closes w, if any. Call it without holding lk.mu.
+func closeWatch(w backend.Watch) {
+	if w != nil {
+		w.Close()
 	}
 }
 
@@ -270,6 +318,8 @@ type grant struct {
 	handed  bool          // a release handed the lock over
 	lost    sync.Once     // run once: by lose (the lease ran out) or by release (no longer losable)
 	expired bool          // lose ran first; written and read only through lost
+	over    atomic.Bool   // the holding ended: lost or released; Token no longer claims it
+	turn    sync.Once     // passes the local turn on: at the loss or at the release
 
 	// One deadline per grant on the Locker's alarm (fire): if the grant
 	// renews, the first starts the renewal (renews is then set), and from
@@ -280,22 +330,25 @@ type grant struct {
 	renews atomic.Bool
 
 	// The renewal: ending, under renewMu, keeps it from starting once the
-	// release began; a renewal that starts makes stopRen, which the
-	// release closes, and renewWG waits for it to end.
+	// release began; a renewal that starts sets stopRen, which cancels
+	// its store call and its waits and which the release calls, and
+	// renewWG waits for it to end.
 	renewMu sync.Mutex
 	ending  bool
-	stopRen chan struct{}
+	stopRen context.CancelFunc
 	renewWG sync.WaitGroup
 
 	once sync.Once
 }
 
 // acquire waits for key (local queue, then the store) and returns the
-// grant. wait=false tries once and fails with ErrLocked.
-func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool) (*grant, error) {
+// grant. wait=false tries once and fails with ErrLocked. With detach the
+// holding outlives ctx (a Mutex: it lasts until Unlock or the lease's
+// end); without it, the section's context ends with ctx (DoKey).
+func (lk *Locker) acquire(ctx context.Context, k lockKey, wait, detach bool) (*grant, error) {
 	key := k.key
 	start := lk.clock.Now()
-	g, tries, err := lk.acquireAt(ctx, k, wait)
+	g, tries, err := lk.acquireAt(ctx, k, wait, detach)
 	if err != nil {
 		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
 		return nil, err
@@ -306,7 +359,7 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool) (*grant, er
 
 // acquireAt is acquire without the report; it also returns the claims
 // sent to the store.
-func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool) (*grant, int, error) {
+func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait, detach bool) (*grant, int, error) {
 	if lk.cfg.Disabled {
 		return nil, 0, ErrDisabled
 	}
@@ -314,14 +367,19 @@ func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool) (*grant, 
 		return nil, 0, k.err
 	}
 	key, sk := k.key, k.sk
-	q, err := lk.enter(ctx, sk, wait)
-	if errors.Is(err, ErrLocked) {
+	q, waited, err := lk.enter(ctx, sk, wait)
+	switch {
+	case errors.Is(err, ErrLocked):
 		return nil, 0, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance: %w", key, err)
-	}
-	if err != nil {
+	case err == errLocalBudget:
+		return nil, 0, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance; gave up after waiting %v behind it (MaxRetries %d x RetryInterval %v): %w",
+			key, waited.Round(time.Millisecond), lk.cfg.MaxRetries, lk.cfg.RetryInterval, ErrLocked)
+	case err != nil:
 		return nil, 0, errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
 	}
-	g, tries, err := lk.claim(ctx, key, sk, q, wait)
+	// Every RetryInterval spent behind local holders counts as a retry.
+	used := int(waited / lk.cfg.RetryInterval)
+	g, tries, err := lk.claim(ctx, key, sk, q, wait, used, detach)
 	if err != nil {
 		lk.exit(sk, q)
 		return nil, tries, err
@@ -335,8 +393,9 @@ func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool) (*grant, 
 // has waited longest, and it leaves the line when it gives up. On a store
 // that hands over (backend.Handover) the release grants the key to the
 // first waiter, who collects it without another request; elsewhere a
-// waiter sleeps until a release is announced and then asks again.
-func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool) (*grant, int, error) {
+// waiter sleeps until a release is announced and then asks again. used is
+// the retries the caller already spent waiting behind local holders.
+func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool) (*grant, int, error) {
 	tries := 0
 	owner := lk.newOwner()
 	// A grant, and a handover asked for in line, first lasts ClaimWindow;
@@ -363,7 +422,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		tries++
 		if err == nil {
 			lk.observe(sk, l.Token)
-			return lk.newGrant(ctx, key, sk, q, owner, l, sent), tries, nil
+			return lk.newGrant(ctx, detach, key, sk, q, owner, l, sent), tries, nil
 		}
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
@@ -374,7 +433,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		if !wait {
 			return nil, tries, locked
 		}
-		if lk.cfg.MaxRetries > 0 && tries > lk.cfg.MaxRetries {
+		if lk.cfg.MaxRetries > 0 && tries+used > lk.cfg.MaxRetries {
 			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			locked.tries = tries
 			return nil, tries, locked
@@ -390,7 +449,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			switch {
 			case ok:
 				lk.observe(sk, l.Token)
-				g := lk.newGrant(ctx, key, sk, q, owner, l, sent)
+				g := lk.newGrant(ctx, detach, key, sk, q, owner, l, sent)
 				g.handed = true
 				return g, tries, nil
 			case errors.Is(err, errors.ErrUnsupported):
@@ -481,9 +540,15 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 	}
 }
 
-func (lk *Locker) newGrant(ctx context.Context, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) *grant {
+// newGrant starts the holding of a lease. Its context keeps ctx's values;
+// with detach it does not end with ctx.
+func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) *grant {
 	g := &grant{lk: lk, key: key, sk: sk, q: q, owner: owner, lease: l, outer: sectionOf(ctx), start: lk.clock.Now(), sent: sent}
-	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(ctx, sectionKey{}, g))
+	parent := ctx
+	if detach {
+		parent = uncancelled(ctx)
+	}
+	g.ctx, g.cancel = context.WithCancelCause(context.WithValue(parent, sectionKey{}, g))
 	// The lease ends ClaimWindow after the request was sent, or sooner if
 	// the store says so (a lease handed over a while ago); give up a
 	// margin before that.
@@ -530,19 +595,27 @@ func (lk *Locker) ceiling() time.Duration {
 // until the lease lasts to the ceiling. A failed extension is tried again
 // before the lease runs out. It runs on a goroutine of its own, and sets
 // the grant's deadline to when the lease is about to end.
+//
+// The deadline on the alarm is the one source of truth for the grant: an
+// extension is not sent once it has passed, each call is bounded by it,
+// and a reply that lands after it is void (alarm.extend refuses it), so
+// a late success never revives a grant that lose gave up, nor moves its
+// deadline.
 func (g *grant) renew() {
 	g.renewMu.Lock()
 	if g.ending {
 		g.renewMu.Unlock()
 		return
 	}
-	g.stopRen = make(chan struct{})
+	rctx, stop := context.WithCancel(g.ctx)
+	g.stopRen = stop
 	g.renewWG.Add(1)
 	g.renewMu.Unlock()
 	defer g.renewWG.Done()
-	g.lk.alarm.set(g, g.lk.lossIn(g.first, g.sent))
-
+	defer stop()
 	lk := g.lk
+	lk.alarm.set(g, lk.lossIn(g.first, g.sent))
+
 	sent := g.sent
 	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
 	end := g.first // the lease lasts until sent+end, counted from before each request
@@ -552,21 +625,27 @@ func (g *grant) renew() {
 		if left <= 0 || end >= ceiling {
 			return
 		}
+		until, ok := lk.alarm.left(g)
+		if !ok || until <= 0 {
+			return // the deadline passed: the alarm gives the grant up
+		}
 		ttl := min(hold, left)
 		rsent := lk.clock.Now()
-		rctx, cancel := context.WithTimeout(g.ctx, lk.opTimeout)
-		_, err := lk.store.Renew(rctx, g.sk, g.owner, ttl)
+		cctx, cancel := context.WithTimeout(rctx, min(lk.opTimeout, until))
+		_, err := lk.store.Renew(cctx, g.sk, g.owner, ttl)
 		cancel()
 		wait := hold / 3
 		switch {
 		case err == nil:
+			if !lk.alarm.extend(g, rsent.Add(ttl-lk.leaseMargin)) {
+				return // the reply came after the deadline: void
+			}
 			end = rsent.Sub(sent) + ttl
-			lk.alarm.set(g, lk.lossIn(ttl, rsent))
 			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.lease.Token})
 		case errors.Is(err, backend.ErrNotHeld):
 			g.lose(fmt.Errorf("%w: %w", ErrLeaseExpired, err))
 			return
-		case g.ctx.Err() != nil:
+		case rctx.Err() != nil:
 			return
 		default:
 			lk.logger.Warn("synclock: extending a lock's lease failed; will retry until the lease ends", "key", g.key, "err", err)
@@ -579,9 +658,7 @@ func (g *grant) renew() {
 			t.Reset(wait)
 		}
 		select {
-		case <-g.stopRen:
-			return
-		case <-g.ctx.Done():
+		case <-rctx.Done():
 			return
 		case <-t.C():
 		}
@@ -589,20 +666,30 @@ func (g *grant) renew() {
 }
 
 // lose ends the section's context because the lease ended or is about
-// to, and reports it, once, unless the release began first (release waits
-// for a report in progress, so EventLost always comes before
-// EventReleased).
+// to, reports it and passes the local turn on, so that the next goroutine
+// of this process waiting for the key goes to the store; all once, unless
+// the release began first (release waits for a report in progress, so
+// EventLost always comes before EventReleased).
 func (g *grant) lose(cause error) {
 	g.lost.Do(func() {
 		g.expired = true
+		g.over.Store(true)
 		g.cancel(cause)
 		g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
+		g.passTurn()
 	})
+}
+
+// passTurn gives the local turn to the next waiter, once per grant: at
+// the loss or at the release, whichever comes first.
+func (g *grant) passTurn() {
+	g.turn.Do(func() { g.lk.exit(g.sk, g.q) })
 }
 
 // release ends the holding: stops renewals, deletes the key in the store
 // (owner-checked, even when the caller's context has ended) and passes the
-// local turn on. It reports ErrLeaseExpired if the lease ended first.
+// local turn on, unless the loss did already. It reports ErrLeaseExpired
+// if the lease ended first.
 func (g *grant) release(ctx context.Context) error {
 	var err error
 	g.once.Do(func() {
@@ -613,17 +700,18 @@ func (g *grant) release(ctx context.Context) error {
 		stop := g.stopRen
 		g.renewMu.Unlock()
 		if stop != nil {
-			close(stop)
+			stop() // cancels an extension in flight
 			g.renewWG.Wait()
 			lk.alarm.cancel(g) // the renewal may have set it again
 		}
 		g.lost.Do(func() {}) // the lease is no longer lost from here on
 		expired := g.expired
+		g.over.Store(true)
 		g.cancel(context.Canceled)
 		rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
 		rerr := lk.store.Release(rctx, g.sk, g.owner, 0)
 		cancel()
-		lk.exit(g.sk, g.q)
+		g.passTurn()
 		switch {
 		case errors.Is(rerr, backend.ErrNotHeld):
 			err = fmt.Errorf("synclock: lock %q: %w: %w", g.key, ErrLeaseExpired, rerr)

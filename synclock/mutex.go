@@ -22,14 +22,18 @@ type Mutex struct {
 // TryLock report a bad one (backend.ErrInvalidArgument) on every call.
 func (lk *Locker) Mutex(key string) *Mutex { return &Mutex{lk: lk, key: lk.lockKey(key)} }
 
-// Lock waits for the lock as DoKey does.
+// Lock waits for the lock as DoKey does; ctx bounds only the wait. The
+// holding then lasts until Unlock or until its lease ends (HoldDuration,
+// or the WithAutoRenew ceiling), whatever happens to ctx afterwards:
+// Context, not ctx, says when it is over. Context keeps ctx's values.
 func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
 
 // TryLock takes the lock if it is free and fails with ErrLocked otherwise.
+// A holding it takes lasts as Lock's does.
 func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
 
 func (m *Mutex) lock(ctx context.Context, wait bool) error {
-	g, err := m.lk.acquire(ctx, m.key, wait)
+	g, err := m.lk.acquire(ctx, m.key, wait, true)
 	if err != nil {
 		return err
 	}
@@ -53,11 +57,14 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return g.release(ctx)
 }
 
-// Token returns the fencing token of the current holding.
+// Token returns the fencing token of the current holding. It reports
+// false when the mutex is not locked, and once the holding's lease was
+// given up (Context is then cancelled with ErrLeaseExpired), even before
+// Unlock.
 func (m *Mutex) Token() (uint64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.held == nil {
+	if m.held == nil || m.held.over.Load() {
 		return 0, false
 	}
 	return m.held.lease.Token, true
@@ -65,8 +72,9 @@ func (m *Mutex) Token() (uint64, bool) {
 
 // Context returns a context that is cancelled when the current holding's
 // lease ends or is about to (cause ErrLeaseExpired) or the mutex is
-// unlocked; it carries the fencing token (Token). Without a holding it
-// returns an already-cancelled context.
+// unlocked — not when the context passed to Lock ends; it carries the
+// fencing token (Token) and the values of Lock's context. Without a
+// holding it returns an already-cancelled context.
 func (m *Mutex) Context() context.Context {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -130,12 +130,13 @@ func TestObserverSeesLeaseEvents(t *testing.T) {
 		t.Fatalf("lost %+v, released %+v: want both ErrLeaseExpired, released no earlier than lost", ev[1], ev[2])
 	}
 
-	long, rl := observedLocker(t, 2, st, synclock.Config{HoldDuration: 5 * time.Second, ClaimWindow: 300 * time.Millisecond})
+	// The extension is sent 200ms in and has 340ms to land.
+	long, rl := observedLocker(t, 2, st, synclock.Config{HoldDuration: 5 * time.Second, ClaimWindow: 600 * time.Millisecond})
 	err := long.DoKey(ctxT(t), "long", func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(900 * time.Millisecond): // three claim windows
+		case <-time.After(1800 * time.Millisecond): // three claim windows
 			return nil
 		}
 	})

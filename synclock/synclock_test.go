@@ -122,12 +122,13 @@ func TestNoLostIncrements(t *testing.T) {
 	}
 }
 
-// The section's context ends shortly before the hold duration runs out,
-// and DoKey reports ErrLeaseExpired alongside fn's own error.
+// The section's context ends when the hold duration runs out, and DoKey
+// reports ErrLeaseExpired alongside fn's own error. That the end comes a
+// margin before the store could expire the key is checked on the fake
+// clock (TestLeaseDeadlinesShareOneTimer), not here by the wall clock.
 func TestHoldExpiryCancelsSection(t *testing.T) {
 	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: 300 * time.Millisecond})
 	fnErr := errors.New("section gave up")
-	start := time.Now()
 	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
 		<-ctx.Done()
 		if !errors.Is(context.Cause(ctx), synclock.ErrLeaseExpired) {
@@ -137,9 +138,6 @@ func TestHoldExpiryCancelsSection(t *testing.T) {
 	})
 	if !errors.Is(err, synclock.ErrLeaseExpired) || !errors.Is(err, fnErr) {
 		t.Fatalf("err = %v, want ErrLeaseExpired joined with fn's error", err)
-	}
-	if took := time.Since(start); took >= 300*time.Millisecond {
-		t.Fatalf("the section was cancelled after %v, not before the 300ms hold", took)
 	}
 }
 
@@ -362,30 +360,28 @@ func TestTokensIncrease(t *testing.T) {
 }
 
 // With WithAutoRenew a section may run past the hold duration, up to the
-// ceiling.
+// ceiling, where it ends by itself. (Holds of 600ms renewed every 200ms
+// leave a loaded machine 340ms for each renewal; where the ceiling falls
+// is checked on the fake clock, TestAutoRenewStopsAtCeiling.)
 func TestAutoRenew(t *testing.T) {
-	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: 300 * time.Millisecond}, synclock.WithAutoRenew(2*time.Second))
+	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: 600 * time.Millisecond}, synclock.WithAutoRenew(2*time.Second))
 	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(700 * time.Millisecond): // more than two holds
+		case <-time.After(1500 * time.Millisecond): // more than two holds
 			return nil
 		}
 	})
 	if err != nil {
 		t.Fatalf("a renewed section failed: %v", err)
 	}
-	start := time.Now()
 	err = lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	})
 	if !errors.Is(err, synclock.ErrLeaseExpired) {
 		t.Fatalf("past the ceiling: %v, want ErrLeaseExpired", err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("the section ran %v, past the 2s ceiling", took)
 	}
 }
 

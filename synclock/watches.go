@@ -23,12 +23,13 @@ type parkedWatch struct {
 	timer clock.Timer
 }
 
-// parkLocked keeps w, the watch of sk, for watchLinger; it closes w at
-// once when too many are parked.
-func (lk *Locker) parkLocked(sk string, w backend.Watch) {
-	if len(lk.parked) >= maxParked {
-		w.Close()
-		return
+// parkLocked keeps w, the watch of sk, for watchLinger. When too many are
+// parked it returns w instead, for the caller to close once it has
+// unlocked lk.mu (a close may be a round trip to the store); otherwise nil.
+// The linger timer closes a watch without holding lk.mu too.
+func (lk *Locker) parkLocked(sk string, w backend.Watch) backend.Watch {
+	if len(lk.parked) >= lk.parkLimit {
+		return w
 	}
 	p := &parkedWatch{w: w}
 	p.timer = lk.clock.AfterFunc(watchLinger, func() {
@@ -43,6 +44,7 @@ func (lk *Locker) parkLocked(sk string, w backend.Watch) {
 		}
 	})
 	lk.parked[sk] = p
+	return nil
 }
 
 // unparkLocked returns the parked watch of sk, if any, without the events

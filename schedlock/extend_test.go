@@ -1,0 +1,87 @@
+package schedlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/schedlock"
+)
+
+// lateRenewal is a store whose Renew ignores its context and answers only
+// when the test lets it: a reply that lands after the run's deadline.
+type lateRenewal struct {
+	*membackend.Store
+	entered chan struct{} // closed when a Renew starts
+	proceed chan struct{} // closed by the test to let it finish
+	once    sync.Once
+}
+
+func (s *lateRenewal) Renew(_ context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	s.once.Do(func() { close(s.entered) })
+	<-s.proceed
+	return s.Store.Renew(context.Background(), key, owner, ttl)
+}
+
+// An extension whose reply lands after the lease's deadline never revives
+// the run: Extend fails with ErrLost, the run's context stays cancelled,
+// the loss is reported once, and Assert and Token no longer claim the
+// lock.
+func TestLateExtensionIsVoid(t *testing.T) {
+	st := &lateRenewal{Store: membackend.New(), entered: make(chan struct{}), proceed: make(chan struct{})}
+	defer st.Close()
+	var proceedOnce sync.Once
+	letGo := func() { proceedOnce.Do(func() { close(st.proceed) }) }
+	defer letGo()
+	id, err := instanceid.New("127.0.0.1", "acme", "late", 8081)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j journal
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, j.observer(0), schedlock.WithInstance(id),
+		schedlock.WithLock(st, "late", 300*time.Millisecond, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extended := make(chan error, 1)
+	err = schedlock.Run(ctxT(t), g, func(ctx context.Context) error {
+		go func() { extended <- schedlock.Extend(ctx, time.Minute) }()
+		select {
+		case <-st.entered:
+		case <-time.After(patience):
+			t.Error("the extension never reached the store")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(patience):
+			t.Error("the run was not lost at its deadline while the extension hung")
+			return nil
+		}
+		letGo()
+		if err := <-extended; !errors.Is(err, schedlock.ErrLost) {
+			t.Errorf("Extend whose reply came after the deadline: %v, want ErrLost", err)
+		}
+		if cause := context.Cause(ctx); !errors.Is(cause, schedlock.ErrLost) {
+			t.Errorf("the run's context ended with %v, want ErrLost", cause)
+		}
+		if err := schedlock.Assert(ctx); !errors.Is(err, schedlock.ErrLost) {
+			t.Errorf("Assert after a late extension: %v, want ErrLost", err)
+		}
+		if _, ok := schedlock.Token(ctx); ok {
+			t.Error("Token still claims the lock after a late extension")
+		}
+		return nil
+	})
+	if !errors.Is(err, schedlock.ErrLost) {
+		t.Errorf("Run: %v, want ErrLost", err)
+	}
+	if n := j.count(0, schedlock.EventLost, ""); n != 1 {
+		t.Fatalf("%d lost events, want 1", n)
+	}
+}
