@@ -279,7 +279,7 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 	start(t, b)
 	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
 	// a: heartbeat sleep + deadline timer; store: expiry timer; b: wait.
-	clk.WaitForTimers(4, nil)
+	clk.AwaitTimers(t, 4)
 
 	cut.down.Store(true)
 	deadline := fast.HeartbeatExpiration - fast.SafetyMargin
@@ -323,7 +323,7 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 	}
 	// a, back in reach, finds b's lease at its next try (its back-off is
 	// at most a heartbeat interval) and follows it.
-	clk.WaitForTimers(4, nil) // a: back-off; b: heartbeat, deadline; store: expiry
+	clk.AwaitTimers(t, 4) // a: back-off; b: heartbeat, deadline; store: expiry
 	clk.Advance(fast.HeartbeatInterval)
 	eventually(t, "a sees b as master", func() bool { return a.Master() == b.ID().String() })
 	if a.IsMaster() || !b.IsMaster() {
@@ -340,7 +340,7 @@ func TestStoreLosesDataEpochStillIncreases(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	for range 3 { // raise the epoch a little with extra tenures
-		clk.WaitForTimers(3, nil)
+		clk.AwaitTimers(t, 3)
 		ep := a.Epoch()
 		store.Reset()
 		clk.Advance(fast.HeartbeatInterval)
@@ -358,7 +358,7 @@ func TestRenewalsKeepMastership(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	for i := range 20 {
-		clk.WaitForTimers(3, nil)
+		clk.AwaitTimers(t, 3)
 		clk.Advance(fast.HeartbeatInterval)
 		if !a.IsMaster() {
 			t.Fatalf("lost mastership after %d heartbeats", i+1)
@@ -616,7 +616,7 @@ func TestDataLossDoesNotMakeTwoMasters(t *testing.T) {
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
 	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
-	clk.WaitForTimers(4, nil) // a: heartbeat, deadline; store: expiry; b: wait
+	clk.AwaitTimers(t, 4) // a: heartbeat, deadline; store: expiry; b: wait
 	store.Reset()
 	// b was told the key may be free; it must keep waiting.
 	clk.Advance(fast.HeartbeatInterval)

@@ -142,7 +142,7 @@ func TestLateRenewalDoesNotReviveTenure(t *testing.T) {
 	start(t, a)
 	t.Cleanup(st.open) // runs before the Stop registered by start
 	eventually(t, "a elected", func() bool { return rec.has("elected 1") })
-	clk.WaitForTimers(3, nil) // a: heartbeat, deadline; store: expiry
+	clk.AwaitTimers(t, 3) // a: heartbeat, deadline; store: expiry
 
 	st.stall.Store(true)
 	clk.Advance(fast.HeartbeatInterval)
@@ -224,7 +224,7 @@ func TestOwnLiveKeyAfterStepDownTakesNewEpoch(t *testing.T) {
 	a, _ := NewElector(cut, mustID(t, 1), fast, append(rec.options(), quiet, withClock(clk))...)
 	start(t, a)
 	eventually(t, "a elected", func() bool { return rec.has("elected 1") })
-	clk.WaitForTimers(3, nil) // a: heartbeat, deadline; store: expiry
+	clk.AwaitTimers(t, 3) // a: heartbeat, deadline; store: expiry
 
 	cut.down.Store(true)
 	// To the deadline in one step: the key, granted for the TTL, is still
@@ -285,7 +285,7 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "b's claim refused", func() bool { return rs.refused.Load() == 1 })
-	clk.WaitForTimers(1, nil) // b: its wait for the store to grant again
+	clk.AwaitTimers(t, 1) // b: its wait for the store to grant again
 	clk.Advance(rs.ttl - time.Millisecond)
 	if n := clk.Timers(); n != 1 {
 		t.Errorf("%d timers armed just before the refusal's TTL ended, want b's wait only", n)
@@ -323,7 +323,7 @@ func TestLateGrantIsVoid(t *testing.T) {
 	receive(t, "the first claim to stall", st.claiming)
 	clk.Advance(fast.HeartbeatExpiration - fast.SafetyMargin)
 	st.resumeClaim()
-	clk.WaitForTimers(2, nil) // store: the granted key's expiry; a: its back-off
+	clk.AwaitTimers(t, 2) // store: the granted key's expiry; a: its back-off
 	if a.IsMaster() {
 		t.Error("IsMaster true on a grant that came back too late")
 	}
