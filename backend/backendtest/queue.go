@@ -705,7 +705,8 @@ func (s *suite) testHandover(t *testing.T) {
 
 	w := watch(t, ctx, watcher, key)
 	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, held.Token+100, waitPatience)
+	floor := held.Token + 1<<50 // far above where the clock gets to meanwhile
+	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, floor, waitPatience)
 	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
 	type result struct {
 		l   backend.Lease
@@ -722,9 +723,9 @@ func (s *suite) testHandover(t *testing.T) {
 	if r.err != nil || !r.ok {
 		t.Fatalf("AwaitHandover while the holder released: ok %v, err %v", r.ok, r.err)
 	}
-	if r.l.Owner != "a" || r.l.TTL != waiterTTL || r.l.Token != held.Token+101 {
+	if r.l.Owner != "a" || r.l.TTL != waiterTTL || r.l.Token != floor+1 {
 		t.Errorf("AwaitHandover returned %+v; want owner a, ttl %v (a's, not the holder's) and token %d (a's floor + 1)",
-			r.l, waiterTTL, held.Token+101)
+			r.l, waiterTTL, floor+1)
 	}
 	awaitRenewal(t, w, longTTL, "the handover to a")
 	g := get(t, ctx, watcher, key)
