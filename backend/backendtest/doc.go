@@ -29,6 +29,12 @@
 //					t.Fatal(err)
 //				}
 //			},
+//			// Optional: a restart without data, for the restart guard.
+//			Restart: func(t testing.TB) {
+//				if err := srv.Restart(); err != nil {
+//					t.Fatal(err)
+//				}
+//			},
 //		})
 //	}
 //
