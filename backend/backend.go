@@ -42,15 +42,32 @@ type Lease struct {
 // TTL, the in-memory store's clock); no method compares client clocks.
 type Store interface {
 	// Acquire grants key to owner for ttl if the key is free (set if
-	// absent). floor is the highest fencing token the caller has seen for
-	// this key (below MaxToken); the new token is max(stored counter,
-	// floor) + 1, so tokens keep increasing even when the store restarted
-	// empty. Pass 0 when the caller has seen none. A key's counter starts
-	// at 0, so the first grant of a fresh key without a floor gets token 1;
-	// a refused Acquire leaves the counter as it was.
+	// absent).
+	//
+	// The new lease's fencing token is max(stored counter, floor, the
+	// store's clock in microseconds) + 1. floor is the highest token the
+	// caller has seen for this key (below MaxToken), or 0. The clock term
+	// keeps tokens increasing for every caller, new processes included,
+	// when the store has lost the counter: it restarted without its data,
+	// or dropped the counter of a key left idle past the counter's
+	// lifetime (stores let counters expire, at the earliest an hour and
+	// one ttl after the key's last grant, so that per-entity keys such as
+	// invoice:42 do not pile up). The floor keeps them increasing should
+	// the store's clock go back. Tokens are therefore large numbers (about
+	// 1.8e15 today), not 1, 2, 3: compare them, never count them. A
+	// refused Acquire leaves the counter as it was.
 	//
 	// If the key is held, including by owner itself, Acquire returns a
 	// *HeldError (errors.Is(err, ErrHeld)) naming the holder's lease.
+	//
+	// After a data loss the store grants nobody a lease that its holder
+	// may still believe in: if the store restarted without its data less
+	// than the restart guard ago (at least ttl; stores can be told to wait
+	// longer, for fleets whose leases outgrow their first ttl) and has not
+	// granted key since, Acquire returns a *HeldError with Recovering set,
+	// an empty Holder.Owner and, as Holder.TTL, how long it keeps refusing.
+	// By then every lease granted before the restart has ended, on its
+	// holder's clock as on the store's.
 	Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (Lease, error)
 
 	// Renew extends owner's live lease on key to ttl from now, keeping its

@@ -15,9 +15,15 @@
 //   - At most one owner holds a key at any instant of the store's clock.
 //   - Every grant of a key carries a fencing token strictly greater than
 //     the token of every earlier grant of that key in the same store, also
-//     across expiry and release; when the caller passes the highest token it
-//     has seen as the floor of Acquire, also across a store that lost its
-//     data.
+//     across expiry and release, and across a store that lost its data or
+//     the key's counter, for callers that never saw a token as well: a
+//     token is at least the store's clock in microseconds. When the caller
+//     passes the highest token it has seen as the floor of Acquire, also
+//     across a store whose clock went back.
+//   - After a store restarted without its data, it grants a key to nobody
+//     until every lease on it granted before the restart has ended (the
+//     restart guard: at least the requested ttl); until then Acquire
+//     returns a HeldError with Recovering set, saying how long to wait.
 //   - Renew and Release change nothing unless the caller is the current
 //     owner: a stale owner can never extend, shorten or delete a newer
 //     holder's lease.

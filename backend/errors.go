@@ -28,20 +28,33 @@ var (
 	ErrClosed = errors.New("store closed")
 )
 
-// HeldError is returned by Acquire when the key is held, and by
-// AcquireQueued (see Queue) also when the key is free but kept for the
-// waiter first in line.
+// HeldError is returned by Acquire when the key is held, by AcquireQueued
+// (see Queue) also when the key is free but kept for the waiter first in
+// line, and by both when the store may have lost the key's lease in a
+// restart and grants it to nobody until that lease would have ended
+// (Recovering).
 type HeldError struct {
 	// Holder is the lease that holds the key, with its remaining TTL. Its
-	// Owner is empty when the key is free but kept for Next.
+	// Owner is empty when the key is free but kept for Next, and when the
+	// store is Recovering: TTL is then how long it keeps refusing the key.
 	Holder Lease
 	// Next is the waiter first in the key's line, if the store keeps one
 	// and anyone is in it (Queue).
 	Next string
+	// Recovering reports that the store restarted without its data and
+	// may have lost a lease on the key that its holder still believes in:
+	// the store grants the key to nobody for Holder.TTL, after which every
+	// lease granted before the restart has ended. A caller waits that long
+	// and asks again.
+	Recovering bool
 }
 
 // Error implements error.
 func (e *HeldError) Error() string {
+	if e.Recovering {
+		return fmt.Sprintf("key %q is not granted for another %v: the store restarted without its data, and a lease on the key granted before may still be in use until then",
+			e.Holder.Key, e.Holder.TTL)
+	}
 	if e.Holder.Owner == "" {
 		return fmt.Sprintf("key %q is free but kept for %q, first in line", e.Holder.Key, e.Next)
 	}

@@ -31,6 +31,24 @@ func TestHeldError(t *testing.T) {
 	}
 }
 
+func TestHeldErrorRecovering(t *testing.T) {
+	var err error = fmt.Errorf("acquire: %w", &backend.HeldError{
+		Holder:     backend.Lease{Key: "{a:b}:role", TTL: 45 * time.Second},
+		Recovering: true,
+	})
+	if !errors.Is(err, backend.ErrHeld) {
+		t.Errorf("errors.Is(%v, ErrHeld) = false", err)
+	}
+	for _, want := range []string{"{a:b}:role", "restarted", "45s"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not mention %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "first in line") {
+		t.Errorf("%q speaks of a line; the store is recovering", err)
+	}
+}
+
 func TestNotHeldError(t *testing.T) {
 	for _, c := range []struct {
 		err  *backend.NotHeldError

@@ -38,6 +38,8 @@ type Queue interface {
 	// is in line already, until patience from now, asking for ttl and
 	// floor should the key be handed to it; patience 0 neither joins nor
 	// refreshes (a try that must not wait). patience must not be negative.
+	// A refusal because the store is recovering from a restart (Recovering
+	// in the HeldError) neither joins nor leaves the line.
 	AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (Lease, error)
 
 	// Dequeue takes owner out of key's line (a waiter that gave up). It is

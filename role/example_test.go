@@ -20,29 +20,35 @@ func ExampleElector() {
 
 	idA, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
 	idB, _ := instanceid.New("10.0.0.8", "acme", "billing", 8080)
-	elected := make(chan string, 2)
+	type tenure struct {
+		id    instanceid.ID
+		epoch uint64 // from the store's clock: a large number that only increases
+	}
+	elected := make(chan tenure, 2)
 	onElected := func(id instanceid.ID) role.Option {
 		return role.OnElected(func(ctx context.Context) {
 			epoch, _ := role.EpochFromContext(ctx)
-			elected <- fmt.Sprintf("%s is master, epoch %d", id, epoch)
+			elected <- tenure{id, epoch}
 		})
 	}
 	a, _ := role.NewElector(store, idA, role.Config{}, quiet, onElected(idA))
 	b, _ := role.NewElector(store, idB, role.Config{}, quiet, onElected(idB))
 
 	a.Start()
-	fmt.Println(<-elected)
+	first := <-elected
+	fmt.Println(first.id, "is master")
 	b.Start()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.Stop(ctx) // releases the role key at once
-	fmt.Println(<-elected)
+	second := <-elected
+	fmt.Println(second.id, "is master, with a larger epoch:", second.epoch > first.epoch)
 	fmt.Println("a is master:", a.IsMaster(), "- b is master:", b.IsMaster())
 	b.Stop(ctx)
 	// Output:
-	// 10.0.0.7:acme:billing:8080 is master, epoch 1
-	// 10.0.0.8:acme:billing:8080 is master, epoch 2
+	// 10.0.0.7:acme:billing:8080 is master
+	// 10.0.0.8:acme:billing:8080 is master, with a larger epoch: true
 	// a is master: false - b is master: true
 }
 

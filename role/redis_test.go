@@ -45,7 +45,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 
 func redisStore(t testing.TB, r *testenv.Redis) *redisbackend.Store {
 	t.Helper()
-	s, err := redisbackend.New(r.Client(t))
+	s, err := redisbackend.New(r.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestRedisPausedMasterStepsDown(t *testing.T) {
 	rdbOpts.ReadTimeout = 100 * time.Millisecond
 	rdbOpts.WriteTimeout = 100 * time.Millisecond
 	rdbOpts.ContextTimeoutEnabled = true
-	s, err := redisbackend.New(redisClient(t, rdbOpts))
+	s, err := redisbackend.New(redisClient(t, rdbOpts), redisbackend.WithoutRestartGuard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 )
 
 // recorder keeps the callbacks of one elector in the order they ran.
+// OnElected is recorded as "elected"; the tenures' contexts, and their
+// epochs, are kept in order beside.
 type recorder struct {
 	mu      sync.Mutex
 	got     []string
@@ -30,11 +32,10 @@ func (r *recorder) add(s string) {
 func (r *recorder) options() []Option {
 	return []Option{
 		OnElected(func(ctx context.Context) {
-			ep, _ := EpochFromContext(ctx)
 			r.mu.Lock()
 			r.tenures = append(r.tenures, ctx)
 			r.mu.Unlock()
-			r.add(fmt.Sprintf("elected %d", ep))
+			r.add("elected")
 		}),
 		OnDemoted(func() { r.add("demoted") }),
 		OnMasterChange(func(id string) { r.add("master " + id) }),
@@ -53,6 +54,12 @@ func (r *recorder) tenure(i int) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.tenures[i]
+}
+
+// epoch returns the epoch of the i-th tenure.
+func (r *recorder) epoch(i int) uint64 {
+	ep, _ := EpochFromContext(r.tenure(i))
+	return ep
 }
 
 // receive waits for ch to deliver or be closed, failing t after the
@@ -82,6 +89,9 @@ type stalling struct {
 	holdAcquire atomic.Bool
 	claiming    chan struct{}
 	letClaim    chan struct{}
+
+	mu     sync.Mutex
+	grants []uint64 // the tokens Acquire was granted, in order
 
 	resumeOnce, claimOnce sync.Once
 }
@@ -113,7 +123,20 @@ func (s *stalling) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 		s.claiming <- struct{}{}
 		<-s.letClaim
 	}
-	return s.Store.Acquire(ctx, key, owner, ttl, floor)
+	l, err := s.Store.Acquire(ctx, key, owner, ttl, floor)
+	if err == nil {
+		s.mu.Lock()
+		s.grants = append(s.grants, l.Token)
+		s.mu.Unlock()
+	}
+	return l, err
+}
+
+// granted returns the tokens of the grants so far.
+func (s *stalling) granted() []uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.grants)
 }
 
 // resumeRenew lets the stalled Renew go on.
@@ -141,7 +164,7 @@ func TestLateRenewalDoesNotReviveTenure(t *testing.T) {
 	a, _ := NewElector(st, mustID(t, 1), fast, append(rec.options(), quiet, withClock(clk))...)
 	start(t, a)
 	t.Cleanup(st.open) // runs before the Stop registered by start
-	eventually(t, "a elected", func() bool { return rec.has("elected 1") })
+	eventually(t, "a elected", func() bool { return rec.has("elected") })
 	clk.AwaitTimers(t, 3) // a: heartbeat, deadline; store: expiry
 
 	st.stall.Store(true)
@@ -185,12 +208,13 @@ func TestLateRenewalDoesNotReviveTenure(t *testing.T) {
 
 	// The next tenure is a new one.
 	eventually(t, "a second tenure", func() bool { return len(rec.events()) >= 5 })
-	want := []string{"elected 1", "master " + a.ID().String(), "demoted", "elected 2", "master " + a.ID().String()}
+	want := []string{"elected", "master " + a.ID().String(), "demoted", "elected", "master " + a.ID().String()}
 	if got := rec.events(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("callbacks %q, want %q", got, want)
 	}
-	if !a.IsMaster() || a.Epoch() != 2 {
-		t.Fatalf("after the new claim: IsMaster %v, epoch %d; want true and 2", a.IsMaster(), a.Epoch())
+	first, second := rec.epoch(0), rec.epoch(1)
+	if !a.IsMaster() || second <= first || a.Epoch() != second {
+		t.Fatalf("after the new claim: IsMaster %v, epoch %d (tenures %d then %d); want true and a new, larger epoch", a.IsMaster(), a.Epoch(), first, second)
 	}
 }
 
@@ -223,7 +247,7 @@ func TestOwnLiveKeyAfterStepDownTakesNewEpoch(t *testing.T) {
 	var rec recorder
 	a, _ := NewElector(cut, mustID(t, 1), fast, append(rec.options(), quiet, withClock(clk))...)
 	start(t, a)
-	eventually(t, "a elected", func() bool { return rec.has("elected 1") })
+	eventually(t, "a elected", func() bool { return rec.has("elected") })
 	clk.AwaitTimers(t, 3) // a: heartbeat, deadline; store: expiry
 
 	cut.down.Store(true)
@@ -232,16 +256,17 @@ func TestOwnLiveKeyAfterStepDownTakesNewEpoch(t *testing.T) {
 	clk.Advance(fast.HeartbeatExpiration - fast.SafetyMargin)
 	eventually(t, "a second tenure", func() bool { return len(rec.events()) >= 4 })
 	got := rec.events()
-	want := []string{"elected 1", "master " + a.ID().String(), "demoted", "elected 2"}
+	want := []string{"elected", "master " + a.ID().String(), "demoted", "elected"}
 	if fmt.Sprint(got[:4]) != fmt.Sprint(want) {
 		t.Fatalf("callbacks %q, want %q first", got, want)
 	}
-	if ep, _ := EpochFromContext(rec.tenure(1)); ep != 2 || a.Epoch() != 2 {
-		t.Fatalf("second tenure's epoch %d (Epoch %d), want 2", ep, a.Epoch())
+	first, second := rec.epoch(0), rec.epoch(1)
+	if second <= first || a.Epoch() != second {
+		t.Fatalf("second tenure's epoch %d (Epoch %d), want one above the first tenure's %d", second, a.Epoch(), first)
 	}
 	l, err := store.Get(context.Background(), a.Key())
-	if err != nil || l.Token != 2 || l.Owner != a.owner {
-		t.Fatalf("role key %+v, %v; want a's lease with token 2", l, err)
+	if err != nil || l.Token != second || l.Owner != a.owner {
+		t.Fatalf("role key %+v, %v; want a's lease with token %d", l, err, second)
 	}
 }
 
@@ -258,7 +283,7 @@ type recovering struct {
 func (r *recovering) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 	if r.on.Load() {
 		r.refused.Add(1)
-		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: r.ttl}}
+		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: r.ttl}, Recovering: true}
 	}
 	return r.Store.Acquire(ctx, key, owner, ttl, floor)
 }
@@ -278,6 +303,7 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 	start(t, b)
 	eventually(t, "b sees a", func() bool { return rec.has("master " + a.ID().String()) })
 
+	aEpoch := a.Epoch()
 	rs.on.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
@@ -303,8 +329,8 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 	rs.on.Store(false)
 	clk.Advance(30 * time.Millisecond) // past the TTL and its jitter
 	eventually(t, "b elected once the store grants again", b.IsMaster)
-	if b.Epoch() <= 1 {
-		t.Fatalf("b's epoch %d, want more than a's 1", b.Epoch())
+	if b.Epoch() <= aEpoch {
+		t.Fatalf("b's epoch %d, want more than a's %d", b.Epoch(), aEpoch)
 	}
 }
 
@@ -332,8 +358,11 @@ func TestLateGrantIsVoid(t *testing.T) {
 	}
 	clk.Advance(50 * time.Millisecond) // the back-off's longest first delay
 	eventually(t, "a elected", func() bool { return len(rec.events()) >= 2 })
-	want := []string{"elected 2", "master " + a.ID().String()}
+	want := []string{"elected", "master " + a.ID().String()}
 	if got := rec.events(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("callbacks %q, want %q", got, want)
+	}
+	if granted := st.granted(); len(granted) != 2 || rec.epoch(0) != granted[1] || granted[1] <= granted[0] {
+		t.Fatalf("grants %d, tenure's epoch %d; want the second, larger grant's token", granted, rec.epoch(0))
 	}
 }

@@ -134,13 +134,14 @@ func ExampleWithLock() {
 	done := make(chan error)
 	s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
 		schedlock.Task(func(ctx context.Context) error {
+			first, _ := schedlock.Token(ctx) // from the store's clock: a large number
 			for batch := range 3 {
 				if err := schedlock.Extend(ctx, time.Minute); err != nil {
 					done <- err
 					return err // lost the lock or the mastership: stop
 				}
 				token, _ := schedlock.Token(ctx)
-				fmt.Printf("batch %d written with fencing token %d\n", batch, token)
+				fmt.Printf("batch %d written with the run's fencing token: %v\n", batch, token == first)
 			}
 			done <- schedlock.Assert(ctx)
 			return nil
@@ -150,9 +151,9 @@ func ExampleWithLock() {
 	s.Start()
 	fmt.Println("still master and lock holder:", <-done == nil)
 	// Output:
-	// batch 0 written with fencing token 1
-	// batch 1 written with fencing token 1
-	// batch 2 written with fencing token 1
+	// batch 0 written with the run's fencing token: true
+	// batch 1 written with the run's fencing token: true
+	// batch 2 written with the run's fencing token: true
 	// still master and lock holder: true
 }
 
@@ -174,7 +175,7 @@ func ExampleRun() {
 	ctx := context.Background()
 	err = schedlock.Run(ctx, gate, func(ctx context.Context) error {
 		epoch, _ := schedlock.Epoch(ctx)
-		fmt.Println("tick handled by the master of epoch", epoch)
+		fmt.Println("tick handled by the master, with its epoch:", epoch == el.Epoch())
 		return nil
 	})
 	fmt.Println("first tick:", err)
@@ -183,7 +184,7 @@ func ExampleRun() {
 	err = schedlock.Run(ctx, gate, func(ctx context.Context) error { return nil })
 	fmt.Println("after stopping, skipped:", errors.Is(err, schedlock.ErrSkipped), errors.Is(err, schedlock.ErrNotMaster))
 	// Output:
-	// tick handled by the master of epoch 1
+	// tick handled by the master, with its epoch: true
 	// first tick: <nil>
 	// after stopping, skipped: true true
 }

@@ -75,7 +75,7 @@ func newFleet(t *testing.T, kind string, n int, cfg role.Config) *fleet {
 			}
 			st = mem
 		case "redis":
-			rs, err := redisbackend.New(server.Client(t))
+			rs, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,16 +21,20 @@ func ExampleLocker_DoKey() {
 	a, _ := synclock.NewLocker(store, idA, synclock.Config{}, quiet)
 	b, _ := synclock.NewLocker(store, idB, synclock.Config{}, quiet)
 
+	var last uint64 // what a fenced resource remembers
 	for _, lk := range []*synclock.Locker{a, b} {
 		lk.DoKey(context.Background(), "invoice:42", func(ctx context.Context) error {
+			// Tokens come from the store's clock: large numbers that
+			// only increase.
 			token, _ := synclock.Token(ctx)
-			fmt.Printf("%s closes invoice 42 with token %d\n", lk.ID(), token)
+			fmt.Printf("%s closes invoice 42 with a token above the last: %v\n", lk.ID(), token > last)
+			last = token
 			return nil
 		})
 	}
 	// Output:
-	// 10.0.0.7:acme:billing:8080 closes invoice 42 with token 1
-	// 10.0.0.8:acme:billing:8080 closes invoice 42 with token 2
+	// 10.0.0.7:acme:billing:8080 closes invoice 42 with a token above the last: true
+	// 10.0.0.8:acme:billing:8080 closes invoice 42 with a token above the last: true
 }
 
 // DoValue returns what the section computed.
@@ -58,11 +62,11 @@ func ExampleMutex() {
 	if err := m.Lock(ctx); err != nil {
 		return
 	}
-	token, _ := m.Token()
-	fmt.Println("holding the ledger lock, token", token)
+	token, ok := m.Token()
+	fmt.Println("holding the ledger lock, with a token:", ok && token > 0)
 	fmt.Println("unlock:", m.Unlock(ctx))
 	// Output:
-	// holding the ledger lock, token 1
+	// holding the ledger lock, with a token: true
 	// unlock: <nil>
 }
 

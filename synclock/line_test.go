@@ -98,7 +98,7 @@ func TestLineOrderAcrossInstances(t *testing.T) {
 	cfg := synclock.Config{RetryInterval: time.Hour}
 	t.Run("Redis", func(t *testing.T) {
 		testLineOrder(t, cfg, 1, func(t testing.TB) queueStore {
-			s, err := redisbackend.New(server.Client(t))
+			s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
 			if err != nil {
 				t.Fatal(err)
 			}

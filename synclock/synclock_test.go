@@ -55,7 +55,7 @@ func redisLocker(t testing.TB, n int, cfg synclock.Config, opts ...synclock.Opti
 // newRedisStore returns a store on its own client of the package's server.
 func newRedisStore(t testing.TB) *redisbackend.Store {
 	t.Helper()
-	s, err := redisbackend.New(server.Client(t))
+	s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func (c *counting) Acquire(ctx context.Context, key, owner string, ttl time.Dura
 func TestWaiterWakesOnRelease(t *testing.T) {
 	cfg := synclock.Config{RetryInterval: time.Hour}
 	holder, _ := redisLocker(t, 1, cfg)
-	s, err := redisbackend.New(server.Client(t))
+	s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ func memHarness(t *testing.T, opts ...membackend.Option) backendtest.Harness {
 	return backendtest.Harness{
 		NewStore: func(testing.TB) backend.Store { return s },
 		Wipe:     func(testing.TB) { s.Reset() },
+		Restart:  func(testing.TB) { s.Restart() },
 	}
 }
 

@@ -29,6 +29,12 @@
 //					t.Fatal(err)
 //				}
 //			},
+//			// Optional: a restart without data, for the restart guard.
+//			Restart: func(t testing.TB) {
+//				if err := srv.Restart(); err != nil {
+//					t.Fatal(err)
+//				}
+//			},
 //		})
 //	}
 //
@@ -50,10 +56,16 @@
 //     and Release without one frees the key at once;
 //   - leases end by the store's clock without anyone calling the store,
 //     never earlier than their TTL allows;
-//   - fencing tokens start at 1 for a fresh key, strictly increase across
-//     release, expiry and keep times, are independent between keys, honour
-//     the floor passed to Acquire, and keep increasing across a store that
-//     lost its data when the floor is passed;
+//   - fencing tokens strictly increase across release, expiry and keep
+//     times, come from a clock (a fresh key's first token is at least the
+//     clock in microseconds, give or take an hour of skew), are
+//     independent between keys, honour the floor passed to Acquire
+//     (max(counter, floor, clock)+1), and keep increasing across a store
+//     that lost its data, with the floor and without it;
+//   - with Harness.Restart: after a restart without data, a key is granted
+//     to nobody before a lease the restart lost has ended by its holder's
+//     count, refusals meanwhile say Recovering, and the next token is
+//     above every earlier one;
 //   - a Watch opened before a release reports it, for every watcher of
 //     the key; it never reports a release when the lease ended otherwise
 //     (expiry, a keep time, a wipe); renewals, where a store reports
@@ -102,6 +114,6 @@
 // Each Run uses keys under a hash tag of its own, {conf:<random app>}, so
 // runs against a shared server do not collide. The subtests under
 // Parallel run concurrently with one another; those under Sequential call
-// Harness.Wipe and so run after them, alone. Run must therefore not run
+// Harness.Wipe or Harness.Restart and so run after them, alone. Run must therefore not run
 // concurrently with anything else that uses the data Wipe removes.
 package backendtest

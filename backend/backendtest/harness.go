@@ -28,11 +28,21 @@ type Harness struct {
 	NewStore func(t testing.TB) backend.Store
 
 	// Wipe makes the store lose all its data, leases and fencing counters
-	// alike, as a server restarted without its data would. Run calls it
-	// only while none of its other subtests runs, and opens new stores
-	// after it: of the stores opened before, only a Watch opened before
-	// Wipe is read afterwards. If it cannot wipe the store it fails t.
+	// alike, in a way the store cannot notice, as FLUSHALL does to Redis:
+	// its restart guard does not apply. Run calls it only while none of
+	// its other subtests runs, and opens new stores after it: of the
+	// stores opened before, only a Watch opened before Wipe is read
+	// afterwards. If it cannot wipe the store it fails t.
 	Wipe func(t testing.TB)
+
+	// Restart, if not nil, restarts the store's server without its data
+	// (for Redis, redis-server restarted empty; for membackend, Restart),
+	// so that its restart guard applies. Stores that NewStore opens after
+	// it must guard grants for their ttl (backend.Store's Acquire) and no
+	// longer than 10 s. Run calls it, like Wipe, only while none of
+	// its other subtests runs, and reads no store opened before it. Nil
+	// skips the Sequential/Restart subtest.
+	Restart func(t testing.TB)
 
 	// Slack is how far the store's view of time may be off from the
 	// suite's when the suite judges durations: how much earlier than its
@@ -141,5 +151,6 @@ func (s *suite) parallelCases() []testCase {
 func (s *suite) sequentialCases() []testCase {
 	return []testCase{
 		{"FloorAfterWipe", s.testFloorAfterWipe},
+		{"Restart", s.testRestart},
 	}
 }

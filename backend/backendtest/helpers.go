@@ -32,6 +32,10 @@ const (
 
 	// longTTL is a lease that outlives any subtest.
 	longTTL = 30 * time.Second
+
+	// maxClockSkew is how far the store's clock may be behind the
+	// suite's when the suite checks that tokens come from a clock.
+	maxClockSkew = time.Hour
 )
 
 // suite is the state of one Run.
@@ -120,7 +124,7 @@ func (s *suite) checkGrant(t testing.TB, what string, l backend.Lease, key, owne
 		t.Errorf("%s: lease on %q for %q, want %q for %q", what, l.Key, l.Owner, key, owner)
 	}
 	if l.Token == 0 {
-		t.Errorf("%s: lease on %q has token 0; tokens start at 1", what, key)
+		t.Errorf("%s: lease on %q has token 0; tokens are positive", what, key)
 	}
 	s.checkTTL(t, what, l.TTL, ttl, sent)
 }

@@ -91,6 +91,30 @@ var mutants = map[string]struct {
 			return s.Acquire(ctx, key, owner, ttl, 0)
 		}}
 	}, nil},
+	"counts tokens without the clock": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
+		// Tokens from a counter alone, max(counter, floor) + 1, which a
+		// wipe resets: the formula before tokens came from the clock.
+		var mu sync.Mutex
+		counters := map[string]uint64{}
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			l, err := s.Acquire(ctx, key, owner, ttl, floor)
+			if err == nil {
+				mu.Lock()
+				defer mu.Unlock()
+				l.Token = max(counters[key], floor) + 1
+				counters[key] = l.Token
+			}
+			return l, err
+		}, reset: func() {
+			mu.Lock()
+			defer mu.Unlock()
+			clear(counters)
+			s.Reset()
+		}}
+	}, nil},
+	"grants while recovering": {"Restart", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, restart: s.Reset}
+	}, nil},
 	"forgets the floor after a wipe": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 			if floor > 100 {
@@ -269,6 +293,24 @@ type mutant struct {
 	acquireQueued func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error)
 	dequeue       func(ctx context.Context, key, owner string) error
 	awaitHandover func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error)
+	reset         func() // the harness's Wipe
+	restart       func() // the harness's Restart
+}
+
+func (m *mutant) Reset() {
+	if m.reset != nil {
+		m.reset()
+		return
+	}
+	m.Store.Reset()
+}
+
+func (m *mutant) Restart() {
+	if m.restart != nil {
+		m.restart()
+		return
+	}
+	m.Store.Restart()
 }
 
 var _ backend.Handover = (*mutant)(nil)
@@ -387,9 +429,17 @@ func TestMutant(t *testing.T) {
 	s := membackend.New(m.opts...)
 	t.Cleanup(func() { s.Close() })
 	st := m.wrap(s)
+	restarter, _ := st.(interface {
+		Reset()
+		Restart()
+	})
+	if restarter == nil {
+		restarter = s
+	}
 	backendtest.Run(t, backendtest.Harness{
 		NewStore: func(testing.TB) backend.Store { return st },
-		Wipe:     func(testing.TB) { s.Reset() },
+		Wipe:     func(testing.TB) { restarter.Reset() },
+		Restart:  func(testing.TB) { restarter.Restart() },
 	})
 }
 
@@ -408,7 +458,7 @@ func TestSuiteCatchesMutants(t *testing.T) {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			t.Parallel()
 			group := "Parallel"
-			if m.subtest == "FloorAfterWipe" {
+			if m.subtest == "FloorAfterWipe" || m.subtest == "Restart" {
 				group = "Sequential"
 			}
 			cmd := exec.CommandContext(t.Context(), exe,

@@ -469,13 +469,17 @@ func (s *suite) testQueueZeroPatience(t *testing.T) {
 }
 
 // testQueueFencing checks that AcquireQueued hands out fencing tokens
-// from the same counter as Acquire, under the same rules: a fresh key
-// starts at 1, every grant is above the one before whichever method made
-// it, refusals (even with a floor) leave the counter alone, and the floor
-// gives max(counter, floor)+1, also for a key handed to a waiter, whose
-// floor is the one it asked with.
+// from the same counter as Acquire, under the same rules: every grant is
+// above the one before whichever method made it, refusals (even with a
+// floor) leave the counter alone, and the floor gives
+// max(counter, floor, clock)+1, also for a key handed to a waiter, whose
+// floor is the one it asked with. Floors above the clock make the
+// expected tokens exact.
 func (s *suite) testQueueFencing(t *testing.T) {
-	const big = 1<<60 + 1
+	const (
+		ahead = 1 << 52 // above any clock in microseconds, below 2^53
+		big   = 1<<60 + 1
+	)
 	ctx := testCtx(t)
 	a, b := s.queue(t), s.queue(t)
 	key := s.key("queue-fencing")
@@ -486,35 +490,48 @@ func (s *suite) testQueueFencing(t *testing.T) {
 			t.Errorf("%s: token %d; want %d", what, l.Token, token)
 		}
 	}
+	above := func(what string, l backend.Lease, prev uint64) {
+		t.Helper()
+		if l.Token <= prev {
+			t.Errorf("%s: token %d; want one above %d", what, l.Token, prev)
+		}
+	}
 	l := s.acquireQueued(t, ctx, a, key, "a", longTTL, 0, waitPatience)
-	want("AcquireQueued of a fresh key", l, 1)
+	above("AcquireQueued of a fresh key", l, 0)
 	release(t, ctx, a, key, "a", 0)
+	prev := l.Token
 	l = s.acquire(t, ctx, b, key, "b", longTTL, 0)
-	want("Acquire after a grant by AcquireQueued", l, 2)
+	above("Acquire after a grant by AcquireQueued", l, prev)
 
 	w := watch(t, ctx, b, key)
-	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 1000, waitPatience)
-	checkHeldBy(t, "a's AcquireQueued with floor 1000 of the held key", err, l, longTTL)
+	_, err := a.AcquireQueued(ctx, key, "a", longTTL, ahead, waitPatience)
+	checkHeldBy(t, fmt.Sprintf("a's AcquireQueued with floor %d of the held key", uint64(ahead)), err, l, longTTL)
 	release(t, ctx, b, key, "b", 0)
-	l = s.passedTo(t, ctx, w, a, b, key, "a", longTTL, l.Token, "b's release with a in line, which asked with floor 1000")
+	prev = l.Token
+	l = s.passedTo(t, ctx, w, a, b, key, "a", longTTL, l.Token, "b's release with a in line, which asked with a floor above the clock")
 	if s.handsOver(t, ctx, a) {
-		want("the key handed to a waiter that asked with floor 1000", l, 1001)
+		want("the key handed to a waiter that asked with a floor above the clock", l, ahead+1)
 	} else {
-		want("the grant of a waiter that asks with no floor", l, 3)
+		above("the grant of a waiter that asks with no floor", l, prev)
 	}
-	prev := l.Token
-	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 5000, 0)
-	checkHeldBy(t, "b's try with floor 5000 while a holds the key", err, l, longTTL)
+	prev = l.Token
+	_, err = b.AcquireQueued(ctx, key, "b", longTTL, ahead+5000, 0)
+	checkHeldBy(t, "b's try with a higher floor while a holds the key", err, l, longTTL)
 	release(t, ctx, a, key, "a", 0)
+	l = s.acquireQueued(t, ctx, b, key, "b", longTTL, 0, 0)
+	above("AcquireQueued after a refusal with a higher floor", l, prev)
+	if l.Token >= ahead+5000 {
+		t.Errorf("AcquireQueued after a refusal with floor %d: token %d; a refused request must not raise the counter", uint64(ahead+5000), l.Token)
+	}
+	release(t, ctx, b, key, "b", 0)
 
 	for _, c := range []struct {
 		floor, want uint64
 		why         string
 	}{
-		{prev, prev + 1, "a floor equal to the counter, after a refusal with a higher one"},
-		{2000, 2001, "a floor above the counter"},
-		{5, 2002, "a floor below the counter"},
-		{2002, 2003, "a floor equal to the counter"},
+		{ahead + 10, ahead + 11, "a floor above the counter"},
+		{5, ahead + 12, "a floor below the counter"},
+		{ahead + 12, ahead + 13, "a floor equal to the counter"},
 		{big, big + 1, "a floor above 2^53"},
 		{0, big + 2, "no floor after a big one"},
 	} {
@@ -688,7 +705,8 @@ func (s *suite) testHandover(t *testing.T) {
 
 	w := watch(t, ctx, watcher, key)
 	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, held.Token+100, waitPatience)
+	floor := held.Token + 1<<50 // far above where the clock gets to meanwhile
+	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, floor, waitPatience)
 	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
 	type result struct {
 		l   backend.Lease
@@ -705,9 +723,9 @@ func (s *suite) testHandover(t *testing.T) {
 	if r.err != nil || !r.ok {
 		t.Fatalf("AwaitHandover while the holder released: ok %v, err %v", r.ok, r.err)
 	}
-	if r.l.Owner != "a" || r.l.TTL != waiterTTL || r.l.Token != held.Token+101 {
+	if r.l.Owner != "a" || r.l.TTL != waiterTTL || r.l.Token != floor+1 {
 		t.Errorf("AwaitHandover returned %+v; want owner a, ttl %v (a's, not the holder's) and token %d (a's floor + 1)",
-			r.l, waiterTTL, held.Token+101)
+			r.l, waiterTTL, floor+1)
 	}
 	awaitRenewal(t, w, longTTL, "the handover to a")
 	g := get(t, ctx, watcher, key)

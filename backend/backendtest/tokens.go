@@ -45,49 +45,74 @@ func (s *suite) testTokensIncrease(t *testing.T) {
 	release(t, ctx, b, key, "last", 0)
 }
 
-// testTokensPerKey checks that a fresh key's first token is 1 (its
-// counter starts at 0 and the new token is max(counter, floor)+1) and
-// that the counters of two keys do not share increments.
+// testTokensPerKey checks that each key's tokens increase whatever
+// happens to other keys, that they come from a clock (a fresh key's first
+// token is at least the suite's clock in microseconds, give or take
+// maxClockSkew), and that a floor on one key does not raise another's.
 func (s *suite) testTokensPerKey(t *testing.T) {
 	ctx := testCtx(t)
 	st := s.store(t)
 	k1, k2 := s.key("tokens-per-key", "one"), s.key("tokens-per-key", "two")
 
-	cycle := func(key string, want uint64) {
+	last := map[string]uint64{}
+	cycle := func(key string, floor uint64) uint64 {
 		t.Helper()
-		l := s.acquire(t, ctx, st, key, "owner", longTTL, 0)
-		if l.Token != want {
-			t.Errorf("grant %d of %q has token %d; want %d", want, key, l.Token, want)
+		sent := time.Now()
+		l := s.acquire(t, ctx, st, key, "owner", longTTL, floor)
+		if l.Token <= last[key] {
+			t.Errorf("grant of %q has token %d, not above its earlier %d", key, l.Token, last[key])
 		}
+		if last[key] == 0 {
+			if low := sent.Add(-maxClockSkew).UnixMicro(); l.Token < uint64(low) {
+				t.Errorf("the first token of the fresh key %q is %d, below the clock in microseconds (%d, less %v): tokens must come from the store's clock", key, l.Token, sent.UnixMicro(), maxClockSkew)
+			}
+		}
+		last[key] = l.Token
 		release(t, ctx, st, key, "owner", 0)
+		return l.Token
 	}
-	cycle(k1, 1)
-	cycle(k1, 2)
-	cycle(k1, 3)
-	cycle(k2, 1)
-	cycle(k1, 4)
-	cycle(k2, 2)
+	cycle(k1, 0)
+	cycle(k1, 0)
+	cycle(k2, 0)
+	cycle(k1, 0)
+	cycle(k2, 0)
+	const far = 1 << 56 // far above any clock in microseconds
+	if tok := cycle(k1, far); tok != far+1 {
+		t.Errorf("Acquire(floor %d) of %q granted token %d; want %d", uint64(far), k1, tok, uint64(far+1))
+	}
+	if tok := cycle(k2, 0); tok >= far {
+		t.Errorf("key %q got token %d after a floor of %d on another key: counters must be per key", k2, tok, uint64(far))
+	}
 }
 
 // testTokenFloor checks the floor of Acquire: the token is
-// max(counter, floor)+1, on a fresh key and on one whose counter is above
-// or equal to the floor, with values beyond the 2^53 that a float64 (a
-// Lua number) holds exactly.
+// max(counter, floor, clock)+1, with floors below the clock, above it,
+// equal to the counter, and beyond the 2^53 that a float64 (a Lua number)
+// holds exactly.
 func (s *suite) testTokenFloor(t *testing.T) {
-	const big = 1<<60 + 1
+	const (
+		ahead = 1<<52 + 7 // above any clock in microseconds, below 2^53
+		big   = 1<<60 + 1
+	)
 	ctx := testCtx(t)
 	st := s.store(t)
 	key := s.key("token-floor")
 
+	first := s.acquire(t, ctx, st, key, "owner", longTTL, 5)
+	if first.Token <= 5 {
+		t.Errorf("a fresh key with floor 5 was granted token %d", first.Token)
+	}
+	release(t, ctx, st, key, "owner", 0)
 	for _, c := range []struct {
 		floor, want uint64
 		why         string
 	}{
-		{1000, 1001, "a fresh key with a floor"},
-		{5, 1002, "a floor below the counter"},
-		{1002, 1003, "a floor equal to the counter"},
+		{ahead, ahead + 1, "a floor above the clock"},
+		{5, ahead + 2, "a floor below the counter"},
+		{ahead + 2, ahead + 3, "a floor equal to the counter"},
 		{big, big + 1, "a floor above 2^53"},
 		{0, big + 2, "no floor after a big one"},
+		{big + 2, big + 3, "a big floor equal to the counter"},
 	} {
 		l := s.acquire(t, ctx, st, key, "owner", longTTL, c.floor)
 		if l.Token != c.want {
@@ -96,8 +121,8 @@ func (s *suite) testTokenFloor(t *testing.T) {
 		release(t, ctx, st, key, "owner", 0)
 	}
 	fresh := s.acquire(t, ctx, st, s.key("token-floor", "other"), "owner", longTTL, 0)
-	if fresh.Token != 1 {
-		t.Errorf("the first token of a fresh key is %d after floors on another key; want 1", fresh.Token)
+	if fresh.Token >= ahead {
+		t.Errorf("the first token of a fresh key is %d after floors on another key; want one from the clock, below %d", fresh.Token, uint64(ahead))
 	}
 	release(t, ctx, st, fresh.Key, "owner", 0)
 }

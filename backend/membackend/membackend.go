@@ -8,6 +8,17 @@
 // Every user of one Store shares its data, as the clients of one server do.
 // The store's clock is injectable (for baton's own tests), which lets
 // policy tests move time instead of sleeping.
+//
+// Fencing tokens follow the backend.Store formula with the store's clock:
+// max(counter, floor, clock in microseconds) + 1, where the store never
+// reads the same microsecond twice (as a server never runs two grants in
+// one), so tokens increase also on a fake clock that stands still. A
+// key's counter lapses FenceLife, or the ttl of its last grant if that is
+// longer, after that grant, unless a floor put it further than that ahead
+// of the clock: then it never lapses. The tokens of a real-clock store are
+// thus large numbers; those of a store on a fake clock follow that clock.
+// Reset plays a server wiped of its data (FLUSHALL), Restart one restarted
+// without it, after which the restart guard applies (see Restart).
 package membackend
 
 import (
@@ -30,16 +41,32 @@ var (
 // New.
 type Store struct {
 	clock      clock.Clock
-	noHandover bool // WithoutHandover
+	noHandover bool          // WithoutHandover
+	guard      time.Duration // WithRestartGuard
 
-	mu       sync.Mutex
-	leases   map[string]*entry
-	fences   map[string]uint64
-	watchers map[string]map[*watch]struct{}
-	lines    map[string][]waiter            // key -> waiters in arrival order (Queue)
-	mail     map[mailKey]chan backend.Lease // handed-over leases not yet collected (Handover)
-	members  map[string]map[string]*member  // group -> name -> member
-	closed   bool
+	mu        sync.Mutex
+	leases    map[string]*entry
+	fences    map[string]fence
+	sweepAt   int       // prune expired fences once there are this many
+	restarted time.Time // when Restart was last called; zero if never
+	lastUS    int64     // the clock reading of the last grant, in µs
+	watchers  map[string]map[*watch]struct{}
+	lines     map[string][]waiter            // key -> waiters in arrival order (Queue)
+	mail      map[mailKey]chan backend.Lease // handed-over leases not yet collected (Handover)
+	members   map[string]map[string]*member  // group -> name -> member
+	closed    bool
+}
+
+// FenceLife is how long the store keeps a key's fencing counter after its
+// last grant, unless that grant's ttl is longer. A key idle for longer
+// loses its counter, as on Redis, and its next token comes from the clock.
+const FenceLife = time.Hour
+
+// fence is a key's fencing counter: the last token granted and when the
+// counter lapses (never, if zero).
+type fence struct {
+	token   uint64
+	expires time.Time
 }
 
 type entry struct {
@@ -58,6 +85,14 @@ func WithClock(c clock.Clock) Option {
 	return func(s *Store) { s.clock = c }
 }
 
+// WithRestartGuard makes the store, after Restart, refuse each key for at
+// least d (instead of only the ttl asked for) until it is granted again; see
+// Restart. Set it to the longest lease any holder of the store's keys
+// keeps. d must not be negative.
+func WithRestartGuard(d time.Duration) Option {
+	return func(s *Store) { s.guard = max(d, 0) }
+}
+
 // WithoutHandover makes the store keep a released key free for the waiter
 // first in line, naming it in EventReleased, instead of handing the key to
 // it (backend.Handover); AwaitHandover then fails with
@@ -72,7 +107,7 @@ func New(opts ...Option) *Store {
 	s := &Store{
 		clock:    clock.Real,
 		leases:   make(map[string]*entry),
-		fences:   make(map[string]uint64),
+		fences:   make(map[string]fence),
 		watchers: make(map[string]map[*watch]struct{}),
 		lines:    make(map[string][]waiter),
 		mail:     make(map[mailKey]chan backend.Lease),
@@ -102,17 +137,76 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if e := s.liveLocked(key, now); e != nil {
 		return backend.Lease{}, &backend.HeldError{Holder: e.lease(key, now)}
 	}
+	if err := s.recoveringLocked(key, ttl, now); err != nil {
+		return backend.Lease{}, err
+	}
 	return s.grantLocked(key, owner, ttl, floor, now), nil
 }
 
-// grantLocked gives the free key to owner with the next fencing token.
+// recoveringLocked returns the HeldError of a grant of key for ttl that
+// the restart guard refuses at now, or nil: after Restart, a key with no
+// counter (not granted since) is refused until max(ttl, guard) has passed
+// since the restart, when every lease granted before has ended.
+func (s *Store) recoveringLocked(key string, ttl time.Duration, now time.Time) error {
+	if s.restarted.IsZero() {
+		return nil
+	}
+	if _, ok := s.counterLocked(key, now); ok {
+		return nil
+	}
+	left := s.restarted.Add(max(ttl, s.guard)).Sub(now)
+	if left <= 0 {
+		return nil
+	}
+	return &backend.HeldError{Holder: backend.Lease{Key: key, TTL: left}, Recovering: true}
+}
+
+// counterLocked returns key's fencing counter if it has not lapsed by now.
+func (s *Store) counterLocked(key string, now time.Time) (uint64, bool) {
+	f, ok := s.fences[key]
+	if !ok || f.lapsed(now) {
+		return 0, false
+	}
+	return f.token, true
+}
+
+func (f fence) lapsed(now time.Time) bool {
+	return !f.expires.IsZero() && !now.Before(f.expires)
+}
+
+// grantLocked gives the free key to owner with the next fencing token:
+// max(counter, floor, clock in µs) + 1.
 func (s *Store) grantLocked(key, owner string, ttl time.Duration, floor uint64, now time.Time) backend.Lease {
-	token := max(s.fences[key], floor) + 1
-	s.fences[key] = token
+	s.lastUS = max(now.UnixMicro(), s.lastUS+1, 0)
+	us := uint64(s.lastUS)
+	counter, _ := s.counterLocked(key, now)
+	token := max(counter, floor, us) + 1
+	f := fence{token: token}
+	if life := max(ttl, FenceLife); token-us <= uint64(life.Microseconds()) {
+		// By the time the counter lapses, the clock alone gives
+		// larger tokens.
+		f.expires = now.Add(life)
+	}
+	s.fences[key] = f
+	s.sweepFencesLocked(now)
 	e := &entry{owner: owner, token: token}
 	s.leases[key] = e
 	s.expireLocked(key, e, now, ttl)
 	return e.lease(key, now)
+}
+
+// sweepFencesLocked drops lapsed counters once their number has doubled
+// since the last sweep, so that keys used once do not pile up.
+func (s *Store) sweepFencesLocked(now time.Time) {
+	if len(s.fences) < s.sweepAt {
+		return
+	}
+	for key, f := range s.fences {
+		if f.lapsed(now) {
+			delete(s.fences, key)
+		}
+	}
+	s.sweepAt = max(2*len(s.fences), 64)
 }
 
 // Renew implements backend.Store.
@@ -222,12 +316,31 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	return w, nil
 }
 
-// Reset drops every lease and every fencing counter, as a server restarted
-// without its data would. Watchers are signalled. Tests use it to check
-// that fencing floors keep tokens increasing.
+// Reset drops every lease and every fencing counter, as a FLUSHALL does to
+// a Redis server: a loss the store cannot tell from its clock, so the
+// restart guard does not apply (Restart is a restart). Watchers are
+// signalled. Tests use it to check that fencing floors and the clock keep
+// tokens increasing.
 func (s *Store) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.resetLocked()
+}
+
+// Restart drops every lease and every fencing counter, as a server
+// restarted without its data would, and starts the restart guard: until a
+// key is granted again, Acquire and AcquireQueued refuse it with a
+// backend.HeldError whose Recovering is set, until the ttl asked for (or
+// the WithRestartGuard duration, if longer) has passed since Restart on
+// the store's clock. Watchers are signalled.
+func (s *Store) Restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetLocked()
+	s.restarted = s.clock.Now()
+}
+
+func (s *Store) resetLocked() {
 	for key, e := range s.leases {
 		s.deleteLocked(key, e, backend.EventMaybeFree)
 	}

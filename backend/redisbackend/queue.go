@@ -44,6 +44,8 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 		return r.lease, nil
 	case "held", "queued":
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Next: r.next}
+	case "recovering":
+		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Recovering: true}
 	}
 	return backend.Lease{}, r.unexpected("acquire", key)
 }

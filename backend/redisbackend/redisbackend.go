@@ -7,7 +7,10 @@
 // A lease key K is stored as the string "<prefix>:K", "<token> <owner>"
 // with a PX expiry, followed by " contended" once someone waits for it or
 // watches it, or by " released" once it was released with a keep time. Its
-// fencing counter is the integer "<prefix>:K:fence", which never expires.
+// fencing counter is the integer "<prefix>:K:fence", the last token
+// granted, which expires max(ttl, 1 h) after K's last grant (or never, if
+// a floor put it further than that ahead of the server's clock), so that
+// per-entity keys such as invoice:42 leave nothing behind once idle.
 // K's hash tag (the part in braces, such as "{acme:billing}") keeps all of
 // a key's Redis keys in one Cluster slot; a key without one is used whole
 // as its tag. A key's waiting line (backend.Queue) is the sorted set
@@ -28,6 +31,30 @@
 // the write and the release notification are atomic. A script names the
 // lease key alone and derives the others from it. Expiry is decided by the
 // server's clock alone.
+//
+// # Fencing tokens
+//
+// A grant's token is max(counter, floor, the server's clock in µs, from
+// TIME) + 1. A script runs far longer than a microsecond, so the tokens of
+// a key increase also when its counter is gone: expired, or lost with the
+// server's data; a caller that has seen no token (a new process) still
+// gets a larger one. The floor covers a server whose clock went back.
+//
+// # Restart guard
+//
+// A server restarted without its data may have lost a lease whose holder
+// still acts on it. A grant that finds no fencing counter (a key never
+// granted, idle past the counter's life, or lost) therefore reads the
+// server's uptime (INFO server) and, while it is below the guard plus a
+// second (Redis counts uptime in whole seconds), refuses: Acquire and
+// AcquireQueued return a *backend.HeldError with Recovering set and the
+// time left as Holder.TTL; a waiter in line keeps its place. The guard is
+// the ttl asked for, or WithRestartGuard if longer: set that to the
+// longest lease the fleet keeps. WithoutRestartGuard turns it off, for
+// tests on fresh servers. A fresh server looks the same as one restarted
+// empty, so the first grants on a new server wait too. The guard does not
+// cover a FLUSHALL, nor a failover to a replica that missed writes (see
+// WithReplicaAck), nor servers that report no uptime (miniredis).
 //
 // # Notifications
 //
@@ -96,6 +123,7 @@ type Store struct {
 
 	replicas    int           // WithReplicaAck: replicas that must acknowledge a grant
 	replicaWait time.Duration // and how long to wait for them
+	guard       time.Duration // WithRestartGuard; negative: WithoutRestartGuard
 
 	sharded bool       // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
 	scripts *scriptSet // for this kind of store (sharded, handing over)
@@ -136,6 +164,37 @@ func WithHealthCheck(d time.Duration) Option {
 	}
 }
 
+// WithRestartGuard makes the store refuse, after the server restarted
+// without its data, a key not granted since for d after the restart when
+// that is longer than the ttl asked for (default 0: the ttl alone). A
+// lease granted before the restart ends by its holder's clock at most its
+// longest ttl after its last renewal, so set d to the longest lease any
+// holder of the store's keys keeps: the role's heartbeat expiration, the
+// locks' hold durations, the job locks' lockAtMostFor. See Restart guard.
+func WithRestartGuard(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < 0 || d > backend.MaxTTL {
+			return fmt.Errorf("redisbackend: %w: restart guard %v must be in [0, %v]", backend.ErrInvalidArgument, d, backend.MaxTTL)
+		}
+		s.guard = backend.RoundUpMillis(d)
+		return nil
+	}
+}
+
+// WithoutRestartGuard turns the restart guard off: a key is granted as
+// soon as it is free, also right after the server restarted without its
+// data, when the holder of a lease the restart lost may still act on it.
+// It is for tests on servers started for them, and for servers that cannot
+// lose acknowledged writes (AOF with appendfsync always, and no failover
+// to a replica that lacks them). Fencing tokens keep increasing either
+// way.
+func WithoutRestartGuard() Option {
+	return func(s *Store) error {
+		s.guard = -1
+		return nil
+	}
+}
+
 // New returns a Store on rdb. It does not talk to Redis until it is used.
 func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if rdb == nil {
@@ -151,7 +210,11 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	// A store that waits for replicas to acknowledge grants does not
 	// grant inside a release, whose caller is not the grantee and could
 	// not wait for them.
-	s.scripts = scriptSets[b2i(sharded)][b2i(s.replicas == 0)]
+	guard := int64(-1)
+	if s.guard >= 0 {
+		guard = s.guard.Milliseconds()
+	}
+	s.scripts = scriptsFor(scriptKind{sharded: sharded, hand: s.replicas == 0, guard: guard})
 	s.marker = &marker{rdb: rdb, scripts: s.scripts, ttl: defaultMarkerTTL}
 	return s, nil
 }
@@ -192,13 +255,6 @@ func (s *Store) MarkerKey(key string) string { return s.LeaseKey(key) + watchedS
 // scripts derive the others from it).
 func (s *Store) scriptKeys(key string) []string {
 	return []string{s.LeaseKey(key)}
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func validKey(op, key string) error {
@@ -259,6 +315,8 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return r.lease, nil
 	case "held":
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease}
+	case "recovering":
+		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Recovering: true}
 	}
 	return backend.Lease{}, r.unexpected("acquire", key)
 }
@@ -405,6 +463,17 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		if len(arr) > 1 {
 			r.detail, _ = arr[1].(string)
 		}
+		return r, nil
+	case "recovering":
+		if len(arr) < 2 {
+			return bad("short script reply %v", arr)
+		}
+		left, _ := arr[1].(string)
+		ms, err := strconv.ParseInt(left, 10, 64)
+		if err != nil || ms <= 0 {
+			return bad("recovering reply with time left %v", arr[1])
+		}
+		r.lease = backend.Lease{Key: key, TTL: time.Duration(ms) * time.Millisecond}
 		return r, nil
 	case "queued":
 		if len(arr) < 2 {

@@ -1,7 +1,9 @@
 package redisbackend
 
 import (
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,7 +34,8 @@ import (
 // keeps it alive), so a release finds out from the lease alone whether
 // anyone could be waiting for it.
 //
-// The fencing counter is a plain integer key that never expires. A key's
+// The fencing counter is a plain integer key that lapses max(ttl, 1 h)
+// after the key's last grant (see grantFn). A key's
 // waiting line (backend.Queue) is a sorted set of owners scored by arrival
 // (microseconds of the server's clock) and a hash of what each waiter
 // asked for and when its place lapses ("<ttl-ms> <floor> <due-ms>"); both
@@ -50,6 +53,7 @@ import (
 //	held    owner token pttl-ms [next]  another lease is on the key
 //	queued  next                        the key is free but kept for next
 //	free                                no lease is on the key
+//	recovering ms-left                  the restart guard refuses the grant
 //	corrupt description                 the key holds data baton did not write
 //
 // Every field is returned as a string or an integer so a missing value
@@ -64,8 +68,9 @@ import (
 //
 // The sources below use placeholders that scriptSet fills in: $fence,
 // $line, $req, $watched and $mailbox (the key suffixes, as Lua strings),
-// $pub (the publish command: PUBLISH, or SPUBLISH on a Cluster) and
-// $hand (whether a release hands the key to the first waiter).
+// $pub (the publish command: PUBLISH, or SPUBLISH on a Cluster), $hand
+// (whether a release hands the key to the first waiter) and $guard (the
+// store's restart guard in ms, or -1 when it is off).
 
 // readLease reads the lease K into tok, own and rel (the flag: empty,
 // ' contended' or ' released'); all are nil when the key is missing or not
@@ -86,37 +91,70 @@ const appendContended = `redis.call('APPEND', KEYS[1], ' contended')`
 const leaseShape = `'^(%d+) (%S+)( ?%l*)$'`
 
 // grantFn defines grant, which gives the free K to owner for ttl ms, with
-// flag (empty or ' contended'), and the next token of the counter:
-// max(counter, floor) + 1. It returns the token, or nil and a corrupt
-// reply. Tokens below 2^53 are exact Lua numbers; above that the counter is
-// read back as a string. The token is written and returned as a decimal
-// string either way (Lua's tostring would write large numbers in exponent
-// form). It comes before the fast paths that need it, and before common,
-// whose closures those paths do not pay for.
+// flag (empty or ' contended'), and the next token: max(counter, floor,
+// the server's clock in µs) + 1. c is the counter K:fence as GET read it
+// (false: missing) if the caller read it; grant reads it otherwise.
+//
+// A missing counter means K was never granted, was idle past the
+// counter's life, or the server lost its data. Unless the store's guard
+// is off ($guard < 0), grant then reads the server's uptime and refuses
+// while it is below max(ttl, $guard) ms plus a second: a lease on K from
+// before a restart may still be believed by its holder. (Redis counts
+// uptime in whole seconds from the second it started, which overstates it
+// by up to a second.) It returns the token, or
+// nil and a reply: corrupt, or "recovering <ms left>". A server that
+// reports no uptime (not Redis itself) is not guarded. A lease granted
+// without a counter is flagged contended: a data loss also erased the
+// watch markers, so its release is published to watchers the scripts
+// cannot see.
+//
+// Tokens below 2^53 are exact Lua numbers (the clock is about 1.8e15 µs);
+// a counter or floor at or above that is compared and incremented as a
+// string. The counter lives max(ttl, 1 h) after the grant, or forever if
+// a floor put it further ahead of the clock than that (the clock alone
+// could not then keep the next token above it). Tokens are written and
+// returned as decimal strings (Lua's tostring would use exponent form).
+// It comes before the fast paths that need it, and before common, whose
+// closures those paths do not pay for.
 const grantFn = `
-local function grant(owner, ttl, floor, flag)
+local function grant(owner, ttl, floor, flag, c)
   local F = KEYS[1] .. $fence
-  local tok = redis.pcall('INCR', F)
-  if type(tok) == 'table' then
-    local f = redis.call('TYPE', F).ok
-    if f ~= 'string' then
-      return nil, {'corrupt', 'fencing counter ' .. F .. ' is a ' .. f .. ', not an integer'}
-    end
-    return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(redis.call('GET', F), 1, 40) .. ', not an integer'}
+  if c == nil then c = redis.pcall('GET', F) end
+  if type(c) == 'table' then
+    return nil, {'corrupt', 'fencing counter ' .. F .. ' is a ' .. redis.call('TYPE', F).ok .. ', not an integer'}
   end
-  if tok >= 9007199254740992 or string.len(floor) > 15 then
-    local cur = redis.call('GET', F)
-    if string.len(floor) > string.len(cur) or (string.len(floor) == string.len(cur) and floor >= cur) then
-      redis.call('SET', F, floor)
-      redis.call('INCR', F)
+  if c and not string.match(c, '^%d+$') then
+    return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not an integer'}
+  end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local life = math.max(tonumber(ttl), 3600000)
+  if not c then
+    if $guard >= 0 then
+      local info = redis.pcall('INFO', 'server')
+      local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+      if up then
+        local left = math.max(tonumber(ttl), $guard) + 1000 - up * 1000
+        if left > 0 then return nil, {'recovering', string.format('%d', left)} end
+      end
     end
-    tok = redis.call('GET', F)
+    c, flag = '0', ' contended'
+  end
+  local tok
+  local cn, fn = tonumber(c), tonumber(floor)
+  if cn < 9007199254740992 and fn < 9007199254740992 then
+    local n = math.max(cn, fn, now) + 1
+    tok = string.format('%d', n)
+    if n - now <= life * 1000 then
+      redis.call('SET', F, tok, 'PX', life)
+    else
+      redis.call('SET', F, tok)
+    end
   else
-    if tonumber(floor) >= tok then
-      redis.call('SET', F, floor)
-      tok = redis.call('INCR', F)
-    end
-    tok = string.format('%d', tok)
+    if string.len(floor) > string.len(c) or (string.len(floor) == string.len(c) and floor > c) then c = floor end
+    redis.call('SET', F, c)
+    redis.call('INCR', F)
+    tok = redis.call('GET', F)
   end
   redis.call('SET', KEYS[1], tok .. ' ' .. owner .. flag, 'PX', ttl)
   return tok
@@ -257,15 +295,26 @@ local function pass(L, R, token)
 end
 `
 
-// acquireSource: ARGV owner, ttl-ms, floor. The fast path (no lease, no
-// line, no watch marker) checks the three keys with one EXISTS; a lease
-// granted while there is a line or a marker is flagged contended.
-const acquireSource = grantFn + `
-if redis.call('EXISTS', KEYS[1], KEYS[1] .. $line, KEYS[1] .. $watched) == 0 then
-  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], '')
-  return tok or bad
+// fastGrant is the fast path of the acquiring scripts, for a key with no
+// lease, no line and no watch marker, which one EXISTS checks together
+// with the fencing counter: one of the four existing must be the counter,
+// which grant reads anyway; none means a fresh key (or a lost one), which
+// grant guards.
+const fastGrant = `
+local n = redis.call('EXISTS', KEYS[1], KEYS[1] .. $line, KEYS[1] .. $watched, KEYS[1] .. $fence)
+if n <= 1 then
+  local c = false
+  if n == 1 then c = redis.pcall('GET', KEYS[1] .. $fence) end
+  if n == 0 or c then
+    local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], '', c)
+    return tok or bad
+  end
 end
-` + common + `
+`
+
+// acquireSource: ARGV owner, ttl-ms, floor. After the fast path, a lease
+// granted while there is a line or a marker is flagged contended.
+const acquireSource = grantFn + fastGrant + common + `
 local l = lease()
 if l then return holder(l) end
 local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], ' contended')
@@ -273,15 +322,11 @@ return tok or bad
 `
 
 // acquireQueuedSource: ARGV owner, ttl-ms, floor, patience-ms. A lease
-// handed to owner is returned as granted. The fast path (no lease, no
-// line, no watch marker) checks the three keys with one EXISTS.
-const acquireQueuedSource = grantFn + `
+// handed to owner is returned as granted. The fast path is fastGrant's. A
+// waiter first in line keeps its place when the grant is refused as
+// recovering.
+const acquireQueuedSource = grantFn + fastGrant + common + `
 local L = KEYS[1] .. $line
-if redis.call('EXISTS', KEYS[1], L, KEYS[1] .. $watched) == 0 then
-  local tok, bad = grant(ARGV[1], ARGV[2], ARGV[3], '')
-  return tok or bad
-end
-` + common + `
 local R = KEYS[1] .. $req
 local owner, patience = ARGV[1], tonumber(ARGV[4])
 local nxt = first(L, R)
@@ -301,8 +346,8 @@ if nxt ~= '' and nxt ~= owner then
   join(L, R, owner, patience, ARGV[4], ARGV[2], ARGV[3])
   return {'queued', nxt}
 end
-if nxt == owner then leave(L, R, owner) end
 local tok, bad = grant(owner, ARGV[2], ARGV[3], ' contended')
+if tok and nxt == owner then leave(L, R, owner) end
 return tok or bad
 `
 
@@ -390,17 +435,25 @@ type scriptSet struct {
 	acquire, acquireQueued, dequeue, renew, release, mark, get *redis.Script
 }
 
-// scriptSets are built once: [sharded][hands over].
-var scriptSets = func() (sets [2][2]*scriptSet) {
-	for sharded := range 2 {
-		for hand := range 2 {
-			sets[sharded][hand] = newScriptSet(sharded == 1, hand == 1)
-		}
-	}
-	return sets
-}()
+// scriptKind is what a store's scripts depend on.
+type scriptKind struct {
+	sharded, hand bool
+	guard         int64 // the restart guard in ms, -1 when off
+}
 
-func newScriptSet(sharded, hand bool) *scriptSet {
+// scriptSets holds the scripts built so far, by kind: stores of one kind
+// share them.
+var scriptSets sync.Map // scriptKind -> *scriptSet
+
+func scriptsFor(k scriptKind) *scriptSet {
+	if set, ok := scriptSets.Load(k); ok {
+		return set.(*scriptSet)
+	}
+	set, _ := scriptSets.LoadOrStore(k, newScriptSet(k.sharded, k.hand, k.guard))
+	return set.(*scriptSet)
+}
+
+func newScriptSet(sharded, hand bool, guard int64) *scriptSet {
 	pub, handLua := "'PUBLISH'", "false"
 	if sharded {
 		pub = "'SPUBLISH'"
@@ -416,6 +469,7 @@ func newScriptSet(sharded, hand bool) *scriptSet {
 		"$mailbox", luaString(mailboxInfix),
 		"$pub", pub,
 		"$hand", handLua,
+		"$guard", strconv.FormatInt(guard, 10),
 	)
 	script := func(src string) *redis.Script { return redis.NewScript(fill.Replace(src)) }
 	return &scriptSet{
