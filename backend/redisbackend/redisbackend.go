@@ -104,7 +104,7 @@ type Store struct {
 	mu     sync.Mutex             // guards subs, done and adding to awaits
 	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot
 	done   bool
-	awaits sync.WaitGroup // AwaitHandover reads whose callers left early
+	awaits sync.WaitGroup // commands (handover looks, marks) whose callers left early
 }
 
 // Option configures a Store.

@@ -245,7 +245,7 @@ local function handover(L, R)
   local box = mailbox(nxt)
   redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
   redis.call('PEXPIRE', box, ttl)
-  redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
+  redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
   return true
 end
 
