@@ -67,6 +67,9 @@ func TestAwaitHandoverLeavesThePoolFree(t *testing.T) {
 		if _, err := s.AcquireQueued(ctx, key, "waiter", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
 			t.Fatalf("the waiter's AcquireQueued of %s: %v, want ErrHeld", key, err)
 		}
+	}
+	for i := range keys {
+		key := fmt.Sprintf("{pool:test}:lock:%d", i)
 		results[i] = make(chan awaitResult, 1)
 		go func() {
 			l, ok, err := s.AwaitHandover(ctx, key, "waiter", 30*time.Second)
