@@ -283,3 +283,56 @@ func TestStalledServerDelaysOnlyItsCallers(t *testing.T) {
 		t.Errorf("closing a watch on a paused server took %v", took)
 	}
 }
+
+// A handover published while the waiter's pub/sub connection is broken is
+// not lost for longer than the wait's max: the wait finds it after the
+// re-subscription, or ends at max and the waiter's next AcquireQueued
+// returns it.
+func TestAwaitHandoverAcrossABrokenConnection(t *testing.T) {
+	r := testenv.NewRedis(t)
+	admin := r.Client(t)
+	s := newStore(t, r.Client(t))
+	holders := newStore(t, r.Client(t))
+	ctx := ctxT(t)
+	const key = "{broken:test}:lock"
+	const max = 500 * time.Millisecond
+	if _, err := holders.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "waiter", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("the waiter's AcquireQueued: %v, want ErrHeld", err)
+	}
+	done := make(chan awaitResult, 1)
+	start := time.Now()
+	go func() {
+		l, ok, err := s.AwaitHandover(ctx, key, "waiter", max)
+		done <- awaitResult{l, ok, err}
+	}()
+	waitUntil(t, "the waiter subscribed", func() bool {
+		n, err := admin.PubSubNumSub(ctx, s.LeaseKey(key)).Result()
+		return err == nil && n[s.LeaseKey(key)] > 0
+	})
+	if err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := holders.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if took := time.Since(start); took > max+2*time.Second {
+		t.Errorf("AwaitHandover with max %v returned after %v", max, took)
+	}
+	if res.err != nil {
+		t.Fatalf("AwaitHandover across a broken connection: %v", res.err)
+	}
+	if res.ok {
+		if res.l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover returned %+v, want the waiter's lease", res.l)
+		}
+		return
+	}
+	l, err := s.AcquireQueued(ctx, key, "waiter", time.Minute, 0, time.Minute)
+	if err != nil || l.Owner != "waiter" {
+		t.Fatalf("the waiter's AcquireQueued after a wait that missed the handover: %+v, %v; want the lease handed to it", l, err)
+	}
+}
