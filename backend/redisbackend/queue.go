@@ -41,6 +41,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	}
 	switch r.status {
 	case "ok":
+		s.taken(key, r.lease.Token)
 		return r.lease, nil
 	case "held", "queued":
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Next: r.next}
@@ -106,12 +107,14 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	if ok {
 		return h.lease(key), true, nil
 	}
-	defer w.leave()
+	var took uint64 // the token of the lease returned, if one
+	defer func() { w.leave(took) }()
 	var looking chan lookResult // the look in flight, if any
 	again := false              // look again once it is back
 	for {
 		select {
 		case h := <-w.found:
+			took = h.token
 			return h.lease(key), true, nil
 		case <-w.look:
 			if looking != nil {
@@ -128,6 +131,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 				return backend.Lease{}, false, s.transport("await handover", key, ctx, r.err)
 			}
 			if r.ok {
+				took = r.lease.Token
 				return r.lease, true, nil
 			}
 			if again {
@@ -143,6 +147,24 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		case <-sub.ctx.Done():
 			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ErrClosed)
 		}
+	}
+}
+
+// taken notes that a caller of s now knows of the lease of key with
+// token: a handover announced with that token or an older one, seen on
+// key's channel, is not returned by a later AwaitHandover (its owner may
+// have released it since, before the release's message arrived).
+func (s *Store) taken(key string, token uint64) {
+	name := s.LeaseKey(key)
+	shard := ""
+	if s.sharded {
+		shard = strconv.Itoa(hashSlot(name))
+	}
+	s.mu.Lock()
+	sub := s.subs[shard]
+	s.mu.Unlock()
+	if sub != nil {
+		sub.taken(name, token)
 	}
 }
 

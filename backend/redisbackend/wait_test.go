@@ -336,3 +336,43 @@ func TestAwaitHandoverAcrossABrokenConnection(t *testing.T) {
 		t.Fatalf("the waiter's AcquireQueued after a wait that missed the handover: %+v, %v; want the lease handed to it", l, err)
 	}
 }
+
+// A handover the store saw on the key's channel is not returned by a
+// wait after its owner already has the lease from AcquireQueued: the
+// owner could have released it since, before the release's message
+// arrived, and must not be told it holds the key again.
+func TestAwaitHandoverForgetsWhatWasTaken(t *testing.T) {
+	s := newStore(t, server.Client(t))
+	holders := newStore(t, server.Client(t))
+	ctx := ctxT(t)
+	const key = "{taken:test}:lock"
+	if _, err := holders.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("a's AcquireQueued: %v, want ErrHeld", err)
+	}
+	w, err := s.Watch(ctx, key) // subscribes a's store to the key's channel
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := holders.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.C(): // a's store has seen the handover
+	case <-ctx.Done():
+		t.Fatal("no event for the handover")
+	}
+	l, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute)
+	if err != nil || l.Owner != "a" {
+		t.Fatalf("a's AcquireQueued of the key handed to it: %+v, %v", l, err)
+	}
+	if got, ok, err := s.AwaitHandover(ctx, key, "a", 100*time.Millisecond); ok || err != nil {
+		t.Errorf("a's AwaitHandover after it took the handed key by AcquireQueued: %+v, ok %v, err %v; want ok false", got, ok, err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -169,7 +169,8 @@ type channel struct {
 	ready     chan struct{} // closed when confirmed; a new one after a loss
 	idle      time.Time     // when the last user left
 
-	last handover // the last handover seen while nobody waited for it
+	last  handover // the last handover seen while nobody waited for it
+	taken uint64   // the newest token a caller of the store was given for the key
 }
 
 // handover is a handover announced on a channel: the lease of Owner, with
@@ -299,7 +300,7 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 		return nil, handover{}, false, backend.ErrClosed
 	}
 	c := s.useLocked(name)
-	if c.last.valid(owner, time.Now()) {
+	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
 		h, c.last = c.last, handover{}
 		if !c.used() {
 			c.idle = time.Now()
@@ -315,19 +316,34 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 	return w, handover{}, false, nil
 }
 
-// leave removes w. A handover delivered to it but not taken goes back to
-// the channel's memory, for the owner's next wait.
-func (w *waiter) leave() {
+// leave removes w, whose wait returned the lease with token took (0:
+// none). A newer handover delivered to it but not taken goes back to the
+// channel's memory, for the owner's next wait.
+func (w *waiter) leave(took uint64) {
 	s := w.sub
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(w.c.waiters, w)
+	c := w.c
+	delete(c.waiters, w)
+	c.taken = max(c.taken, took)
 	select {
 	case h := <-w.found:
-		w.c.last = h
+		if h.token > c.taken {
+			c.last = h
+		}
 	default:
 	}
-	s.leftLocked(w.c)
+	s.leftLocked(c)
+}
+
+// taken notes that a caller was given the lease of name with token (see
+// Store.taken).
+func (s *subscriber) taken(name string, token uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.channels[name]; c != nil {
+		c.taken = max(c.taken, token)
+	}
 }
 
 // write is the writer: the one goroutine that sends on the connection.
@@ -504,13 +520,16 @@ func contains(names []string, name string) bool {
 
 // lostLocked notes that c's subscription may no longer hold: its waiters
 // and watchers wait for the next confirmation, and a handover remembered
-// from before may since have been released unseen.
+// from before may since have been released unseen. No message from before
+// can arrive any more, so the tokens given out before no longer matter
+// (and a server that lost its data may give out lower ones).
 func (s *subscriber) lostLocked(c *channel) {
 	if c.confirmed {
 		c.confirmed = false
 		c.ready = make(chan struct{})
 	}
 	c.last = handover{}
+	c.taken = 0
 }
 
 // receive is the receiver: the one goroutine that reads the connection.
@@ -577,7 +596,7 @@ func (s *subscriber) receive() {
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			s.deliver(m.Channel, m.Payload)
+			s.deliver(ps, m.Channel, m.Payload)
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
@@ -704,8 +723,11 @@ func parseEvent(payload string) (backend.Event, handover) {
 // deliver passes a published message to the channel's watchers and, for a
 // handover, to the new owner's waiter, or remembers it for the owner's
 // next wait when no waiter of it is there. Every message replaces the
-// memory: a later one means the handover was taken or is over.
-func (s *subscriber) deliver(name, payload string) {
+// memory: a later one means the handover was taken or is over. A message
+// read from a connection whose subscription was since given up (a
+// re-dial) reaches watchers only: the waiters look in their mailboxes
+// again once the new subscription holds.
+func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
 	ev, h := parseEvent(payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -717,7 +739,7 @@ func (s *subscriber) deliver(name, payload string) {
 		backend.Notify(w.ch, ev)
 	}
 	c.last = handover{}
-	if h.owner == "" {
+	if h.owner == "" || h.token <= c.taken || ps != s.ps || !c.confirmed {
 		return
 	}
 	h.at = time.Now()
