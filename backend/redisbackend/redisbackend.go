@@ -72,7 +72,8 @@
 // for 2 s after its last watch closed and its last waiter left, and a
 // handover seen while its owner was not waiting (between a refused
 // AcquireQueued and the next AwaitHandover) is kept for the owner's next
-// wait, up to the lease's ttl, or until the next message on the channel.
+// wait, up to the lease's ttl, until the next message on the channel, or
+// until the owner has the lease from AcquireQueued.
 // A handover published before the subscription held is found by one look
 // in the waiter's mailbox (XREAD without BLOCK) once the server has
 // confirmed the subscription, and again after every re-subscription. A
