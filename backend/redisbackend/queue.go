@@ -41,6 +41,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	}
 	switch r.status {
 	case "ok":
+		s.taken(key, r.lease.Token)
 		return r.lease, nil
 	case "held", "queued":
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Next: r.next}
@@ -64,11 +65,22 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	return nil
 }
 
-// AwaitHandover implements backend.Handover: it reads the owner's mailbox
-// (MailboxKey) with XREAD BLOCK. A client without ContextTimeoutEnabled
-// does not stop a blocked read when ctx ends, so the read runs on its own
-// goroutine and AwaitHandover returns as soon as ctx ends; the read ends
-// by itself within max, and Close waits for it.
+// AwaitHandover implements backend.Handover. It waits on the store's
+// pub/sub connection, never on a connection of the client's pool: the
+// release that hands a key over publishes "renewed <token> <ttl> <owner>"
+// on the key's channel, and the store's subscriber passes it to the
+// owner's waiter. The channel stays subscribed for a while after the wait
+// (channelLinger), and a handover it sees while the owner is not waiting
+// is kept for the owner's next wait. A handover published before the
+// subscription held is found by one look in the owner's mailbox
+// (MailboxKey, XREAD without BLOCK) once the server has confirmed the
+// subscription, and again after every re-subscription.
+//
+// max is measured by a timer of the client: the wait ends at max even
+// when the pub/sub connection is broken or the server stalls; the caller
+// then asks again with AcquireQueued, which returns a lease handed to it
+// meanwhile. A look that the server does not answer in time is
+// abandoned (Close waits for it).
 //
 // A store made WithReplicaAck does not hand over (the releasing client
 // could not wait for the grantee's replicas): AwaitHandover then fails
@@ -83,46 +95,128 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	if s.replicas > 0 {
 		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w: a store that waits for replicas (WithReplicaAck) does not hand keys over; wait for releases instead", key, errors.ErrUnsupported)
 	}
-	box := s.MailboxKey(key, owner)
-	args := &redis.XReadArgs{Streams: []string{box, "0"}, Count: 1, Block: backend.RoundUpMillis(max)}
-	if ctx.Done() == nil {
-		return s.handedOver(ctx, key, owner, s.rdb.XRead(ctx, args))
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	name := s.LeaseKey(key)
+	sub, err := s.subscriber(name)
+	if err != nil {
+		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
 	}
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ErrClosed)
+	w, h, ok, err := sub.await(name, owner)
+	if err != nil {
+		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
 	}
-	s.awaits.Add(1)
-	s.mu.Unlock()
-	read := make(chan *redis.XStreamSliceCmd, 1)
-	go func() {
-		defer s.awaits.Done()
-		read <- s.rdb.XRead(ctx, args)
-	}()
-	select {
-	case cmd := <-read:
-		return s.handedOver(ctx, key, owner, cmd)
-	case <-ctx.Done():
-		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ContextError(ctx))
+	if ok {
+		return h.lease(key), true, nil
+	}
+	var took uint64 // the token of the lease returned, if one
+	defer func() { w.leave(took) }()
+	var looking chan lookResult // the look in flight, if any
+	again := false              // look again once it is back
+	for {
+		select {
+		case h := <-w.found:
+			took = h.token
+			return h.lease(key), true, nil
+		case <-w.look:
+			if looking != nil {
+				again = true
+				continue
+			}
+			looking, err = s.look(ctx, key, owner)
+			if err != nil {
+				return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
+			}
+		case r := <-looking:
+			looking = nil
+			if r.err != nil {
+				return backend.Lease{}, false, s.transport("await handover", key, ctx, r.err)
+			}
+			if r.ok {
+				took = r.lease.Token
+				return r.lease, true, nil
+			}
+			if again {
+				again = false
+				if looking, err = s.look(ctx, key, owner); err != nil {
+					return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
+				}
+			}
+		case <-timer.C:
+			return backend.Lease{}, false, nil
+		case <-ctx.Done():
+			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ContextError(ctx))
+		case <-sub.ctx.Done():
+			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ErrClosed)
+		}
 	}
 }
 
+// taken notes that a caller of s now knows of the lease of key with
+// token: a handover announced with that token or an older one, seen on
+// key's channel, is not returned by a later AwaitHandover (its owner may
+// have released it since, before the release's message arrived).
+func (s *Store) taken(key string, token uint64) {
+	name := s.LeaseKey(key)
+	shard := ""
+	if s.sharded {
+		shard = strconv.Itoa(hashSlot(name))
+	}
+	s.mu.Lock()
+	sub := s.subs[shard]
+	s.mu.Unlock()
+	if sub != nil {
+		sub.taken(name, token)
+	}
+}
+
+// lease is the lease h announced, on key.
+func (h handover) lease(key string) backend.Lease {
+	return backend.Lease{Key: key, Owner: h.owner, Token: h.token, TTL: h.ttl}
+}
+
+type lookResult struct {
+	lease backend.Lease
+	ok    bool
+	err   error
+}
+
+// look reads owner's mailbox of key once, without blocking, on a
+// goroutine that Close waits for, and delivers the result on the returned
+// channel (capacity 1, so an abandoned look does not leak).
+func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, error) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return nil, backend.ErrClosed
+	}
+	s.awaits.Add(1)
+	s.mu.Unlock()
+	res := make(chan lookResult, 1)
+	go func() {
+		defer s.awaits.Done()
+		args := &redis.XReadArgs{Streams: []string{s.MailboxKey(key, owner), "0"}, Count: 1, Block: -1}
+		l, ok, err := s.handedOver(key, owner, s.rdb.XRead(ctx, args))
+		res <- lookResult{l, ok, err}
+	}()
+	return res, nil
+}
+
 // handedOver reads the lease out of a mailbox entry.
-func (s *Store) handedOver(ctx context.Context, key, owner string, cmd *redis.XStreamSliceCmd) (backend.Lease, bool, error) {
+func (s *Store) handedOver(key, owner string, cmd *redis.XStreamSliceCmd) (backend.Lease, bool, error) {
 	streams, err := cmd.Result()
 	if errors.Is(err, redis.Nil) {
 		return backend.Lease{}, false, nil
 	}
 	if err != nil {
-		return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
+		return backend.Lease{}, false, err
 	}
 	if len(streams) == 0 || len(streams[0].Messages) == 0 {
 		return backend.Lease{}, false, nil
 	}
 	bad := func(what string, v any) error {
-		return fmt.Errorf("redisbackend: await handover %q: %w: mailbox %s holds %s %v; delete the key or use another prefix",
-			key, backend.ErrCorrupt, s.MailboxKey(key, owner), what, v)
+		return fmt.Errorf("%w: mailbox %s holds %s %v; delete the key or use another prefix",
+			backend.ErrCorrupt, s.MailboxKey(key, owner), what, v)
 	}
 	m := streams[0].Messages[0].Values
 	tok, _ := m["token"].(string)

@@ -18,10 +18,10 @@
 // hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
 // fencing floor) and when its place lapses; both expire with the last
 // place. A release of a key with a live waiter in line grants it to that
-// waiter (backend.Handover) and adds the lease to the waiter's mailbox,
-// the stream "<prefix>:K:handover:<owner>", which the waiter reads with
-// XREAD BLOCK; it expires with the lease and is deleted when that lease
-// ends. A watched key has the marker "<prefix>:K:watch-mark" (see
+// waiter (backend.Handover), publishes the grant (see Handovers) and adds
+// the lease to the waiter's mailbox, the stream
+// "<prefix>:K:handover:<owner>"; it expires with the lease and is deleted
+// when that lease ends. A watched key has the marker "<prefix>:K:watch-mark" (see
 // Notifications). The suffixes ":fence", ":line", ":line-req",
 // ":watch-mark", ":member-data" and ":member-ids", and ":handover:"
 // anywhere in a key, are reserved (see Registry below).
@@ -77,6 +77,37 @@
 // holder's remaining TTL (backend.WaitFree). When the pub/sub connection
 // breaks, every watcher gets a signal, because a release may have been
 // missed.
+//
+// The pub/sub connection has two goroutines of the store: one sends on it
+// (SUBSCRIBE, UNSUBSCRIBE, PING, the re-dial of a connection that stopped
+// answering, in the order callers asked), the other reads it. No network
+// call runs under a mutex that another caller needs, so a server that
+// stalls delays only the calls that wait for it, each until its own
+// context ends. A Watch whose context has a deadline returns by it even
+// when the client ignores context deadlines on reads (go-redis without
+// ContextTimeoutEnabled); the command it abandoned finishes on its own
+// and Close waits for it.
+//
+// # Handovers
+//
+// AwaitHandover never holds a connection of the client's pool: a process
+// may wait on more keys than its pool has connections while its renewals
+// and releases go through. A release that hands K to a waiter publishes
+// "renewed <token> <ttl-ms> <new owner>" on K's channel; AwaitHandover
+// subscribes to that channel over the store's pub/sub connection and
+// returns when the message names its owner. The channel stays subscribed
+// for 2 s after its last watch closed and its last waiter left, and a
+// handover seen while its owner was not waiting (between a refused
+// AcquireQueued and the next AwaitHandover) is kept for the owner's next
+// wait, up to the lease's ttl, until the next message on the channel, or
+// until the owner has the lease from AcquireQueued.
+// A handover published before the subscription held is found by one look
+// in the waiter's mailbox (XREAD without BLOCK) once the server has
+// confirmed the subscription, and again after every re-subscription. A
+// wait ends at its max by a timer of the client, never later (a blocking
+// read on the server would end only on the server's next clock tick, up
+// to 100 ms late at the default hz); if the pub/sub connection broke and
+// a handover went unseen, the caller's next AcquireQueued returns it.
 package redisbackend
 
 import (
@@ -132,7 +163,7 @@ type Store struct {
 	mu     sync.Mutex             // guards subs, done and adding to awaits
 	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot
 	done   bool
-	awaits sync.WaitGroup // AwaitHandover reads whose callers left early
+	awaits sync.WaitGroup // commands (handover looks, marks) whose callers left early
 }
 
 // Option configures a Store.

@@ -62,3 +62,39 @@ func TestParseReply(t *testing.T) {
 		}
 	}
 }
+
+// Published messages are read field by field: a handover names its new
+// owner, a plain renewal does not, and anything malformed is "may be
+// free", the safe reading, and names no owner.
+func TestParseEvent(t *testing.T) {
+	tests := []struct {
+		payload string
+		kind    backend.EventKind
+		ttl     time.Duration
+		next    string
+		owner   string // of the handover, if one
+		token   uint64
+	}{
+		{"released 7 ", backend.EventReleased, 0, "", "", 0},
+		{"released 7 w1", backend.EventReleased, 0, "w1", "", 0},
+		{"released - w1", backend.EventReleased, 0, "w1", "", 0},
+		{"renewed 7 1500", backend.EventRenewed, 1500 * time.Millisecond, "", "", 0},
+		{"renewed 8 2000 w1", backend.EventRenewed, 2 * time.Second, "", "w1", 8},
+		{"renewed x 2000 w1", backend.EventRenewed, 2 * time.Second, "", "", 0},
+		{"renewed 0 2000 w1", backend.EventRenewed, 2 * time.Second, "", "", 0},
+		{"renewed 8 0 w1", backend.EventMaybeFree, 0, "", "", 0},
+		{"renewed 8 abc", backend.EventMaybeFree, 0, "", "", 0},
+		{"renewed 8", backend.EventMaybeFree, 0, "", "", 0},
+		{"expired", backend.EventMaybeFree, 0, "", "", 0},
+		{"", backend.EventMaybeFree, 0, "", "", 0},
+	}
+	for _, tt := range tests {
+		ev, h := parseEvent(tt.payload)
+		if ev.Kind != tt.kind || ev.TTL != tt.ttl || ev.Next != tt.next {
+			t.Errorf("parseEvent(%q) = %+v; want kind %v, ttl %v, next %q", tt.payload, ev, tt.kind, tt.ttl, tt.next)
+		}
+		if h.owner != tt.owner || h.token != tt.token || (h.owner != "" && h.ttl != tt.ttl) {
+			t.Errorf("parseEvent(%q) names the handover %+v; want owner %q, token %d, ttl %v", tt.payload, h, tt.owner, tt.token, tt.ttl)
+		}
+	}
+}

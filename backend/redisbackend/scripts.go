@@ -40,9 +40,10 @@ import (
 // (microseconds of the server's clock) and a hash of what each waiter
 // asked for and when its place lapses ("<ttl-ms> <floor> <due-ms>"); both
 // expire once every place in them has lapsed. A release hands the key to
-// the first live waiter (backend.Handover): it grants it and adds the
-// lease to the waiter's mailbox, a stream the waiter reads with XREAD
-// BLOCK.
+// the first live waiter (backend.Handover): it grants it, adds the lease
+// to the waiter's mailbox, a stream the waiter looks in once it is
+// subscribed to K's channel, and publishes "renewed <token> <ttl-ms>
+// <waiter>" there, which is what the waiter waits for.
 //
 // A script that did what was asked (granted, renewed or released the
 // caller's lease) replies with the lease's token alone, a string: the
@@ -272,8 +273,9 @@ local function take(L, R)
 end
 
 -- handover grants the free K to the first live waiter, with the ttl and
--- floor of its request, puts the lease in its mailbox and tells watchers
--- the key is held for ttl. It reports whether it did.
+-- floor of its request, puts the lease in its mailbox and publishes
+-- "renewed <token> <ttl> <waiter>": watchers learn the key is held for
+-- ttl, the waiter that the key is its own. It reports whether it did.
 local function handover(L, R)
   local nxt, req = take(L, R)
   if nxt == '' then return false end
@@ -283,7 +285,7 @@ local function handover(L, R)
   local box = mailbox(nxt)
   redis.call('XADD', box, '*', 'token', tok, 'ttl', ttl)
   redis.call('PEXPIRE', box, ttl)
-  redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl)
+  redis.call($pub, KEYS[1], 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
   return true
 end
 
@@ -387,7 +389,7 @@ return holder()
 // releaseSource: ARGV owner, keep-ms (absent: delete now). Releasing a
 // plain lease deletes it and tells nobody: nobody is waiting or watching.
 // Releasing a contended one hands the key over ("renewed <new token>
-// <ttl-ms>" is published: the key stays held) or publishes
+// <ttl-ms> <waiter>" is published: the key stays held) or publishes
 // "released <token> <next>" (next: the waiter first in line, or empty),
 // which is what wakes watchers. Keeping the key publishes "renewed <token>
 // <keep-ms>", so that waiters sleep exactly that long.

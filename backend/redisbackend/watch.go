@@ -15,39 +15,78 @@ import (
 )
 
 // Watch implements backend.Store. It returns once the server has
-// confirmed the subscription.
+// confirmed the subscription and the key is marked, or when ctx ends,
+// whichever comes first: a stalled server delays only this call.
 func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err := s.begin(ctx, "watch", key); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("redisbackend: watch %q: %w", key, backend.ErrClosed)
-	}
 	name := s.LeaseKey(key)
-	shard := ""
-	if s.sharded {
-		shard = strconv.Itoa(hashSlot(name))
+	sub, err := s.subscriber(name)
+	if err != nil {
+		return nil, fmt.Errorf("redisbackend: watch %q: %w", key, err)
 	}
-	sub := s.subs[shard]
-	if sub == nil {
-		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker)
-		s.subs[shard] = sub
-	}
-	s.mu.Unlock()
-
 	w, err := sub.watch(ctx, name)
 	if err != nil {
 		return nil, s.transport("watch", key, ctx, err)
 	}
 	// Subscribed: now mark the key, so that releases are published from
 	// here on (see marker).
-	if err := s.marker.mark(ctx, name); err != nil {
+	if err := s.bounded(ctx, func(ctx context.Context) error { return s.marker.mark(ctx, name) }); err != nil {
 		_ = w.Close()
 		return nil, s.transport("watch", key, ctx, err)
 	}
 	return w, nil
+}
+
+// subscriber returns the subscriber of the shard of the lease key name,
+// making it if needed. It does no I/O: the subscriber dials on its own
+// goroutine when first asked to subscribe.
+func (s *Store) subscriber(name string) (*subscriber, error) {
+	shard := ""
+	if s.sharded {
+		shard = strconv.Itoa(hashSlot(name))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return nil, backend.ErrClosed
+	}
+	sub := s.subs[shard]
+	if sub == nil {
+		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker)
+		s.subs[shard] = sub
+	}
+	return sub, nil
+}
+
+// bounded runs op, a command on the user's client, and returns when it
+// does or when ctx ends, whichever comes first. A client without
+// ContextTimeoutEnabled ignores ctx while it reads a reply, so on a stalled
+// server op runs on a goroutine of its own, which Close waits for; its
+// result is then dropped. op must not block beyond the client's timeouts.
+func (s *Store) bounded(ctx context.Context, op func(context.Context) error) error {
+	if ctx.Done() == nil {
+		return op(ctx)
+	}
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		return backend.ErrClosed
+	}
+	s.awaits.Add(1)
+	s.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer s.awaits.Done()
+		done <- op(ctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return backend.ContextError(ctx)
+	}
 }
 
 // marker keeps the watch marker of watched keys alive. A release of a
@@ -71,53 +110,105 @@ func (m *marker) mark(ctx context.Context, name string) error {
 	return m.scripts.mark.Run(ctx, m.rdb, []string{name}, m.ttl.Milliseconds()).Err()
 }
 
-// subscriber multiplexes the watches of one Store (of one Cluster slot,
-// with sharded pub/sub) over one pub/sub connection. Channels are subscribed while at least one watch needs them.
-// At most one SUBSCRIBE per channel is in flight, so the first
-// "subscribe" confirmation seen for a channel while one is pending is the
-// answer to it.
+// channelLinger is how long a channel stays subscribed after its last
+// watch closed and its last handover waiter left. A waiter whose wait
+// ended asks the store again and usually waits again at once; the
+// subscription, and the handover it may have seen meanwhile, are still
+// there for it.
+const channelLinger = 2 * time.Second
+
+// retryDelay is how long the writer waits before it sends again a
+// SUBSCRIBE that failed.
+const retryDelay = 100 * time.Millisecond
+
+// subscriber multiplexes the watches and the handover waiters of one Store
+// (of one Cluster slot, with sharded pub/sub) over one pub/sub connection.
+//
+// Two goroutines own the connection. The writer alone sends on it:
+// SUBSCRIBE, UNSUBSCRIBE, PING, and the re-dial that replaces a silent
+// connection. The receiver alone reads it. The mutex guards the maps and
+// flags they share with the callers and is never held across network
+// I/O, so a stalled server delays only the calls that wait for it, each
+// until its own deadline. Callers ask for changes by editing the maps and
+// waking the writer; they learn that a subscription holds from its
+// channel's ready, which the receiver closes on the server's confirmation.
+//
+// Each channel's SUBSCRIBE is answered before the writer sends its
+// UNSUBSCRIBE, and a channel is unsubscribed only once nobody uses it, so
+// the confirmations of one connection arrive in the order of the requests
+// and each one is the answer to the request the channel's state expects.
 type subscriber struct {
 	client  redis.UniversalClient
 	marker  *marker
 	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
-	started sync.Once
-	ps      *redis.PubSub // replaced only by the receive goroutine, under mu
 	health  time.Duration
-	stop    context.CancelFunc
-	ctx     context.Context
-	wg      sync.WaitGroup
+
+	ctx  context.Context // ends when the subscriber closes
+	stop context.CancelFunc
+	wake chan struct{}  // capacity 1: there is work for the writer
+	wg   sync.WaitGroup // the writer, the receiver, keepMarks
 
 	mu       sync.Mutex
+	ps       *redis.PubSub // the connection; replaced by the writer only
+	armed    chan struct{} // closed once something was sent on ps
 	channels map[string]*channel
+	started  bool // the writer and keepMarks run
+	reading  bool // the receiver runs
 	closed   bool
+	ping     bool // the receiver asks the writer to ping
+	redial   bool // the receiver asks the writer to replace ps
 }
 
+// channel is the state of one subscribed (or to be subscribed) channel.
 type channel struct {
-	watches    map[*watch]struct{}
-	subscribed bool
-	pending    bool            // a SUBSCRIBE is in flight
-	confirmed  []chan struct{} // closed when the pending SUBSCRIBE is confirmed
+	watches map[*watch]struct{}
+	waiters map[*waiter]struct{}
+
+	requested bool          // SUBSCRIBE sent on the current connection, no UNSUBSCRIBE since
+	confirmed bool          // and the server confirmed it
+	ready     chan struct{} // closed when confirmed; a new one after a loss
+	idle      time.Time     // when the last user left
+
+	last  handover // the last handover seen while nobody waited for it
+	taken uint64   // the newest token a caller of the store was given for the key
 }
 
-// newSubscriber returns an idle subscriber; its connection is opened, and
-// its receiving goroutine started, by the first subscription, so that on a
+// handover is a handover announced on a channel: the lease of Owner, with
+// Token and TTL, published at about At (when it arrived).
+type handover struct {
+	owner string
+	token uint64
+	ttl   time.Duration
+	at    time.Time
+}
+
+// valid reports whether h names owner and its lease may still be live.
+func (h handover) valid(owner string, now time.Time) bool {
+	return h.owner == owner && now.Sub(h.at) < h.ttl
+}
+
+func (c *channel) used() bool { return len(c.watches) > 0 || len(c.waiters) > 0 }
+
+// newSubscriber returns an idle subscriber. Its goroutines start, and its
+// connection is dialed, when the first channel is asked for, so that on a
 // Cluster the connection goes to the node of the slot.
 func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool, m *marker) *subscriber {
 	ctx, stop := context.WithCancel(context.Background())
-	s := &subscriber{
+	return &subscriber{
 		client:   rdb,
 		marker:   m,
 		sharded:  sharded,
 		health:   health,
 		ctx:      ctx,
 		stop:     stop,
+		wake:     make(chan struct{}, 1),
+		armed:    make(chan struct{}),
 		channels: make(map[string]*channel),
 	}
-	s.ps = s.open(ctx)
-	return s
 }
 
-// open returns a PubSub subscribed to names (none at first).
+// open returns a PubSub subscribed to names. With no names it does no
+// I/O.
 func (s *subscriber) open(ctx context.Context, names ...string) *redis.PubSub {
 	if s.sharded {
 		return s.client.SSubscribe(ctx, names...)
@@ -125,18 +216,41 @@ func (s *subscriber) open(ctx context.Context, names ...string) *redis.PubSub {
 	return s.client.Subscribe(ctx, names...)
 }
 
-func (s *subscriber) subscribe(ctx context.Context, name string) error {
-	if s.sharded {
-		return s.ps.SSubscribe(ctx, name)
+func (s *subscriber) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
-	return s.ps.Subscribe(ctx, name)
 }
 
-func (s *subscriber) unsubscribe(ctx context.Context, name string) error {
-	if s.sharded {
-		return s.ps.SUnsubscribe(ctx, name)
+// useLocked returns the channel name, making it, and starts the writer if
+// it does not run yet. The caller holds mu and adds itself to the
+// channel's watches or waiters.
+func (s *subscriber) useLocked(name string) *channel {
+	c := s.channels[name]
+	if c == nil {
+		c = &channel{watches: make(map[*watch]struct{}), waiters: make(map[*waiter]struct{}), ready: make(chan struct{})}
+		s.channels[name] = c
 	}
-	return s.ps.Unsubscribe(ctx, name)
+	if s.ps == nil {
+		s.ps = s.open(s.ctx)
+	}
+	if !s.started {
+		s.started = true
+		s.wg.Add(2)
+		go s.write()
+		go s.keepMarks()
+	}
+	return c
+}
+
+// leftLocked notes that a user left c, and wakes the writer, which
+// unsubscribes c once it has been idle for channelLinger.
+func (s *subscriber) leftLocked(c *channel) {
+	if !c.used() {
+		c.idle = time.Now()
+		s.poke()
+	}
 }
 
 func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
@@ -146,34 +260,11 @@ func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
 		s.mu.Unlock()
 		return nil, backend.ErrClosed
 	}
-	c := s.channels[name]
-	if c == nil {
-		c = &channel{watches: make(map[*watch]struct{})}
-		s.channels[name] = c
-	}
+	c := s.useLocked(name)
 	c.watches[w] = struct{}{}
-	if c.subscribed {
-		s.mu.Unlock()
-		return w, nil
-	}
-	ready := make(chan struct{})
-	c.confirmed = append(c.confirmed, ready)
-	if !c.pending {
-		c.pending = true
-		if err := s.subscribe(ctx, name); err != nil {
-			c.pending = false
-			c.confirmed = nil
-			s.dropLocked(w)
-			s.mu.Unlock()
-			return nil, err
-		}
-		s.started.Do(func() {
-			s.wg.Add(2)
-			go s.receive()
-			go s.keepMarks()
-		})
-	}
+	ready := c.ready
 	s.mu.Unlock()
+	s.poke()
 
 	select {
 	case <-ready:
@@ -187,32 +278,275 @@ func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
 	}
 }
 
-// dropLocked removes w and unsubscribes its channel when nobody needs it
-// and no SUBSCRIBE is in flight (the receiver handles that case when the
-// confirmation arrives).
-func (s *subscriber) dropLocked(w *watch) {
-	c := s.channels[w.name]
-	if c == nil {
-		return
-	}
-	delete(c.watches, w)
-	if len(c.watches) > 0 || c.pending {
-		return
-	}
-	if c.subscribed && !s.closed {
-		// Best effort: a failed UNSUBSCRIBE leaves a harmless
-		// subscription that the receiver drops on its next confirmation.
-		_ = s.unsubscribe(context.Background(), w.name)
-	}
-	delete(s.channels, w.name)
+// waiter is a caller of AwaitHandover waiting on a channel.
+type waiter struct {
+	name  string
+	owner string
+	found chan handover // capacity 1: the handover to owner
+	look  chan struct{} // capacity 1: the subscription was (re)confirmed
+	c     *channel      // its channel, while it waits
+	sub   *subscriber
 }
 
+// await adds a waiter for a handover of name to owner. If the channel
+// already saw one that may still be live, it returns that instead (ok).
+// The waiter is told to look in its mailbox each time the subscription
+// is confirmed, the first time included, since a handover published
+// before that was not seen.
+func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, handover{}, false, backend.ErrClosed
+	}
+	c := s.useLocked(name)
+	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
+		h, c.last = c.last, handover{}
+		if !c.used() {
+			c.idle = time.Now()
+		}
+		return nil, h, true, nil
+	}
+	w = &waiter{name: name, owner: owner, found: make(chan handover, 1), look: make(chan struct{}, 1), c: c, sub: s}
+	c.waiters[w] = struct{}{}
+	if c.confirmed {
+		w.look <- struct{}{}
+	}
+	s.poke()
+	return w, handover{}, false, nil
+}
+
+// leave removes w, whose wait returned the lease with token took (0:
+// none). A newer handover delivered to it but not taken goes back to the
+// channel's memory, for the owner's next wait.
+func (w *waiter) leave(took uint64) {
+	s := w.sub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := w.c
+	delete(c.waiters, w)
+	c.taken = max(c.taken, took)
+	select {
+	case h := <-w.found:
+		if h.token > c.taken {
+			c.last = h
+		}
+	default:
+	}
+	s.leftLocked(c)
+}
+
+// taken notes that a caller was given the lease of name with token (see
+// Store.taken).
+func (s *subscriber) taken(name string, token uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.channels[name]; c != nil {
+		c.taken = max(c.taken, token)
+	}
+}
+
+// write is the writer: the one goroutine that sends on the connection.
+func (s *subscriber) write() {
+	defer s.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := s.writeOnce()
+		if next > 0 {
+			timer.Reset(next)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// writeOnce does what the maps ask for and returns when it should run
+// again without being woken (0: only when woken).
+func (s *subscriber) writeOnce() time.Duration {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0
+	}
+	if s.redial {
+		s.redial, s.ping = false, false
+		s.mu.Unlock()
+		s.reconnect()
+		s.mu.Lock()
+	}
+	ping := s.ping
+	s.ping = false
+	now := time.Now()
+	var sub, unsub []string
+	var next time.Duration
+	for name, c := range s.channels {
+		switch {
+		case c.used() && !c.requested:
+			c.requested = true
+			sub = append(sub, name)
+		case c.used() || (c.requested && !c.confirmed):
+			// In use, or waiting for the answer to its SUBSCRIBE.
+		case !c.requested:
+			delete(s.channels, name)
+		case now.Sub(c.idle) >= channelLinger:
+			unsub = append(unsub, name)
+			delete(s.channels, name)
+		default:
+			if d := channelLinger - now.Sub(c.idle); next == 0 || d < next {
+				next = d
+			}
+		}
+	}
+	ps, armed := s.ps, s.armed
+	s.mu.Unlock()
+
+	if len(sub) > 0 {
+		if err := s.subscribe(ps, sub); err != nil {
+			// go-redis re-dials on the next read but may not
+			// re-send these: send them again soon.
+			s.mu.Lock()
+			for _, name := range sub {
+				if c := s.channels[name]; c != nil && ps == s.ps && !c.confirmed {
+					c.requested = false
+				}
+			}
+			s.mu.Unlock()
+			if next == 0 || retryDelay < next {
+				next = retryDelay
+			}
+		}
+		s.arm(ps, armed)
+	}
+	if len(unsub) > 0 {
+		// Best effort: a subscription left behind is harmless; the
+		// receiver ignores messages for channels nobody uses.
+		_ = s.unsubscribe(ps, unsub)
+	}
+	if ping {
+		_ = ps.Ping(s.ctx)
+	}
+	return next
+}
+
+// arm lets the receiver read ps, now that something was sent on it (on
+// a Cluster, reading first would dial a node at random), starting the
+// receiver the first time.
+func (s *subscriber) arm(ps *redis.PubSub, armed chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ps != ps || s.closed {
+		return
+	}
+	select {
+	case <-armed:
+	default:
+		close(armed)
+	}
+	if !s.reading {
+		s.reading = true
+		s.wg.Add(1)
+		go s.receive()
+	}
+}
+
+func (s *subscriber) subscribe(ps *redis.PubSub, names []string) error {
+	if s.sharded {
+		return ps.SSubscribe(s.ctx, names...)
+	}
+	return ps.Subscribe(s.ctx, names...)
+}
+
+func (s *subscriber) unsubscribe(ps *redis.PubSub, names []string) error {
+	if s.sharded {
+		return ps.SUnsubscribe(s.ctx, names...)
+	}
+	return ps.Unsubscribe(s.ctx, names...)
+}
+
+// reconnect replaces a connection that stopped answering. Closing the old
+// PubSub and subscribing a new one to every channel in use is the only way
+// to force go-redis to dial again. The dial happens before the swap,
+// outside mu; confirmations read from the old connection after the swap
+// are ignored.
+func (s *subscriber) reconnect() {
+	s.mu.Lock()
+	names := make([]string, 0, len(s.channels))
+	for name, c := range s.channels {
+		if c.requested {
+			names = append(names, name)
+		}
+		s.lostLocked(c)
+	}
+	s.mu.Unlock()
+
+	ps := s.open(s.ctx, names...)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ps.Close()
+		return
+	}
+	old := s.ps
+	s.ps, s.armed = ps, make(chan struct{})
+	if len(names) > 0 {
+		close(s.armed)
+	}
+	// A channel asked for while the new connection was dialed is sent
+	// on it by the next pass.
+	for name, c := range s.channels {
+		if !c.confirmed && !contains(names, name) {
+			c.requested = false
+		}
+	}
+	s.signalAllLocked()
+	s.mu.Unlock()
+	_ = old.Close()
+}
+
+func contains(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// lostLocked notes that c's subscription may no longer hold: its waiters
+// and watchers wait for the next confirmation, and a handover remembered
+// from before may since have been released unseen. No message from before
+// can arrive any more, so the tokens given out before no longer matter
+// (and a server that lost its data may give out lower ones).
+func (s *subscriber) lostLocked(c *channel) {
+	if c.confirmed {
+		c.confirmed = false
+		c.ready = make(chan struct{})
+	}
+	c.last = handover{}
+	c.taken = 0
+}
+
+// receive is the receiver: the one goroutine that reads the connection.
 func (s *subscriber) receive() {
 	defer s.wg.Done()
 	silent := 0     // health intervals without any traffic
 	broken := false // the last receive failed
 	for {
-		msg, err := s.ps.ReceiveTimeout(s.ctx, s.health)
+		s.mu.Lock()
+		ps, armed := s.ps, s.armed
+		s.mu.Unlock()
+		select {
+		case <-armed:
+		case <-s.ctx.Done():
+			return
+		}
+		msg, err := ps.ReceiveTimeout(s.ctx, s.health)
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -220,14 +554,17 @@ func (s *subscriber) receive() {
 			var nerr interface{ Timeout() bool }
 			if errors.As(err, &nerr) && nerr.Timeout() {
 				silent++
+				s.mu.Lock()
 				if silent >= 3 {
 					// Pinged twice without an answer: the
 					// connection is dead without having said so.
-					s.reconnect()
+					s.redial = true
 					silent = 0
 				} else {
-					_ = s.ps.Ping(s.ctx)
+					s.ping = true
 				}
+				s.mu.Unlock()
+				s.poke()
 				continue
 			}
 			// The client reconnects and re-subscribes on the next
@@ -236,7 +573,14 @@ func (s *subscriber) receive() {
 			// connection is back.
 			if !broken {
 				broken = true
-				s.signalAll()
+				s.mu.Lock()
+				if ps == s.ps {
+					for _, c := range s.channels {
+						s.lostLocked(c)
+					}
+				}
+				s.signalAllLocked()
+				s.mu.Unlock()
 			}
 			select {
 			case <-time.After(50 * time.Millisecond):
@@ -252,19 +596,62 @@ func (s *subscriber) receive() {
 		}
 		switch m := msg.(type) {
 		case *redis.Message:
-			s.signal(m.Channel, parseEvent(m.Payload))
+			s.deliver(ps, m.Channel, m.Payload)
 		case *redis.Subscription:
-			if m.Kind == "subscribe" || m.Kind == "ssubscribe" {
-				s.confirm(m.Channel)
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
+				s.confirm(ps, m.Channel)
+			case "unsubscribe", "sunsubscribe":
+				s.unsubscribed(ps, m.Channel)
 			}
 		}
 	}
 }
 
-// keepMarks refreshes the watch markers of the subscribed keys every
-// third of their ttl. When a refresh fails, or comes too late, a marker
-// may have lapsed and a release gone unpublished, so the key's watchers
-// are told to look again.
+// confirm marks name subscribed, as the server confirmed on ps, and tells
+// its waiters to look in their mailboxes.
+func (s *subscriber) confirm(ps *redis.PubSub, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[name]
+	if c == nil || ps != s.ps || !c.requested || c.confirmed {
+		return
+	}
+	c.confirmed = true
+	close(c.ready)
+	for w := range c.waiters {
+		select {
+		case w.look <- struct{}{}:
+		default:
+		}
+	}
+	if !c.used() {
+		s.poke()
+	}
+}
+
+// unsubscribed handles an UNSUBSCRIBE confirmation. One for a confirmed
+// channel was not asked for (a Cluster moved the slot): the channel is
+// subscribed again and its users are told to look.
+func (s *subscriber) unsubscribed(ps *redis.PubSub, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[name]
+	if c == nil || ps != s.ps || !c.confirmed {
+		return
+	}
+	s.lostLocked(c)
+	c.requested = false
+	for w := range c.watches {
+		backend.Notify(w.ch, backend.Event{Kind: backend.EventMaybeFree})
+	}
+	s.poke()
+}
+
+// keepMarks refreshes the watch markers of the watched keys every third
+// of their ttl. When a refresh fails, or comes too late, a marker may have
+// lapsed and a release gone unpublished, so the key's watchers are told to
+// look again.
 func (s *subscriber) keepMarks() {
 	defer s.wg.Done()
 	every := s.marker.ttl / 3
@@ -279,8 +666,10 @@ func (s *subscriber) keepMarks() {
 		}
 		s.mu.Lock()
 		names := make([]string, 0, len(s.channels))
-		for name := range s.channels {
-			names = append(names, name)
+		for name, c := range s.channels {
+			if len(c.watches) > 0 {
+				names = append(names, name)
+			}
 		}
 		s.mu.Unlock()
 		start := time.Now()
@@ -300,64 +689,70 @@ func (s *subscriber) keepMarks() {
 	}
 }
 
-// reconnect replaces a connection that stopped answering. Closing the
-// old PubSub and subscribing a new one to every channel in use is the
-// only way to force go-redis to dial again.
-func (s *subscriber) reconnect() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
+// parseEvent reads a message published by the scripts: "released <token>
+// <next>" (next may be empty; token is "-" when a waiter left the line),
+// "renewed <token> <ttl-ms>", or, for a handover, "renewed <token> <ttl-ms>
+// <new owner>". Anything else counts as "may be free", the safe reading.
+// h names the new owner of a handover, and is zero otherwise.
+func parseEvent(payload string) (backend.Event, handover) {
+	f := strings.SplitN(payload, " ", 4)
+	switch {
+	case len(f) >= 2 && f[0] == "released":
+		ev := backend.Event{Kind: backend.EventReleased}
+		if len(f) >= 3 {
+			ev.Next = strings.Join(f[2:], " ")
+		}
+		return ev, handover{}
+	case len(f) >= 3 && f[0] == "renewed":
+		ms, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || ms <= 0 {
+			break
+		}
+		ev := backend.Event{Kind: backend.EventRenewed, TTL: time.Duration(ms) * time.Millisecond}
+		var h handover
+		if len(f) == 4 && f[3] != "" {
+			if tok, err := strconv.ParseUint(f[1], 10, 64); err == nil && tok > 0 {
+				h = handover{owner: f[3], token: tok, ttl: ev.TTL}
+			}
+		}
+		return ev, h
 	}
-	_ = s.ps.Close()
-	names := make([]string, 0, len(s.channels))
-	for name, c := range s.channels {
-		names = append(names, name)
-		c.pending, c.subscribed = true, false
-	}
-	s.ps = s.open(s.ctx, names...)
-	s.signalAllLocked()
+	return backend.Event{Kind: backend.EventMaybeFree}, handover{}
 }
 
-func (s *subscriber) confirm(name string) {
+// deliver passes a published message to the channel's watchers and, for a
+// handover, to the new owner's waiter, or remembers it for the owner's
+// next wait when no waiter of it is there. Every message replaces the
+// memory: a later one means the handover was taken or is over. A message
+// read from a connection whose subscription was since given up (a
+// re-dial) reaches watchers only: the waiters look in their mailboxes
+// again once the new subscription holds.
+func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
+	ev, h := parseEvent(payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channels[name]
 	if c == nil {
-		// Re-subscribed after a reconnect but no longer needed.
-		_ = s.unsubscribe(s.ctx, name)
 		return
 	}
-	c.pending, c.subscribed = false, true
-	for _, ready := range c.confirmed {
-		close(ready)
+	for w := range c.watches {
+		backend.Notify(w.ch, ev)
 	}
-	c.confirmed = nil
-	if len(c.watches) == 0 {
-		_ = s.unsubscribe(s.ctx, name)
-		delete(s.channels, name)
+	c.last = handover{}
+	if h.owner == "" || h.token <= c.taken || ps != s.ps || !c.confirmed {
+		return
 	}
-}
-
-// parseEvent reads a message published by the scripts: "released <token>
-// <next>" (next may be empty; token is "-" when a waiter left the line)
-// or "renewed <token> <ttl-ms>". Anything else counts as "may be free",
-// the safe reading.
-func parseEvent(payload string) backend.Event {
-	f := strings.SplitN(payload, " ", 3)
-	switch {
-	case len(f) >= 2 && f[0] == "released":
-		ev := backend.Event{Kind: backend.EventReleased}
-		if len(f) == 3 {
-			ev.Next = f[2]
-		}
-		return ev
-	case len(f) == 3 && f[0] == "renewed":
-		if ms, err := strconv.ParseInt(f[2], 10, 64); err == nil && ms > 0 {
-			return backend.Event{Kind: backend.EventRenewed, TTL: time.Duration(ms) * time.Millisecond}
+	h.at = time.Now()
+	for w := range c.waiters {
+		if w.owner == h.owner {
+			select {
+			case w.found <- h:
+			default:
+			}
+			return
 		}
 	}
-	return backend.Event{Kind: backend.EventMaybeFree}
+	c.last = h
 }
 
 func (s *subscriber) signal(name string, ev backend.Event) {
@@ -384,13 +779,31 @@ func (s *subscriber) signalAllLocked() {
 	}
 }
 
+// close stops the goroutines and closes the connection. It waits for the
+// writer to finish what it is sending, then closes the connection so that
+// the receiver's read ends.
 func (s *subscriber) close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.stop()
-	err := s.ps.Close()
+	s.mu.Lock()
+	ps := s.ps
+	s.mu.Unlock()
+	var err error
+	if ps != nil {
+		err = ps.Close()
+	}
 	s.wg.Wait()
+	// The writer may have swapped in a new connection meanwhile; reconnect
+	// closes one it made after closed was set, and Close of the one
+	// closed above reports ErrClosed for it.
+	s.mu.Lock()
+	last := s.ps
+	s.mu.Unlock()
+	if last != ps {
+		_ = last.Close()
+	}
 	return err
 }
 
@@ -405,9 +818,13 @@ func (w *watch) C() <-chan backend.Event { return w.ch }
 
 func (w *watch) Close() error {
 	w.once.Do(func() {
-		w.sub.mu.Lock()
-		defer w.sub.mu.Unlock()
-		w.sub.dropLocked(w)
+		s := w.sub
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c := s.channels[w.name]; c != nil {
+			delete(c.watches, w)
+			s.leftLocked(c)
+		}
 	})
 	return nil
 }
