@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/synclock"
@@ -162,6 +163,26 @@ func (r Redis) UniversalOptions() *redis.UniversalOptions {
 		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return o
+}
+
+// RedisStoreOptions returns the options of redisbackend.New that this
+// configuration implies: the key prefix (redis.key-prefix) and a restart
+// guard as long as the longest lease the role and the synchronized locks
+// keep (the role TTL, scheduler-lock.heartbeat-expiration-duration-in-seconds,
+// and synchronized-lock.hold-duration-in-seconds), so that a Redis
+// restarted without its data grants no role or lock until every lease it
+// lost has ended by its holder's clock. A program whose job locks
+// (schedlock) keep longer leases appends its own
+// redisbackend.WithRestartGuard; the last one given wins.
+//
+//	store, err := redisbackend.New(rdb, cfg.RedisStoreOptions()...)
+func (c Config) RedisStoreOptions() []redisbackend.Option {
+	var opts []redisbackend.Option
+	if c.Redis.KeyPrefix != "" {
+		opts = append(opts, redisbackend.WithPrefix(c.Redis.KeyPrefix))
+	}
+	longest := max(c.Role.WithDefaults().HeartbeatExpiration, c.SyncLock.WithDefaults().HoldDuration)
+	return append(opts, redisbackend.WithRestartGuard(longest))
 }
 
 // String formats c as space-separated key=value pairs of every key, in

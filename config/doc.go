@@ -9,6 +9,11 @@
 //		log.Fatal(err) // every problem, one per line
 //	}
 //	rdb := redis.NewUniversalClient(cfg.Redis.UniversalOptions())
+//	store, err := redisbackend.New(rdb, cfg.RedisStoreOptions()...)
+//
+// RedisStoreOptions passes the key prefix and a restart guard as long as
+// the longest lease the configuration keeps (see redisbackend's "Restart
+// guard").
 //
 // The keys are the seed framework's (scheduler-lock.*, synchronized-lock.*)
 // plus baton's own. Load merges its sources in order, later over earlier,
