@@ -18,7 +18,6 @@ import (
 type campaign struct {
 	e     *Elector
 	ev    *events
-	floor uint64
 	watch backend.Watch
 
 	// while slave: when, in nanoseconds since the elector's base, the
@@ -400,7 +399,9 @@ func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 	e := c.e
 	octx, cancel := context.WithTimeout(ctx, min(e.opTimeout, time.Duration(c.validity())))
 	defer cancel()
-	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, c.floor)
+	// The floor is the highest epoch this elector has seen, in this Run or
+	// an earlier one.
+	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, e.epoch.Load())
 }
 
 // release gives up this process's lease on the role key, if it still
@@ -416,9 +417,9 @@ func (c *campaign) release(ctx context.Context) error {
 	return err
 }
 
-// observe raises the fencing floor and the visible epoch to token.
+// observe raises the visible epoch, which is also the fencing floor of
+// the elector's claims, to token.
 func (c *campaign) observe(token uint64) {
-	c.floor = max(c.floor, token)
 	for {
 		old := c.e.epoch.Load()
 		if token <= old || c.e.epoch.CompareAndSwap(old, token) {

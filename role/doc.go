@@ -16,8 +16,9 @@
 //
 //   - Fenced tenures: every tenure's epoch is the store's fencing token for
 //     the grant, strictly larger than every earlier tenure's, also after the
-//     store lost its data (the elector passes the highest epoch it saw as
-//     the floor of its claims). Epoch and EpochFromContext return it. A
+//     store lost its data (the elector passes the highest epoch it saw,
+//     in this Run or an earlier one of the same Elector, as the floor of
+//     its claims). Epoch and EpochFromContext return it. A
 //     tenure that ended is never resumed: a master that stepped down (its
 //     store out of reach) and then finds its own lease still live on the
 //     store releases it and claims afresh, so its next tenure has a new,
