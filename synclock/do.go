@@ -107,7 +107,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 	if k.err == nil && holds(ctx, lk, k.sk) {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
-	g, err := lk.acquire(ctx, k, wait, false)
+	g, err := lk.acquire(ctx, k, wait, nil)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,9 @@
 //     order; only the one at the head talks to the store. When a holder's
 //     lease ends (its context is cancelled with ErrLeaseExpired) the next
 //     goroutine in the queue goes to the store, while the late holder's
-//     Unlock still reports ErrLeaseExpired.
+//     Unlock still reports ErrLeaseExpired. One Mutex shared by goroutines
+//     stays locked until that Unlock (a Lock on it waits for it, within
+//     the same limits), so a late Unlock never ends a later holding.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
 //     do), so no waiter is starved by luckier ones and no release sets off
