@@ -24,11 +24,10 @@ type campaign struct {
 	// master's lease as last seen ends at the earliest.
 	heldUntil int64
 
-	// while master:
+	// while master (the tenure's deadline is e.deadline: only this
+	// goroutine writes it):
 	tenureCancel context.CancelFunc
-	renewedAt    int64       // when the last renewal that came back in time was sent
-	deadline     int64       // renewedAt + TTL - margin; the tenure ends there
-	deadlineTmr  clock.Timer // fires at deadline
+	deadlineTmr  clock.Timer // fires at the deadline
 
 	// inflight is a renewal the campaign stopped waiting for (the tenure
 	// ended, or Run is stopping) and has not joined yet. Its reply is void.
@@ -166,7 +165,7 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 	c.becomeMaster(ctx, l, start)
 	interval := int64(e.cfg.HeartbeatInterval)
 	retry := int64(min(e.cfg.HeartbeatInterval/5, time.Second))
-	next := c.renewedAt + interval // when to send the next renewal
+	next := start + interval // when to send the next renewal
 	for {
 		switch c.pause(ctx, time.Duration(next-e.now())) {
 		case stopped:
@@ -177,14 +176,14 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 			return
 		}
 		sent := e.now()
-		if sent >= c.deadline {
+		if sent >= c.deadline() {
 			c.expire("renewals failed until the safety deadline", nil)
 			return
 		}
 		// The renewal cannot outlive the tenure: its context ends at the
 		// deadline, and the campaign stops waiting for it there even if
 		// the store does not honour the context.
-		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline-sent)))
+		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline()-sent)))
 		r, out := c.await(ctx, k)
 		switch {
 		case out == stopped:
@@ -218,7 +217,6 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	e.mu.Lock()
 	e.tenure, e.tenureEpoch = tctx, l.Token
 	e.mu.Unlock()
-	c.deadlineTmr = e.clock.NewTimer(time.Duration(start + c.validity() - e.now()))
 	c.renewed(start)
 	e.mu.Lock()
 	e.master = e.idText
@@ -229,24 +227,32 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	c.ev.push(event{kind: evMasterChange, id: e.idText})
 }
 
-// renewed moves the deadline to sent + TTL - margin and re-arms the timer
+// deadline is when the tenure ends, in nanoseconds since the elector's
+// base: the send time of the last renewal (or the claim) that came back
+// in time, plus the TTL, minus the safety margin.
+func (c *campaign) deadline() int64 { return c.e.deadline.Load() }
+
+// renewed moves the deadline to sent + TTL - margin and arms the timer
 // that ends the tenure there. The caller has checked that the reply came
 // back before the current deadline.
 func (c *campaign) renewed(sent int64) {
-	c.renewedAt = sent
-	c.deadline = sent + c.validity()
-	c.e.deadline.Store(c.deadline)
+	c.e.deadline.Store(sent + c.validity())
 	c.armDeadline()
 }
 
 func (c *campaign) armDeadline() {
-	c.deadlineTmr.Reset(time.Duration(c.deadline - c.e.now()))
+	d := time.Duration(c.deadline() - c.e.now())
+	if c.deadlineTmr == nil {
+		c.deadlineTmr = c.e.clock.NewTimer(d)
+		return
+	}
+	c.deadlineTmr.Reset(d)
 }
 
 // due reports whether the tenure's deadline has come. It re-arms the
 // deadline timer after a stale fire (one from before the last renewal).
 func (c *campaign) due() bool {
-	if c.e.now() >= c.deadline {
+	if c.e.now() >= c.deadline() {
 		return true
 	}
 	c.armDeadline()
@@ -302,7 +308,7 @@ func (c *campaign) await(ctx context.Context, k *call) (reply, outcome) {
 		case r := <-k.done:
 			k.cancel()
 			c.inflight = nil
-			if c.e.now() >= c.deadline {
+			if c.e.now() >= c.deadline() {
 				return r, expired
 			}
 			return r, woke
@@ -374,7 +380,6 @@ func (c *campaign) lost(err error) {
 func (c *campaign) endTenure() {
 	e := c.e
 	e.deadline.Store(0)
-	c.deadline = 0
 	if c.deadlineTmr != nil {
 		c.deadlineTmr.Stop()
 		c.deadlineTmr = nil
