@@ -1,6 +1,7 @@
 package synclock_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -109,5 +110,32 @@ func TestSharedMutexLockWaitsForLateUnlock(t *testing.T) {
 	}
 	if err := m.Unlock(ctxT(t)); err != nil {
 		t.Fatalf("the second holder's Unlock: %v", err)
+	}
+}
+
+// A nested DoKey in a section whose holding has lapsed does not run fn as
+// if its call chain still held the lock: after the lapse the next
+// goroutine of the process may hold it.
+func TestNestedDoKeyAfterLapseDoesNotRun(t *testing.T) {
+	st := membackend.New()
+	defer st.Close()
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: 300 * time.Millisecond})
+	key := uniqueKey(t)
+	ran := false
+	var nested error
+	err := lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+		case <-time.After(patience):
+			return errors.New("the 300ms lease never lapsed")
+		}
+		nested = lk.DoKey(ctx, key, func(context.Context) error { ran = true; return nil })
+		return nil
+	})
+	if !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Fatalf("the outer section: %v, want ErrLeaseExpired", err)
+	}
+	if ran || !errors.Is(nested, synclock.ErrLeaseExpired) {
+		t.Fatalf("a nested DoKey after the lapse ran %v and returned %v; want not run and ErrLeaseExpired", ran, nested)
 	}
 }
