@@ -442,7 +442,7 @@ func (c *campaign) seeMaster(owner string) {
 	e.master = id
 	e.mu.Unlock()
 	if id == e.idText && owner != e.owner {
-		e.reportDuplicate(owner)
+		e.reportDuplicate(c.ev, owner)
 	}
 	if changed {
 		c.ev.push(event{kind: evMasterChange, id: id})

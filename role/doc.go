@@ -36,9 +36,9 @@
 //     takes no lock and does not allocate.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
-//     OnMasterChange follow. Callbacks run in order on one goroutine per
-//     elector, never concurrently, and a slow callback never delays a
-//     renewal.
+//     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on
+//     one goroutine per elector, never concurrently, and a slow callback
+//     never delays a renewal or a claim.
 //   - A store that grants nothing for a while (one that may have lost data
 //     refuses claims until every lease it may have granted before has
 //     ended: a refusal without a holder) makes slaves wait that long, or

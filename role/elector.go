@@ -376,7 +376,7 @@ func (e *Elector) run(ctx context.Context) {
 	presence.Add(1)
 	go func() {
 		defer presence.Done()
-		e.presence(pctx)
+		e.presence(pctx, ev)
 	}()
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)

@@ -2,6 +2,7 @@ package role
 
 import (
 	"context"
+	"sync"
 	"testing"
 )
 
@@ -38,4 +39,25 @@ func TestRestartedElectorKeepsEpochFloor(t *testing.T) {
 	if !ok || ep <= 2 {
 		t.Fatalf("after a restart and a data loss the tenure's epoch is %d (ok %v), want more than 2", ep, ok)
 	}
+}
+
+// OnDuplicateID runs on the callback goroutine like the other callbacks:
+// a slow one never holds up the election.
+func TestSlowDuplicateCallbackDoesNotStallElection(t *testing.T) {
+	store := newStore(t)
+	id := mustID(t, 1)
+	a, _ := NewElector(store, id, fast, quiet)
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	// b has no member list, so only its campaign can see the duplicate:
+	// in the role key, held by a with b's instance ID.
+	b, _ := NewElector(leaseOnly{store}, id, fast, quiet, OnDuplicateID(func(string) { <-release }))
+	start(t, a)
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	t.Cleanup(unblock) // runs before b's Stop, which waits for callbacks
+	eventually(t, "b reports the duplicate", func() bool { return b.Status().Duplicate != "" })
+	stop(t, a)
+	eventually(t, "b elected while its duplicate callback is still running", b.IsMaster)
 }
