@@ -106,9 +106,11 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 			e.logger.Warn("role: the store granted the role too late to use; claiming again", "key", e.key, "epoch", l.Token)
 			c.sleep(ctx, backoff.next())
 		case errors.As(err, &held):
-			backoff.reset()
 			h := held.Holder
 			c.observe(h.Token)
+			if h.Owner != e.owner {
+				backoff.reset()
+			}
 			switch {
 			case h.Owner == e.owner:
 				// Our own lease: a claim whose reply was lost or came too
@@ -117,7 +119,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				// a new epoch, so give the key up and claim it afresh.
 				if again {
 					// Released, yet still ours: do not spin on a store
-					// that keeps it.
+					// that keeps it; the back-off grows while it does.
 					c.sleep(ctx, backoff.next())
 				}
 				reclaimed = true

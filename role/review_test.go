@@ -3,7 +3,13 @@ package role
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/internal/clock"
 )
 
 // stop stops el, failing t if it does not stop within the patience.
@@ -60,4 +66,41 @@ func TestSlowDuplicateCallbackDoesNotStallElection(t *testing.T) {
 	eventually(t, "b reports the duplicate", func() bool { return b.Status().Duplicate != "" })
 	stop(t, a)
 	eventually(t, "b elected while its duplicate callback is still running", b.IsMaster)
+}
+
+// keepsOwn is a store that always reports the role key held by the
+// claimant itself and fails to release it: an elector's stale lease it
+// cannot get rid of. It counts the claims.
+type keepsOwn struct {
+	backend.Store
+	claims atomic.Int32
+}
+
+func (k *keepsOwn) Acquire(_ context.Context, key, owner string, ttl time.Duration, _ uint64) (backend.Lease, error) {
+	k.claims.Add(1)
+	return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, Owner: owner, Token: 1, TTL: ttl}}
+}
+
+func (k *keepsOwn) Release(context.Context, string, string, time.Duration) error { return errDown }
+
+// An elector that finds its own stale lease on the store and cannot
+// release it backs off between tries, as for any other store failure,
+// instead of asking again every few tens of milliseconds.
+func TestOwnStaleLeaseBacksOff(t *testing.T) {
+	clk := clock.NewFake(t0)
+	st := &keepsOwn{Store: leaseOnly{newStore(t, membackend.WithClock(clk))}}
+	a, _ := NewElector(st, mustID(t, 1), fast, quiet, withClock(clk))
+	start(t, a)
+	// One second of the elector's clock, in 5ms steps; each step waits
+	// until the elector has armed its next back-off timer.
+	for range 200 {
+		clk.AwaitTimers(t, 1)
+		clk.Advance(5 * time.Millisecond)
+	}
+	// A back-off from 50ms (25-50ms with its jitter) doubling to the 1s
+	// heartbeat interval, once before each claim and once after each
+	// failed release, makes at most 5 claims in a second.
+	if n := st.claims.Load(); n > 6 {
+		t.Fatalf("%d claims in a second against a store that keeps this process's lease, want a back-off (at most 6)", n)
+	}
 }
