@@ -20,7 +20,9 @@
 // holder keeps the lock at most HoldDuration (default 45 s), so a crashed
 // holder cannot dead-lock the others — nor a stuck one the other
 // goroutines of its own process: they wait behind it only until its lease
-// ends, and with MaxRetries at most MaxRetries x RetryInterval. With Disabled every call fails with
+// ends (except those that share its Mutex value, which stays locked until
+// its Unlock, as a sync.Mutex does), and with MaxRetries at most
+// MaxRetries x RetryInterval. With Disabled every call fails with
 // ErrDisabled: a section never runs unlocked.
 //
 // # Beyond the seed
