@@ -24,8 +24,8 @@ type campaign struct {
 	// master's lease as last seen ends at the earliest.
 	heldUntil int64
 
-	// while master (the tenure's deadline is e.deadline: only this
-	// goroutine writes it):
+	// while master (the tenure's deadline is e.deadline: this goroutine
+	// sets and moves it; IsMaster sets it to 0 once it has passed):
 	tenureCancel context.CancelFunc
 	deadlineTmr  clock.Timer // fires at the deadline
 
@@ -195,7 +195,10 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 			c.expire("no renewal came back before the safety deadline", r.err)
 			return
 		case r.err == nil:
-			c.renewed(sent)
+			if !c.renewed(sent) {
+				c.expire("the deadline passed as the renewal came back", nil)
+				return
+			}
 			next = sent + interval
 		case ctx.Err() != nil:
 			c.stepDown(ctx)
@@ -219,7 +222,7 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	e.mu.Lock()
 	e.tenure, e.tenureEpoch = tctx, l.Token
 	e.mu.Unlock()
-	c.renewed(start)
+	c.begin(start)
 	e.mu.Lock()
 	e.master = e.idText
 	e.since = e.clock.Now()
@@ -236,9 +239,22 @@ func (c *campaign) deadline() int64 { return c.e.deadline.Load() }
 
 // renewed moves the deadline to sent + TTL - margin and arms the timer
 // that ends the tenure there. The caller has checked that the reply came
-// back before the current deadline.
-func (c *campaign) renewed(sent int64) {
-	c.e.deadline.Store(sent + c.validity())
+// back before the current deadline; renewed reports false if IsMaster
+// found that deadline passed meanwhile (it then reads 0): the tenure is
+// over, as IsMaster already told a reader.
+func (c *campaign) renewed(sent int64) bool {
+	d := c.deadline()
+	if d == 0 || !c.e.deadline.CompareAndSwap(d, sent+c.validity()) {
+		return false
+	}
+	c.armDeadline()
+	return true
+}
+
+// begin sets the first deadline of a tenure, from the claim sent at
+// start.
+func (c *campaign) begin(start int64) {
+	c.e.deadline.Store(start + c.validity())
 	c.armDeadline()
 }
 

@@ -32,8 +32,10 @@
 //     renewal plus the TTL minus Config.SafetyMargin lies in the future of
 //     the local monotonic clock. A master that cannot renew steps down on
 //     its own before the store can expire its key, and a process that wakes
-//     from a long pause never reads a stale true. IsMaster does no I/O,
-//     takes no lock and does not allocate.
+//     from a long pause never reads a stale true. Once IsMaster has read
+//     false in a tenure it never reads true again in it: a renewal the
+//     elector acts on after that ends the tenure instead. IsMaster does no
+//     I/O, takes no lock and does not allocate.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
 //     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on

@@ -104,3 +104,60 @@ func TestOwnStaleLeaseBacksOff(t *testing.T) {
 		t.Fatalf("%d claims in a second against a store that keeps this process's lease, want a back-off (at most 6)", n)
 	}
 }
+
+// pausingClock is a fake clock whose next Since call, once armed, tells
+// hit and waits for resume before it returns the time it read: it stops
+// the elector between reading the clock and acting on what it read.
+type pausingClock struct {
+	*clock.Fake
+	armed  atomic.Bool
+	hit    chan struct{}
+	resume chan struct{}
+}
+
+func (p *pausingClock) Since(t time.Time) time.Duration {
+	d := p.Fake.Since(t)
+	if p.armed.CompareAndSwap(true, false) {
+		p.hit <- struct{}{}
+		<-p.resume
+	}
+	return d
+}
+
+// A renewal whose reply the elector reads just before the deadline, and
+// acts on just after it, while IsMaster already read false: the tenure is
+// over for good (OnDemoted), and IsMaster never reads true again in it.
+func TestIsMasterNeverTurnsTrueAgainInATenure(t *testing.T) {
+	clk := &pausingClock{Fake: clock.NewFake(t0), hit: make(chan struct{}), resume: make(chan struct{})}
+	store := newStore(t, membackend.WithClock(clk.Fake))
+	st := newStalling(leaseOnly{store})
+	var rec recorder
+	a, _ := NewElector(st, mustID(t, 1), fast, append(rec.options(), quiet, withClock(clk))...)
+	start(t, a)
+	t.Cleanup(st.open)
+	eventually(t, "a elected", func() bool { return rec.has("elected 1") })
+	clk.AwaitTimers(t, 3) // a: heartbeat, deadline; store: expiry
+
+	st.stall.Store(true)
+	clk.Advance(fast.HeartbeatInterval)
+	receive(t, "the renewal to stall", st.entered)
+	deadline := fast.HeartbeatExpiration - fast.SafetyMargin
+	clk.Advance(deadline - fast.HeartbeatInterval - time.Millisecond)
+	clk.armed.Store(true)
+	st.resumeRenew() // the reply comes back a millisecond before the deadline
+	receive(t, "the elector to read the clock on the reply", clk.hit)
+	clk.Advance(2 * time.Millisecond)
+	if a.IsMaster() {
+		t.Fatal("IsMaster true after the deadline")
+	}
+	st.holdAcquire.Store(true) // the next tenure's claim waits
+	close(clk.resume)
+	eventually(t, "OnDemoted", func() bool { return rec.has("demoted") })
+	receive(t, "the next claim", st.claiming)
+	if a.IsMaster() {
+		t.Fatal("IsMaster true again after it read false in the same tenure")
+	}
+	if rec.tenure(0).Err() == nil {
+		t.Fatal("the tenure's context is live after OnDemoted")
+	}
+}
