@@ -18,18 +18,16 @@ import (
 type campaign struct {
 	e     *Elector
 	ev    *events
-	floor uint64
 	watch backend.Watch
 
 	// while slave: when, in nanoseconds since the elector's base, the
 	// master's lease as last seen ends at the earliest.
 	heldUntil int64
 
-	// while master:
+	// while master (the tenure's deadline is e.deadline: this goroutine
+	// sets and moves it; IsMaster sets it to 0 once it has passed):
 	tenureCancel context.CancelFunc
-	renewedAt    int64       // when the last renewal that came back in time was sent
-	deadline     int64       // renewedAt + TTL - margin; the tenure ends there
-	deadlineTmr  clock.Timer // fires at deadline
+	deadlineTmr  clock.Timer // fires at the deadline
 
 	// inflight is a renewal the campaign stopped waiting for (the tenure
 	// ended, or Run is stopping) and has not joined yet. Its reply is void.
@@ -108,9 +106,11 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 			e.logger.Warn("role: the store granted the role too late to use; claiming again", "key", e.key, "epoch", l.Token)
 			c.sleep(ctx, backoff.next())
 		case errors.As(err, &held):
-			backoff.reset()
 			h := held.Holder
 			c.observe(h.Token)
+			if h.Owner != e.owner {
+				backoff.reset()
+			}
 			switch {
 			case h.Owner == e.owner:
 				// Our own lease: a claim whose reply was lost or came too
@@ -119,7 +119,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				// a new epoch, so give the key up and claim it afresh.
 				if again {
 					// Released, yet still ours: do not spin on a store
-					// that keeps it.
+					// that keeps it; the back-off grows while it does.
 					c.sleep(ctx, backoff.next())
 				}
 				reclaimed = true
@@ -167,7 +167,7 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 	c.becomeMaster(ctx, l, start)
 	interval := int64(e.cfg.HeartbeatInterval)
 	retry := int64(min(e.cfg.HeartbeatInterval/5, time.Second))
-	next := c.renewedAt + interval // when to send the next renewal
+	next := start + interval // when to send the next renewal
 	for {
 		switch c.pause(ctx, time.Duration(next-e.now())) {
 		case stopped:
@@ -178,14 +178,14 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 			return
 		}
 		sent := e.now()
-		if sent >= c.deadline {
+		if sent >= c.deadline() {
 			c.expire("renewals failed until the safety deadline", nil)
 			return
 		}
 		// The renewal cannot outlive the tenure: its context ends at the
 		// deadline, and the campaign stops waiting for it there even if
 		// the store does not honour the context.
-		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline-sent)))
+		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline()-sent)))
 		r, out := c.await(ctx, k)
 		switch {
 		case out == stopped:
@@ -195,7 +195,10 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 			c.expire("no renewal came back before the safety deadline", r.err)
 			return
 		case r.err == nil:
-			c.renewed(sent)
+			if !c.renewed(sent) {
+				c.expire("the deadline passed as the renewal came back", nil)
+				return
+			}
 			next = sent + interval
 		case ctx.Err() != nil:
 			c.stepDown(ctx)
@@ -219,8 +222,7 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	e.mu.Lock()
 	e.tenure, e.tenureEpoch = tctx, l.Token
 	e.mu.Unlock()
-	c.deadlineTmr = e.clock.NewTimer(time.Duration(start + c.validity() - e.now()))
-	c.renewed(start)
+	c.begin(start)
 	e.mu.Lock()
 	e.master = e.idText
 	e.since = e.clock.Now()
@@ -230,24 +232,45 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	c.ev.push(event{kind: evMasterChange, id: e.idText})
 }
 
-// renewed moves the deadline to sent + TTL - margin and re-arms the timer
+// deadline is when the tenure ends, in nanoseconds since the elector's
+// base: the send time of the last renewal (or the claim) that came back
+// in time, plus the TTL, minus the safety margin.
+func (c *campaign) deadline() int64 { return c.e.deadline.Load() }
+
+// renewed moves the deadline to sent + TTL - margin and arms the timer
 // that ends the tenure there. The caller has checked that the reply came
-// back before the current deadline.
-func (c *campaign) renewed(sent int64) {
-	c.renewedAt = sent
-	c.deadline = sent + c.validity()
-	c.e.deadline.Store(c.deadline)
+// back before the current deadline; renewed reports false if IsMaster
+// found that deadline passed meanwhile (it then reads 0): the tenure is
+// over, as IsMaster already told a reader.
+func (c *campaign) renewed(sent int64) bool {
+	d := c.deadline()
+	if d == 0 || !c.e.deadline.CompareAndSwap(d, sent+c.validity()) {
+		return false
+	}
+	c.armDeadline()
+	return true
+}
+
+// begin sets the first deadline of a tenure, from the claim sent at
+// start.
+func (c *campaign) begin(start int64) {
+	c.e.deadline.Store(start + c.validity())
 	c.armDeadline()
 }
 
 func (c *campaign) armDeadline() {
-	c.deadlineTmr.Reset(time.Duration(c.deadline - c.e.now()))
+	d := time.Duration(c.deadline() - c.e.now())
+	if c.deadlineTmr == nil {
+		c.deadlineTmr = c.e.clock.NewTimer(d)
+		return
+	}
+	c.deadlineTmr.Reset(d)
 }
 
 // due reports whether the tenure's deadline has come. It re-arms the
 // deadline timer after a stale fire (one from before the last renewal).
 func (c *campaign) due() bool {
-	if c.e.now() >= c.deadline {
+	if c.e.now() >= c.deadline() {
 		return true
 	}
 	c.armDeadline()
@@ -303,7 +326,7 @@ func (c *campaign) await(ctx context.Context, k *call) (reply, outcome) {
 		case r := <-k.done:
 			k.cancel()
 			c.inflight = nil
-			if c.e.now() >= c.deadline {
+			if c.e.now() >= c.deadline() {
 				return r, expired
 			}
 			return r, woke
@@ -375,7 +398,6 @@ func (c *campaign) lost(err error) {
 func (c *campaign) endTenure() {
 	e := c.e
 	e.deadline.Store(0)
-	c.deadline = 0
 	if c.deadlineTmr != nil {
 		c.deadlineTmr.Stop()
 		c.deadlineTmr = nil
@@ -400,7 +422,9 @@ func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 	e := c.e
 	octx, cancel := context.WithTimeout(ctx, min(e.opTimeout, time.Duration(c.validity())))
 	defer cancel()
-	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, c.floor)
+	// The floor is the highest epoch this elector has seen, in this Run or
+	// an earlier one.
+	return e.store.Acquire(octx, e.key, e.owner, e.cfg.HeartbeatExpiration, e.epoch.Load())
 }
 
 // release gives up this process's lease on the role key, if it still
@@ -416,9 +440,9 @@ func (c *campaign) release(ctx context.Context) error {
 	return err
 }
 
-// observe raises the fencing floor and the visible epoch to token.
+// observe raises the visible epoch, which is also the fencing floor of
+// the elector's claims, to token.
 func (c *campaign) observe(token uint64) {
-	c.floor = max(c.floor, token)
 	for {
 		old := c.e.epoch.Load()
 		if token <= old || c.e.epoch.CompareAndSwap(old, token) {
@@ -436,7 +460,7 @@ func (c *campaign) seeMaster(owner string) {
 	e.master = id
 	e.mu.Unlock()
 	if id == e.idText && owner != e.owner {
-		e.reportDuplicate(owner)
+		e.reportDuplicate(c.ev, owner)
 	}
 	if changed {
 		c.ev.push(event{kind: evMasterChange, id: id})

@@ -16,8 +16,9 @@
 //
 //   - Fenced tenures: every tenure's epoch is the store's fencing token for
 //     the grant, strictly larger than every earlier tenure's, also after the
-//     store lost its data (the elector passes the highest epoch it saw as
-//     the floor of its claims). Epoch and EpochFromContext return it. A
+//     store lost its data (the elector passes the highest epoch it saw,
+//     in this Run or an earlier one of the same Elector, as the floor of
+//     its claims). Epoch and EpochFromContext return it. A
 //     tenure that ended is never resumed: a master that stepped down (its
 //     store out of reach) and then finds its own lease still live on the
 //     store releases it and claims afresh, so its next tenure has a new,
@@ -31,13 +32,15 @@
 //     renewal plus the TTL minus Config.SafetyMargin lies in the future of
 //     the local monotonic clock. A master that cannot renew steps down on
 //     its own before the store can expire its key, and a process that wakes
-//     from a long pause never reads a stale true. IsMaster does no I/O,
-//     takes no lock and does not allocate.
+//     from a long pause never reads a stale true. Once IsMaster has read
+//     false in a tenure it never reads true again in it: a renewal the
+//     elector acts on after that ends the tenure instead. IsMaster does no
+//     I/O, takes no lock and does not allocate.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
-//     OnMasterChange follow. Callbacks run in order on one goroutine per
-//     elector, never concurrently, and a slow callback never delays a
-//     renewal.
+//     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on
+//     one goroutine per elector, never concurrently, and a slow callback
+//     never delays a renewal or a claim.
 //   - A store that grants nothing for a while (one that may have lost data
 //     refuses claims until every lease it may have granted before has
 //     ended: a refusal without a holder) makes slaves wait that long, or

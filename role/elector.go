@@ -39,7 +39,8 @@ type Elector struct {
 
 	// deadline is when, in nanoseconds since base, this instance stops
 	// calling itself master; 0 when it is not master. IsMaster reads it
-	// and the clock, nothing else.
+	// and the clock, and sets it to 0 when it finds it passed, so that the
+	// elector cannot move it any more.
 	deadline atomic.Int64
 	epoch    atomic.Uint64 // highest role token seen: own tenure's while master
 
@@ -175,8 +176,9 @@ func (e *Elector) Key() string { return e.key }
 // of the local monotonic clock, so an instance that wakes from a long
 // pause never reports a stale true. A renewal counts only if its reply
 // came back before that deadline: one that comes back later, even a
-// successful one, never makes IsMaster true again. It does no I/O, takes
-// no lock and does not allocate.
+// successful one, never makes IsMaster true again; nor does anything once
+// IsMaster has read false in a tenure. It does no I/O, takes no lock and
+// does not allocate.
 //
 // IsMaster reads the clock on every call, while the tenure's context is
 // cancelled by the elector's timer when the deadline comes; for a moment
@@ -184,14 +186,22 @@ func (e *Elector) Key() string { return e.key }
 // read false while the context is not cancelled yet. Neither protects a
 // write that is already on its way: the epoch does.
 func (e *Elector) IsMaster() bool {
-	d := e.deadline.Load()
-	if d == 0 {
-		return false
+	for {
+		d := e.deadline.Load()
+		if d == 0 {
+			return false
+		}
+		if e.now() < d {
+			return true
+		}
+		// The deadline has passed: the tenure is over for every reader
+		// from now on, even if the elector is about to act on a renewal
+		// whose reply it read a moment before the deadline.
+		if e.deadline.CompareAndSwap(d, 0) {
+			return false
+		}
+		// The elector moved the deadline meanwhile: look again.
 	}
-	if e.realClock {
-		return int64(time.Since(e.base)) < d
-	}
-	return int64(e.clock.Since(e.base)) < d
 }
 
 // IsLeader reports mastership in the form gocron.Elector expects: nil
@@ -376,7 +386,7 @@ func (e *Elector) run(ctx context.Context) {
 	presence.Add(1)
 	go func() {
 		defer presence.Done()
-		e.presence(pctx)
+		e.presence(pctx, ev)
 	}()
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)

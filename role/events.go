@@ -11,12 +11,13 @@ const (
 	evElected eventKind = iota
 	evDemoted
 	evMasterChange
+	evDuplicate
 )
 
 type event struct {
 	kind eventKind
 	ctx  context.Context // evElected: the tenure's context
-	id   string          // evMasterChange: the new master
+	id   string          // evMasterChange: the new master; evDuplicate: the other owner
 }
 
 // events delivers callbacks in order on one goroutine, so a slow callback
@@ -93,6 +94,10 @@ func (ev *events) call(e event) {
 	case evMasterChange:
 		if ev.hooks.masterChange != nil {
 			ev.hooks.masterChange(e.id)
+		}
+	case evDuplicate:
+		if ev.hooks.duplicate != nil {
+			ev.hooks.duplicate(e.id)
 		}
 	}
 }

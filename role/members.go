@@ -38,7 +38,8 @@ type memberData struct {
 // OnDuplicateID registers f to be called with the owner string of another
 // live process that claims this instance's ID. The elector also logs the
 // duplicate at error level and reports it in Status; use f for metrics or
-// alerts.
+// alerts. f runs on the callback goroutine, in order with the other
+// callbacks, so a slow f never holds up the election.
 func OnDuplicateID(f func(otherOwner string)) Option {
 	return func(e *Elector) { e.hooks.duplicate = f }
 }
@@ -79,8 +80,8 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 
 // presence heartbeats this elector's member entry every two heartbeat
 // intervals until ctx ends, then leaves the group. It returns at once when
-// the store keeps no member list.
-func (e *Elector) presence(ctx context.Context) {
+// the store keeps no member list. Duplicates it finds are reported on ev.
+func (e *Elector) presence(ctx context.Context, ev *events) {
 	reg, ok := e.store.(backend.Registry)
 	if !ok {
 		return
@@ -110,15 +111,16 @@ func (e *Elector) presence(ctx context.Context) {
 			e.setErr(err)
 			e.logger.Warn("role: member heartbeat failed", "group", e.group, "err", err)
 		case len(dups) > 0:
-			e.reportDuplicate(dups[0])
+			e.reportDuplicate(ev, dups[0])
 		}
 		t.Reset(every)
 	}
 }
 
 // reportDuplicate records and reports another live process with this
-// instance's ID, once per other process.
-func (e *Elector) reportDuplicate(other string) {
+// instance's ID, once per other process. OnDuplicateID is queued on ev,
+// so it runs on the callback goroutine and never holds up the caller.
+func (e *Elector) reportDuplicate(ev *events, other string) {
 	e.mu.Lock()
 	seen := e.duplicate == other
 	e.duplicate = other
@@ -128,7 +130,5 @@ func (e *Elector) reportDuplicate(other string) {
 	}
 	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
 		"other", other, "self", e.owner)
-	if e.hooks.duplicate != nil {
-		e.hooks.duplicate(other)
-	}
+	ev.push(event{kind: evDuplicate, id: other})
 }

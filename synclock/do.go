@@ -18,11 +18,12 @@ func sectionOf(ctx context.Context) *grant {
 
 // holds reports whether the call chain of ctx holds lk's store key sk, so
 // that a nested call on that key runs directly instead of waiting for
-// itself.
+// itself. A holding that is over (its lease lapsed, or it was released)
+// holds nothing: the lock may be another goroutine's by then.
 func holds(ctx context.Context, lk *Locker, sk string) bool {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
 		if g.lk == lk && g.sk == sk {
-			return true
+			return !g.over.Load()
 		}
 	}
 	return false
@@ -76,8 +77,11 @@ func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) er
 // ctx: from then on the lease is no longer extended, so it lapses at the
 // end of the current lease, and DoKey reports ErrLeaseExpired if fn runs
 // past that (a Mutex's holding does not end with Lock's context). A panic
-// in fn releases the lock and is re-raised. A DoKey for a key that the same call chain already
-// holds (its ctx says so) runs fn directly.
+// in fn releases the lock and is re-raised. A DoKey for a key that the
+// same call chain already holds (its ctx says so) runs fn directly; once
+// that holding is over (its lease lapsed) the chain no longer holds the
+// key, and the nested call must acquire it like any other — with the
+// lapsed section's cancelled context it fails with ErrLeaseExpired.
 func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	return lk.run(ctx, key, true, fn)
 }
@@ -107,7 +111,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 	if k.err == nil && holds(ctx, lk, k.sk) {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
-	g, err := lk.acquire(ctx, k, wait, false)
+	g, err := lk.acquire(ctx, k, wait, nil)
 	if err != nil {
 		return err
 	}

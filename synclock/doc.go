@@ -20,7 +20,9 @@
 // holder keeps the lock at most HoldDuration (default 45 s), so a crashed
 // holder cannot dead-lock the others — nor a stuck one the other
 // goroutines of its own process: they wait behind it only until its lease
-// ends, and with MaxRetries at most MaxRetries x RetryInterval. With Disabled every call fails with
+// ends (except those that share its Mutex value, which stays locked until
+// its Unlock, as a sync.Mutex does), and with MaxRetries at most
+// MaxRetries x RetryInterval. With Disabled every call fails with
 // ErrDisabled: a section never runs unlocked.
 //
 // # Beyond the seed
@@ -32,7 +34,9 @@
 //     order; only the one at the head talks to the store. When a holder's
 //     lease ends (its context is cancelled with ErrLeaseExpired) the next
 //     goroutine in the queue goes to the store, while the late holder's
-//     Unlock still reports ErrLeaseExpired.
+//     Unlock still reports ErrLeaseExpired. One Mutex shared by goroutines
+//     stays locked until that Unlock (a Lock on it waits for it, within
+//     the same limits), so a late Unlock never ends a later holding.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
 //     do), so no waiter is starved by luckier ones and no release sets off

@@ -157,12 +157,73 @@ type queue struct {
 	watch   backend.Watch   // open while the queue lives and someone waited
 }
 
+// localWait bounds how long one acquisition waits behind other
+// goroutines of this process — first for a Mutex's previous holding to be
+// unlocked, then for the key's local turn — by its context and, with
+// MaxRetries set, by one budget for all of it: MaxRetries retry
+// intervals, the time a waiter at the store would spend in its retries.
+type localWait struct {
+	lk    *Locker
+	ctx   context.Context
+	start time.Time   // when the acquisition began
+	timer clock.Timer // the budget's, made when the first wait begins
+}
+
+// budget returns a channel that delivers when the budget is spent, or
+// nil (never) without MaxRetries.
+func (w *localWait) budget() <-chan time.Time {
+	lk := w.lk
+	if lk.cfg.MaxRetries <= 0 {
+		return nil
+	}
+	if w.timer == nil {
+		w.timer = lk.clock.NewTimer(time.Duration(lk.cfg.MaxRetries)*lk.cfg.RetryInterval - lk.clock.Since(w.start))
+	}
+	return w.timer.C()
+}
+
+// retries is how many store retries the local waiting used up: one per
+// whole RetryInterval, with MaxRetries set; 0 if nothing was waited for.
+func (w *localWait) retries() int {
+	if w.timer == nil {
+		return 0
+	}
+	return int(w.lk.clock.Since(w.start) / w.lk.cfg.RetryInterval)
+}
+
+func (w *localWait) stop() {
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+}
+
+// lockGate locks a Mutex: gate is full while the Mutex is locked, from
+// Lock until Unlock. With wait false it fails with ErrLocked at once if
+// the Mutex is locked.
+func (w *localWait) lockGate(gate chan struct{}, wait bool) error {
+	select {
+	case gate <- struct{}{}:
+		return nil
+	default:
+	}
+	if !wait {
+		return ErrLocked
+	}
+	select {
+	case gate <- struct{}{}:
+		return nil
+	case <-w.ctx.Done():
+		return backend.ContextError(w.ctx)
+	case <-w.budget():
+		return errLocalBudget
+	}
+}
+
 // enter joins key's local queue and returns when the caller owns the
-// turn, with how long it waited for it. With wait false it fails with
-// ErrLocked at once if another goroutine owns the turn. A waiter gives up
-// when ctx ends (the context's error) or, with MaxRetries set, when it has
-// waited localBudget (errLocalBudget).
-func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, time.Duration, error) {
+// turn. With wait false it fails with ErrLocked at once if another
+// goroutine owns the turn. A waiter gives up when w's context ends (the
+// context's error) or its budget is spent (errLocalBudget).
+func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 	lk.mu.Lock()
 	q := lk.queues[sk]
 	if q == nil {
@@ -173,44 +234,37 @@ func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, time
 		q.users++
 		q.busy = true
 		lk.mu.Unlock()
-		return q, 0, nil
+		return q, nil
 	}
 	if !wait {
 		lk.mu.Unlock()
-		return nil, 0, ErrLocked
+		return nil, ErrLocked
 	}
 	q.users++
 	turn := make(chan struct{})
 	q.waiters = append(q.waiters, turn)
 	lk.mu.Unlock()
-	start := lk.clock.Now()
-	var budget <-chan time.Time
-	if lk.cfg.MaxRetries > 0 {
-		t := lk.clock.NewTimer(lk.localBudget())
-		defer t.Stop()
-		budget = t.C()
-	}
 	var err error
 	select {
 	case <-turn:
-		return q, lk.clock.Since(start), nil
-	case <-ctx.Done():
-		err = backend.ContextError(ctx)
-	case <-budget:
+		return q, nil
+	case <-w.ctx.Done():
+		err = backend.ContextError(w.ctx)
+	case <-w.budget():
 		err = errLocalBudget
 	}
 	lk.mu.Lock()
-	var w backend.Watch
+	var pw backend.Watch
 	select {
 	case <-turn:
 		if err == errLocalBudget {
 			// The turn came as the budget ran out: take it, with
 			// one try left at the store.
 			lk.mu.Unlock()
-			return q, lk.clock.Since(start), nil
+			return q, nil
 		}
 		// The turn arrived as we gave up: pass it on.
-		w = lk.passLocked(sk, q)
+		pw = lk.passLocked(sk, q)
 	default:
 		for i, t := range q.waiters {
 			if t == turn {
@@ -218,22 +272,15 @@ func (lk *Locker) enter(ctx context.Context, sk string, wait bool) (*queue, time
 				break
 			}
 		}
-		w = lk.leaveLocked(sk, q)
+		pw = lk.leaveLocked(sk, q)
 	}
 	lk.mu.Unlock()
-	closeWatch(w)
-	return nil, lk.clock.Since(start), err
+	closeWatch(pw)
+	return nil, err
 }
 
-// errLocalBudget is enter giving up after localBudget.
+// errLocalBudget is a local wait giving up when its budget is spent.
 var errLocalBudget = errors.New("synclock: local wait budget spent")
-
-// localBudget is how long, with MaxRetries set, a goroutine waits behind
-// other goroutines of this process for its turn: MaxRetries retry
-// intervals, the time a waiter at the store would spend in its retries.
-func (lk *Locker) localBudget() time.Duration {
-	return time.Duration(lk.cfg.MaxRetries) * lk.cfg.RetryInterval
-}
 
 // exit gives the turn to the next local waiter.
 func (lk *Locker) exit(sk string, q *queue) {
@@ -342,13 +389,14 @@ type grant struct {
 }
 
 // acquire waits for key (local queue, then the store) and returns the
-// grant. wait=false tries once and fails with ErrLocked. With detach the
-// holding outlives ctx (a Mutex: it lasts until Unlock or the lease's
-// end); without it, the section's context ends with ctx (DoKey).
-func (lk *Locker) acquire(ctx context.Context, k lockKey, wait, detach bool) (*grant, error) {
+// grant. wait=false tries once and fails with ErrLocked. gate is a
+// Mutex's (nil for DoKey): it is locked first and stays locked until the
+// Mutex's Unlock, and the holding outlives ctx — it lasts until Unlock or
+// the lease's end. Without a gate the section's context ends with ctx.
+func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (*grant, error) {
 	key := k.key
 	start := lk.clock.Now()
-	g, tries, err := lk.acquireAt(ctx, k, wait, detach)
+	g, tries, err := lk.acquireAt(ctx, k, wait, gate, start)
 	if err != nil {
 		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
 		return nil, err
@@ -359,7 +407,7 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait, detach bool) (*g
 
 // acquireAt is acquire without the report; it also returns the claims
 // sent to the store.
-func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait, detach bool) (*grant, int, error) {
+func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool, gate chan struct{}, start time.Time) (*grant, int, error) {
 	if lk.cfg.Disabled {
 		return nil, 0, ErrDisabled
 	}
@@ -367,24 +415,46 @@ func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait, detach bool) (
 		return nil, 0, k.err
 	}
 	key, sk := k.key, k.sk
-	q, waited, err := lk.enter(ctx, sk, wait)
-	switch {
-	case errors.Is(err, ErrLocked):
-		return nil, 0, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance: %w", key, err)
-	case err == errLocalBudget:
-		return nil, 0, fmt.Errorf("synclock: lock %q is held by another goroutine of this instance; gave up after waiting %v behind it (MaxRetries %d x RetryInterval %v): %w",
-			key, waited.Round(time.Millisecond), lk.cfg.MaxRetries, lk.cfg.RetryInterval, ErrLocked)
-	case err != nil:
-		return nil, 0, errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
+	w := localWait{lk: lk, ctx: ctx, start: start}
+	if gate != nil {
+		if err := w.lockGate(gate, wait); err != nil {
+			w.stop()
+			return nil, 0, lk.localError(key, "is a Mutex locked by another goroutine of this instance (it stays locked until its Unlock, even after its lease lapsed)", err, start)
+		}
 	}
-	// Every RetryInterval spent behind local holders counts as a retry.
-	used := int(waited / lk.cfg.RetryInterval)
-	g, tries, err := lk.claim(ctx, key, sk, q, wait, used, detach)
+	q, err := lk.enter(&w, sk, wait)
+	w.stop()
+	if err != nil {
+		unlockGate(gate)
+		return nil, 0, lk.localError(key, "is held by another goroutine of this instance", err, start)
+	}
+	g, tries, err := lk.claim(ctx, key, sk, q, wait, w.retries(), gate != nil)
 	if err != nil {
 		lk.exit(sk, q)
+		unlockGate(gate)
 		return nil, tries, err
 	}
 	return g, tries, nil
+}
+
+// unlockGate unlocks a Mutex's gate, if any.
+func unlockGate(gate chan struct{}) {
+	if gate != nil {
+		<-gate
+	}
+}
+
+// localError is the error of an acquisition that gave up waiting behind
+// other goroutines of this process, because (why) of err.
+func (lk *Locker) localError(key, why string, err error, start time.Time) error {
+	switch {
+	case errors.Is(err, ErrLocked):
+		return fmt.Errorf("synclock: lock %q %s: %w", key, why, err)
+	case err == errLocalBudget:
+		return fmt.Errorf("synclock: lock %q %s; gave up after waiting %v behind it (MaxRetries %d x RetryInterval %v): %w",
+			key, why, lk.clock.Since(start).Round(time.Millisecond), lk.cfg.MaxRetries, lk.cfg.RetryInterval, ErrLocked)
+	}
+	return errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
 }
 
 // claim takes the lock in the store for the goroutine that owns q's turn.
