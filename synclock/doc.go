@@ -46,9 +46,13 @@
 //     gives up leaves the line at once.
 //   - On a store that hands over (backend.Handover; both do, except a Redis
 //     store made WithReplicaAck) the release itself grants the lock to the
-//     waiter first in line, which finds it in its own mailbox without
-//     asking: a contended lock passes from holder to holder in one trip to
-//     the store, and no other waiter is woken. The new holder counts its
+//     waiter first in line, which learns of it from the store's
+//     notification (on Redis, a message on the store's own pub/sub
+//     connection; no waiter holds a connection of the client's pool)
+//     without asking: a contended lock passes from holder to holder in one
+//     trip to the store, and no other waiter is woken. Every wait ends by
+//     a client-side timer after at most RetryInterval, when the waiter
+//     asks again. The new holder counts its
 //     hold from when it last asked, a moment before the handover, so it
 //     may give the lock up up to one RetryInterval early, never late. On
 //     other stores the release names the first waiter, only that one
