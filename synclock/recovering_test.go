@@ -10,6 +10,8 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -94,5 +96,57 @@ func TestRecoveringWaitEndsWithContext(t *testing.T) {
 	err = lk.Mutex("recovering:try").TryLock(context.Background())
 	if !errors.Is(err, synclock.ErrLocked) || !strings.Contains(err.Error(), "restarted") {
 		t.Errorf("TryLock while the store recovers: %v; want ErrLocked saying the store restarted", err)
+	}
+}
+
+// guardedLocker returns a locker of instance n as a separate process
+// would have it: its own client of r and a store with the default restart
+// guard.
+func guardedLocker(t *testing.T, r *testenv.Redis, n int, cfg synclock.Config) *synclock.Locker {
+	t.Helper()
+	st, err := redisbackend.New(r.Client(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return lockerOn(t, n, st, cfg)
+}
+
+// Redis restarts without its data, and a new process (its own client and
+// store, no token seen) takes the lock: its token is larger than every
+// token granted before the restart, and its wait for the restart guard,
+// which refuses the key for a ClaimWindow, does not use up its one retry.
+// The old process's first lock, on the fresh server, waits the same way.
+func TestTokensAfterEmptyRestartNewProcess(t *testing.T) {
+	r := testenv.NewRedis(t)
+	cfg := synclock.Config{RetryInterval: 20 * time.Millisecond, MaxRetries: 1, ClaimWindow: time.Second, HoldDuration: 2 * time.Second}
+	ctx := ctxT(t)
+	const key = "invoice:42"
+	token := func(lk *synclock.Locker) uint64 {
+		t.Helper()
+		var tok uint64
+		err := lk.DoKey(ctx, key, func(ctx context.Context) error {
+			tok, _ = synclock.Token(ctx)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	old := guardedLocker(t, r, 1, cfg)
+	var last uint64
+	for range 5 {
+		tok := token(old)
+		if tok <= last {
+			t.Fatalf("token %d after %d", tok, last)
+		}
+		last = tok
+	}
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if tok := token(guardedLocker(t, r, 2, cfg)); tok <= last {
+		t.Fatalf("after an empty restart a new process got token %d; want one above %d, the last before the restart", tok, last)
 	}
 }
