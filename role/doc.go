@@ -16,9 +16,11 @@
 //
 //   - Fenced tenures: every tenure's epoch is the store's fencing token for
 //     the grant, strictly larger than every earlier tenure's, also after the
-//     store lost its data (the elector passes the highest epoch it saw,
-//     in this Run or an earlier one of the same Elector, as the floor of
-//     its claims). Epoch and EpochFromContext return it. A
+//     store lost its data, and also for an instance that started after the
+//     loss and has seen no epoch (the store's clock is a floor of every
+//     token; the elector also passes the highest epoch it saw, in this Run
+//     or an earlier one of the same Elector, as the floor of its claims).
+//     Epoch and EpochFromContext return it. A
 //     tenure that ended is never resumed: a master that stepped down (its
 //     store out of reach) and then finds its own lease still live on the
 //     store releases it and claims afresh, so its next tenure has a new,
@@ -45,6 +47,9 @@
 //     refuses claims until every lease it may have granted before has
 //     ended: a refusal without a holder) makes slaves wait that long, or
 //     until a release, asking once; nobody is reported as master meanwhile.
+//     This holds for a brand-new instance too, so after a Redis restart
+//     without its data no instance, old or new, reads IsMaster true while
+//     the old master still may.
 //
 // # One source of truth per tenure
 //

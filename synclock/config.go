@@ -39,7 +39,9 @@ type Config struct {
 	// the local queue, and each whole RetryInterval it spent there counts
 	// as one retry once it reaches the store, where it always makes at
 	// least one try. So a call gives up after about MaxRetries retry
-	// intervals, whoever holds the lock.
+	// intervals, whoever holds the lock. A refusal by a store that
+	// restarted without its data (backend.HeldError.Recovering) is not a
+	// retry: the waiter sleeps the time the store names and asks again.
 	MaxRetries int
 	// ClaimWindow is how long a lock is first granted for. A holder whose
 	// section runs for a third of it extends the lease to HoldDuration

@@ -40,11 +40,17 @@ type lockedError struct {
 	holder backend.Lease // Owner "" when the key is free but kept for next
 	next   string        // the waiter first in the store's line, if any
 	tries  int
+	// recovering: the store restarted without its data and grants the
+	// key to nobody for holder.TTL
+	recovering bool
 }
 
 // holderText says who has the lock: its holder or, when the store keeps
 // the free key for the waiter first in line, that waiter.
 func (e *lockedError) holderText() string {
+	if e.recovering {
+		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data and a holding from before may still run", e.holder.TTL.Round(time.Millisecond))
+	}
 	if e.holder.Owner == "" {
 		return fmt.Sprintf("free but kept for %q, first in line", e.next)
 	}

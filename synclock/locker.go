@@ -464,9 +464,13 @@ func (lk *Locker) localError(key, why string, err error, start time.Time) error 
 // that hands over (backend.Handover) the release grants the key to the
 // first waiter, who collects it without another request; elsewhere a
 // waiter sleeps until a release is announced and then asks again. used is
-// the retries the caller already spent waiting behind local holders.
+// the retries the caller already spent waiting behind local holders. A
+// store that refuses because it restarted without its data (Recovering)
+// grants the key to nobody for the time it names: the waiter sleeps that
+// long, bounded by ctx, and the refusal is not counted as a retry.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool) (*grant, int, error) {
 	tries := 0
+	spared := 0 // tries refused as Recovering: not retries
 	owner := lk.newOwner()
 	// A grant, and a handover asked for in line, first lasts ClaimWindow;
 	// the holder extends it if its section runs long (renew).
@@ -499,11 +503,20 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
 		}
 		lk.observe(sk, held.Holder.Token)
-		locked := &lockedError{key: key, holder: held.Holder, next: held.Next}
+		locked := &lockedError{key: key, holder: held.Holder, next: held.Next, recovering: held.Recovering}
 		if !wait {
 			return nil, tries, locked
 		}
-		if lk.cfg.MaxRetries > 0 && tries+used > lk.cfg.MaxRetries {
+		if held.Recovering {
+			// Nobody gets the key before Holder.TTL, and no release can
+			// come sooner: sleep it out, then ask again.
+			spared++
+			if err := lk.sleep(ctx, held.Holder.TTL); err != nil {
+				return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)
+			}
+			continue
+		}
+		if lk.cfg.MaxRetries > 0 && tries-spared+used > lk.cfg.MaxRetries {
 			lk.leaveLine(ctx, line, key, sk, owner, patience)
 			locked.tries = tries
 			return nil, tries, locked
@@ -607,6 +620,18 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 		case <-ctx.Done():
 			return backend.ContextError(ctx)
 		}
+	}
+}
+
+// sleep waits d on the Locker's clock, or until ctx ends.
+func (lk *Locker) sleep(ctx context.Context, d time.Duration) error {
+	t := lk.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return backend.ContextError(ctx)
 	}
 }
 

@@ -76,7 +76,13 @@
 // are not needed: expiry is not signalled, and waiters re-check at the
 // holder's remaining TTL (backend.WaitFree). When the pub/sub connection
 // breaks, every watcher gets a signal, because a release may have been
-// missed.
+// missed. Once a key's subscription is confirmed again (the connection
+// came back, or the store replaced one that stopped answering), the store
+// marks the key again at once, since a server restarted without its data
+// lost the markers, and then signals the key's watchers once more: from
+// that mark on, releases are published again, and one that went
+// unpublished before it is covered by the signal. A mark that fails is
+// tried again a quarter of a second later.
 //
 // The pub/sub connection has two goroutines of the store: one sends on it
 // (SUBSCRIBE, UNSUBSCRIBE, PING, the re-dial of a connection that stopped

@@ -229,9 +229,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 // A Redis restarted empty: the watcher is told to look again (a release
 // may have been missed), the subscription comes back, and a later release
 // is seen; the fencing floor keeps tokens increasing. The restart also
-// lost the watch marker, which the watcher's store restores only at its
-// next refresh: the first grant after the restart is flagged contended
-// (its key has no counter), so its release is published all the same.
+// lost the watch marker, which the watcher's store sets again once it is
+// subscribed again (TestWatchMarkRestoredAfterEmptyRestart); the first
+// grant after the restart is flagged contended (its key has no counter),
+// so its release is published even before that.
 func TestRestartEmpty(t *testing.T) {
 	r := testenv.NewRedis(t)
 	rdb := r.Client(t)

@@ -143,10 +143,11 @@ type subscriber struct {
 	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
 	health  time.Duration
 
-	ctx  context.Context // ends when the subscriber closes
-	stop context.CancelFunc
-	wake chan struct{}  // capacity 1: there is work for the writer
-	wg   sync.WaitGroup // the writer, the receiver, keepMarks
+	ctx   context.Context // ends when the subscriber closes
+	stop  context.CancelFunc
+	wake  chan struct{}  // capacity 1: there is work for the writer
+	marks chan struct{}  // capacity 1: keepMarks has keys to mark again now
+	wg    sync.WaitGroup // the writer, the receiver, keepMarks
 
 	mu       sync.Mutex
 	ps       *redis.PubSub // the connection; replaced by the writer only
@@ -155,8 +156,9 @@ type subscriber struct {
 	started  bool // the writer and keepMarks run
 	reading  bool // the receiver runs
 	closed   bool
-	ping     bool // the receiver asks the writer to ping
-	redial   bool // the receiver asks the writer to replace ps
+	ping     bool                // the receiver asks the writer to ping
+	redial   bool                // the receiver asks the writer to replace ps
+	remark   map[string]struct{} // watched keys to mark again now (keepMarks)
 }
 
 // channel is the state of one subscribed (or to be subscribed) channel.
@@ -166,6 +168,7 @@ type channel struct {
 
 	requested bool          // SUBSCRIBE sent on the current connection, no UNSUBSCRIBE since
 	confirmed bool          // and the server confirmed it
+	lost      bool          // a subscription was lost since the key was last marked
 	ready     chan struct{} // closed when confirmed; a new one after a loss
 	idle      time.Time     // when the last user left
 
@@ -202,8 +205,10 @@ func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool
 		ctx:      ctx,
 		stop:     stop,
 		wake:     make(chan struct{}, 1),
+		marks:    make(chan struct{}, 1),
 		armed:    make(chan struct{}),
 		channels: make(map[string]*channel),
+		remark:   make(map[string]struct{}),
 	}
 }
 
@@ -522,12 +527,15 @@ func contains(names []string, name string) bool {
 // and watchers wait for the next confirmation, and a handover remembered
 // from before may since have been released unseen. No message from before
 // can arrive any more, so the tokens given out before no longer matter
-// (and a server that lost its data may give out lower ones).
+// (and a server that lost its data may give out lower ones). The server
+// may also have lost the watch marker (a restart without its data), so
+// the key is marked again once the subscription is confirmed.
 func (s *subscriber) lostLocked(c *channel) {
 	if c.confirmed {
 		c.confirmed = false
 		c.ready = make(chan struct{})
 	}
+	c.lost = true
 	c.last = handover{}
 	c.taken = 0
 }
@@ -619,6 +627,21 @@ func (s *subscriber) confirm(ps *redis.PubSub, name string) {
 	}
 	c.confirmed = true
 	close(c.ready)
+	if c.lost {
+		// Subscribed again after a loss: the server may have lost the
+		// marker with its data, and releases of plain leases would go
+		// unpublished until the next refresh. Mark the key now (the
+		// subscription holds, so nothing published after the mark is
+		// missed); keepMarks does it, off the receiver and off mu.
+		c.lost = false
+		if len(c.watches) > 0 {
+			s.remark[name] = struct{}{}
+			select {
+			case s.marks <- struct{}{}:
+			default:
+			}
+		}
+	}
 	for w := range c.waiters {
 		select {
 		case w.look <- struct{}{}:
@@ -648,32 +671,54 @@ func (s *subscriber) unsubscribed(ps *redis.PubSub, name string) {
 	s.poke()
 }
 
+// remarkRetry is how long keepMarks waits before it marks again a key
+// whose marking after a re-subscription failed.
+const remarkRetry = 250 * time.Millisecond
+
 // keepMarks refreshes the watch markers of the watched keys every third
 // of their ttl. When a refresh fails, or comes too late, a marker may have
 // lapsed and a release gone unpublished, so the key's watchers are told to
 // look again.
+//
+// It also marks a watched key again as soon as its subscription is
+// confirmed after a loss (remark, set by confirm): a server restarted
+// without its data lost the markers, and a release of a plain lease would
+// otherwise go unpublished until the next refresh. The key's watchers are
+// then told to look again, since such a release may have happened before
+// the mark; a mark that fails is tried again after remarkRetry.
 func (s *subscriber) keepMarks() {
 	defer s.wg.Done()
 	every := s.marker.ttl / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	last := time.Now() // the oldest refresh any marker may date from
 	for {
+		refresh := false
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+			refresh = true
+		case <-s.marks:
+		case <-retry.C:
 		}
 		s.mu.Lock()
 		names := make([]string, 0, len(s.channels))
 		for name, c := range s.channels {
-			if len(c.watches) > 0 {
+			_, again := s.remark[name]
+			if len(c.watches) > 0 && (refresh || again) {
 				names = append(names, name)
 			}
 		}
+		pending := s.remark
+		s.remark = make(map[string]struct{})
 		s.mu.Unlock()
 		start := time.Now()
-		late := start.Sub(last) >= s.marker.ttl
+		late := refresh && start.Sub(last) >= s.marker.ttl
+		failed := false
 		for _, name := range names {
 			ctx, cancel := context.WithTimeout(s.ctx, every)
 			err := s.marker.mark(ctx, name)
@@ -681,11 +726,23 @@ func (s *subscriber) keepMarks() {
 			if s.ctx.Err() != nil {
 				return
 			}
-			if err != nil || late {
+			_, again := pending[name]
+			if err != nil && again {
+				failed = true
+				s.mu.Lock()
+				s.remark[name] = struct{}{}
+				s.mu.Unlock()
+			}
+			if err != nil || late || again {
 				s.signal(name, backend.Event{Kind: backend.EventMaybeFree})
 			}
 		}
-		last = start
+		if failed {
+			retry.Reset(remarkRetry)
+		}
+		if refresh {
+			last = start
+		}
 	}
 }
 
