@@ -3,12 +3,15 @@ package synclock_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -87,23 +90,78 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	}
 }
 
+// renewLog grants every request at once and records the lease length
+// each extension asks for.
+type renewLog struct {
+	grantingStore
+	mu   sync.Mutex
+	ttls []time.Duration
+}
+
+func (s *renewLog) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	s.mu.Lock()
+	s.ttls = append(s.ttls, ttl)
+	s.mu.Unlock()
+	return s.grantingStore.Renew(ctx, key, owner, ttl)
+}
+
+func (s *renewLog) taken() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ttls)
+}
+
 // HoldDuration still caps a holding whose first lease is the claim window:
-// the section is cancelled shortly before the hold runs out, not before
-// the claim window does.
+// a third into the window the lease is extended once, to the end of the
+// hold counted from the grant's request, and the section is cancelled a
+// margin (a tenth of the claim window) before the hold ends: not before
+// the claim window does, and not a moment after the hold's margin. On the
+// fake clock, so the instants are exact on any machine.
 func TestClaimWindowKeepsHoldCap(t *testing.T) {
 	const claim, hold = time.Second, 3 * time.Second
-	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: hold, ClaimWindow: claim})
-	start := time.Now()
-	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
-		<-ctx.Done()
-		return nil
+	const margin = claim / 10
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0)) // T
+	extended := make(chan struct{}, 1)
+	observe := synclock.WithObserver(func(ev synclock.Event) {
+		if ev.Kind == synclock.EventExtended {
+			extended <- struct{}{}
+		}
 	})
-	took := time.Since(start)
-	if !errors.Is(err, synclock.ErrLeaseExpired) {
-		t.Fatalf("err = %v, want ErrLeaseExpired at the end of the hold", err)
+	st := &renewLog{}
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold, ClaimWindow: claim}, observe, synclock.WithClock(clk))
+	ctx := ctxT(t)
+	m := lk.Mutex(uniqueKey(t))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if took < claim || took >= hold {
-		t.Fatalf("the section was cancelled after %v, want after the %v claim window was extended and before the %v hold", took, claim, hold)
+	clk.AwaitTimers(t, 1)
+	clk.Advance(claim / 3) // the extension starts
+	select {
+	case <-extended:
+	case <-ctx.Done():
+		t.Fatal("the lease was not extended a third into the claim window")
+	}
+	if got, want := st.taken(), []time.Duration{hold - claim/3}; !slices.Equal(got, want) {
+		t.Fatalf("extensions asked for %v, want %v: one, to the end of the %v hold", got, want, hold)
+	}
+	clk.Advance(hold - margin - claim/3 - time.Nanosecond)
+	if !alarmSettled(t, clk, m) {
+		t.Fatalf("the section ended before T+%v, the hold less the margin (claim window %v): %v", hold-margin, claim, context.Cause(m.Context()))
+	}
+	clk.Advance(time.Nanosecond)
+	select {
+	case <-m.Context().Done():
+		if cause := context.Cause(m.Context()); !errors.Is(cause, synclock.ErrLeaseExpired) {
+			t.Errorf("the section ended with %v, want ErrLeaseExpired", cause)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the section was not cancelled at T+%v, the %v hold less the margin", hold-margin, hold)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Errorf("Unlock at the end of the hold: %v, want ErrLeaseExpired", err)
+	}
+	if n := len(st.taken()); n != 1 {
+		t.Errorf("the lease was extended %d times, want once", n)
 	}
 }
 
