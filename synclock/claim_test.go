@@ -41,12 +41,19 @@ func (crashingWaiter) Dequeue(context.Context, string, string) error { return ni
 
 // A grant first lasts ClaimWindow: a short section never extends it, a
 // long one extends it to HoldDuration and keeps the lock past the window.
+// The Locker runs on the fake clock, so how long a section runs is up to
+// the test, not the machine's load; the windows are long, so that Redis,
+// on the real clock, keeps each lease far longer than the test needs.
 func TestClaimWindowExtendsLongSections(t *testing.T) {
-	// Generous windows: the extension, sent after a third of the claim
-	// window, must land before the window ends even on a loaded machine.
-	const claim = 600 * time.Millisecond
+	const claim, hold = time.Minute, 10 * time.Minute
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	extended := make(chan struct{}, 1)
 	st := &renewCounter{Store: newRedisStore(t)}
-	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: claim})
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold, ClaimWindow: claim}, synclock.WithClock(clk), synclock.WithObserver(func(ev synclock.Event) {
+		if ev.Kind == synclock.EventExtended {
+			extended <- struct{}{}
+		}
+	}))
 	key := uniqueKey(t)
 	sk := backend.AppKey("acme", "billing", "lock", key)
 
@@ -58,6 +65,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 		if l.TTL > claim {
 			t.Errorf("a fresh grant lasts %v, want at most the claim window %v", l.TTL, claim)
 		}
+		clk.Advance(claim/3 - time.Nanosecond) // a short section
 		return nil
 	})
 	if err != nil {
@@ -68,17 +76,22 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	}
 
 	err = lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+		clk.Advance(claim / 3) // the extension starts
 		select {
+		case <-extended:
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(3 * claim): // past the first lease
+		}
+		clk.Advance(2 * claim) // past the first lease
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
 		}
 		l, err := st.Get(ctx, sk)
 		if err != nil {
 			return err
 		}
 		if l.TTL <= claim {
-			t.Errorf("after %v in the section the lease has %v left, want it extended towards the 1m hold", 3*claim, l.TTL)
+			t.Errorf("after the extension the lease has %v left, want it extended towards the %v hold", l.TTL, hold)
 		}
 		return nil
 	})
