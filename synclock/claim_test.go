@@ -185,7 +185,9 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 	cfg := synclock.Config{HoldDuration: time.Minute, ClaimWindow: 500 * time.Millisecond}
 	key := uniqueKey(t)
 	store := newRedisStore(t)
-	holder := lockerOn(t, 1, store, cfg)
+	// The holder's own first lease is the whole hold: a 500ms one would
+	// have to be extended in time on a busy machine.
+	holder := lockerOn(t, 1, store, synclock.Config{HoldDuration: time.Minute, ClaimWindow: time.Minute})
 	m := holder.Mutex(key)
 	if err := m.Lock(ctxT(t)); err != nil {
 		t.Fatal(err)

@@ -143,11 +143,11 @@ func TestHoldExpiryCancelsSection(t *testing.T) {
 }
 
 // A holder whose lease ran out cannot delete the next holder's key with a
-// late Unlock.
+// late Unlock. The next holder's lease is long, so that it outlasts the
+// test on a busy machine.
 func TestStaleUnlockKeepsNewHolder(t *testing.T) {
-	cfg := synclock.Config{HoldDuration: 200 * time.Millisecond, RetryInterval: 10 * time.Millisecond}
-	a, store := redisLocker(t, 1, cfg)
-	b, _ := redisLocker(t, 2, cfg)
+	a, store := redisLocker(t, 1, synclock.Config{HoldDuration: 200 * time.Millisecond})
+	b, _ := redisLocker(t, 2, synclock.Config{HoldDuration: time.Minute, RetryInterval: 10 * time.Millisecond})
 	key := uniqueKey(t)
 	ma, mb := a.Mutex(key), b.Mutex(key)
 	if err := ma.Lock(ctxT(t)); err != nil {
