@@ -194,12 +194,14 @@ func TestLockAtLeastForCoversFireOffsets(t *testing.T) {
 
 // A holder that never releases (a crash) holds the lock for lockAtMostFor;
 // its late release then fails without touching the next holder's lock.
+// The next holder's own lockAtMostFor is long, so that its lease outlasts
+// the test on a busy machine.
 func TestLockAtMostForFreesACrashedHolder(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		f := newFleet(t, kind, 2, fastRole)
 		const atMost = 300 * time.Millisecond
 		a := lockGate(t, f, 0, "export", atMost, 0)
-		b := lockGate(t, f, 1, "export", atMost, 0)
+		b := lockGate(t, f, 1, "export", time.Minute, 0)
 		ctx := ctxT(t)
 		start := time.Now()
 		crashed, err := a.Lock(ctx, "export")
@@ -218,7 +220,9 @@ func TestLockAtMostForFreesACrashedHolder(t *testing.T) {
 			lb = l
 			return true
 		})
-		if took := time.Since(start); took < atMost-50*time.Millisecond {
+		// The crashed holder's grant came after start and lasted
+		// lockAtMostFor on the store.
+		if took := time.Since(start); took < atMost {
 			t.Fatalf("the lock was free after %v, before lockAtMostFor %v", took, atMost)
 		}
 		err = crashed.Unlock(ctx)
@@ -280,8 +284,13 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 		b := lockGate(t, f, 1, "long", atMost, 0)
 		ctx := ctxT(t)
 
-		// Extend keeps a long job's lock beyond lockAtMostFor.
-		err := schedlock.Run(ctx, a, func(ctx context.Context) error {
+		// Extend keeps a long job's lock beyond lockAtMostFor. The run
+		// must extend before its first lease ends, so that lease is a
+		// second long: on a busy machine the job may start late.
+		const extAtMost = time.Second
+		ext := lockGate(t, f, 0, "long", extAtMost, 0)
+		start := time.Now()
+		err := schedlock.Run(ctx, ext, func(ctx context.Context) error {
 			if tok, ok := schedlock.Token(ctx); !ok || tok == 0 {
 				t.Errorf("Token = %d, %v", tok, ok)
 			}
@@ -291,7 +300,8 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 			if err := schedlock.Extend(ctx, time.Minute); err != nil {
 				return err
 			}
-			time.Sleep(2 * atMost)
+			// Past the end of the first lease, which began after start.
+			time.Sleep(time.Until(start.Add(extAtMost)))
 			if err := schedlock.Assert(ctx); err != nil {
 				return err
 			}
@@ -308,7 +318,7 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 		}
 
 		// Without Extend the run's context ends before the lease lapses.
-		start := time.Now()
+		start = time.Now()
 		var cause error
 		err = schedlock.Run(ctx, a, func(ctx context.Context) error {
 			<-ctx.Done()
