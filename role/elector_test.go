@@ -584,21 +584,27 @@ func (c *counting) Renew(ctx context.Context, key, owner string, ttl time.Durati
 }
 
 // While the master renews, a slave asks the store nothing: each renewal is
-// announced with its TTL and the slave sleeps through it.
+// announced with its TTL and the slave sleeps through it. On the fake
+// clock, so that a busy machine cannot delay a renewal past the TTL.
 func TestSlaveSleepsThroughRenewals(t *testing.T) {
-	store := newStore(t)
+	clk := clock.NewFake(t0)
+	store := newStore(t, membackend.WithClock(clk))
 	cfg := Config{HeartbeatInterval: 50 * time.Millisecond, HeartbeatExpiration: time.Second, SafetyMargin: 20 * time.Millisecond}
 	ma, sl := &counting{Store: leaseOnly{store}}, &counting{Store: leaseOnly{store}}
-	a, _ := NewElector(ma, mustID(t, 1), cfg, quiet)
-	b, _ := NewElector(sl, mustID(t, 2), cfg, quiet)
+	a, _ := NewElector(ma, mustID(t, 1), cfg, quiet, withClock(clk))
+	b, _ := NewElector(sl, mustID(t, 2), cfg, quiet, withClock(clk))
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
 	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
-	before := sl.acquires.Load()
+	before, renewed := sl.acquires.Load(), ma.renews.Load()
 	// 40 renewals span two TTLs: a slave that polled at the key's TTL
 	// would have asked at least twice.
-	eventually(t, "40 renewals", func() bool { return ma.renews.Load() >= 40 })
+	for i := range 40 {
+		clk.AwaitTimers(t, 4) // a: heartbeat, deadline; store: expiry; b: wait
+		clk.Advance(cfg.HeartbeatInterval)
+		eventually(t, fmt.Sprintf("renewal %d", i+1), func() bool { return ma.renews.Load() > renewed+int64(i) })
+	}
 	if got := sl.acquires.Load() - before; got != 0 {
 		t.Fatalf("the slave made %d claims while the master renewed", got)
 	}

@@ -129,11 +129,10 @@ func TestLockedSkipsWhileHeldAndNamesTheHolder(t *testing.T) {
 	})
 }
 
-// fire has three instances try the lock at the given offsets, each running
-// a 1ms job when admitted, and returns how many ran.
-func fire(t *testing.T, gates []*schedlock.Gate, offsets []time.Duration) int {
+// fire has the instances try the lock at the given offsets from now, each
+// running a 1ms job when admitted, and records every try in log.
+func fire(t *testing.T, log *attempts, gates []*schedlock.Gate, offsets []time.Duration) {
 	t.Helper()
-	var ran atomic.Int32
 	var wg sync.WaitGroup
 	start := time.Now()
 	for i, g := range gates {
@@ -141,15 +140,10 @@ func fire(t *testing.T, gates []*schedlock.Gate, offsets []time.Duration) int {
 			time.Sleep(time.Until(start.Add(offsets[i])))
 			ctx, cancel := context.WithTimeout(context.Background(), patience)
 			defer cancel()
-			l, err := g.Lock(ctx, "fast")
-			if errors.Is(err, schedlock.ErrLocked) {
-				return
-			}
+			l, err := log.lock(ctx, i, g, "fast")
 			if err != nil {
-				t.Error(err)
-				return
+				return // checkJobLock judges it
 			}
-			ran.Add(1)
 			time.Sleep(time.Millisecond)
 			if err := l.Unlock(ctx); err != nil {
 				t.Error(err)
@@ -157,11 +151,15 @@ func fire(t *testing.T, gates []*schedlock.Gate, offsets []time.Duration) int {
 		})
 	}
 	wg.Wait()
-	return int(ran.Load())
 }
 
 // A fast job fired by three instances up to 50ms apart runs once per fire
-// with lockAtLeastFor, and more than once without it.
+// with lockAtLeastFor: the lock stays held until lockAtLeastFor after each
+// grant, so the later instances' tries are refused though the job has
+// ended; without it the lock is free again as soon as the job ends. Which
+// tries run depends on how the machine schedules them; checkJobLock judges
+// each try by the instants it began and returned, so a try delayed past
+// lockAtLeastFor may run and one that came while the lock was free must.
 func TestLockAtLeastForCoversFireOffsets(t *testing.T) {
 	offsets := []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond}
 	const fires = 5
@@ -172,31 +170,38 @@ func TestLockAtLeastForCoversFireOffsets(t *testing.T) {
 			for i := range 3 {
 				gates = append(gates, lockGate(t, f, i, "fast", 5*time.Second, atLeast))
 			}
-			total := 0
-			for k := range fires {
-				n := fire(t, gates, offsets)
-				total += n
-				if atLeast > 0 && n != 1 {
-					t.Fatalf("lockAtLeastFor %v: fire %d ran %d times, want exactly once", atLeast, k, n)
+			var log attempts
+			for range fires {
+				fire(t, &log, gates, offsets)
+				// The next fire finds the lock free.
+				waitFor(t, "the lock to be free", func() bool {
+					_, err := f.stores[0].Get(context.Background(), gates[0].LockKey())
+					return errors.Is(err, backend.ErrNotFound)
+				})
+			}
+			history := log.snapshot()
+			checkJobLock(t, history, atLeast)
+			ran := 0
+			for _, a := range history {
+				if a.err == nil {
+					ran++
 				}
-				time.Sleep(atLeast + 20*time.Millisecond) // the next fire
 			}
-			if atLeast == 0 && total <= fires {
-				t.Fatalf("without lockAtLeastFor %d fires ran %d times; the offsets should have let a later instance run again", fires, total)
-			}
-			t.Logf("lockAtLeastFor %v: %d fires ran %d times", atLeast, fires, total)
+			t.Logf("lockAtLeastFor %v: %d fires ran %d times", atLeast, fires, ran)
 		}
 	})
 }
 
 // A holder that never releases (a crash) holds the lock for lockAtMostFor;
 // its late release then fails without touching the next holder's lock.
+// The next holder's own lockAtMostFor is long, so that its lease outlasts
+// the test on a busy machine.
 func TestLockAtMostForFreesACrashedHolder(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		f := newFleet(t, kind, 2, fastRole)
 		const atMost = 300 * time.Millisecond
 		a := lockGate(t, f, 0, "export", atMost, 0)
-		b := lockGate(t, f, 1, "export", atMost, 0)
+		b := lockGate(t, f, 1, "export", time.Minute, 0)
 		ctx := ctxT(t)
 		start := time.Now()
 		crashed, err := a.Lock(ctx, "export")
@@ -215,7 +220,9 @@ func TestLockAtMostForFreesACrashedHolder(t *testing.T) {
 			lb = l
 			return true
 		})
-		if took := time.Since(start); took < atMost-50*time.Millisecond {
+		// The crashed holder's grant came after start and lasted
+		// lockAtMostFor on the store.
+		if took := time.Since(start); took < atMost {
 			t.Fatalf("the lock was free after %v, before lockAtMostFor %v", took, atMost)
 		}
 		err = crashed.Unlock(ctx)
@@ -240,6 +247,7 @@ func TestUnlockWithCancelledContextReleases(t *testing.T) {
 		for _, atLeast := range []time.Duration{0, 2 * time.Second} {
 			g := lockGate(t, f, 0, "shutdown", 10*time.Second, atLeast)
 			ctx, cancel := context.WithCancel(context.Background())
+			start := time.Now()
 			l, err := g.Lock(ctx, "shutdown")
 			if err != nil {
 				t.Fatal(err)
@@ -255,8 +263,10 @@ func TestUnlockWithCancelledContextReleases(t *testing.T) {
 				}
 				continue
 			}
-			if err != nil || lease.TTL > atLeast || lease.TTL < atLeast-time.Second {
-				t.Fatalf("lockAtLeastFor %v: after Unlock the key is %+v, %v; want it kept about %v", atLeast, lease, err, atLeast)
+			// The grant came after start and the key is kept until
+			// lockAtLeastFor after it; the store counts in milliseconds.
+			if least := atLeast - time.Since(start) - time.Millisecond; err != nil || lease.TTL > atLeast || lease.TTL < least {
+				t.Fatalf("lockAtLeastFor %v: after Unlock the key is %+v, %v; want it kept between %v and %v", atLeast, lease, err, least, atLeast)
 			}
 			if err := f.stores[0].Release(context.Background(), g.LockKey(), lease.Owner, 0); err != nil {
 				t.Fatal(err)
@@ -274,18 +284,24 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 		b := lockGate(t, f, 1, "long", atMost, 0)
 		ctx := ctxT(t)
 
-		// Extend keeps a long job's lock beyond lockAtMostFor.
-		err := schedlock.Run(ctx, a, func(ctx context.Context) error {
+		// Extend keeps a long job's lock beyond lockAtMostFor. The run
+		// must extend before its first lease ends, so that lease is a
+		// second long: on a busy machine the job may start late.
+		const extAtMost = time.Second
+		ext := lockGate(t, f, 0, "long", extAtMost, 0)
+		start := time.Now()
+		err := schedlock.Run(ctx, ext, func(ctx context.Context) error {
 			if tok, ok := schedlock.Token(ctx); !ok || tok == 0 {
 				t.Errorf("Token = %d, %v", tok, ok)
 			}
 			if _, ok := schedlock.Epoch(ctx); ok {
 				t.Error("Epoch reported for a gate without a role")
 			}
-			if err := schedlock.Extend(ctx, 5*time.Second); err != nil {
+			if err := schedlock.Extend(ctx, time.Minute); err != nil {
 				return err
 			}
-			time.Sleep(2 * atMost)
+			// Past the end of the first lease, which began after start.
+			time.Sleep(time.Until(start.Add(extAtMost)))
 			if err := schedlock.Assert(ctx); err != nil {
 				return err
 			}
@@ -302,7 +318,7 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 		}
 
 		// Without Extend the run's context ends before the lease lapses.
-		start := time.Now()
+		start = time.Now()
 		var cause error
 		err = schedlock.Run(ctx, a, func(ctx context.Context) error {
 			<-ctx.Done()

@@ -1,9 +1,12 @@
 package schedlock_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,8 +38,12 @@ var (
 	appCounter atomic.Int64
 )
 
-// fastRole elects within milliseconds and fails over within a second.
-var fastRole = role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: time.Second}
+// fastRole elects within milliseconds, and a stopped master hands the role
+// over at once (its release wakes the slaves). The long TTL gives each
+// renewal seconds to land, so that on a busy machine a master keeps the
+// role until the test stops it: the tests here never wait for a key to
+// expire.
+var fastRole = role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 10 * time.Second}
 
 // storeKinds are the stores every behavioural test runs on.
 var storeKinds = []string{"mem", "redis"}
@@ -169,14 +176,13 @@ func newScheduler(t *testing.T, opts ...gocron.SchedulerOption) gocron.Scheduler
 	return s
 }
 
-// journal records what gates decided, per instance, with the time.
+// journal records what gates decided, per instance.
 type journal struct {
 	mu     sync.Mutex
 	events []entry
 }
 
 type entry struct {
-	at       time.Time
 	instance int
 	ev       schedlock.Event
 }
@@ -184,7 +190,7 @@ type entry struct {
 func (j *journal) observer(instance int) schedlock.Option {
 	return schedlock.WithObserver(func(ev schedlock.Event) {
 		j.mu.Lock()
-		j.events = append(j.events, entry{time.Now(), instance, ev})
+		j.events = append(j.events, entry{instance, ev})
 		j.mu.Unlock()
 	})
 }
@@ -203,15 +209,193 @@ func (j *journal) count(instance int, kind schedlock.EventKind, reason string) i
 	return n
 }
 
-// admissions returns when instance's runs were admitted.
-func (j *journal) admissions(instance int) []time.Time {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	var at []time.Time
-	for _, e := range j.events {
-		if e.instance == instance && e.ev.Kind == schedlock.EventAdmitted {
-			at = append(at, e.at)
+// attempt is one call of a gate's Lock as the test saw it: when the call
+// began and returned and, for an admitted run, when its Unlock began and
+// returned. The gate decides somewhere between start and end, and the
+// store acts somewhere between the bounds of each call, so a check stated
+// for every instant in those intervals holds however late the machine
+// runs the goroutines.
+type attempt struct {
+	instance   int
+	start, end time.Time
+	err        error
+	token      uint64 // the admitted run's job-lock token
+	holder     uint64 // the token of the holder an ErrLocked skip names
+	// when the admitted run's Unlock began and returned; zero until then
+	unlockStart, unlockEnd time.Time
+}
+
+// attempts records the Lock calls of gates.
+type attempts struct {
+	mu   sync.Mutex
+	list []*attempt
+}
+
+// lock calls g.Lock for instance and records the call; the returned lock
+// records its Unlock.
+func (l *attempts) lock(ctx context.Context, instance int, g *schedlock.Gate, job string) (gocron.Lock, error) {
+	a := &attempt{instance: instance, start: time.Now()}
+	lk, err := g.Lock(ctx, job)
+	a.end = time.Now()
+	a.err = err
+	var skip *schedlock.SkipError
+	if errors.As(err, &skip) {
+		a.holder = skip.Holder.Token
+	}
+	if err == nil {
+		a.token, _ = schedlock.Token(ctx)
+	}
+	l.mu.Lock()
+	l.list = append(l.list, a)
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return &recordedLock{Lock: lk, a: a, l: l}, nil
+}
+
+// locker returns a gocron.Locker that is g, recording as lock does. A job
+// gets it with gocron.WithDistributedJobLocker.
+func (l *attempts) locker(instance int, g *schedlock.Gate) gocron.Locker {
+	return recordingLocker{l: l, instance: instance, g: g}
+}
+
+type recordingLocker struct {
+	l        *attempts
+	instance int
+	g        *schedlock.Gate
+}
+
+func (r recordingLocker) Lock(ctx context.Context, job string) (gocron.Lock, error) {
+	return r.l.lock(ctx, r.instance, r.g, job)
+}
+
+type recordedLock struct {
+	gocron.Lock
+	a *attempt
+	l *attempts
+}
+
+func (r *recordedLock) Unlock(ctx context.Context) error {
+	start := time.Now()
+	err := r.Lock.Unlock(ctx)
+	end := time.Now()
+	r.l.mu.Lock()
+	r.a.unlockStart, r.a.unlockEnd = start, end
+	r.l.mu.Unlock()
+	return err
+}
+
+// snapshot returns copies of the attempts recorded so far.
+func (l *attempts) snapshot() []attempt {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]attempt, len(l.list))
+	for i, a := range l.list {
+		out[i] = *a
+	}
+	return out
+}
+
+// of returns instance's attempts that began at or after since.
+func (l *attempts) of(instance int, since time.Time) []attempt {
+	var out []attempt
+	for _, a := range l.snapshot() {
+		if a.instance == instance && !a.start.Before(since) {
+			out = append(out, a)
 		}
 	}
-	return at
+	return out
+}
+
+// admitted returns how many of instance's attempts were admitted.
+func (l *attempts) admitted(instance int) int {
+	n := 0
+	for _, a := range l.of(instance, time.Time{}) {
+		if a.err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// unlocked reports whether every admitted run has returned from Unlock.
+func (l *attempts) unlocked() bool {
+	for _, a := range l.snapshot() {
+		if a.err == nil && a.unlockEnd.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// checkJobLock checks the recorded history of one job lock (every attempt
+// on it, every admitted run unlocked) against what the lock promises,
+// stated on the instants the test saw so that it holds for any scheduling
+// delay:
+//
+//   - each run was admitted only after the run granted before it (by
+//     token) began its release, and no earlier than lockAtLeastFor after
+//     that run's Lock call began (its grant came after that instant, and
+//     the key was kept lockAtLeastFor past the grant);
+//   - each ErrLocked skip names a recorded run, and began while that run
+//     could still hold the key: before its Unlock returned or, with
+//     lockAtLeastFor, before lockAtLeastFor after its Lock call returned
+//     plus the time its release took (the key is kept for lockAtLeastFor
+//     less the time since the grant, counted when the release starts, and
+//     rounded up to the store's millisecond).
+//
+// Together they say that the lock is held from each grant until its
+// release or lockAtLeastFor after the grant, whichever is later, and at
+// no other time; lockAtLeastFor 0 means until the release.
+func checkJobLock(t *testing.T, history []attempt, atLeast time.Duration) {
+	t.Helper()
+	byToken := make(map[uint64]attempt)
+	var runs []attempt
+	for _, a := range history {
+		switch {
+		case a.err == nil:
+			if a.token == 0 || a.unlockEnd.IsZero() {
+				t.Errorf("instance %d: an admitted run with token %d, unlocked at %v: want a token and an Unlock", a.instance, a.token, a.unlockEnd)
+				continue
+			}
+			if b, dup := byToken[a.token]; dup {
+				t.Errorf("instances %d and %d were both granted token %d", b.instance, a.instance, a.token)
+			}
+			byToken[a.token] = a
+			runs = append(runs, a)
+		case !errors.Is(a.err, schedlock.ErrLocked):
+			t.Errorf("instance %d: Lock: %v; want a run or ErrLocked", a.instance, a.err)
+		}
+	}
+	slices.SortFunc(runs, func(a, b attempt) int { return cmp.Compare(a.token, b.token) })
+	for i := 1; i < len(runs); i++ {
+		a, b := runs[i-1], runs[i]
+		if b.end.Before(a.unlockStart) {
+			t.Errorf("instance %d's run (token %d) was admitted %v before instance %d's run (token %d) began to release the lock",
+				b.instance, b.token, a.unlockStart.Sub(b.end), a.instance, a.token)
+		}
+		if gap := b.end.Sub(a.start); gap < atLeast {
+			t.Errorf("instance %d's run (token %d) was admitted %v after instance %d's run (token %d) began to lock, within lockAtLeastFor %v",
+				b.instance, b.token, gap, a.instance, a.token, atLeast)
+		}
+	}
+	for _, r := range history {
+		if !errors.Is(r.err, schedlock.ErrLocked) {
+			continue
+		}
+		a, ok := byToken[r.holder]
+		if !ok {
+			t.Errorf("instance %d was refused by holder token %d, which no recorded run had", r.instance, r.holder)
+			continue
+		}
+		until := a.unlockEnd
+		if kept := a.end.Add(atLeast + a.unlockEnd.Sub(a.unlockStart) + time.Millisecond); atLeast > 0 && kept.After(until) {
+			until = kept
+		}
+		if !r.start.Before(until) {
+			t.Errorf("instance %d was refused by instance %d's run (token %d) %v after that run's lock had ended (lockAtLeastFor %v)",
+				r.instance, a.instance, a.token, r.start.Sub(until), atLeast)
+		}
+	}
 }

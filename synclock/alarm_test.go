@@ -175,7 +175,7 @@ func TestAutoRenewStopsAtCeiling(t *testing.T) {
 		t.Fatal("the lease was not extended a third into it")
 	}
 	clk.Advance(2700*time.Millisecond - time.Nanosecond)
-	if err := m.Context().Err(); err != nil {
+	if !alarmSettled(t, clk, m) {
 		t.Fatalf("the holding ended before the ceiling's deadline (T+3.7s): %v", context.Cause(m.Context()))
 	}
 	clk.Advance(time.Nanosecond)
@@ -190,4 +190,24 @@ func TestAutoRenewStopsAtCeiling(t *testing.T) {
 	if err := m.Unlock(ctx); !errors.Is(err, synclock.ErrLeaseExpired) {
 		t.Errorf("Unlock past the ceiling: %v, want ErrLeaseExpired", err)
 	}
+}
+
+// alarmSettled waits, after an Advance that made the Locker's alarm go off
+// for a deadline m's grant no longer has (it was extended), until the
+// alarm has acted: armed itself again for a later deadline, or ended m's
+// section because its deadline had come. The fake clock runs the alarm on
+// a goroutine of its own, so a look at m's context right after Advance
+// may come before the alarm runs and miss a section ended too early. It
+// reports whether m's section is still live. Only m's grant may be on the
+// Locker's alarm, and no other timer of the clock may be armed.
+func alarmSettled(t *testing.T, clk *clock.Fake, m *synclock.Mutex) bool {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	stop := context.AfterFunc(m.Context(), cancel)
+	defer stop()
+	if !clk.WaitForTimers(1, ctx.Done()) && m.Context().Err() == nil {
+		t.Fatalf("the alarm neither armed itself again nor ended the section within %v", patience)
+	}
+	return m.Context().Err() == nil
 }

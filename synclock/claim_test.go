@@ -3,12 +3,15 @@ package synclock_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -38,12 +41,19 @@ func (crashingWaiter) Dequeue(context.Context, string, string) error { return ni
 
 // A grant first lasts ClaimWindow: a short section never extends it, a
 // long one extends it to HoldDuration and keeps the lock past the window.
+// The Locker runs on the fake clock, so how long a section runs is up to
+// the test, not the machine's load; the windows are long, so that Redis,
+// on the real clock, keeps each lease far longer than the test needs.
 func TestClaimWindowExtendsLongSections(t *testing.T) {
-	// Generous windows: the extension, sent after a third of the claim
-	// window, must land before the window ends even on a loaded machine.
-	const claim = 600 * time.Millisecond
+	const claim, hold = time.Minute, 10 * time.Minute
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	extended := make(chan struct{}, 1)
 	st := &renewCounter{Store: newRedisStore(t)}
-	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: claim})
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold, ClaimWindow: claim}, synclock.WithClock(clk), synclock.WithObserver(func(ev synclock.Event) {
+		if ev.Kind == synclock.EventExtended {
+			extended <- struct{}{}
+		}
+	}))
 	key := uniqueKey(t)
 	sk := backend.AppKey("acme", "billing", "lock", key)
 
@@ -55,6 +65,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 		if l.TTL > claim {
 			t.Errorf("a fresh grant lasts %v, want at most the claim window %v", l.TTL, claim)
 		}
+		clk.Advance(claim/3 - time.Nanosecond) // a short section
 		return nil
 	})
 	if err != nil {
@@ -65,17 +76,22 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	}
 
 	err = lk.DoKey(ctxT(t), key, func(ctx context.Context) error {
+		clk.Advance(claim / 3) // the extension starts
 		select {
+		case <-extended:
 		case <-ctx.Done():
 			return context.Cause(ctx)
-		case <-time.After(3 * claim): // past the first lease
+		}
+		clk.Advance(2 * claim) // past the first lease
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
 		}
 		l, err := st.Get(ctx, sk)
 		if err != nil {
 			return err
 		}
 		if l.TTL <= claim {
-			t.Errorf("after %v in the section the lease has %v left, want it extended towards the 1m hold", 3*claim, l.TTL)
+			t.Errorf("after the extension the lease has %v left, want it extended towards the %v hold", l.TTL, hold)
 		}
 		return nil
 	})
@@ -87,23 +103,78 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	}
 }
 
+// renewLog grants every request at once and records the lease length
+// each extension asks for.
+type renewLog struct {
+	grantingStore
+	mu   sync.Mutex
+	ttls []time.Duration
+}
+
+func (s *renewLog) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	s.mu.Lock()
+	s.ttls = append(s.ttls, ttl)
+	s.mu.Unlock()
+	return s.grantingStore.Renew(ctx, key, owner, ttl)
+}
+
+func (s *renewLog) taken() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ttls)
+}
+
 // HoldDuration still caps a holding whose first lease is the claim window:
-// the section is cancelled shortly before the hold runs out, not before
-// the claim window does.
+// a third into the window the lease is extended once, to the end of the
+// hold counted from the grant's request, and the section is cancelled a
+// margin (a tenth of the claim window) before the hold ends: not before
+// the claim window does, and not a moment after the hold's margin. On the
+// fake clock, so the instants are exact on any machine.
 func TestClaimWindowKeepsHoldCap(t *testing.T) {
 	const claim, hold = time.Second, 3 * time.Second
-	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: hold, ClaimWindow: claim})
-	start := time.Now()
-	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
-		<-ctx.Done()
-		return nil
+	const margin = claim / 10
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0)) // T
+	extended := make(chan struct{}, 1)
+	observe := synclock.WithObserver(func(ev synclock.Event) {
+		if ev.Kind == synclock.EventExtended {
+			extended <- struct{}{}
+		}
 	})
-	took := time.Since(start)
-	if !errors.Is(err, synclock.ErrLeaseExpired) {
-		t.Fatalf("err = %v, want ErrLeaseExpired at the end of the hold", err)
+	st := &renewLog{}
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold, ClaimWindow: claim}, observe, synclock.WithClock(clk))
+	ctx := ctxT(t)
+	m := lk.Mutex(uniqueKey(t))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if took < claim || took >= hold {
-		t.Fatalf("the section was cancelled after %v, want after the %v claim window was extended and before the %v hold", took, claim, hold)
+	clk.AwaitTimers(t, 1)
+	clk.Advance(claim / 3) // the extension starts
+	select {
+	case <-extended:
+	case <-ctx.Done():
+		t.Fatal("the lease was not extended a third into the claim window")
+	}
+	if got, want := st.taken(), []time.Duration{hold - claim/3}; !slices.Equal(got, want) {
+		t.Fatalf("extensions asked for %v, want %v: one, to the end of the %v hold", got, want, hold)
+	}
+	clk.Advance(hold - margin - claim/3 - time.Nanosecond)
+	if !alarmSettled(t, clk, m) {
+		t.Fatalf("the section ended before T+%v, the hold less the margin (claim window %v): %v", hold-margin, claim, context.Cause(m.Context()))
+	}
+	clk.Advance(time.Nanosecond)
+	select {
+	case <-m.Context().Done():
+		if cause := context.Cause(m.Context()); !errors.Is(cause, synclock.ErrLeaseExpired) {
+			t.Errorf("the section ended with %v, want ErrLeaseExpired", cause)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the section was not cancelled at T+%v, the %v hold less the margin", hold-margin, hold)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Errorf("Unlock at the end of the hold: %v, want ErrLeaseExpired", err)
+	}
+	if n := len(st.taken()); n != 1 {
+		t.Errorf("the lease was extended %d times, want once", n)
 	}
 }
 
@@ -114,7 +185,9 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 	cfg := synclock.Config{HoldDuration: time.Minute, ClaimWindow: 500 * time.Millisecond}
 	key := uniqueKey(t)
 	store := newRedisStore(t)
-	holder := lockerOn(t, 1, store, cfg)
+	// The holder's own first lease is the whole hold: a 500ms one would
+	// have to be extended in time on a busy machine.
+	holder := lockerOn(t, 1, store, synclock.Config{HoldDuration: time.Minute, ClaimWindow: time.Minute})
 	m := holder.Mutex(key)
 	if err := m.Lock(ctxT(t)); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -19,10 +20,14 @@ import (
 // only until its lease lapses: the loss passes the local turn on, the next
 // goroutine takes the lock at the store, and the lapsed holder's late
 // Unlock reports ErrLeaseExpired without passing the turn a second time.
+// On the fake clock, so that the next holder's lease lasts as long as the
+// test needs it.
 func TestLapsedHolderFreesLocalTurn(t *testing.T) {
-	st := membackend.New()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	st := membackend.New(membackend.WithClock(clk))
 	defer st.Close()
-	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: 300 * time.Millisecond})
+	const hold = 300 * time.Millisecond
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold}, synclock.WithClock(clk))
 	key := uniqueKey(t)
 	a, b, c := lk.Mutex(key), lk.Mutex(key), lk.Mutex(key)
 	if err := a.Lock(ctxT(t)); err != nil {
@@ -32,6 +37,9 @@ func TestLapsedHolderFreesLocalTurn(t *testing.T) {
 	got := make(chan error, 1)
 	go func() { got <- b.Lock(ctxT(t)) }()
 	waitQueued(t, lk, key, 1)
+	// a gives its lease up a margin before the hold ends, and the store
+	// lets it expire at the end.
+	clk.Advance(hold)
 	select {
 	case err := <-got:
 		if err != nil {
@@ -117,13 +125,15 @@ type ctxKey struct{}
 
 // The context passed to Lock bounds the wait, not the holding: the lease
 // is still extended past the claim window after it ends, Context stays
-// live and keeps its values, and Unlock succeeds.
+// live and keeps its values, and Unlock succeeds. On the fake clock, so
+// that the extension has all the time it needs to land.
 func TestMutexOutlivesLockContext(t *testing.T) {
-	st := membackend.New()
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	st := membackend.New(membackend.WithClock(clk))
 	defer st.Close()
 	const claim = 300 * time.Millisecond
 	extended := make(chan struct{}, 1)
-	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: claim}, synclock.WithObserver(func(ev synclock.Event) {
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: claim}, synclock.WithClock(clk), synclock.WithObserver(func(ev synclock.Event) {
 		if ev.Kind == synclock.EventExtended {
 			select {
 			case extended <- struct{}{}:
@@ -144,6 +154,7 @@ func TestMutexOutlivesLockContext(t *testing.T) {
 	if v := m.Context().Value(ctxKey{}); v != "v" {
 		t.Errorf("the holding's context carries %v, want Lock's value", v)
 	}
+	clk.Advance(claim / 3) // the extension starts
 	select {
 	case <-extended:
 	case <-m.Context().Done():

@@ -10,6 +10,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -130,20 +131,36 @@ func TestObserverSeesLeaseEvents(t *testing.T) {
 		t.Fatalf("lost %+v, released %+v: want both ErrLeaseExpired, released no earlier than lost", ev[1], ev[2])
 	}
 
-	// The extension is sent 200ms in and has 340ms to land.
-	long, rl := observedLocker(t, 2, st, synclock.Config{HoldDuration: 5 * time.Second, ClaimWindow: 600 * time.Millisecond})
-	err := long.DoKey(ctxT(t), "long", func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(1800 * time.Millisecond): // three claim windows
-			return nil
+	// A holding past a third of its claim window is extended. On the fake
+	// clock, so that the extension has all the time it needs to land.
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	fst := membackend.New(membackend.WithClock(clk))
+	defer fst.Close()
+	const claim = 600 * time.Millisecond
+	rl := &recorder{}
+	extended := make(chan struct{}, 1)
+	long := lockerOn(t, 2, fst, synclock.Config{HoldDuration: 5 * time.Second, ClaimWindow: claim}, synclock.WithClock(clk), synclock.WithObserver(func(e synclock.Event) {
+		rl.observe(e)
+		if e.Kind == synclock.EventExtended {
+			extended <- struct{}{}
 		}
-	})
-	if err != nil {
+	}))
+	m := long.Mutex("long")
+	if err := m.Lock(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if want := []synclock.EventKind{synclock.EventAcquired, synclock.EventExtended, synclock.EventReleased}; !slices.Equal(kinds(rl.take()), want) {
-		t.Fatalf("events of a section past its claim window: want %v", want)
+	clk.Advance(claim / 3)
+	select {
+	case <-extended:
+	case <-m.Context().Done():
+		t.Fatalf("the holding ended (%v) instead of being extended", context.Cause(m.Context()))
+	case <-time.After(patience):
+		t.Fatal("the lease was never extended")
+	}
+	if err := m.Unlock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := kinds(rl.take()), []synclock.EventKind{synclock.EventAcquired, synclock.EventExtended, synclock.EventReleased}; !slices.Equal(got, want) {
+		t.Fatalf("events of a section past its claim window: %v, want %v", got, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/synclock"
 )
@@ -142,11 +143,11 @@ func TestHoldExpiryCancelsSection(t *testing.T) {
 }
 
 // A holder whose lease ran out cannot delete the next holder's key with a
-// late Unlock.
+// late Unlock. The next holder's lease is long, so that it outlasts the
+// test on a busy machine.
 func TestStaleUnlockKeepsNewHolder(t *testing.T) {
-	cfg := synclock.Config{HoldDuration: 200 * time.Millisecond, RetryInterval: 10 * time.Millisecond}
-	a, store := redisLocker(t, 1, cfg)
-	b, _ := redisLocker(t, 2, cfg)
+	a, store := redisLocker(t, 1, synclock.Config{HoldDuration: 200 * time.Millisecond})
+	b, _ := redisLocker(t, 2, synclock.Config{HoldDuration: time.Minute, RetryInterval: 10 * time.Millisecond})
 	key := uniqueKey(t)
 	ma, mb := a.Mutex(key), b.Mutex(key)
 	if err := ma.Lock(ctxT(t)); err != nil {
@@ -360,28 +361,52 @@ func TestTokensIncrease(t *testing.T) {
 }
 
 // With WithAutoRenew a section may run past the hold duration, up to the
-// ceiling, where it ends by itself. (Holds of 600ms renewed every 200ms
-// leave a loaded machine 340ms for each renewal; where the ceiling falls
-// is checked on the fake clock, TestAutoRenewStopsAtCeiling.)
+// ceiling, where it ends by itself: each third of a hold the lease is
+// renewed on Redis. The Locker runs on the fake clock, so that each
+// renewal has all the time it needs to land; the holds are long, so that
+// Redis, on the real clock, keeps each lease far longer than the test
+// needs. Where the ceiling falls is checked exactly by
+// TestAutoRenewStopsAtCeiling.
 func TestAutoRenew(t *testing.T) {
-	lk, _ := redisLocker(t, 1, synclock.Config{HoldDuration: 600 * time.Millisecond}, synclock.WithAutoRenew(2*time.Second))
-	err := lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(1500 * time.Millisecond): // more than two holds
-			return nil
-		}
-	})
-	if err != nil {
-		t.Fatalf("a renewed section failed: %v", err)
+	const hold, ceiling = time.Minute, 3 * time.Minute
+	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
+	extended := make(chan struct{}, 1)
+	lk := lockerOn(t, 1, newRedisStore(t), synclock.Config{HoldDuration: hold, ClaimWindow: hold}, synclock.WithAutoRenew(ceiling), synclock.WithClock(clk),
+		synclock.WithObserver(func(ev synclock.Event) {
+			if ev.Kind == synclock.EventExtended {
+				extended <- struct{}{}
+			}
+		}))
+	m := lk.Mutex(uniqueKey(t))
+	if err := m.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
 	}
-	err = lk.DoKey(ctxT(t), uniqueKey(t), func(ctx context.Context) error {
-		<-ctx.Done()
-		return nil
-	})
-	if !errors.Is(err, synclock.ErrLeaseExpired) {
-		t.Fatalf("past the ceiling: %v, want ErrLeaseExpired", err)
+	// Renewals every third of a hold; the sixth, two holds in, takes the
+	// lease to the ceiling.
+	for i := range 6 {
+		// The deadline's timer, and from the second round on the
+		// renewal's own.
+		clk.AwaitTimers(t, min(i+1, 2))
+		clk.Advance(hold / 3)
+		select {
+		case <-extended:
+		case <-m.Context().Done():
+			t.Fatalf("the section ended after %v (renewal %d): %v", time.Duration(i+1)*hold/3, i+1, context.Cause(m.Context()))
+		case <-time.After(patience):
+			t.Fatalf("renewal %d, %v into the section, never came", i+1, time.Duration(i+1)*hold/3)
+		}
+	}
+	clk.Advance(ceiling) // past the ceiling
+	select {
+	case <-m.Context().Done():
+		if cause := context.Cause(m.Context()); !errors.Is(cause, synclock.ErrLeaseExpired) {
+			t.Errorf("past the ceiling the section ended with %v, want ErrLeaseExpired", cause)
+		}
+	case <-time.After(patience):
+		t.Fatal("the section did not end at the ceiling")
+	}
+	if err := m.Unlock(ctxT(t)); !errors.Is(err, synclock.ErrLeaseExpired) {
+		t.Fatalf("Unlock past the ceiling: %v, want ErrLeaseExpired", err)
 	}
 }
 
