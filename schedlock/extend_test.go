@@ -3,30 +3,14 @@ package schedlock_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/faulty"
 	"github.com/baton-go/baton/schedlock"
 )
-
-// lateRenewal is a store whose Renew ignores its context and answers only
-// when the test lets it: a reply that lands after the run's deadline.
-type lateRenewal struct {
-	*membackend.Store
-	entered chan struct{} // closed when a Renew starts
-	proceed chan struct{} // closed by the test to let it finish
-	once    sync.Once
-}
-
-func (s *lateRenewal) Renew(_ context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
-	s.once.Do(func() { close(s.entered) })
-	<-s.proceed
-	return s.Store.Renew(context.Background(), key, owner, ttl)
-}
 
 // An extension whose reply lands after the lease's deadline never revives
 // the run: Extend fails with ErrLost, the run's context stays cancelled,
@@ -34,11 +18,9 @@ func (s *lateRenewal) Renew(_ context.Context, key, owner string, ttl time.Durat
 // lock. The lease is a second long: the extension must reach the store
 // before its deadline, also on a busy machine.
 func TestLateExtensionIsVoid(t *testing.T) {
-	st := &lateRenewal{Store: membackend.New(), entered: make(chan struct{}), proceed: make(chan struct{})}
+	st := faulty.NewLateRenew(membackend.New())
 	defer st.Close()
-	var proceedOnce sync.Once
-	letGo := func() { proceedOnce.Do(func() { close(st.proceed) }) }
-	defer letGo()
+	defer st.Proceed()
 	id, err := instanceid.New("127.0.0.1", "acme", "late", 8081)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +35,7 @@ func TestLateExtensionIsVoid(t *testing.T) {
 	err = schedlock.Run(ctxT(t), g, func(ctx context.Context) error {
 		go func() { extended <- schedlock.Extend(ctx, time.Minute) }()
 		select {
-		case <-st.entered:
+		case <-st.Entered():
 		case <-time.After(patience):
 			t.Error("the extension never reached the store")
 			return nil
@@ -64,7 +46,7 @@ func TestLateExtensionIsVoid(t *testing.T) {
 			t.Error("the run was not lost at its deadline while the extension hung")
 			return nil
 		}
-		letGo()
+		st.Proceed()
 		if err := <-extended; !errors.Is(err, schedlock.ErrLost) {
 			t.Errorf("Extend whose reply came after the deadline: %v, want ErrLost", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/internal/faulty"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -174,30 +175,13 @@ func TestMutexOutlivesLockContext(t *testing.T) {
 	}
 }
 
-// lateRenewal is a store whose Renew ignores its context and answers only
-// when the test lets it: a reply that lands after the holder's deadline.
-type lateRenewal struct {
-	*membackend.Store
-	entered chan struct{} // closed when a Renew starts
-	proceed chan struct{} // closed by the test to let it finish
-	once    sync.Once
-}
-
-func (s *lateRenewal) Renew(_ context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
-	s.once.Do(func() { close(s.entered) })
-	<-s.proceed
-	return s.Store.Renew(context.Background(), key, owner, ttl)
-}
-
 // An extension whose reply lands after the holder gave its lease up is
 // void: the loss is reported once, no extension is reported after it, the
 // section stays cancelled and Token no longer claims the lock.
 func TestLateRenewalReplyIsVoid(t *testing.T) {
-	st := &lateRenewal{Store: membackend.New(), entered: make(chan struct{}), proceed: make(chan struct{})}
+	st := faulty.NewLateRenew(membackend.New())
 	defer st.Close()
-	var proceedOnce sync.Once
-	letGo := func() { proceedOnce.Do(func() { close(st.proceed) }) }
-	defer letGo()
+	defer st.Proceed()
 	r := &recorder{}
 	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Minute, ClaimWindow: 300 * time.Millisecond}, synclock.WithObserver(r.observe))
 	m := lk.Mutex(uniqueKey(t))
@@ -206,7 +190,7 @@ func TestLateRenewalReplyIsVoid(t *testing.T) {
 	}
 	section := m.Context()
 	select {
-	case <-st.entered:
+	case <-st.Entered():
 	case <-time.After(patience):
 		t.Fatal("the holder never tried to extend its lease")
 	}
@@ -215,7 +199,7 @@ func TestLateRenewalReplyIsVoid(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the lease was not given up while its extension hung")
 	}
-	letGo()
+	st.Proceed()
 	// Unlock waits for the extension in flight, so its reply has been
 	// dealt with when Unlock returns.
 	if err := m.Unlock(ctxT(t)); !errors.Is(err, synclock.ErrLeaseExpired) {
