@@ -1,6 +1,7 @@
 package redisbackend_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -41,35 +42,10 @@ func TestWatchMarkRestoredAfterEmptyRestart(t *testing.T) {
 	}
 	// The marker comes back once the subscription does: well before the
 	// refresh (20 s away), within this test's patience (10 s).
-	for {
-		n, err := rdb.Exists(ctx, mark).Result()
-		if err == nil && n == 1 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the watch marker %s was not set again within %v of an empty restart (refresh every %v)", mark, patience, markerTTL/3)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	for cycle := range 2 {
-		if _, err := owner.Acquire(ctx, key, "me", time.Minute, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := owner.Release(ctx, key, "me", 0); err != nil {
-			t.Fatal(err)
-		}
-		// Signals that the connection broke and came back say "may be
-		// free"; the release itself says "released".
-		for released := false; !released; {
-			select {
-			case ev := <-w.C():
-				released = ev.Kind == backend.EventReleased
-			case <-ctx.Done():
-				t.Fatalf("release %d after the restart never reached the watcher", cycle+1)
-			}
-		}
-	}
+	waitMarked(ctx, t, rdb, mark, "an empty restart", markerTTL/3)
+	// Signals that the connection broke and came back say "may be free";
+	// the release itself says "released".
+	releasesReach(ctx, t, owner, w, key, "the restart")
 }
 
 // A pub/sub connection that went silent is replaced by a new one; the
@@ -110,17 +86,32 @@ func TestWatchMarkRestoredAfterRedial(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy.Blackhole(false)
+	waitMarked(ctx, t, rdb, mark, "the connection's replacement", markerTTL/3)
+	releasesReach(ctx, t, owner, w, key, "the connection's replacement")
+}
+
+// waitMarked waits until the watch marker mark exists again after event,
+// failing t when ctx ends first.
+func waitMarked(ctx context.Context, t *testing.T, rdb *redis.Client, mark, event string, refresh time.Duration) {
+	t.Helper()
 	for {
 		n, err := rdb.Exists(ctx, mark).Result()
 		if err == nil && n == 1 {
-			break
+			return
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the watch marker %s was not set again within %v of the connection's replacement (refresh every %v)", mark, patience, markerTTL/3)
+			t.Fatalf("the watch marker %s was not set again within %v of %s (refresh every %v)", mark, patience, event, refresh)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// releasesReach takes and releases key twice through owner and waits for
+// each release to reach w as EventReleased, past any "may be free"
+// signals of the connection that broke and came back.
+func releasesReach(ctx context.Context, t *testing.T, owner *redisbackend.Store, w backend.Watch, key, after string) {
+	t.Helper()
 	for cycle := range 2 {
 		if _, err := owner.Acquire(ctx, key, "me", time.Minute, 0); err != nil {
 			t.Fatal(err)
@@ -133,7 +124,7 @@ func TestWatchMarkRestoredAfterRedial(t *testing.T) {
 			case ev := <-w.C():
 				released = ev.Kind == backend.EventReleased
 			case <-ctx.Done():
-				t.Fatalf("release %d after the connection's replacement never reached the watcher", cycle+1)
+				t.Fatalf("release %d after %s never reached the watcher", cycle+1, after)
 			}
 		}
 	}
