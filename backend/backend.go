@@ -50,8 +50,9 @@ type Store interface {
 	// keeps tokens increasing for every caller, new processes included,
 	// when the store has lost the counter: it restarted without its data,
 	// or dropped the counter of a key left idle past the counter's
-	// lifetime (stores let counters expire, at the earliest an hour and
-	// one ttl after the key's last grant, so that per-entity keys such as
+	// lifetime (stores let counters expire, at the earliest an hour, or
+	// the grant's ttl if longer, after the key's last grant, so that
+	// per-entity keys such as
 	// invoice:42 do not pile up). The floor keeps them increasing should
 	// the store's clock go back. Tokens are therefore large numbers (about
 	// 1.8e15 today), not 1, 2, 3: compare them, never count them. A

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -505,22 +506,13 @@ func (s *subscriber) reconnect() {
 	// A channel asked for while the new connection was dialed is sent
 	// on it by the next pass.
 	for name, c := range s.channels {
-		if !c.confirmed && !contains(names, name) {
+		if !c.confirmed && !slices.Contains(names, name) {
 			c.requested = false
 		}
 	}
 	s.signalAllLocked()
 	s.mu.Unlock()
 	_ = old.Close()
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // lostLocked notes that c's subscription may no longer hold: its waiters
