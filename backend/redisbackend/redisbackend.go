@@ -54,7 +54,12 @@
 // tests on fresh servers. A fresh server looks the same as one restarted
 // empty, so the first grants on a new server wait too. The guard does not
 // cover a FLUSHALL, nor a failover to a replica that missed writes (see
-// WithReplicaAck), nor servers that report no uptime (miniredis).
+// WithReplicaAck), nor servers that report no uptime (miniredis), nor a
+// restart from a stale RDB snapshot: the snapshot brings the counter back,
+// and a lease renewed after the snapshot and lost with the restart is then
+// granted again at once. Fencing tokens still increase in every one of
+// these cases; run Redis without persistence, or with AOF, to keep the
+// guard's promise.
 //
 // # Notifications
 //
