@@ -116,6 +116,7 @@ func (s *suite) parallelCases() []testCase {
 		{"TokensIncrease", s.testTokensIncrease},
 		{"TokensPerKey", s.testTokensPerKey},
 		{"TokenFloor", s.testTokenFloor},
+		{"TokenCeiling", s.testTokenCeiling},
 		{"GetAbsent", s.testGetAbsent},
 		{"WatchSeesRelease", s.testWatchSeesRelease},
 		{"ManyWatchers", s.testManyWatchers},

@@ -1,6 +1,8 @@
 package backendtest
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,4 +127,28 @@ func (s *suite) testTokenFloor(t *testing.T) {
 		t.Errorf("the first token of a fresh key is %d after floors on another key; want one from the clock, below %d", fresh.Token, uint64(ahead))
 	}
 	release(t, ctx, st, fresh.Key, "owner", 0)
+}
+
+// testTokenCeiling checks the largest token: a floor just below MaxToken
+// gets MaxToken itself, and the key's next grant, which would need a
+// larger token, fails with ErrCorrupt saying so, leaves the key free and
+// never hands out a token above MaxToken.
+func (s *suite) testTokenCeiling(t *testing.T) {
+	ctx := testCtx(t)
+	st := s.store(t)
+	key := s.key("token-ceiling")
+	l := s.acquire(t, ctx, st, key, "owner", longTTL, backend.MaxToken-1)
+	if l.Token != backend.MaxToken {
+		t.Fatalf("Acquire(floor MaxToken-1) granted token %d; want MaxToken %d", l.Token, uint64(backend.MaxToken))
+	}
+	release(t, ctx, st, key, "owner", 0)
+	for _, floor := range []uint64{0, backend.MaxToken - 1} {
+		l, err := st.Acquire(ctx, key, "owner", longTTL, floor)
+		if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "largest") {
+			t.Errorf("Acquire(floor %d) after the largest token: %+v, %v; want ErrCorrupt saying no larger token exists", floor, l, err)
+		}
+		if _, err := st.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+			t.Errorf("the refused grant left the key held: %v", err)
+		}
+	}
 }

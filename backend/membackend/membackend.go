@@ -137,21 +137,23 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	if e := s.liveLocked(key, now); e != nil {
 		return backend.Lease{}, &backend.HeldError{Holder: e.lease(key, now)}
 	}
-	if err := s.recoveringLocked(key, ttl, now); err != nil {
+	if err := s.refusalLocked(key, ttl, floor, now); err != nil {
 		return backend.Lease{}, err
 	}
 	return s.grantLocked(key, owner, ttl, floor, now), nil
 }
 
-// recoveringLocked returns the HeldError of a grant of key for ttl that
-// the restart guard refuses at now, or nil: after Restart, a key with no
-// counter (not granted since) is refused until max(ttl, guard) has passed
-// since the restart, when every lease granted before has ended.
-func (s *Store) recoveringLocked(key string, ttl time.Duration, now time.Time) error {
-	if s.restarted.IsZero() {
-		return nil
+// refusalLocked returns why a grant of key for ttl with floor must be
+// refused at now, or nil. After Restart, the restart guard refuses a key
+// with no counter (not granted since) until max(ttl, guard) has passed
+// since the restart, when every lease granted before has ended. And a key
+// whose counter or floor is at MaxToken has no larger token to give.
+func (s *Store) refusalLocked(key string, ttl time.Duration, floor uint64, now time.Time) error {
+	counter, ok := s.counterLocked(key, now)
+	if top := max(counter, floor); top >= backend.MaxToken {
+		return fmt.Errorf("membackend: acquire %q: %w: its fencing counter is at the largest token %d, and no larger one exists; delete the key's counter or use another store", key, backend.ErrCorrupt, top)
 	}
-	if _, ok := s.counterLocked(key, now); ok {
+	if ok || s.restarted.IsZero() {
 		return nil
 	}
 	left := s.restarted.Add(max(ttl, s.guard)).Sub(now)

@@ -50,7 +50,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 		s.joinLocked(key, owner, now, patience, ttl, floor)
 		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key}, Next: next}
 	}
-	if err := s.recoveringLocked(key, ttl, now); err != nil {
+	if err := s.refusalLocked(key, ttl, floor, now); err != nil {
 		return backend.Lease{}, err
 	}
 	s.leaveLineLocked(key, owner)
@@ -172,8 +172,8 @@ func (s *Store) handOverLocked(key string, now time.Time) bool {
 		return false
 	}
 	w := s.lines[key][0] // nextLocked left the first live waiter in front
-	if s.recoveringLocked(key, w.ttl, now) != nil {
-		return false // it asks again, and is refused until the guard ends
+	if s.refusalLocked(key, w.ttl, w.floor, now) != nil {
+		return false // it asks again and is refused the same way
 	}
 	s.leaveLineLocked(key, w.owner)
 	l := s.grantLocked(key, w.owner, w.ttl, w.floor, now)

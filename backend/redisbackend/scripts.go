@@ -154,7 +154,9 @@ local function grant(owner, ttl, floor, flag, c)
   else
     if string.len(floor) > string.len(c) or (string.len(floor) == string.len(c) and floor > c) then c = floor end
     redis.call('SET', F, c)
-    redis.call('INCR', F)
+    if type(redis.pcall('INCR', F)) == 'table' then
+      return nil, {'corrupt', 'fencing counter ' .. F .. ' is at the largest token ' .. c .. ', and no larger one exists; delete the counter or use another prefix'}
+    end
     tok = redis.call('GET', F)
   end
   redis.call('SET', KEYS[1], tok .. ' ' .. owner .. flag, 'PX', ttl)
