@@ -185,20 +185,15 @@ type lookResult struct {
 // goroutine that Close waits for, and delivers the result on the returned
 // channel (capacity 1, so an abandoned look does not leak).
 func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, error) {
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return nil, backend.ErrClosed
-	}
-	s.awaits.Add(1)
-	s.mu.Unlock()
 	res := make(chan lookResult, 1)
-	go func() {
-		defer s.awaits.Done()
+	err := s.spawn(func() {
 		args := &redis.XReadArgs{Streams: []string{s.MailboxKey(key, owner), "0"}, Count: 1, Block: -1}
 		l, ok, err := s.handedOver(key, owner, s.rdb.XRead(ctx, args))
 		res <- lookResult{l, ok, err}
-	}()
+	})
+	if err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

@@ -70,24 +70,32 @@ func (s *Store) bounded(ctx context.Context, op func(context.Context) error) err
 	if ctx.Done() == nil {
 		return op(ctx)
 	}
-	s.mu.Lock()
-	if s.done {
-		s.mu.Unlock()
-		return backend.ErrClosed
-	}
-	s.awaits.Add(1)
-	s.mu.Unlock()
 	done := make(chan error, 1)
-	go func() {
-		defer s.awaits.Done()
-		done <- op(ctx)
-	}()
+	if err := s.spawn(func() { done <- op(ctx) }); err != nil {
+		return err
+	}
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
 		return backend.ContextError(ctx)
 	}
+}
+
+// spawn runs f on a goroutine of its own that Close waits for, or fails
+// with backend.ErrClosed once the store is closed.
+func (s *Store) spawn(f func()) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return backend.ErrClosed
+	}
+	s.awaits.Add(1)
+	go func() {
+		defer s.awaits.Done()
+		f()
+	}()
+	return nil
 }
 
 // marker keeps the watch marker of watched keys alive. A release of a
