@@ -379,6 +379,12 @@ func (r *Redis) Restart() error {
 	if err := r.stopLocked(); err != nil {
 		return err
 	}
+	return r.relaunchLocked()
+}
+
+// relaunchLocked starts the stopped server again, retrying while its port
+// is taken until the start timeout passes. The caller holds r.mu.
+func (r *Redis) relaunchLocked() error {
 	deadline := time.Now().Add(r.timeout)
 	for {
 		err := r.launch()
@@ -390,8 +396,35 @@ func (r *Redis) Restart() error {
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open but nothing
-// is answered, as with a long GC pause or a hung host.
-func (r *Redis) Pause() error { return r.signal(sigStop) }
+// is answered, as with a long GC pause or a hung host. It returns once the
+// kernel has stopped the process (see WaitStopped).
+func (r *Redis) Pause() error {
+	if err := r.signal(sigStop); err != nil {
+		return err
+	}
+	return WaitStopped(r.PID(), 10*time.Second)
+}
+
+// RestartEmpty kills the server with SIGKILL, deletes its data files (the
+// append-only file and any snapshot), and starts it again on the same
+// port: a host that came back without its disk. A server started without
+// AppendOnly loses its data on any restart; this one loses it also with.
+func (r *Redis) RestartEmpty() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if err := r.killLocked(); err != nil {
+		return err
+	}
+	for _, name := range []string{"appendonlydir", "appendonly.aof", "dump.rdb"} {
+		if err := os.RemoveAll(filepath.Join(r.dir, name)); err != nil {
+			return fmt.Errorf("testenv: remove data of %s: %w", r.Addr(), err)
+		}
+	}
+	return r.relaunchLocked()
+}
 
 // Resume continues a paused server with SIGCONT.
 func (r *Redis) Resume() error { return r.signal(sigCont) }
