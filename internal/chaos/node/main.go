@@ -54,6 +54,7 @@ type options struct {
 	name       string
 	port       int
 	redis      string
+	cluster    bool
 	sentinels  string
 	masterName string
 	dialMap    string
@@ -77,7 +78,8 @@ func main() {
 	var o options
 	flag.StringVar(&o.name, "name", "", "node incarnation name, such as n2.1 (required)")
 	flag.IntVar(&o.port, "port", 0, "service port: the instance ID is 127.0.0.1:chaos:chaos:<port> (required)")
-	flag.StringVar(&o.redis, "redis", "", "address of the coordination Redis (standalone)")
+	flag.StringVar(&o.redis, "redis", "", "address of the coordination Redis (standalone), or comma-separated seed nodes with -cluster")
+	flag.BoolVar(&o.cluster, "cluster", false, "the -redis addresses are a Redis Cluster")
 	flag.StringVar(&o.sentinels, "sentinels", "", "comma-separated Sentinel addresses (with -master-name)")
 	flag.StringVar(&o.masterName, "master-name", "", "Sentinel master set name")
 	flag.StringVar(&o.dialMap, "dial-map", "", "comma-separated from=to address pairs: dials of from go to to")
@@ -164,7 +166,8 @@ func run(o options) error {
 		cfg.Redis.Addrs = strings.Split(o.sentinels, ",")
 		cfg.Redis.MasterName = o.masterName
 	} else {
-		cfg.Redis.Addrs = []string{o.redis}
+		cfg.Redis.Addrs = strings.Split(o.redis, ",")
+		cfg.Redis.Cluster = o.cluster
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -216,13 +219,13 @@ func run(o options) error {
 	observe := schedlock.WithObserver(n.gateEvent)
 	if _, err := s.NewJob(gocron.DurationJob(o.masterEvery),
 		schedlock.Task(n.masterJob), schedlock.MasterOnly(el, observe),
-		gocron.WithSingletonMode(gocron.LimitModeReschedule)); err != nil {
+		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("master-job")); err != nil {
 		return err
 	}
 	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true),
 		schedlock.Task(n.lockedJob),
 		schedlock.Locked(store, "chaos-job", o.jobAtMost, o.jobAtLeast, schedlock.WithInstance(id), observe),
-		gocron.WithSingletonMode(gocron.LimitModeReschedule)); err != nil {
+		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("locked-job")); err != nil {
 		return err
 	}
 
