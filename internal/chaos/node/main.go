@@ -266,37 +266,42 @@ func (n *node) log(e chaos.Event) {
 
 // sample reads IsMaster every millisecond and records each interval in
 // which it read true, rewriting the interval every 50 ms while it lasts.
+// Each read is bracketed by two clock readings, before and after, and the
+// interval runs from the "after" of its first true read to the "before"
+// of its last: IsMaster was surely true throughout it, however late this
+// goroutine ran, so an overlap of two nodes' intervals is a real one.
 func (n *node) sample(ctx context.Context, el *role.Elector) {
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
-	var on, last, written int64
+	var on, last, written int64 // on == 0: not in a true interval
 	var epoch uint64
 	flush := func() {
-		n.log(chaos.Event{Kind: chaos.KindMaster, Start: on, End: last, Token: epoch})
-		written = last
+		if last > on && last > written {
+			n.log(chaos.Event{Kind: chaos.KindMaster, Start: on, End: last, Token: epoch})
+			written = last
+		}
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			if on != 0 {
-				flush()
-			}
+			flush()
 			return
 		case <-t.C:
 		}
+		before := time.Now().UnixNano()
 		master := el.IsMaster()
-		now := time.Now().UnixNano()
+		after := time.Now().UnixNano()
 		switch {
 		case master && on == 0:
-			on, last, epoch = now, now, el.Epoch()
-			flush()
+			on, last, written, epoch = after, 0, 0, el.Epoch()
 		case master:
 			if e := el.Epoch(); e != epoch {
-				// A new tenure without a false sample in between.
+				// A new tenure without a false read in between.
 				flush()
-				on, epoch = now, e
+				on, last, written, epoch = after, 0, 0, e
+				continue
 			}
-			last = now
+			last = before
 			if last-written >= int64(50*time.Millisecond) {
 				flush()
 			}
