@@ -359,6 +359,12 @@ func (n *node) work(ctx context.Context, lk *synclock.Locker, worker int) {
 		})
 		if err != nil && ctx.Err() == nil {
 			n.logError("synclock.DoKey", err)
+			// As an application would: a failed call is not retried in
+			// a hot loop while the store is down.
+			select {
+			case <-ctx.Done():
+			case <-time.After(n.o.retry):
+			}
 		}
 	}
 }
