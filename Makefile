@@ -11,7 +11,10 @@
 #                     bench/results.json
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
-#   make chaos        tests built with -tags chaos whose names match Chaos
+#   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
+#                     plus the broken-fencing proof; writes chaos-report.json (<= 5 min; make test runs it)
+#   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
+#                     CHAOS_SEED=n replays a schedule; writes chaos-report.json
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
 #
@@ -31,7 +34,13 @@ QUICK_BENCHTIME ?= 100ms
 # Extra flags of bench/cmd/lockbench (bench-quick adds -quick).
 LOCKBENCH_FLAGS ?=
 TEST_TIMEOUT  ?= 15m
-CHAOS_TIMEOUT ?= 30m
+CHAOS_TIMEOUT ?= 60m
+# Chaos suite: seed (0 = from the clock; the report names it), length of
+# the long run's schedule per topology, and where the report goes.
+CHAOS_SEED     ?= 0
+CHAOS_DURATION ?= 10m
+CHAOS_REPORT   ?= chaos-report.json
+CHAOS_FLAGS    ?=
 
 # The root module plus every directory below it that holds a go.mod
 # (bench/ and any later ones), skipping vendor, testdata and hidden dirs.
@@ -49,7 +58,7 @@ REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 STRESS_RUNS    ?= 5
 STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help deps test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz chaos cover clean
+.PHONY: help deps test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz chaos chaos-short cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -97,6 +106,7 @@ test: deps
 	@for mod in $(MODULES); do
 		$(MAKE) test-only MOD="$$mod"
 	done
+	$(MAKE) chaos-short
 
 # test-only runs vet, the gofmt check and the race tests of one module
 # (MOD, default the root); `make test` runs it for every module.
@@ -192,11 +202,19 @@ fuzz: deps
 		done <<< "$$targets"
 	done
 
+# The chaos suite lives in internal/chaos behind the chaos build tag: it
+# builds the node program (with -race) and runs real processes against
+# private servers. chaos-short injects one fault of each kind per
+# topology; chaos runs CHAOS_DURATION of faults per topology.
+chaos-short: deps
+	@echo "== chaos-short: internal/chaos (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
+	cd internal/chaos && $(GO) test -tags chaos -count=1 -timeout 10m -run 'Chaos' \
+		-chaos.seed=$(CHAOS_SEED) -chaos.duration=0 -chaos.report="$(abspath $(CHAOS_REPORT))" $(CHAOS_FLAGS) .
+
 chaos: deps
-	@for mod in $(MODULES); do
-		echo "== $$mod: chaos tests"
-		(cd "$$mod" && $(GO) test -tags chaos -race -count=1 -timeout $(CHAOS_TIMEOUT) -run Chaos ./...)
-	done
+	@echo "== chaos: internal/chaos for $(CHAOS_DURATION) per topology (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
+	cd internal/chaos && $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run 'TestChaos$$' -v \
+		-chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.report="$(abspath $(CHAOS_REPORT))" $(CHAOS_FLAGS) .
 
 cover: deps
 	@$(GO) test -count=1 -covermode=atomic -coverprofile=coverage.out -timeout $(TEST_TIMEOUT) ./...
@@ -204,6 +222,6 @@ cover: deps
 	echo "cover: profile in coverage.out; 'go tool cover -html=coverage.out' to browse"
 
 clean:
-	@rm -f coverage.out coverage.html
+	@rm -f coverage.out coverage.html chaos-report.json chaos-report.txt
 	$(GO) clean -testcache
 	echo "clean: removed coverage files and the test cache"

@@ -8,11 +8,14 @@ import (
 	"time"
 )
 
-// WaitStopped waits until the process pid is in the stopped state (after
-// SIGSTOP), or it exited, or timeout passes. kill(2) returns before the
-// kernel has stopped the target; a test that pauses a process to play a
-// frozen host and then acts on that freeze waits here first. Outside Linux,
-// where the state cannot be read from /proc, it returns at once.
+// WaitStopped waits until the process pid can run none of its own code
+// until SIGCONT: it is in the stopped state (after SIGSTOP), or in an
+// uninterruptible kernel wait such as an fsync, from which it returns
+// straight into the pending stop, or it exited. It fails when timeout
+// passes first. kill(2) returns before the kernel has stopped the target;
+// a test that pauses a process to play a frozen host and then acts on that
+// freeze waits here first. Outside Linux, where the state cannot be read
+// from /proc, it returns at once.
 func WaitStopped(pid int, timeout time.Duration) error {
 	if runtime.GOOS != "linux" {
 		return nil
@@ -20,8 +23,8 @@ func WaitStopped(pid int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		state, err := procState(pid)
-		if err != nil || state == 'T' || state == 't' || state == 'Z' || state == 'X' {
-			return nil // stopped, or gone: nothing runs either way
+		if err != nil || strings.IndexByte("TtDZX", state) >= 0 {
+			return nil // stopped, held in the kernel, or gone: none of its code runs
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("testenv: process %d is still in state %q %v after SIGSTOP", pid, state, timeout)

@@ -1,0 +1,142 @@
+//go:build chaos
+
+package chaos_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/internal/chaos"
+)
+
+var (
+	flagSeed       = flag.Int64("chaos.seed", 0, "seed of the fault schedule; 0 takes one from the clock (the report names it)")
+	flagDuration   = flag.Duration("chaos.duration", 0, "length of the fault schedule per topology beyond one fault of each kind")
+	flagReport     = flag.String("chaos.report", "", "write the report (JSON) here and its table beside it (.txt)")
+	flagTopologies = flag.String("chaos.topologies", "standalone,sentinel,cluster", "comma-separated topologies to run")
+	flagOut        = flag.String("chaos.out", "", "keep the histories and node logs under this directory")
+	flagRace       = flag.Bool("chaos.race", false, "build the node program with the race detector (slower nodes: for quiet machines)")
+)
+
+// nodeBin is the node program, built once by TestMain.
+var nodeBin string
+
+var (
+	reportsMu sync.Mutex
+	reports   []chaos.Report
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "baton-chaos-node-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	nodeBin = filepath.Join(dir, "node")
+	args := []string{"build", "-o", nodeBin}
+	if *flagRace {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "./node")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos: build the node program:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	for _, r := range reports {
+		fmt.Print(r.Table())
+	}
+	if *flagReport != "" && len(reports) > 0 {
+		if err := chaos.WriteReports(*flagReport, reports); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func seed() int64 {
+	if *flagSeed != 0 {
+		return *flagSeed
+	}
+	return time.Now().UnixNano() % 1_000_000
+}
+
+// TestChaos runs the fleet on every topology under a seeded schedule that
+// injects every fault kind of the topology at least once, then checks the
+// merged history.
+func TestChaos(t *testing.T) {
+	s := seed()
+	for _, topo := range strings.Split(*flagTopologies, ",") {
+		t.Run(topo, func(t *testing.T) { runChaos(t, topo, s) })
+	}
+}
+
+func runChaos(t *testing.T, topology string, seed int64) {
+	kinds := []string{chaos.FaultKill9, chaos.FaultSigstop, chaos.FaultServerRestart,
+		chaos.FaultServerRestartEmpty, chaos.FaultPartition, chaos.FaultServerPause}
+	if topology == "sentinel" {
+		kinds = append(kinds, chaos.FaultSentinelFailover)
+	}
+	steps, err := chaos.Schedule(seed, chaos.ScheduleOptions{
+		Kinds: kinds, Duration: *flagDuration, TTL: longest, Quiet: quiet,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("seed %d: %d faults on %s: %v", seed, len(steps), topology, steps)
+
+	ctx := t.Context()
+	c := newCluster(t, topology, false)
+	for range 3 {
+		c.addNode()
+	}
+	if err := c.waitLive(ctx); err != nil {
+		t.Fatalf("fleet not live before the first fault: %v", err)
+	}
+	began := time.Now()
+	for _, s := range steps {
+		if err := c.inject(ctx, s); err != nil {
+			t.Fatalf("inject %v: %v", s, err)
+		}
+		sleep(ctx, s.Quiet)
+	}
+	events := c.history(ctx)
+	res := chaos.Check(events, checkOptions())
+	rep := chaos.NewReport(seed, time.Since(began), "redis", topology, res, events)
+	reportsMu.Lock()
+	reports = append(reports, rep)
+	reportsMu.Unlock()
+	t.Log("\n" + rep.Table())
+	for _, k := range kinds {
+		if rep.Faults[k] == 0 {
+			t.Errorf("fault kind %s was never injected", k)
+		}
+	}
+	if len(res.Violations) > 0 {
+		t.Errorf("%d violations (histories in %s):\n%s", len(res.Violations), c.dir, res.Summary())
+	}
+}
+
+// bound is how soon after a fault heals the fleet must have a master
+// and the counter must move again: the restart guard (the longest lease
+// plus a second), a TTL for the last holder's lease to run out, and slack
+// for a busy machine, where every round trip waits for a CPU.
+const bound = longest + time.Second + roleTTL + 4*time.Second
+
+// quiet is the wait after each heal: the liveness bound fits in it.
+const quiet = bound + time.Second
+
+func checkOptions() chaos.CheckOptions {
+	return chaos.CheckOptions{MasterBound: bound, LockBound: bound}
+}
