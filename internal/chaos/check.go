@@ -226,9 +226,12 @@ func (c *checker) ledger() {
 			epochNode[e.Token] = e.Node
 		case ResCounter:
 			if e.Value != prevValue+1 {
-				what := "an increment was lost (a write based on a stale read)"
-				if e.Value <= prevValue {
+				what := "an increment was lost: the write was based on a stale read"
+				switch {
+				case e.Value < prevValue:
 					what = "the counter went back: increments were undone"
+				case e.Value > prevValue+1:
+					what = "the counter jumped: a write left no entry in the ledger's log"
 				}
 				c.violate(CheckCounterSequence, e.Start,
 					"counter: the ledger's write #%d by %s (token %d) set %d after %d: %s", e.Seq, e.Node, e.Token, e.Value, prevValue, what)
