@@ -132,10 +132,10 @@ func runChaos(t *testing.T, topology string, seed int64) {
 // and the counter must move again: the restart guard (the longest lease
 // plus a second), a TTL for the last holder's lease to run out, and slack
 // for a busy machine, where every round trip waits for a CPU.
-const bound = longest + time.Second + roleTTL + 4*time.Second
+const bound = longest + time.Second + roleTTL + 3*time.Second
 
 // quiet is the wait after each heal: the liveness bound fits in it.
-const quiet = bound + time.Second
+const quiet = bound + 500*time.Millisecond
 
 func checkOptions() chaos.CheckOptions {
 	return chaos.CheckOptions{MasterBound: bound, LockBound: bound}
