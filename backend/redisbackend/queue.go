@@ -221,8 +221,9 @@ func (s *Store) handedOver(key, owner string, cmd *redis.XStreamSliceCmd) (backe
 	}
 	ttl, _ := m["ttl"].(string)
 	ms, err := strconv.ParseInt(ttl, 10, 64)
-	if err != nil || ms <= 0 {
+	d, fits := millis(ms)
+	if err != nil || ms <= 0 || !fits {
 		return backend.Lease{}, false, bad("ttl", m["ttl"])
 	}
-	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ms) * time.Millisecond}, true, nil
+	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: d}, true, nil
 }

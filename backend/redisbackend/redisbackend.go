@@ -125,6 +125,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -476,6 +477,17 @@ func (r reply) unexpected(op, key string) error {
 	return fmt.Errorf("redisbackend: %s %q: %w: script replied %q", op, key, backend.ErrCorrupt, r.status)
 }
 
+// millis converts a count of milliseconds read from Redis to a duration.
+// It reports false for a negative count and for one too large for a
+// time.Duration, which the multiplication would silently wrap to a
+// negative (or a small) value.
+func millis(ms int64) (time.Duration, bool) {
+	if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
+
 // parseReply turns a script's reply into a lease, checking every field so
 // that foreign data gives ErrCorrupt instead of a panic or a zero token. A
 // reply that is a string alone is the token of the lease that was asked
@@ -512,10 +524,11 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		}
 		left, _ := arr[1].(string)
 		ms, err := strconv.ParseInt(left, 10, 64)
-		if err != nil || ms <= 0 {
+		d, fits := millis(ms)
+		if err != nil || ms <= 0 || !fits {
 			return bad("recovering reply with time left %v", arr[1])
 		}
-		r.lease = backend.Lease{Key: key, TTL: time.Duration(ms) * time.Millisecond}
+		r.lease = backend.Lease{Key: key, TTL: d}
 		return r, nil
 	case "queued":
 		if len(arr) < 2 {
@@ -549,6 +562,9 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	}
 	if ttl < 0 && status == "held" {
 		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
+	}
+	if _, fits := millis(max(ttl, -ttl)); !fits {
+		return bad("lease TTL %d ms is out of range", ttl)
 	}
 	r.lease = backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}
 	if len(arr) > 4 {

@@ -146,6 +146,13 @@ func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, er
 	if err != nil {
 		return nil, s.transport("members", group, ctx, err)
 	}
+	return parseMembers(group, res)
+}
+
+// parseMembers reads the members script's reply: "ok", the server's time
+// in ms, then name, expiry (ms, the sorted set's score) and entry
+// ("<seen ms>\n<identity>\n<data>") for each member.
+func parseMembers(group string, res []string) ([]backend.Member, error) {
 	if len(res) < 2 || res[0] != "ok" || (len(res)-2)%3 != 0 {
 		return nil, corruptReply("members", group, res)
 	}
@@ -159,15 +166,23 @@ func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, er
 		seenText, rest, ok1 := strings.Cut(res[i+2], "\n")
 		ident, data, ok2 := strings.Cut(rest, "\n")
 		seen, err2 := strconv.ParseInt(seenText, 10, 64)
-		if err1 != nil || err2 != nil || !ok1 || !ok2 {
+		age, ok3 := millis(now - seen)
+		left, ok4 := millis(int64(exp) - now)
+		if seen > now {
+			age, ok3 = 0, true // the entry's clock ran ahead: seen just now
+		}
+		if exp < float64(now) {
+			left, ok4 = 0, true // expired; the script drops it next time
+		}
+		if err1 != nil || err2 != nil || !ok1 || !ok2 || !ok3 || !ok4 {
 			return nil, fmt.Errorf("redisbackend: members %q: %w: member %q has no readable entry; delete the group's keys", group, backend.ErrCorrupt, res[i])
 		}
 		out = append(out, backend.Member{
 			Name:     res[i],
 			Identity: ident,
 			Data:     []byte(data),
-			Age:      time.Duration(now-seen) * time.Millisecond,
-			TTL:      time.Duration(int64(exp)-now) * time.Millisecond,
+			Age:      age,
+			TTL:      left,
 		})
 	}
 	// ZRANGEBYSCORE orders by expiry; the interface promises name order.

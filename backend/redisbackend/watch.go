@@ -762,10 +762,11 @@ func parseEvent(payload string) (backend.Event, handover) {
 		return ev, handover{}
 	case len(f) >= 3 && f[0] == "renewed":
 		ms, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || ms <= 0 {
+		ttl, fits := millis(ms)
+		if err != nil || ms <= 0 || !fits {
 			break
 		}
-		ev := backend.Event{Kind: backend.EventRenewed, TTL: time.Duration(ms) * time.Millisecond}
+		ev := backend.Event{Kind: backend.EventRenewed, TTL: ttl}
 		var h handover
 		if len(f) == 4 && f[3] != "" {
 			if tok, err := strconv.ParseUint(f[1], 10, 64); err == nil && tok > 0 {
