@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -109,6 +110,9 @@ func parseLogEntry(s string) (Event, error) {
 	us, err4 := strconv.ParseInt(f[6], 10, 64)
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return Event{}, err
+	}
+	if us < 0 || us > math.MaxInt64/1000 {
+		return Event{}, fmt.Errorf("time %d µs is out of range", us)
 	}
 	return Event{Kind: KindAccepted, Resource: f[0], Token: token, Node: f[2], Holding: f[3],
 		Value: value, Fire: fire, Start: us * 1000}, nil
