@@ -11,6 +11,7 @@
 #                     bench/results.json
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
+#   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
 #   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
 #                     plus the broken-fencing proof; writes chaos-report.json (<= 5 min; make test runs it)
 #   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
@@ -29,6 +30,7 @@ MAKEFLAGS += --no-print-directory
 
 GO        ?= go
 FUZZTIME  ?= 30s
+FUZZ_SHORT_TIME ?= 3s
 BENCHTIME ?= 1s
 QUICK_BENCHTIME ?= 100ms
 # Extra flags of bench/cmd/lockbench (bench-quick adds -quick).
@@ -58,7 +60,7 @@ REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 STRESS_RUNS    ?= 5
 STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help deps test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz chaos chaos-short cover clean
+.PHONY: help deps test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz fuzz-short chaos chaos-short cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -106,6 +108,7 @@ test: deps
 	@for mod in $(MODULES); do
 		$(MAKE) test-only MOD="$$mod"
 	done
+	$(MAKE) fuzz-short
 	$(MAKE) chaos-short
 
 # test-only runs vet, the gofmt check and the race tests of one module
@@ -201,6 +204,11 @@ fuzz: deps
 			(cd "$$mod" && $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg")
 		done <<< "$$targets"
 	done
+
+# fuzz-short runs every fuzz target briefly: enough to replay the committed
+# corpora and try a few thousand new inputs on each CI run.
+fuzz-short:
+	@$(MAKE) fuzz FUZZTIME=$(FUZZ_SHORT_TIME)
 
 # The chaos suite lives in internal/chaos behind the chaos build tag: it
 # builds the node program (with -race) and runs real processes against
