@@ -3,8 +3,9 @@
 #   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing
 #   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
 #                     module and every nested module
-#   make test-stress  the race tests STRESS_RUNS times (default 5) while STRESS_BURNERS busy loops
-#                     (default: one per CPU) load the machine; stops at the first failure
+#   make test-stress  the race tests STRESS_RUNS times (default 5), then chaos-short once, while
+#                     STRESS_BURNERS busy loops (default: one per CPU) load the machine; stops at the
+#                     first failure
 #   make bench        benchmarks (root module and nested modules such as bench/), then
 #                     bench/'s lockbench: baton vs redsync, redislock and the seed's
 #                     sleep-and-retry on a private redis-server (~5 min); writes
@@ -147,7 +148,10 @@ test-stress: deps
 			echo "== test-stress run $$run/$(STRESS_RUNS): $$mod passed in $$((SECONDS - start)) s"
 		done
 	done
-	echo "test-stress: all $(STRESS_RUNS) runs passed under load"
+	echo "== test-stress: chaos-short under load"
+	$(MAKE) chaos-short CHAOS_REPORT=chaos-report-stress.json || {
+		echo "test-stress: chaos-short failed under load" >&2; exit 1; }
+	echo "test-stress: all $(STRESS_RUNS) runs and chaos-short passed under load"
 
 vet:
 	@for mod in $(MODULES); do
@@ -230,6 +234,6 @@ cover: deps
 	echo "cover: profile in coverage.out; 'go tool cover -html=coverage.out' to browse"
 
 clean:
-	@rm -f coverage.out coverage.html chaos-report.json chaos-report.txt
+	@rm -f coverage.out coverage.html chaos-report*.json chaos-report*.txt
 	$(GO) clean -testcache
 	echo "clean: removed coverage files and the test cache"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ var (
 	flagSeed       = flag.Int64("chaos.seed", 0, "seed of the fault schedule; 0 takes one from the clock (the report names it)")
 	flagDuration   = flag.Duration("chaos.duration", 0, "length of the fault schedule per topology beyond one fault of each kind")
 	flagReport     = flag.String("chaos.report", "", "write the report (JSON) here and its table beside it (.txt)")
-	flagTopologies = flag.String("chaos.topologies", "standalone,sentinel,cluster", "comma-separated topologies to run")
+	flagTopologies = flag.String("chaos.topologies", "", "comma-separated topologies to run (default: all of the table)")
 	flagOut        = flag.String("chaos.out", "", "keep the histories and node logs under this directory")
 	flagRace       = flag.Bool("chaos.race", false, "build the node program with the race detector (slower nodes: for quiet machines)")
 )
@@ -72,32 +73,59 @@ func seed() int64 {
 	return time.Now().UnixNano() % 1_000_000
 }
 
+// topology is one row of the table of backends the suite runs on, as
+// the conformance suite has one: a backend and its server shape, and the
+// fault kinds that apply to it.
+type topology struct {
+	backend, name string
+	kinds         []string
+}
+
+// faultsEverywhere apply to every topology.
+var faultsEverywhere = []string{chaos.FaultKill9, chaos.FaultSigstop, chaos.FaultServerRestart,
+	chaos.FaultServerRestartEmpty, chaos.FaultPartition, chaos.FaultServerPause}
+
+var topologies = []topology{
+	{"redis", "standalone", faultsEverywhere},
+	{"redis", "sentinel", append(slices.Clone(faultsEverywhere), chaos.FaultSentinelFailover)},
+	{"redis", "cluster", faultsEverywhere},
+}
+
 // TestChaos runs the fleet on every topology under a seeded schedule that
 // injects every fault kind of the topology at least once, then checks the
 // merged history.
 func TestChaos(t *testing.T) {
 	s := seed()
-	for _, topo := range strings.Split(*flagTopologies, ",") {
-		t.Run(topo, func(t *testing.T) { runChaos(t, topo, s) })
+	only := map[string]bool{}
+	for name := range strings.SplitSeq(*flagTopologies, ",") {
+		if name == "" {
+			continue
+		}
+		if !slices.ContainsFunc(topologies, func(tp topology) bool { return tp.name == name }) {
+			t.Fatalf("-chaos.topologies: unknown topology %q", name)
+		}
+		only[name] = true
+	}
+	for _, topo := range topologies {
+		if len(only) > 0 && !only[topo.name] {
+			continue
+		}
+		t.Run(topo.name, func(t *testing.T) { runChaos(t, topo, s) })
 	}
 }
 
-func runChaos(t *testing.T, topology string, seed int64) {
-	kinds := []string{chaos.FaultKill9, chaos.FaultSigstop, chaos.FaultServerRestart,
-		chaos.FaultServerRestartEmpty, chaos.FaultPartition, chaos.FaultServerPause}
-	if topology == "sentinel" {
-		kinds = append(kinds, chaos.FaultSentinelFailover)
-	}
+func runChaos(t *testing.T, topo topology, seed int64) {
+	kinds := topo.kinds
 	steps, err := chaos.Schedule(seed, chaos.ScheduleOptions{
 		Kinds: kinds, Duration: *flagDuration, TTL: longest, Quiet: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d: %d faults on %s: %v", seed, len(steps), topology, steps)
+	t.Logf("seed %d: %d faults on %s %s: %v", seed, len(steps), topo.backend, topo.name, steps)
 
 	ctx := t.Context()
-	c := newCluster(t, topology, false)
+	c := newCluster(t, topo.name, false)
 	for range 3 {
 		c.addNode()
 	}
@@ -113,7 +141,7 @@ func runChaos(t *testing.T, topology string, seed int64) {
 	}
 	events := c.history(ctx)
 	res := chaos.Check(events, checkOptions())
-	rep := chaos.NewReport(seed, time.Since(began), "redis", topology, res, events)
+	rep := chaos.NewReport(seed, time.Since(began), topo.backend, topo.name, res, events)
 	reportsMu.Lock()
 	reports = append(reports, rep)
 	reportsMu.Unlock()
