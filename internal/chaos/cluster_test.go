@@ -368,42 +368,57 @@ func (c *cluster) coordMaster(ctx context.Context) (*testenv.Redis, error) {
 	return nil, fmt.Errorf("the master of %s is %s, not one of the cluster's nodes", roleKey, addr)
 }
 
-// inject runs one step and records it as a fault.
+// inject runs one step and records it as a fault, from the moment it
+// was injected to the moment it healed.
 func (c *cluster) inject(ctx context.Context, s chaos.Step) error {
 	f := chaos.Event{Kind: chaos.KindFault, Node: "nemesis", Fault: s.Fault, Detail: s.String()}
-	record := func() {
-		f.End = time.Now().UnixNano()
-		if err := c.nemesis.Write(f); err != nil {
-			c.t.Fatal(err)
+	var err error
+	switch s.Fault {
+	case chaos.FaultKill9, chaos.FaultSigstop, chaos.FaultPartition:
+		err = c.nodeFault(ctx, s, &f)
+	case chaos.FaultServerPause, chaos.FaultServerRestart, chaos.FaultServerRestartEmpty:
+		err = c.serverFault(ctx, s, &f)
+	case chaos.FaultSentinelFailover:
+		if c.sentinel == nil {
+			return fmt.Errorf("sentinel_failover on the %s topology", c.topology)
 		}
-		c.t.Logf("nemesis: %s at %s: %v", s, f.Target, time.Duration(f.End-f.Start).Round(time.Millisecond))
+		f.Start = time.Now().UnixNano()
+		f.Target, err = c.sentinel.Failover(ctx)
+		f.End = time.Now().UnixNano()
+	default:
+		return fmt.Errorf("unknown fault %q", s.Fault)
 	}
+	if err != nil {
+		return err
+	}
+	if err := c.nemesis.Write(f); err != nil {
+		return err
+	}
+	c.t.Logf("nemesis: %s at %s: %v", f.Detail, f.Target, time.Duration(f.End-f.Start).Round(time.Millisecond))
+	return nil
+}
+
+// nodeFault strikes the node the step aims at (the master or the lock
+// holder): kill -9 (and start it again at once with the same instance ID,
+// a restart overlapping its old lease), SIGSTOP for the step's hold, or a
+// cut between it and the coordination servers for the hold.
+func (c *cluster) nodeFault(ctx context.Context, s chaos.Step, f *chaos.Event) error {
+	n, err := c.target(ctx, s.Variant)
+	if err != nil {
+		return err
+	}
+	f.Target, f.Start = n.name(), time.Now().UnixNano()
 	switch s.Fault {
 	case chaos.FaultKill9:
-		n, err := c.target(ctx, s.Variant)
-		if err != nil {
-			return err
-		}
-		f.Target, f.Start = n.name(), time.Now().UnixNano()
 		c.kill9(n)
-		record()
-		c.start(n) // the same ID again: a restart overlapping its old lease
+		f.End = time.Now().UnixNano()
+		c.start(n)
+		return nil
 	case chaos.FaultSigstop:
-		n, err := c.target(ctx, s.Variant)
-		if err != nil {
-			return err
-		}
-		f.Target, f.Start = n.name(), time.Now().UnixNano()
 		c.pause(n)
 		sleep(ctx, s.Hold)
 		c.resume(n)
-		record()
 	case chaos.FaultPartition:
-		n, err := c.target(ctx, s.Variant)
-		if err != nil {
-			return err
-		}
-		f.Target, f.Start = n.name(), time.Now().UnixNano()
 		for _, p := range n.proxies {
 			p.Blackhole(true)
 		}
@@ -411,71 +426,52 @@ func (c *cluster) inject(ctx context.Context, s chaos.Step) error {
 		for _, p := range n.proxies {
 			p.Blackhole(false)
 		}
-		record()
-	case chaos.FaultServerPause:
-		srv, err := c.coordMaster(ctx)
-		if err != nil {
+	}
+	f.End = time.Now().UnixNano()
+	return nil
+}
+
+// serverFault strikes the coordination server that holds the fleet's
+// keys: SIGSTOP for the step's hold, a clean restart (it comes back with
+// its data), or a restart without its data, plain, while a brand-new
+// instance starts, or while the lock holder is paused across it.
+func (c *cluster) serverFault(ctx context.Context, s chaos.Step, f *chaos.Event) error {
+	srv, err := c.coordMaster(ctx)
+	if err != nil {
+		return err
+	}
+	var paused *node
+	if s.Variant == chaos.VariantPausedHolder {
+		if paused, err = c.target(ctx, chaos.VariantHolder); err != nil {
 			return err
 		}
-		f.Target, f.Start = srv.Addr(), time.Now().UnixNano()
+		c.pause(paused)
+	}
+	f.Target, f.Start = srv.Addr(), time.Now().UnixNano()
+	switch s.Fault {
+	case chaos.FaultServerPause:
 		if err := srv.Pause(); err != nil {
 			return err
 		}
 		sleep(ctx, s.Hold)
-		if err := srv.Resume(); err != nil {
-			return err
-		}
-		record()
+		err = srv.Resume()
 	case chaos.FaultServerRestart:
-		srv, err := c.coordMaster(ctx)
-		if err != nil {
-			return err
-		}
-		f.Target, f.Start = srv.Addr(), time.Now().UnixNano()
-		if err := srv.Restart(); err != nil {
-			return err
-		}
-		record()
+		err = srv.Restart()
 	case chaos.FaultServerRestartEmpty:
-		srv, err := c.coordMaster(ctx)
-		if err != nil {
-			return err
-		}
-		var paused *node
-		if s.Variant == chaos.VariantPausedHolder {
-			if paused, err = c.target(ctx, chaos.VariantHolder); err != nil {
-				return err
-			}
-			c.pause(paused)
-		}
-		f.Target, f.Start = srv.Addr(), time.Now().UnixNano()
-		if err := srv.RestartEmpty(); err != nil {
-			return err
-		}
-		switch s.Variant {
-		case chaos.VariantNewNode:
-			n := c.addNode()
-			f.Detail += " " + n.name() + " started"
-		case chaos.VariantPausedHolder:
-			sleep(ctx, s.Hold)
-			c.resume(paused)
-			f.Detail += " " + paused.name() + " paused across it"
-		}
-		record()
-	case chaos.FaultSentinelFailover:
-		if c.sentinel == nil {
-			return fmt.Errorf("sentinel_failover on the %s topology", c.topology)
-		}
-		f.Start = time.Now().UnixNano()
-		addr, err := c.sentinel.Failover(ctx)
-		if err != nil {
-			return err
-		}
-		f.Target = addr
-		record()
-	default:
-		return fmt.Errorf("unknown fault %q", s.Fault)
+		err = srv.RestartEmpty()
 	}
+	if err != nil {
+		return err
+	}
+	switch s.Variant {
+	case chaos.VariantNewNode:
+		f.Detail += "; " + c.addNode().name() + " started"
+	case chaos.VariantPausedHolder:
+		sleep(ctx, s.Hold)
+		c.resume(paused)
+		f.Detail += "; " + paused.name() + " paused across it"
+	}
+	f.End = time.Now().UnixNano()
 	return nil
 }
 
