@@ -58,67 +58,6 @@ type Elector struct {
 	since       time.Time
 }
 
-type hooks struct {
-	elected      func(context.Context)
-	demoted      func()
-	masterChange func(string)
-	duplicate    func(string)
-}
-
-// Option configures an Elector.
-type Option func(*Elector)
-
-// OnElected registers f to be called when this instance becomes master.
-// Its context is the tenure's: cancelled as soon as the tenure ends — at
-// the tenure's deadline when no renewal came back in time, when the store
-// reports the lease gone, or by Stop — so work started for the tenure can
-// watch ctx.Done(); that context, not OnDemoted, is the signal to stop.
-// EpochFromContext(ctx) returns the tenure's epoch. A tenure that ended is
-// never resumed: when this instance is master again, f is called with a
-// new context and a larger epoch.
-func OnElected(f func(ctx context.Context)) Option {
-	return func(e *Elector) { e.hooks.elected = f }
-}
-
-// OnDemoted registers f to be called when this instance stops being
-// master. It reports after the fact: by the time it is queued, IsMaster
-// already reads false, the tenure's context is cancelled and Master no
-// longer names this instance, and it runs later still, on the callback
-// goroutine. Use it to record or report the loss; stop the tenure's work
-// by watching the tenure's context.
-func OnDemoted(f func()) Option {
-	return func(e *Elector) { e.hooks.demoted = f }
-}
-
-// OnMasterChange registers f to be called with the instance ID of the
-// master each time this instance learns that the master changed,
-// including to itself.
-func OnMasterChange(f func(instanceID string)) Option {
-	return func(e *Elector) { e.hooks.masterChange = f }
-}
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(e *Elector) {
-		if l != nil {
-			e.logger = l
-		}
-	}
-}
-
-// WithOperationTimeout bounds each call to the store (default: the
-// heartbeat interval, at most 5 s). A renewal's context also ends at the
-// tenure's deadline, and a claim's after the TTL minus the safety margin,
-// whichever is sooner.
-func WithOperationTimeout(d time.Duration) Option {
-	return func(e *Elector) { e.opTimeout = d }
-}
-
-// withClock drives the elector from c; baton's tests use a fake clock.
-func withClock(c clock.Clock) Option {
-	return func(e *Elector) { e.clock = c }
-}
-
 // NewElector returns an elector for the instance id on store. It checks
 // the configuration and the ID, and starts nothing: call Run or Start.
 func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Option) (*Elector, error) {
@@ -268,45 +207,6 @@ func (e *Elector) IsMasterOf(ctx context.Context, app, instanceID string) (bool,
 	return ownerID(l.Owner) == instanceID, nil
 }
 
-// Status is a snapshot of an elector's view.
-type Status struct {
-	Enabled  bool
-	Running  bool
-	IsMaster bool
-	// Instance is this elector's instance ID.
-	Instance string
-	// Master is the master's instance ID as last seen, "" if unknown.
-	Master string
-	// Epoch is the highest role epoch seen.
-	Epoch uint64
-	// Since is when this instance last became master or slave.
-	Since time.Time
-	// LastError is the last store error, and when it happened.
-	LastError   error
-	LastErrorAt time.Time
-	// Duplicate names another live process that claims this instance's ID
-	// (its owner string), if one was seen.
-	Duplicate string
-}
-
-// Status returns a snapshot of the elector's view.
-func (e *Elector) Status() Status {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return Status{
-		Enabled:     !e.cfg.Disabled,
-		Running:     e.running,
-		IsMaster:    e.IsMaster(),
-		Instance:    e.idText,
-		Master:      e.masterLocked(),
-		Epoch:       e.epoch.Load(),
-		Since:       e.since,
-		LastError:   e.lastErr,
-		LastErrorAt: e.lastErrAt,
-		Duplicate:   e.duplicate,
-	}
-}
-
 // Start runs the election in a goroutine owned by the elector until Stop.
 func (e *Elector) Start() error {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -397,12 +297,6 @@ func (e *Elector) now() int64 {
 		return int64(time.Since(e.base))
 	}
 	return int64(e.clock.Since(e.base))
-}
-
-func (e *Elector) setErr(err error) {
-	e.mu.Lock()
-	e.lastErr, e.lastErrAt = err, e.clock.Now()
-	e.mu.Unlock()
 }
 
 // ownerID returns the instance ID part of a role owner string.

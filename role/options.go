@@ -1,0 +1,70 @@
+package role
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/baton-go/baton/internal/clock"
+)
+
+type hooks struct {
+	elected      func(context.Context)
+	demoted      func()
+	masterChange func(string)
+	duplicate    func(string)
+}
+
+// Option configures an Elector.
+type Option func(*Elector)
+
+// OnElected registers f to be called when this instance becomes master.
+// Its context is the tenure's: cancelled as soon as the tenure ends — at
+// the tenure's deadline when no renewal came back in time, when the store
+// reports the lease gone, or by Stop — so work started for the tenure can
+// watch ctx.Done(); that context, not OnDemoted, is the signal to stop.
+// EpochFromContext(ctx) returns the tenure's epoch. A tenure that ended is
+// never resumed: when this instance is master again, f is called with a
+// new context and a larger epoch.
+func OnElected(f func(ctx context.Context)) Option {
+	return func(e *Elector) { e.hooks.elected = f }
+}
+
+// OnDemoted registers f to be called when this instance stops being
+// master. It reports after the fact: by the time it is queued, IsMaster
+// already reads false, the tenure's context is cancelled and Master no
+// longer names this instance, and it runs later still, on the callback
+// goroutine. Use it to record or report the loss; stop the tenure's work
+// by watching the tenure's context.
+func OnDemoted(f func()) Option {
+	return func(e *Elector) { e.hooks.demoted = f }
+}
+
+// OnMasterChange registers f to be called with the instance ID of the
+// master each time this instance learns that the master changed,
+// including to itself.
+func OnMasterChange(f func(instanceID string)) Option {
+	return func(e *Elector) { e.hooks.masterChange = f }
+}
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option {
+	return func(e *Elector) {
+		if l != nil {
+			e.logger = l
+		}
+	}
+}
+
+// WithOperationTimeout bounds each call to the store (default: the
+// heartbeat interval, at most 5 s). A renewal's context also ends at the
+// tenure's deadline, and a claim's after the TTL minus the safety margin,
+// whichever is sooner.
+func WithOperationTimeout(d time.Duration) Option {
+	return func(e *Elector) { e.opTimeout = d }
+}
+
+// withClock drives the elector from c; baton's tests use a fake clock.
+func withClock(c clock.Clock) Option {
+	return func(e *Elector) { e.clock = c }
+}

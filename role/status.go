@@ -1,0 +1,50 @@
+package role
+
+import (
+	"time"
+)
+
+// Status is a snapshot of an elector's view.
+type Status struct {
+	Enabled  bool
+	Running  bool
+	IsMaster bool
+	// Instance is this elector's instance ID.
+	Instance string
+	// Master is the master's instance ID as last seen, "" if unknown.
+	Master string
+	// Epoch is the highest role epoch seen.
+	Epoch uint64
+	// Since is when this instance last became master or slave.
+	Since time.Time
+	// LastError is the last store error, and when it happened.
+	LastError   error
+	LastErrorAt time.Time
+	// Duplicate names another live process that claims this instance's ID
+	// (its owner string), if one was seen.
+	Duplicate string
+}
+
+// Status returns a snapshot of the elector's view.
+func (e *Elector) Status() Status {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return Status{
+		Enabled:     !e.cfg.Disabled,
+		Running:     e.running,
+		IsMaster:    e.IsMaster(),
+		Instance:    e.idText,
+		Master:      e.masterLocked(),
+		Epoch:       e.epoch.Load(),
+		Since:       e.since,
+		LastError:   e.lastErr,
+		LastErrorAt: e.lastErrAt,
+		Duplicate:   e.duplicate,
+	}
+}
+
+func (e *Elector) setErr(err error) {
+	e.mu.Lock()
+	e.lastErr, e.lastErrAt = err, e.clock.Now()
+	e.mu.Unlock()
+}
