@@ -55,7 +55,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
 		}
 		lk.observe(sk, held.Holder.Token)
-		locked := &lockedError{key: key, holder: held.Holder, next: held.Next, recovering: held.Recovering}
+		locked := &LockedError{Key: key, Holder: held.Holder, Next: held.Next, Recovering: held.Recovering}
 		if !wait {
 			return nil, tries, locked
 		}
@@ -70,7 +70,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		}
 		if lk.cfg.MaxRetries > 0 && tries-spared+used > lk.cfg.MaxRetries {
 			lk.leaveLine(ctx, line, key, sk, owner, patience)
-			locked.tries = tries
+			locked.Tries = tries
 			return nil, tries, locked
 		}
 		poll := lk.cfg.RetryInterval
@@ -118,7 +118,7 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 // giveUp leaves the line after a failed wait or store call and returns
 // err, or, if ctx ended, ErrTimeout (naming the holder when the last
 // refusal, locked, is known) joined with the context's error.
-func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, locked *lockedError, err error) error {
+func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, locked *LockedError, err error) error {
 	lk.leaveLine(ctx, line, key, sk, owner, patience)
 	if ctx.Err() == nil {
 		return err

@@ -14,7 +14,8 @@ var (
 	// never runs a section unlocked.
 	ErrDisabled = errors.New("synclock: locks are disabled (synchronized-lock.enabled=false)")
 
-	// ErrLocked reports that another holder has the lock: from TryDo and
+	// ErrLocked reports that another holder has the lock (the error is a
+	// *LockedError naming the key and the holder): from TryDo and
 	// TryLock at once, and from Do after its retries ran out.
 	ErrLocked = errors.New("synclock: lock is held by another holder")
 
@@ -34,35 +35,49 @@ var (
 	ErrNoDefault = errors.New("synclock: no default locker: call synclock.SetDefault first")
 )
 
-// lockedError is ErrLocked with the key and the holder.
-type lockedError struct {
-	key    string
-	holder backend.Lease // Owner "" when the key is free but kept for next
-	next   string        // the waiter first in the store's line, if any
-	tries  int
-	// recovering: the store restarted without its data and grants the
-	// key to nobody for holder.TTL
-	recovering bool
+// LockedError is the error of a lock held by another holder: ErrLocked
+// (errors.Is matches it) with the lock's key and who has it, as
+// backend.HeldError names a lease's holder. TryDo, TryLock and a Do whose
+// retries ran out return it; get it with errors.As.
+type LockedError struct {
+	// Key is the lock's key, as the caller gave it.
+	Key string
+	// Holder is the lease that holds the lock, with its remaining TTL.
+	// Its Owner (instance ID, "#", a nonce) is empty when the lock is free
+	// but kept for Next, and when Recovering.
+	Holder backend.Lease
+	// Next is the waiter first in the store's line, if the store keeps
+	// one and anyone is in it.
+	Next string
+	// Tries is how many times the caller asked the store, when it gave up
+	// after retries; 0 for a single try.
+	Tries int
+	// Recovering reports that the store restarted without its data and
+	// grants the lock to nobody for Holder.TTL: a holding from before the
+	// restart may still run until then.
+	Recovering bool
 }
 
 // holderText says who has the lock: its holder or, when the store keeps
 // the free key for the waiter first in line, that waiter.
-func (e *lockedError) holderText() string {
-	if e.recovering {
-		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data and a holding from before may still run", e.holder.TTL.Round(time.Millisecond))
+func (e *LockedError) holderText() string {
+	if e.Recovering {
+		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data and a holding from before may still run", e.Holder.TTL.Round(time.Millisecond))
 	}
-	if e.holder.Owner == "" {
-		return fmt.Sprintf("free but kept for %q, first in line", e.next)
+	if e.Holder.Owner == "" {
+		return fmt.Sprintf("free but kept for %q, first in line", e.Next)
 	}
-	return fmt.Sprintf("held by %q (token %d, %v left)", e.holder.Owner, e.holder.Token, e.holder.TTL.Round(time.Millisecond))
+	return fmt.Sprintf("held by %q (token %d, %v left)", e.Holder.Owner, e.Holder.Token, e.Holder.TTL.Round(time.Millisecond))
 }
 
-func (e *lockedError) Error() string {
-	s := fmt.Sprintf("synclock: lock %q is %s", e.key, e.holderText())
-	if e.tries > 0 {
-		s += fmt.Sprintf(" after %d tries", e.tries)
+// Error implements error.
+func (e *LockedError) Error() string {
+	s := fmt.Sprintf("synclock: lock %q is %s", e.Key, e.holderText())
+	if e.Tries > 0 {
+		s += fmt.Sprintf(" after %d tries", e.Tries)
 	}
 	return s
 }
 
-func (e *lockedError) Is(target error) bool { return target == ErrLocked }
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }

@@ -2,8 +2,10 @@ package synclock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
@@ -92,4 +94,28 @@ func ExampleWithObserver() {
 	// acquired report tries=1 err=false
 	// refused report tries=1 err=true
 	// released report tries=0 err=false
+}
+
+// TryDo does not wait: while another instance holds the lock it fails at
+// once, and the error names the holder.
+func ExampleLockedError() {
+	store := membackend.New()
+	defer store.Close()
+	quiet := synclock.WithLogger(slog.New(slog.DiscardHandler))
+	idA, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	idB, _ := instanceid.New("10.0.0.8", "acme", "billing", 8080)
+	a, _ := synclock.NewLocker(store, idA, synclock.Config{}, quiet)
+	b, _ := synclock.NewLocker(store, idB, synclock.Config{}, quiet)
+
+	a.DoKey(context.Background(), "nightly-close", func(ctx context.Context) error {
+		err := b.TryDo(context.Background(), "nightly-close", func(ctx context.Context) error { return nil })
+		var locked *synclock.LockedError
+		if errors.As(err, &locked) {
+			holder, _, _ := strings.Cut(locked.Holder.Owner, "#")
+			fmt.Printf("%q is held by %s; errors.Is ErrLocked: %v\n", locked.Key, holder, errors.Is(err, synclock.ErrLocked))
+		}
+		return nil
+	})
+	// Output:
+	// "nightly-close" is held by 10.0.0.7:acme:billing:8080; errors.Is ErrLocked: true
 }

@@ -243,6 +243,11 @@ func TestMaxRetriesAndContext(t *testing.T) {
 	if !errors.Is(err, synclock.ErrLocked) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), idN(t, 1).String()) || !strings.Contains(err.Error(), "3 tries") {
 		t.Fatalf("after max retries: %v; want ErrLocked naming the key, the holder and 3 tries", err)
 	}
+	var locked *synclock.LockedError
+	if !errors.As(err, &locked) || locked.Key != key || locked.Tries != 3 || locked.Recovering ||
+		!strings.HasPrefix(locked.Holder.Owner, idN(t, 1).String()+"#") || locked.Holder.Token == 0 || locked.Holder.TTL <= 0 {
+		t.Fatalf("after max retries: %#v; want a *LockedError with the key, 3 tries and the holder's lease", locked)
+	}
 
 	patient, _ := redisLocker(t, 3, synclock.Config{RetryInterval: time.Hour})
 	ctx, cancel := context.WithTimeout(ctxT(t), 100*time.Millisecond)
