@@ -40,12 +40,12 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 		return backend.Lease{}, err
 	}
 	switch r.status {
-	case "ok":
+	case statusOK:
 		s.taken(key, r.lease.Token)
 		return r.lease, nil
-	case "held", "queued":
+	case statusHeld, statusQueued:
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Next: r.next}
-	case "recovering":
+	case statusRecovering:
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Recovering: true}
 	}
 	return backend.Lease{}, r.unexpected("acquire", key)

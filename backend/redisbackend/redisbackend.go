@@ -354,11 +354,11 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, err
 	}
 	switch r.status {
-	case "ok":
+	case statusOK:
 		return r.lease, nil
-	case "held":
+	case statusHeld:
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease}
-	case "recovering":
+	case statusRecovering:
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Recovering: true}
 	}
 	return backend.Lease{}, r.unexpected("acquire", key)
@@ -382,9 +382,9 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, err
 	}
 	switch r.status {
-	case "ok":
+	case statusOK:
 		return r.lease, nil
-	case "held", "free":
+	case statusHeld, statusFree:
 		return backend.Lease{}, &backend.NotHeldError{Key: key, Owner: owner, Holder: r.lease}
 	}
 	return backend.Lease{}, r.unexpected("renew", key)
@@ -416,9 +416,9 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		return err
 	}
 	switch r.status {
-	case "ok":
+	case statusOK:
 		return nil
-	case "held", "free":
+	case statusHeld, statusFree:
 		return &backend.NotHeldError{Key: key, Owner: owner, Holder: r.lease}
 	}
 	return r.unexpected("release", key)
@@ -438,9 +438,9 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 		return backend.Lease{}, err
 	}
 	switch r.status {
-	case "held":
+	case statusHeld:
 		return r.lease, nil
-	case "free":
+	case statusFree:
 		return backend.Lease{}, fmt.Errorf("redisbackend: get %q: %w", key, backend.ErrNotFound)
 	}
 	return backend.Lease{}, r.unexpected("get", key)
@@ -463,15 +463,28 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 	return fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
 }
 
+// status is the first element of a script's array reply: what happened.
+// The scripts (scripts.go) write these words; parseReply reads them.
+type status string
+
+const (
+	statusOK         status = "ok"         // owner token pttl: the caller holds the key (or a bare token: it was granted, renewed, released)
+	statusHeld       status = "held"       // owner token pttl [next]: another lease is on the key
+	statusQueued     status = "queued"     // next: the key is free but kept for next, first in line
+	statusFree       status = "free"       // no lease is on the key
+	statusRecovering status = "recovering" // ms-left: the restart guard refuses the grant
+	statusCorrupt    status = "corrupt"    // description: the key holds data baton did not write
+)
+
 type reply struct {
-	status string
+	status status
 	lease  backend.Lease
 	next   string // the waiter first in line, for held (AcquireQueued) and queued
 	detail string
 }
 
 func (r reply) unexpected(op, key string) error {
-	if r.status == "corrupt" {
+	if r.status == statusCorrupt {
 		return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, r.detail)
 	}
 	return fmt.Errorf("redisbackend: %s %q: %w: script replied %q", op, key, backend.ErrCorrupt, r.status)
@@ -502,23 +515,23 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 			return bad("lease token %q is not a positive integer", tok)
 		}
 		asked.Token = token
-		return reply{status: "ok", lease: asked}, nil
+		return reply{status: statusOK, lease: asked}, nil
 	}
 	arr, _ := res.([]any)
 	if len(arr) == 0 {
 		return bad("unexpected script reply %v", res)
 	}
-	status, _ := arr[0].(string)
-	r := reply{status: status}
-	switch status {
-	case "free":
+	word, _ := arr[0].(string)
+	r := reply{status: status(word)}
+	switch r.status {
+	case statusFree:
 		return r, nil
-	case "corrupt":
+	case statusCorrupt:
 		if len(arr) > 1 {
 			r.detail, _ = arr[1].(string)
 		}
 		return r, nil
-	case "recovering":
+	case statusRecovering:
 		if len(arr) < 2 {
 			return bad("short script reply %v", arr)
 		}
@@ -530,7 +543,7 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		}
 		r.lease = backend.Lease{Key: key, TTL: d}
 		return r, nil
-	case "queued":
+	case statusQueued:
 		if len(arr) < 2 {
 			return bad("short script reply %v", arr)
 		}
@@ -540,7 +553,7 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		}
 		r.lease = backend.Lease{Key: key}
 		return r, nil
-	case "ok", "held":
+	case statusOK, statusHeld:
 	default:
 		return bad("unknown script reply %v", arr)
 	}
@@ -554,13 +567,13 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		return bad("lease TTL %v is not an integer", arr[3])
 	}
 	if owner == "" {
-		return bad("%s reply names no owner", status)
+		return bad("%s reply names no owner", r.status)
 	}
 	token, err := strconv.ParseUint(tok, 10, 64)
 	if err != nil || token == 0 {
 		return bad("lease token %q is not a positive integer", tok)
 	}
-	if ttl < 0 && status == "held" {
+	if ttl < 0 && r.status == statusHeld {
 		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
 	}
 	if _, fits := millis(max(ttl, -ttl)); !fits {
@@ -585,7 +598,7 @@ func succeeded(res any) bool {
 		return true
 	}
 	arr, _ := res.([]any)
-	return len(arr) > 0 && arr[0] == "ok"
+	return len(arr) > 0 && arr[0] == string(statusOK)
 }
 
 func sortMembers(ms []backend.Member) {
