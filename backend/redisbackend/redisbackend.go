@@ -99,6 +99,45 @@
 // ContextTimeoutEnabled); the command it abandoned finishes on its own
 // and Close waits for it.
 //
+// # The protocol as states and transitions
+//
+// A lease key K is in one of four states, by its value:
+//
+//	free        (no K)                   nobody holds K; its line may keep it for the first live waiter
+//	plain       "<token> <owner>"        held; nobody waits or watches
+//	contended   "... contended"          held; someone waits, watches, or was handed it
+//	released    "... released"           released with a keep time; it only expires
+//
+// Every change is one script (O is the caller, W the first live waiter
+// in K's line; "publish" is on K's channel):
+//
+//	from              call                         to                                    publish
+//	free, no line     Acquire(Queued) by O         plain (contended: no counter, marker)  -
+//	free, W first     AcquireQueued by W           plain, W leaves the line               -
+//	free, W first     AcquireQueued by O != W      O joins the line; reply queued W        -
+//	plain/contended   AcquireQueued by O           contended; O joins (or keeps) its place -
+//	contended of O    AcquireQueued by O           same (a handover: mailbox deleted)     -
+//	plain of O        Renew by O                   plain, new PX                          -
+//	contended of O    Renew by O                   contended, new PX                      renewed <token> <ttl>
+//	plain of O        Release by O                 free                                   -
+//	contended of O    Release by O, W in line      contended of W, new token, W's ttl;    renewed <token> <ttl> W
+//	                                               W leaves the line, mailbox of W holds it
+//	contended of O    Release by O, no W           free                                   released <token> <next>
+//	plain/contended   Release by O, keep > 0       released, PX keep (mailbox deleted)    renewed <token> <keep> if contended
+//	contended of W    Dequeue by W (handed to it)  as Release by W
+//	free, W first     Dequeue by W                 the next waiter's, as above            renewed ... / released - <next>
+//	any, in line      Dequeue by O                 O leaves the line                      -
+//	plain             Watch (mark)                 contended; marker lives 30 s           -
+//	any held          PX runs out                  free                                   - (waiters wake at the TTL)
+//
+// A place in line lapses at its due time, 3 x RetryInterval after its
+// waiter last asked (synclock's patience); a lapsed waiter is dropped when
+// it reaches the head of the line or joins again. A store made
+// WithReplicaAck does not hand over: its contended release publishes
+// "released <token> <W>" and W claims. The restart guard refuses a grant
+// in every row that grants, with "recovering <ms left>", when K's fencing
+// counter is missing and the server is younger than the guard.
+//
 // # Handovers
 //
 // AwaitHandover never holds a connection of the client's pool: a process
