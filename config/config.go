@@ -175,14 +175,30 @@ func (r Redis) UniversalOptions() *redis.UniversalOptions {
 // (schedlock) keep longer leases appends its own
 // redisbackend.WithRestartGuard; the last one given wins.
 //
+// It also keeps a slave's standing cost within one Redis command per
+// heartbeat interval — half an interval's worth of member heartbeats, a
+// third of watch-marker refreshes: every slave watches the role key, and
+// its store refreshes the key's marker every third of the marker's life,
+// which is set to nine heartbeat intervals (at least 30 s; 135 s at the
+// defaults),
+// and pings its pub/sub connection after a silence of the health check,
+// which is set to two intervals (at least 15 s; 30 s at the defaults), so
+// that the master's renewal, published every interval, keeps it from
+// pinging. A pub/sub connection that broke silently is then replaced
+// after at most four intervals (two health checks), and a slave that
+// missed a release meanwhile claims at the role key's TTL as always.
+//
 //	store, err := redisbackend.New(rdb, cfg.RedisStoreOptions()...)
 func (c Config) RedisStoreOptions() []redisbackend.Option {
 	var opts []redisbackend.Option
 	if c.Redis.KeyPrefix != "" {
 		opts = append(opts, redisbackend.WithPrefix(c.Redis.KeyPrefix))
 	}
-	longest := max(c.Role.WithDefaults().HeartbeatExpiration, c.SyncLock.WithDefaults().HoldDuration)
-	return append(opts, redisbackend.WithRestartGuard(longest))
+	r := c.Role.WithDefaults()
+	longest := max(r.HeartbeatExpiration, c.SyncLock.WithDefaults().HoldDuration)
+	return append(opts, redisbackend.WithRestartGuard(longest),
+		redisbackend.WithMarkerTTL(max(30*time.Second, 9*r.HeartbeatInterval)),
+		redisbackend.WithHealthCheck(max(15*time.Second, 2*r.HeartbeatInterval)))
 }
 
 // String formats c as space-separated key=value pairs of every key, in

@@ -3,6 +3,7 @@ package config_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,18 +20,24 @@ import (
 func TestRedisStoreOptions(t *testing.T) {
 	r := testenv.NewRedis(t)
 	for _, tc := range []struct {
-		name         string
-		role, hold   time.Duration
-		longest      time.Duration
-		prefix, want string
+		name             string
+		role, hold       time.Duration
+		interval         time.Duration
+		longest, markers time.Duration
+		prefix, want     string
 	}{
-		{name: "defaults", longest: 45 * time.Second, want: config.DefaultKeyPrefix},
-		{name: "role TTL longest", role: 80 * time.Second, hold: 20 * time.Second, longest: 80 * time.Second, prefix: "cfg", want: "cfg"},
-		{name: "hold longest", role: 30 * time.Second, hold: 70 * time.Second, longest: 70 * time.Second, want: config.DefaultKeyPrefix},
+		{name: "defaults", longest: 45 * time.Second, markers: 135 * time.Second, want: config.DefaultKeyPrefix},
+		{name: "role TTL longest", role: 80 * time.Second, hold: 20 * time.Second, interval: 30 * time.Second,
+			longest: 80 * time.Second, markers: 270 * time.Second, prefix: "cfg", want: "cfg"},
+		{name: "hold longest", role: 30 * time.Second, hold: 70 * time.Second, interval: 2 * time.Second,
+			longest: 70 * time.Second, markers: 30 * time.Second, want: config.DefaultKeyPrefix},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.Role.HeartbeatExpiration, cfg.SyncLock.HoldDuration = tc.role, tc.hold
+			if tc.interval > 0 {
+				cfg.Role.HeartbeatInterval = tc.interval
+			}
 			if tc.prefix != "" {
 				cfg.Redis.KeyPrefix = tc.prefix
 			}
@@ -56,6 +63,21 @@ func TestRedisStoreOptions(t *testing.T) {
 			// the second Redis adds for its whole-second uptime.
 			if left := held.Holder.TTL; left <= tc.longest-20*time.Second || left > tc.longest+time.Second {
 				t.Errorf("refused for %v more, want about the longest lease %v", left, tc.longest)
+			}
+			// A watch marks the key for nine heartbeat intervals, at least
+			// 30 s.
+			key := "{acme:billing}:lock:" + strings.ReplaceAll(tc.name, " ", "-")
+			w, err := store.Watch(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			left, err := r.Client(t).PTTL(ctx, store.MarkerKey(key)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left <= tc.markers-20*time.Second || left > tc.markers {
+				t.Errorf("watch marker lives %v, want %v", left, tc.markers)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package role_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,4 +258,103 @@ func allSeeMaster(els []*role.Elector) bool {
 func instanceidFor(i int) (instanceid.ID, error) {
 	n := i + 1
 	return instanceid.New(fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255), "acme", "scale", 8080)
+}
+
+// BenchmarkFleet runs electors as a fleet runs them: one process each, so
+// one client and one Store each (its own pub/sub connection, its own watch
+// markers), against one redis-server, and reports the Redis commands each
+// elector sends per heartbeat interval once the election has settled.
+// Every duration is the default scaled down by 7.5 (heartbeat 2 s, TTL
+// 6 s), and so are the store's: "store-defaults" has the fixed 30 s watch
+// marker and 15 s pub/sub health check stores have by default (two and
+// one default intervals), "config" the nine and two intervals that
+// config.RedisStoreOptions sets. BATON_FLEET sets the number of processes
+// (default 1,000). Goal (DESIGN §5): <= 1 command per elector per
+// interval.
+func BenchmarkFleet(b *testing.B) {
+	processes := 1000
+	if v := os.Getenv("BATON_FLEET"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 {
+			b.Fatalf("BATON_FLEET=%q: want a number of processes >= 2", v)
+		}
+		processes = n
+	}
+	const intervals = 6
+	cfg := role.Config{HeartbeatInterval: 2 * time.Second, HeartbeatExpiration: 6 * time.Second}
+	r := testenv.NewRedis(b, testenv.RedisOptions{Config: []string{"maxclients " + strconv.Itoa(4*processes+100)}})
+	admin := r.Client(b)
+	for _, m := range []struct {
+		name           string
+		marker, health time.Duration
+	}{
+		{"store-defaults", 2 * cfg.HeartbeatInterval, cfg.HeartbeatInterval},
+		{"config", 9 * cfg.HeartbeatInterval, 2 * cfg.HeartbeatInterval},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			for range b.N {
+				cmds := runFleet(b, r, admin, processes, cfg, m.marker, m.health, intervals)
+				b.ReportMetric(cmds, "cmds/elector/interval")
+			}
+		})
+	}
+}
+
+// runFleet starts one client, store and elector per process, waits until
+// the election settled, and returns the commands per elector per interval
+// over intervals heartbeat intervals.
+func runFleet(b *testing.B, r *testenv.Redis, admin *redis.Client, processes int, cfg role.Config, marker, health time.Duration, intervals int) float64 {
+	els := make([]*role.Elector, processes)
+	var closers []func() error
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, el := range els {
+			if el != nil {
+				wg.Go(func() { el.Stop(ctx) })
+			}
+		}
+		wg.Wait()
+		for _, c := range slices.Backward(closers) {
+			_ = c()
+		}
+	}()
+	for i := range els {
+		rdb := redis.NewClient(&redis.Options{Addr: r.Addr(), PoolSize: 2, ContextTimeoutEnabled: true})
+		closers = append(closers, rdb.Close)
+		store, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard(), // a server started for the benchmark
+			redisbackend.WithMarkerTTL(marker), redisbackend.WithHealthCheck(health))
+		if err != nil {
+			b.Fatal(err)
+		}
+		closers = append(closers, store.Close)
+		id, err := instanceidFor(i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if els[i], err = role.NewElector(store, id, cfg, quiet); err != nil {
+			b.Fatal(err)
+		}
+		if err := els[i].Start(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for master(els) == nil || !allSeeMaster(els) {
+		if time.Now().After(deadline) {
+			b.Fatal("the election did not settle within two minutes")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Past the first member heartbeats and marker refreshes.
+	time.Sleep(max(2*cfg.HeartbeatInterval, marker))
+	before := clientCommands(b, admin)
+	time.Sleep(time.Duration(intervals) * cfg.HeartbeatInterval)
+	after := clientCommands(b, admin)
+
+	if master(els) == nil {
+		b.Fatal("no single master at the end")
+	}
+	return float64(after-before) / float64(processes) / float64(intervals)
 }

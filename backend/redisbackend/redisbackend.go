@@ -202,6 +202,7 @@ type Store struct {
 	rdb    redis.UniversalClient
 	prefix string
 	health time.Duration
+	marks  time.Duration // WithMarkerTTL
 
 	replicas    int           // WithReplicaAck: replicas that must acknowledge a grant
 	replicaWait time.Duration // and how long to wait for them
@@ -277,13 +278,32 @@ func WithoutRestartGuard() Option {
 	}
 }
 
+// WithMarkerTTL sets how long a watched key's marker lives after its last
+// refresh (default 30 s, at least 3 s). The store refreshes the markers
+// of its watched keys every third of it, one command per key, so in a
+// fleet where every process watches its service's role key this is a
+// standing cost per process; a longer marker costs fewer commands, and
+// after the last watch of a key closes, its releases go on being published
+// (to nobody) for up to that long. config.Config.RedisStoreOptions sets it
+// to nine heartbeat intervals, so that a slave's marker refreshes and
+// member heartbeats together stay within one command per interval.
+func WithMarkerTTL(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < 3*time.Second || d > backend.MaxTTL {
+			return fmt.Errorf("redisbackend: %w: marker ttl %v must be in [3s, %v]", backend.ErrInvalidArgument, d, backend.MaxTTL)
+		}
+		s.marks = backend.RoundUpMillis(d)
+		return nil
+	}
+}
+
 // New returns a Store on rdb. It does not talk to Redis until it is used.
 func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("redisbackend: %w: nil client", backend.ErrInvalidArgument)
 	}
 	_, sharded := rdb.(*redis.ClusterClient)
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second, sharded: sharded, subs: make(map[string]*subscriber)}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second, marks: defaultMarkerTTL, sharded: sharded, subs: make(map[string]*subscriber)}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -297,7 +317,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 		guard = s.guard.Milliseconds()
 	}
 	s.scripts = scriptsFor(scriptKind{sharded: sharded, hand: s.replicas == 0, guard: guard})
-	s.marker = &marker{rdb: rdb, scripts: s.scripts, ttl: defaultMarkerTTL}
+	s.marker = &marker{rdb: rdb, scripts: s.scripts, ttl: s.marks}
 	return s, nil
 }
 

@@ -224,6 +224,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	if _, err := redisbackend.New(rdb, redisbackend.WithHealthCheck(0)); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Errorf("WithHealthCheck(0): %v", err)
 	}
+	for _, d := range []time.Duration{0, time.Second, backend.MaxTTL + time.Millisecond} {
+		if _, err := redisbackend.New(rdb, redisbackend.WithMarkerTTL(d)); !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "marker ttl") {
+			t.Errorf("WithMarkerTTL(%v): %v", d, err)
+		}
+	}
 }
 
 // A Redis restarted empty: the watcher is told to look again (a release
