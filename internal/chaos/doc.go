@@ -26,7 +26,9 @@
 // holder is paused), a network cut between one node and the coordination
 // servers (each node dials them through its own proxy), a paused server,
 // and on the Sentinel topology a failover. Every fault kind of a topology
-// is injected at least once per run; after each heal the nemesis waits a
+// is injected at least once per run, and the topologies' first passes
+// take different variants (ScheduleOptions.Rotate), so one run over all
+// of them injects every variant; after each heal the nemesis waits a
 // quiet time in which the fleet must recover.
 //
 // # The checks

@@ -60,6 +60,12 @@ type ScheduleOptions struct {
 	Quiet time.Duration
 	// MaxSteps caps the schedule. Default 1000.
 	MaxSteps int
+	// Rotate picks the variants of the first steps (one per kind): the
+	// variant at index Rotate of each kind's list, so that runs on
+	// several topologies with Rotate 0, 1, 2 ... together inject every
+	// variant even when each runs one step per kind. Later steps draw
+	// their variants from the seed.
+	Rotate int
 }
 
 // Schedule returns the fault schedule of seed: the same seed and options
@@ -95,7 +101,7 @@ func Schedule(seed int64, o ScheduleOptions) ([]Step, error) {
 		} else {
 			kind = o.Kinds[rng.IntN(len(o.Kinds))]
 		}
-		s := step(rng, kind, o)
+		s := step(rng, kind, o, i < len(first))
 		if i >= len(first) && spent+s.Hold+s.Quiet > o.Duration {
 			break
 		}
@@ -105,11 +111,18 @@ func Schedule(seed int64, o ScheduleOptions) ([]Step, error) {
 	return steps, nil
 }
 
-// step draws the variant and timing of one fault of kind.
-func step(rng *rand.Rand, kind string, o ScheduleOptions) Step {
+// step draws the variant and timing of one fault of kind; a step of the
+// first pass takes its variant from o.Rotate.
+func step(rng *rand.Rand, kind string, o ScheduleOptions, first bool) Step {
 	s := Step{Fault: kind, Quiet: o.Quiet}
 	lapse := o.TTL + time.Duration(rng.Int64N(int64(o.TTL)))/5*4 + o.TTL/5 // 1.2..2 TTL
-	pick := func(vs ...string) string { return vs[rng.IntN(len(vs))] }
+	pick := func(vs ...string) string {
+		i := rng.IntN(len(vs))
+		if first {
+			i = ((o.Rotate % len(vs)) + len(vs)) % len(vs)
+		}
+		return vs[i]
+	}
 	switch kind {
 	case FaultKill9:
 		s.Variant = pick(VariantMaster, VariantHolder)

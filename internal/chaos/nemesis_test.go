@@ -93,3 +93,25 @@ func TestScheduleRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// Three runs rotated 0, 1, 2 inject every variant in their first passes.
+func TestScheduleRotatesVariants(t *testing.T) {
+	seen := map[string]bool{}
+	for rotate := range 3 {
+		steps, err := Schedule(9, ScheduleOptions{Kinds: FaultKinds, TTL: time.Second, Rotate: rotate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range steps {
+			seen[s.Fault+"/"+s.Variant] = true
+		}
+	}
+	for _, want := range []string{
+		"kill9/master", "kill9/holder", "sigstop/master", "sigstop/holder", "partition/master", "partition/holder",
+		"server_restart_empty/plain", "server_restart_empty/new-node", "server_restart_empty/paused-holder",
+	} {
+		if !seen[want] {
+			t.Errorf("variant %s never injected in three rotated first passes (seen %v)", want, seen)
+		}
+	}
+}
