@@ -76,7 +76,8 @@
 // closed by Close; the subscription is confirmed by the server, and the
 // key marked, before Watch returns, so a release after Watch returned is
 // never missed while the connection stays up. The store refreshes the
-// marker of every watched key every 10 s (it lives 30 s); when a refresh
+// marker of every watched key every third of its life (WithMarkerTTL,
+// default 30 s); when a refresh
 // fails, the key's watchers are told to look again. Keyspace notifications
 // are not needed: expiry is not signalled, and waiters re-check at the
 // holder's remaining TTL (backend.WaitFree). When the pub/sub connection
@@ -127,7 +128,7 @@
 //	contended of W    Dequeue by W (handed to it)  as Release by W
 //	free, W first     Dequeue by W                 the next waiter's, as above            renewed ... / released - <next>
 //	any, in line      Dequeue by O                 O leaves the line                      -
-//	plain             Watch (mark)                 contended; marker lives 30 s           -
+//	plain             Watch (mark)                 contended; marker set (WithMarkerTTL)  -
 //	any held          PX runs out                  free                                   - (waiters wake at the TTL)
 //
 // A place in line lapses at its due time, 3 x RetryInterval after its
