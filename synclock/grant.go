@@ -14,23 +14,19 @@ import (
 
 // grant is one holding of a lock.
 type grant struct {
-	lk      *Locker
-	key     string // the caller's key
-	sk      string // the store key
-	q       *queue
-	owner   string
-	lease   backend.Lease
-	outer   *grant          // the section ctx came from, if any (reentrancy)
-	ctx     context.Context // carries the grant; cancelled when the lease ends or is about to
-	cancel  context.CancelCauseFunc
-	start   time.Time     // when the holding began
-	sent    time.Time     // when the request that got the lease was sent
-	first   time.Duration // the first lease, counted from sent
-	handed  bool          // a release handed the lock over
-	lost    sync.Once     // run once: by lose (the lease ran out) or by release (no longer losable)
-	expired bool          // lose ran first; written and read only through lost
-	over    atomic.Bool   // the holding ended: lost or released; Token no longer claims it
-	turn    sync.Once     // passes the local turn on: at the loss or at the release
+	lk     *Locker
+	key    string // the caller's key
+	sk     string // the store key
+	q      *queue
+	owner  string
+	lease  backend.Lease
+	outer  *grant          // the section ctx came from, if any (reentrancy)
+	ctx    context.Context // carries the grant; cancelled when the lease ends or is about to
+	cancel context.CancelCauseFunc
+	start  time.Time     // when the holding began
+	sent   time.Time     // when the request that got the lease was sent
+	first  time.Duration // the first lease, counted from sent
+	handed bool          // a release handed the lock over
 
 	// One deadline per grant on the Locker's alarm (fire): if the grant
 	// renews, the first starts the renewal (renews is then set), and from
@@ -40,17 +36,29 @@ type grant struct {
 	slot   int
 	renews atomic.Bool
 
-	// The renewal: ending, under renewMu, keeps it from starting once the
-	// release began; a renewal that starts sets stopRen, which cancels
-	// its store call and its waits and which the release calls, and
-	// renewWG waits for it to end.
-	renewMu sync.Mutex
-	ending  bool
+	// The grant's state, one of held, renewing, lost, released, changes
+	// under mu and only forward: held -> renewing when the renewal
+	// starts, held or renewing -> lost when the lease ends first (lose),
+	// and any state but released -> released when release begins. over
+	// mirrors "lost or released" for reads without the lock (Token,
+	// Assert). A renewal that starts sets stopRen, which cancels its store
+	// call and its waits; release calls it and waits on renewWG.
+	mu      sync.Mutex
+	state   grantState
 	stopRen context.CancelFunc
 	renewWG sync.WaitGroup
-
-	once sync.Once
+	over    atomic.Bool
 }
+
+// grantState is where a grant is in its life.
+type grantState int
+
+const (
+	held     grantState = iota // the section runs on the first lease
+	renewing                   // a renewal goroutine extends the lease
+	lost                       // the lease ended first: the context is cancelled, the turn passed on
+	released                   // release began: no renewal starts, no loss is reported
+)
 
 // newGrant starts the holding of a lease. Its context keeps ctx's values;
 // with detach it does not end with ctx.
@@ -114,15 +122,15 @@ func (lk *Locker) ceiling() time.Duration {
 // a late success never revives a grant that lose gave up, nor moves its
 // deadline.
 func (g *grant) renew() {
-	g.renewMu.Lock()
-	if g.ending {
-		g.renewMu.Unlock()
+	g.mu.Lock()
+	if g.state != held {
+		g.mu.Unlock()
 		return
 	}
 	rctx, stop := context.WithCancel(g.ctx)
-	g.stopRen = stop
+	g.state, g.stopRen = renewing, stop
 	g.renewWG.Add(1)
-	g.renewMu.Unlock()
+	g.mu.Unlock()
 	defer g.renewWG.Done()
 	defer stop()
 	lk := g.lk
@@ -179,61 +187,66 @@ func (g *grant) renew() {
 
 // lose ends the section's context because the lease ended or is about
 // to, reports it and passes the local turn on, so that the next goroutine
-// of this process waiting for the key goes to the store; all once, unless
-// the release began first (release waits for a report in progress, so
-// EventLost always comes before EventReleased).
+// of this process waiting for the key goes to the store; once, and not
+// after the release began. It holds mu throughout, so a release that
+// begins meanwhile waits for the report: EventLost always comes before
+// EventReleased.
 func (g *grant) lose(cause error) {
-	g.lost.Do(func() {
-		g.expired = true
-		g.over.Store(true)
-		g.cancel(cause)
-		g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
-		g.passTurn()
-	})
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.state == lost || g.state == released {
+		return
+	}
+	g.state = lost
+	g.over.Store(true)
+	g.cancel(cause)
+	g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
+	g.passTurn()
 }
 
-// passTurn gives the local turn to the next waiter, once per grant: at
-// the loss or at the release, whichever comes first.
-func (g *grant) passTurn() {
-	g.turn.Do(func() { g.lk.exit(g.sk, g.q) })
-}
+// passTurn gives the local turn to the next waiter: at the loss or at the
+// release, whichever comes first (the grant's state decides which).
+func (g *grant) passTurn() { g.lk.exit(g.sk, g.q) }
 
 // release ends the holding: stops renewals, deletes the key in the store
 // (owner-checked, even when the caller's context has ended) and passes the
 // local turn on, unless the loss did already. It reports ErrLeaseExpired
 // if the lease ended first.
 func (g *grant) release(ctx context.Context) error {
-	var err error
-	g.once.Do(func() {
-		lk := g.lk
-		lk.alarm.cancel(g)
-		g.renewMu.Lock()
-		g.ending = true // no renewal starts from now on
-		stop := g.stopRen
-		g.renewMu.Unlock()
-		if stop != nil {
-			stop() // cancels an extension in flight
-			g.renewWG.Wait()
-			lk.alarm.cancel(g) // the renewal may have set it again
-		}
-		g.lost.Do(func() {}) // the lease is no longer lost from here on
-		expired := g.expired
-		g.over.Store(true)
-		g.cancel(context.Canceled)
-		rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
-		rerr := lk.store.Release(rctx, g.sk, g.owner, 0)
-		cancel()
+	lk := g.lk
+	lk.alarm.cancel(g)
+	g.mu.Lock()
+	was := g.state
+	if was == released {
+		g.mu.Unlock()
+		return nil
+	}
+	g.state = released // no renewal starts, and no loss is reported, from now on
+	g.over.Store(true)
+	stop := g.stopRen
+	g.mu.Unlock()
+	if stop != nil {
+		stop() // cancels an extension in flight
+		g.renewWG.Wait()
+		lk.alarm.cancel(g) // the renewal may have set it again
+	}
+	g.cancel(context.Canceled)
+	rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
+	rerr := lk.store.Release(rctx, g.sk, g.owner, 0)
+	cancel()
+	if was != lost {
 		g.passTurn()
-		switch {
-		case errors.Is(rerr, backend.ErrNotHeld):
-			err = fmt.Errorf("synclock: lock %q: %w: %w", g.key, ErrLeaseExpired, rerr)
-		case rerr != nil:
-			lk.logger.Warn("synclock: releasing a lock failed; it expires after its hold duration", "key", g.key, "err", rerr)
-			err = fmt.Errorf("synclock: releasing lock %q: %w", g.key, rerr)
-		case expired:
-			err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
-		}
-		lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
-	})
+	}
+	var err error
+	switch {
+	case errors.Is(rerr, backend.ErrNotHeld):
+		err = fmt.Errorf("synclock: lock %q: %w: %w", g.key, ErrLeaseExpired, rerr)
+	case rerr != nil:
+		lk.logger.Warn("synclock: releasing a lock failed; it expires after its hold duration", "key", g.key, "err", rerr)
+		err = fmt.Errorf("synclock: releasing lock %q: %w", g.key, rerr)
+	case was == lost:
+		err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
+	}
+	lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
 	return err
 }
