@@ -54,10 +54,10 @@ type grant struct {
 type grantState int
 
 const (
-	held     grantState = iota // the section runs on the first lease
-	renewing                   // a renewal goroutine extends the lease
-	lost                       // the lease ended first: the context is cancelled, the turn passed on
-	released                   // release began: no renewal starts, no loss is reported
+	grantHeld     grantState = iota // the section runs on the first lease
+	grantRenewing                   // a renewal goroutine extends the lease
+	grantLost                       // the lease ended first: the context is cancelled, the turn passed on
+	grantReleased                   // release began: no renewal starts, no loss is reported
 )
 
 // newGrant starts the holding of a lease. Its context keeps ctx's values;
@@ -123,12 +123,12 @@ func (lk *Locker) ceiling() time.Duration {
 // deadline.
 func (g *grant) renew() {
 	g.mu.Lock()
-	if g.state != held {
+	if g.state != grantHeld {
 		g.mu.Unlock()
 		return
 	}
 	rctx, stop := context.WithCancel(g.ctx)
-	g.state, g.stopRen = renewing, stop
+	g.state, g.stopRen = grantRenewing, stop
 	g.renewWG.Add(1)
 	g.mu.Unlock()
 	defer g.renewWG.Done()
@@ -194,10 +194,10 @@ func (g *grant) renew() {
 func (g *grant) lose(cause error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.state == lost || g.state == released {
+	if g.state == grantLost || g.state == grantReleased {
 		return
 	}
-	g.state = lost
+	g.state = grantLost
 	g.over.Store(true)
 	g.cancel(cause)
 	g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
@@ -217,11 +217,11 @@ func (g *grant) release(ctx context.Context) error {
 	lk.alarm.cancel(g)
 	g.mu.Lock()
 	was := g.state
-	if was == released {
+	if was == grantReleased {
 		g.mu.Unlock()
 		return nil
 	}
-	g.state = released // no renewal starts, and no loss is reported, from now on
+	g.state = grantReleased // no renewal starts, and no loss is reported, from now on
 	g.over.Store(true)
 	stop := g.stopRen
 	g.mu.Unlock()
@@ -234,7 +234,7 @@ func (g *grant) release(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
 	rerr := lk.store.Release(rctx, g.sk, g.owner, 0)
 	cancel()
-	if was != lost {
+	if was != grantLost {
 		g.passTurn()
 	}
 	var err error
@@ -244,7 +244,7 @@ func (g *grant) release(ctx context.Context) error {
 	case rerr != nil:
 		lk.logger.Warn("synclock: releasing a lock failed; it expires after its hold duration", "key", g.key, "err", rerr)
 		err = fmt.Errorf("synclock: releasing lock %q: %w", g.key, rerr)
-	case was == lost:
+	case was == grantLost:
 		err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
 	}
 	lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
