@@ -72,10 +72,7 @@ func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *
 	// The lease ends ClaimWindow after the request was sent, or sooner if
 	// the store says so (a lease handed over a while ago); give up a
 	// margin before that.
-	g.first = lk.cfg.ClaimWindow
-	if l.TTL > 0 && l.TTL < g.first {
-		g.first = l.TTL
-	}
+	g.first = lk.firstLease(l)
 	d := lk.lossIn(g.first, sent)
 	if lk.ceiling() > g.first && g.first/3 < d {
 		// No goroutine until the section has run a third of the lease:

@@ -1,0 +1,107 @@
+package synclock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/synclock"
+)
+
+// lateGrant is an in-memory store whose first grant is made at once but
+// answered only after the test lets it: a server that ran the script and
+// then stalled (SIGSTOP, a long GC of a proxy) before its reply went out.
+type lateGrant struct {
+	*membackend.Store
+	entered, proceed chan struct{}
+	once             sync.Once
+	releases         atomic.Int32
+}
+
+func (s *lateGrant) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+	l, err := s.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+	first := false
+	s.once.Do(func() { first = true })
+	if first && err == nil {
+		close(s.entered)
+		<-s.proceed
+	}
+	return l, err
+}
+
+func (s *lateGrant) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	s.releases.Add(1)
+	return s.Store.Release(ctx, key, owner, keepFor)
+}
+
+// waitGone waits until key's lease has ended on the store.
+func waitGone(t *testing.T, st backend.Store, key string) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		if _, err := st.Get(ctxT(t), key); errors.Is(err, backend.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late grant's lease never ended on the store")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A grant that comes back after its claim window has passed is void: the
+// section never runs on it (another holder may have the lock by then).
+// TryDo reports ErrLeaseExpired; DoKey asks again and runs the section once
+// on a fresh grant with a larger token.
+func TestLateGrantIsVoid(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		name := "TryDo"
+		if wait {
+			name = "DoKey"
+		}
+		t.Run(name, func(t *testing.T) {
+			mem := membackend.New()
+			defer mem.Close()
+			st := &lateGrant{Store: mem, entered: make(chan struct{}), proceed: make(chan struct{})}
+			lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Second, ClaimWindow: 200 * time.Millisecond})
+			key := uniqueKey(t)
+			var runs atomic.Int32
+			done := make(chan error, 1)
+			go func() {
+				section := func(ctx context.Context) error {
+					runs.Add(1)
+					return nil
+				}
+				if wait {
+					done <- lk.DoKey(ctxT(t), key, section)
+				} else {
+					done <- lk.TryDo(ctxT(t), key, section)
+				}
+			}()
+			<-st.entered
+			// The store granted the key; its reply is held back until
+			// the lease has ended there.
+			waitGone(t, mem, backend.AppKey(lk.ID().Tenant, lk.ID().App, "lock", key))
+			close(st.proceed)
+			err := <-done
+			switch {
+			case !wait && !errors.Is(err, synclock.ErrLeaseExpired):
+				t.Fatalf("TryDo on a late grant: %v, want ErrLeaseExpired", err)
+			case !wait && runs.Load() != 0:
+				t.Fatal("TryDo ran the section on a grant that came back after its claim window")
+			case wait && err != nil:
+				t.Fatalf("DoKey after a late grant: %v", err)
+			case wait && runs.Load() != 1:
+				t.Fatalf("DoKey ran the section %d times, want once, on the fresh grant", runs.Load())
+			}
+			if st.releases.Load() == 0 {
+				t.Error("the late grant was not given back")
+			}
+		})
+	}
+}
