@@ -61,8 +61,8 @@ func runBroken(t *testing.T, unfenced bool) {
 	if !caught {
 		t.Fatalf("no stale write in %d pauses of the lock holder: the scenario did not happen, so it proves nothing", attempts)
 	}
-	events := c.history(ctx)
-	res := chaos.Check(events, checkOptions())
+	events, stop := c.history(ctx)
+	res := chaos.Check(events, checkOptions(stop))
 	t.Log("\n" + res.Summary())
 	var checks []string
 	for _, v := range res.Violations {

@@ -141,8 +141,8 @@ func runChaos(t *testing.T, topo topology, seed int64, rotate int) {
 		}
 		sleep(ctx, s.Quiet)
 	}
-	events := c.history(ctx)
-	res := chaos.Check(events, checkOptions())
+	events, stop := c.history(ctx)
+	res := chaos.Check(events, checkOptions(stop))
 	rep := chaos.NewReport(seed, time.Since(began), topo.backend, topo.name, res, events)
 	reportsMu.Lock()
 	reports = append(reports, rep)
@@ -167,6 +167,6 @@ const bound = longest + time.Second + roleTTL + 3*time.Second
 // quiet is the wait after each heal: the liveness bound fits in it.
 const quiet = bound + 500*time.Millisecond
 
-func checkOptions() chaos.CheckOptions {
-	return chaos.CheckOptions{MasterBound: bound, LockBound: bound}
+func checkOptions(end int64) chaos.CheckOptions {
+	return chaos.CheckOptions{MasterBound: bound, LockBound: bound, End: end}
 }

@@ -34,6 +34,10 @@ type CheckOptions struct {
 	// Around is how many events of the merged history a violation shows
 	// around the place it was found. Default 12.
 	Around int
+	// End is when the run's faults ended and the nodes were asked to stop
+	// (Unix ns): the time without a master is measured up to it, not
+	// through the shutdown. Zero means the last event a node wrote.
+	End int64
 }
 
 // Violation is one breach of a guarantee found in a history.
@@ -48,9 +52,9 @@ type Violation struct {
 type Result struct {
 	Violations []Violation
 
-	Operations    int            // fenced writes attempted
+	Operations    int            // fenced operations attempted: writes and reads
 	Accepted      map[string]int // writes the ledger applied, per resource
-	StaleRejected int            // writes the ledger refused as stale: fencing at work
+	StaleRejected int            // operations the ledger refused as stale: fencing at work
 	WriteErrors   int            // writes that failed otherwise (not applied)
 	Indeterminate int            // writes whose node died before the outcome
 	Increments    int            // counter increments acknowledged to their node
@@ -165,6 +169,15 @@ func (c *checker) writes() {
 	invoked := map[key]Event{}
 	done := map[key]bool{}
 	for _, e := range c.timeline {
+		if e.Kind == KindRead {
+			switch e.Result {
+			case ResultInvoke:
+				c.r.Operations++
+			case ResultRejected:
+				c.r.StaleRejected++
+			}
+			continue
+		}
 		if e.Kind != KindWrite {
 			continue
 		}
@@ -312,7 +325,11 @@ func (c *checker) masters() {
 		}
 		covered = max(covered, iv.end)
 	}
-	c.r.MaxNoMasterMs = max(c.r.MaxNoMasterMs, ms(c.lastNodeEvent()-covered))
+	end := c.o.End
+	if end == 0 {
+		end = c.lastNodeEvent()
+	}
+	c.r.MaxNoMasterMs = max(c.r.MaxNoMasterMs, ms(end-covered))
 }
 
 // lastNodeEvent returns the time of the last event a node wrote.

@@ -101,6 +101,13 @@ func clean() *hist {
 		h.inc(node, tok, ms)
 	}
 	h.write("n1.0", ResCounter, 1001, "n1.0/old", 2, 0, 2700, ResultRejected)
+	// Fenced reads: one let through (not an increment), one refused.
+	for _, r := range []string{ResultInvoke, ResultOK} {
+		h.add(Event{Kind: KindRead, Node: "n2.0", Op: 900, Start: at(2650), Resource: ResCounter, Token: 2000, Value: 7, Result: r})
+	}
+	for _, r := range []string{ResultInvoke, ResultRejected} {
+		h.add(Event{Kind: KindRead, Node: "n1.0", Op: 901, Start: at(2660), Resource: ResCounter, Token: 1001, Result: r})
+	}
 	h.fault(FaultKill9, 1000, 1000)
 	h.start("n1.1", 1010)
 	h.master("n2.0", 200, 2600, 6000)
@@ -125,7 +132,7 @@ func TestCheckCleanHistory(t *testing.T) {
 	if len(r.Violations) > 0 {
 		t.Fatalf("clean history: %d violations:\n%s", len(r.Violations), r.Summary())
 	}
-	if r.StaleRejected != 1 || r.Increments != r.Accepted[ResCounter] || r.FinalCounter != int64(r.Increments) {
+	if r.StaleRejected != 2 || r.Increments != r.Accepted[ResCounter] || r.FinalCounter != int64(r.Increments) {
 		t.Errorf("figures: %s", r.Summary())
 	}
 	if r.HealsChecked != 1 || r.HealsSkipped != 0 {

@@ -498,10 +498,11 @@ func (c *cluster) waitLive(ctx context.Context) error {
 	}
 }
 
-// history stops the nodes and returns the merged history: every node's,
-// the nemesis's and the ledger's.
-func (c *cluster) history(ctx context.Context) []chaos.Event {
+// history stops the nodes and returns the merged history (every node's,
+// the nemesis's and the ledger's) and when the stop began.
+func (c *cluster) history(ctx context.Context) ([]chaos.Event, int64) {
 	c.t.Helper()
+	stop := time.Now().UnixNano()
 	c.stopAll()
 	events, err := chaos.ReadDir(c.dir)
 	if err != nil {
@@ -511,7 +512,7 @@ func (c *cluster) history(ctx context.Context) []chaos.Event {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return append(events, ledger...)
+	return append(events, ledger...), stop
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -16,7 +16,7 @@ import (
 // Kind names what an Event records.
 type Kind string
 
-// The kinds of Event. Nodes write Start, Write, Hold, Master and Error;
+// The kinds of Event. Nodes write Start, Write, Read, Hold, Master and Error;
 // the nemesis writes Fault; the test reads the ledger after the run and
 // adds Accepted (in the ledger's own order) and Final.
 const (
@@ -29,6 +29,12 @@ const (
 	// the same Op. An invoke without an outcome (the node was killed) is
 	// indeterminate: it may or may not have been applied.
 	KindWrite Kind = "write"
+
+	// KindRead: one fenced read of a ledger resource by a lock holder,
+	// logged like a write (invoke, then ok with the Value read, rejected
+	// or error): the read presents the token, so that an older holder can
+	// no longer write after it.
+	KindRead Kind = "read"
 
 	// KindHold: a node was granted a lock (Resource ResLock or ResJob)
 	// with Token; Holding names this one holding. Start is when the grant

@@ -44,6 +44,26 @@ func NewLedger(rdb redis.UniversalClient) *Ledger { return &Ledger{rdb: rdb} }
 // with token if the token passes the fencing check; ok reports whether it
 // did.
 func (l *Ledger) Write(ctx context.Context, node, res string, token uint64, holding string, value, fire int64) (ok bool, err error) {
+	ok, _, err = l.run(ctx, "write", node, res, token, holding, value, fire)
+	if err != nil {
+		return false, fmt.Errorf("chaos: ledger write %s token %d: %w", res, token, err)
+	}
+	return ok, nil
+}
+
+// Read returns resource res's value to the holder of token, as a fenced
+// resource does: it refuses (ok false) a token below the largest one any
+// operation presented, and it raises that to token, so that an older
+// holder that wakes up after this read can no longer write.
+func (l *Ledger) Read(ctx context.Context, node, res string, token uint64) (value int64, ok bool, err error) {
+	ok, value, err = l.run(ctx, "read", node, res, token, "", 0, 0)
+	if err != nil {
+		return 0, false, fmt.Errorf("chaos: ledger read %s token %d: %w", res, token, err)
+	}
+	return value, ok, nil
+}
+
+func (l *Ledger) run(ctx context.Context, op, node, res string, token uint64, holding string, value, fire int64) (bool, int64, error) {
 	mode := "strict"
 	switch {
 	case l.Unfenced:
@@ -52,11 +72,20 @@ func (l *Ledger) Write(ctx context.Context, node, res string, token uint64, hold
 		mode = "same-node"
 	}
 	r, err := ledgerScript.Run(ctx, l.rdb, []string{ledgerKey(res), ledgerLog},
-		strconv.FormatUint(token, 10), node, holding, value, fire, mode, res).Int64()
+		op, strconv.FormatUint(token, 10), node, holding, value, fire, mode, res).Slice()
 	if err != nil {
-		return false, fmt.Errorf("chaos: ledger write %s token %d: %w", res, token, err)
+		return false, 0, err
 	}
-	return r == 1, nil
+	if len(r) != 2 {
+		return false, 0, fmt.Errorf("unexpected reply %v", r)
+	}
+	done, _ := r[0].(int64)
+	text, _ := r[1].(string)
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return false, 0, fmt.Errorf("value %q: %w", text, err)
+	}
+	return done == 1, v, nil
 }
 
 // Value returns the resource's current value (0 when never written).

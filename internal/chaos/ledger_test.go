@@ -97,3 +97,33 @@ func TestParseLogEntry(t *testing.T) {
 		t.Errorf("parsed %v", e)
 	}
 }
+
+// A read presents its token too: once a newer holder has read, an older
+// one can neither read nor write, even before the newer one wrote.
+func TestLedgerFencedRead(t *testing.T) {
+	r := testenv.NewRedis(t)
+	l := NewLedger(r.Client(t))
+	ctx := context.Background()
+	if ok, err := l.Write(ctx, "n1.0", ResCounter, 3, "n1.0/a", 1, 0); err != nil || !ok {
+		t.Fatalf("first write: %v, %v", ok, err)
+	}
+	if v, ok, err := l.Read(ctx, "n2.0", ResCounter, 5); err != nil || !ok || v != 1 {
+		t.Fatalf("read with token 5: %d, %v, %v; want 1, true", v, ok, err)
+	}
+	if _, ok, err := l.Read(ctx, "n1.0", ResCounter, 4); err != nil || ok {
+		t.Errorf("read with token 4 after one with 5: ok %v, %v; want refused", ok, err)
+	}
+	if ok, err := l.Write(ctx, "n1.0", ResCounter, 4, "n1.0/b", 2, 0); err != nil || ok {
+		t.Errorf("write with token 4 after a read with 5: ok %v, %v; want refused", ok, err)
+	}
+	if ok, err := l.Write(ctx, "n2.0", ResCounter, 5, "n2.0/a", 2, 0); err != nil || !ok {
+		t.Errorf("write with token 5 after its own read: ok %v, %v", ok, err)
+	}
+	if v, err := l.Value(ctx, ResCounter); err != nil || v != 2 {
+		t.Errorf("value %d, %v; want 2", v, err)
+	}
+	l.Unfenced = true
+	if v, ok, err := l.Read(ctx, "n1.0", ResCounter, 1); err != nil || !ok || v != 2 {
+		t.Errorf("unfenced read with an old token: %d, %v, %v; want 2, true", v, ok, err)
+	}
+}

@@ -110,9 +110,9 @@ func (r Report) Table() string {
 		}
 	}
 	row("faults", "%s", strings.Join(faults, ", "))
-	row("fenced writes", "%d attempted; accepted: counter %d, role %d, job %d", r.Operations,
+	row("fenced operations", "%d attempted; writes accepted: counter %d, role %d, job %d", r.Operations,
 		r.Accepted[ResCounter], r.Accepted[ResRole], r.Accepted[ResJob])
-	row("stale writes rejected", "%d", r.StaleRejected)
+	row("stale operations rejected", "%d", r.StaleRejected)
 	row("counter", "%d for %d acknowledged increments (%d indeterminate)", r.FinalCounter, r.Increments, r.Indeterminate)
 	row("longest without master", "%.0f ms", r.MaxNoMasterMs)
 	row("longest lock standstill", "%.0f ms", r.MaxLockUnavailableMs)

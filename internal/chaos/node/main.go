@@ -347,9 +347,15 @@ func (n *node) work(ctx context.Context, lk *synclock.Locker, worker int) {
 			}
 			holding := fmt.Sprintf("%s/w%d-%d", n.o.name, worker, n.holds.Add(1))
 			n.log(chaos.Event{Kind: chaos.KindHold, Resource: chaos.ResLock, Token: token, Holding: holding})
-			v, err := n.ledger.Value(context.WithoutCancel(lctx), chaos.ResCounter)
+			// The read presents the token too, as a fenced resource's
+			// read-modify-write must: an older holder that wakes up after
+			// it can no longer write.
+			v, ok, err := n.read(context.WithoutCancel(lctx), token, holding)
 			if err != nil {
 				return &ledgerError{err}
+			}
+			if !ok {
+				return nil // refused as stale: this holding is over
 			}
 			// Not lctx-aware on purpose: a pause between the read and the
 			// write is the case fencing is for.
@@ -380,13 +386,36 @@ func (n *node) write(ctx context.Context, res string, token uint64, holding stri
 	e.End = time.Now().UnixNano()
 	switch {
 	case err != nil:
-		e.Result, e.Err = chaos.ResultError, err.Error()
+		// Maybe applied (a timeout after the script ran): no outcome, so
+		// the checker counts the write as indeterminate.
+		n.logError("ledger.write", &ledgerError{err})
+		return
 	case ok:
 		e.Result = chaos.ResultOK
 	default:
 		e.Result = chaos.ResultRejected
 	}
 	n.log(e)
+}
+
+// read reads the counter with token, logged as a fenced operation
+// (KindRead), and reports whether the ledger let it.
+func (n *node) read(ctx context.Context, token uint64, holding string) (int64, bool, error) {
+	e := chaos.Event{Kind: chaos.KindRead, Op: n.ops.Add(1), Resource: chaos.ResCounter, Token: token,
+		Holding: holding, Result: chaos.ResultInvoke, Start: time.Now().UnixNano()}
+	n.log(e)
+	v, ok, err := n.ledger.Read(ctx, n.o.name, chaos.ResCounter, token)
+	e.End = time.Now().UnixNano()
+	switch {
+	case err != nil:
+		e.Result, e.Err = chaos.ResultError, err.Error()
+	case ok:
+		e.Result, e.Value = chaos.ResultOK, v
+	default:
+		e.Result = chaos.ResultRejected
+	}
+	n.log(e)
+	return v, ok, err
 }
 
 // gateEvent records the errors the job gates report.
