@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -11,8 +12,14 @@ import (
 // MainWithRedis is a TestMain for packages whose tests share one private
 // redis-server: it starts the server, stores it in *server, runs the
 // tests, stops the server, checks that no goroutine leaked, and exits.
-// A server that cannot start fails the package with the reason.
+// A server that cannot start fails the package with the reason. A fuzzing
+// worker, which go test -fuzz starts to run the fuzz target alone and
+// never a test, starts no server: fuzz targets need none.
 func MainWithRedis(m *testing.M, server **Redis) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		os.Exit(m.Run())
+	}
 	r, err := StartRedis(RedisOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
