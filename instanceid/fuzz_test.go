@@ -2,7 +2,9 @@ package instanceid_test
 
 import (
 	"errors"
+	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -104,6 +106,70 @@ func FuzzRoundTrip(f *testing.F) {
 		n, err := instanceid.New(a.String(), tenant, app, int(port))
 		if err != nil || n != id {
 			t.Fatalf("New(%q, %q, %q, %d) = %#v, %v; want %#v", a, tenant, app, port, n, err, id)
+		}
+	})
+}
+
+// FuzzDetectAddress checks the addresses Detect reads from configuration
+// and the environment (Options.IP, Options.AdvertiseAddr): every error
+// wraps ErrInvalid and names the option, and every address accepted makes
+// a valid ID whose IP, written in any form the options take, is read back
+// as the same ID.
+func FuzzDetectAddress(f *testing.F) {
+	for _, s := range []string{
+		"10.0.0.7", "10.0.0.7:8500", "[fd00::7]:8500", "[fd00::7]", "fd00::7", "FD00::7",
+		"::ffff:10.0.0.7", "[::ffff:10.0.0.7]:8500", "fe80::1%eth0", "[fe80::1%eth0]:8500",
+		"0.0.0.0", "[::]:8500", "224.0.0.1", "ff02::1", "10.0.0.300", "10.0.0.7:", ":8500",
+		"consul.local", "consul.local:8500", "[10.0.0.7]", "[[fd00::7]]:1", "", " 10.0.0.7",
+	} {
+		f.Add(s)
+	}
+	base := instanceid.Options{Tenant: "acme", App: "billing", Port: 8080}
+	detect := func(ip, advertise string) (instanceid.ID, error) {
+		o := base
+		o.IP, o.AdvertiseAddr = ip, advertise
+		return instanceid.Detect(o)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range []struct {
+			option, ip, advertise, says string
+		}{
+			{"IP", s, "", "instanceid: ip "},
+			{"AdvertiseAddr", "", s, "instanceid: advertise address "},
+		} {
+			if s == "" {
+				break // an empty option is not set: Detect would look at the interfaces
+			}
+			id, err := detect(c.ip, c.advertise)
+			if err != nil {
+				if !errors.Is(err, instanceid.ErrInvalid) || !id.IsZero() {
+					t.Fatalf("Detect(%s %q) = %#v, %v; want only an ErrInvalid", c.option, s, id, err)
+				}
+				if !strings.HasPrefix(err.Error(), c.says) {
+					t.Fatalf("Detect(%s %q): error %q does not begin %q", c.option, s, err, c.says)
+				}
+				continue
+			}
+			if err := id.Validate(); err != nil {
+				t.Fatalf("Detect(%s %q) = %#v, which Validate rejects: %v", c.option, s, id, err)
+			}
+			if ap, err := netip.ParseAddrPort(s); err == nil && c.option == "AdvertiseAddr" && id.IP != ap.Addr().Unmap() {
+				t.Fatalf("Detect(AdvertiseAddr %q) advertises %v; want the IP of the address, %v", s, id.IP, ap.Addr().Unmap())
+			}
+			text := id.IP.String()
+			for _, again := range []struct{ ip, advertise string }{
+				{text, ""}, {"[" + text + "]", ""}, {"", text}, {"", net.JoinHostPort(text, "8500")},
+			} {
+				if got, err := detect(again.ip, again.advertise); err != nil || got != id {
+					t.Fatalf("Detect(%s %q) = %#v; Detect(IP %q, AdvertiseAddr %q) = %#v, %v, not the same ID",
+						c.option, s, id, again.ip, again.advertise, got, err)
+				}
+			}
+			if c.option == "IP" {
+				if got, err := detect("", s); err != nil || got != id {
+					t.Fatalf("Detect(IP %q) = %#v; as AdvertiseAddr it gives %#v, %v", s, id, got, err)
+				}
+			}
 		}
 	})
 }
