@@ -538,6 +538,37 @@ func TestMembersListsLiveInstances(t *testing.T) {
 	}
 }
 
+// Member data is informational and may come from anyone: an entry whose
+// data does not decode has no start time, even when its first field did.
+func TestMembersForeignDataHasNoStartTime(t *testing.T) {
+	store := newStore(t)
+	el, err := NewElector(store, mustID(t, 1), fast, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	for name, data := range map[string]string{
+		"clean#1":   `{"started":"2026-04-12T07:30:00Z"}`,
+		"foreign#1": `{"started":"2026-04-12T07:30:00Z","started":1}`,
+	} {
+		m := backend.Member{Name: name, Identity: mustID(t, 2).String(), Data: []byte(data)}
+		if _, err := store.Heartbeat(ctx, backend.AppKey("acme", "billing", "members"), m, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err := el.Members(ctx)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("Members = %+v, %v; want the two entries", ms, err)
+	}
+	if want := time.Date(2026, 4, 12, 7, 30, 0, 0, time.UTC); ms[0].Owner != "clean#1" || !ms[0].StartedAt.Equal(want) {
+		t.Errorf("member %+v; want clean#1 started at %v", ms[0], want)
+	}
+	if ms[1].Owner != "foreign#1" || !ms[1].StartedAt.IsZero() {
+		t.Errorf("member %+v; want foreign#1 without a start time", ms[1])
+	}
+}
+
 // Two slaves that share an instance ID find each other through the member
 // list, even though neither is master.
 func TestDuplicateSlavesAreReported(t *testing.T) {

@@ -64,18 +64,27 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 	}
 	out := make([]Member, 0, len(ms))
 	for _, m := range ms {
-		var d memberData
-		_ = json.Unmarshal(m.Data, &d) // informational; a foreign entry just has no start time
 		out = append(out, Member{
 			ID:        m.Identity,
 			Owner:     m.Name,
 			Master:    m.Name == master,
 			Self:      m.Name == e.owner,
-			StartedAt: d.Started,
+			StartedAt: startedAt(m.Data),
 			LastSeen:  m.Age,
 		})
 	}
 	return out, nil
+}
+
+// startedAt reads the start time out of member data as presence writes
+// it. It is informational: data in another shape (a foreign entry) has
+// none, even when a field before the one that failed to decode was read.
+func startedAt(data []byte) time.Time {
+	var d memberData
+	if err := json.Unmarshal(data, &d); err != nil {
+		return time.Time{}
+	}
+	return d.Started
 }
 
 // presence heartbeats this elector's member entry every two heartbeat
