@@ -53,10 +53,10 @@ func FuzzParseReply(f *testing.F) {
 		}
 		switch r.status {
 		case "ok", "held":
-			if r.lease.Token == 0 || r.lease.Owner == "" || r.lease.Key != fuzzKey {
+			if r.lease.Token == 0 || r.lease.Token > backend.MaxToken || r.lease.Owner == "" || r.lease.Key != fuzzKey {
 				t.Fatalf("%s reply %v gave lease %+v", r.status, res, r.lease)
 			}
-			if r.status == "held" && r.lease.TTL < 0 {
+			if r.lease.TTL < 0 {
 				t.Fatalf("held lease with negative TTL %v from %v", r.lease.TTL, res)
 			}
 			if bare && (r.lease.Owner != asked.Owner || r.lease.TTL != asked.TTL) {
@@ -93,6 +93,9 @@ func FuzzParseEvent(f *testing.F) {
 				t.Fatalf("%q: renewed with TTL %v", payload, ev.TTL)
 			}
 		case backend.EventReleased, backend.EventMaybeFree:
+			if ev.Next != "" && backend.ValidateOwner(ev.Next) != nil {
+				t.Fatalf("%q: release names the impossible waiter %q", payload, ev.Next)
+			}
 			if ev.TTL != 0 {
 				t.Fatalf("%q: %v with TTL %v", payload, ev.Kind, ev.TTL)
 			}
@@ -100,7 +103,7 @@ func FuzzParseEvent(f *testing.F) {
 			t.Fatalf("%q: kind %v", payload, ev.Kind)
 		}
 		if h.owner != "" {
-			if ev.Kind != backend.EventRenewed || h.token == 0 || h.ttl != ev.TTL {
+			if ev.Kind != backend.EventRenewed || h.token == 0 || h.token > backend.MaxToken || backend.ValidateOwner(h.owner) != nil || h.ttl != ev.TTL {
 				t.Fatalf("%q: handover %+v with event %+v", payload, h, ev)
 			}
 			// What the scripts publish parses back to itself.
@@ -138,7 +141,7 @@ func FuzzMailboxEntry(f *testing.F) {
 			}
 			return
 		}
-		if !ok || l.Token == 0 || l.TTL <= 0 || l.Owner != "me" || l.Key != fuzzKey {
+		if !ok || l.Token == 0 || l.Token > backend.MaxToken || l.TTL <= 0 || l.Owner != "me" || l.Key != fuzzKey {
 			t.Fatalf("entry %v gave %+v, %v", values, l, ok)
 		}
 		if strconv.FormatUint(l.Token, 10) != strings.TrimLeft(token, "+") && token[0] != '0' {

@@ -216,7 +216,7 @@ func (s *Store) handedOver(key, owner string, cmd *redis.XStreamSliceCmd) (backe
 	m := streams[0].Messages[0].Values
 	tok, _ := m["token"].(string)
 	token, err := strconv.ParseUint(tok, 10, 64)
-	if err != nil || token == 0 {
+	if err != nil || token == 0 || token > backend.MaxToken {
 		return backend.Lease{}, false, bad("token", m["token"])
 	}
 	ttl, _ := m["ttl"].(string)

@@ -571,8 +571,8 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	}
 	if tok, ok := res.(string); ok {
 		token, err := strconv.ParseUint(tok, 10, 64)
-		if err != nil || token == 0 {
-			return bad("lease token %q is not a positive integer", tok)
+		if err != nil || token == 0 || token > backend.MaxToken {
+			return bad("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 		}
 		asked.Token = token
 		return reply{status: statusOK, lease: asked}, nil
@@ -630,10 +630,10 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		return bad("%s reply names no owner", r.status)
 	}
 	token, err := strconv.ParseUint(tok, 10, 64)
-	if err != nil || token == 0 {
-		return bad("lease token %q is not a positive integer", tok)
+	if err != nil || token == 0 || token > backend.MaxToken {
+		return bad("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 	}
-	if ttl < 0 && r.status == statusHeld {
+	if ttl < 0 {
 		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
 	}
 	if _, fits := millis(max(ttl, -ttl)); !fits {

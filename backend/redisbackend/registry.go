@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,6 +164,9 @@ func parseMembers(group string, res []string) ([]backend.Member, error) {
 	out := make([]backend.Member, 0, (len(res)-2)/3)
 	for i := 2; i < len(res); i += 3 {
 		exp, err1 := strconv.ParseFloat(res[i+1], 64)
+		if err1 == nil && (math.IsNaN(exp) || exp < math.MinInt64/2 || exp > math.MaxInt64/2) {
+			err1 = fmt.Errorf("expiry %q is not a time in ms", res[i+1])
+		}
 		seenText, rest, ok1 := strings.Cut(res[i+2], "\n")
 		ident, data, ok2 := strings.Cut(rest, "\n")
 		seen, err2 := strconv.ParseInt(seenText, 10, 64)

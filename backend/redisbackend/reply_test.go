@@ -98,3 +98,39 @@ func TestParseEvent(t *testing.T) {
 		}
 	}
 }
+
+// Values no script writes are refused, or read the safe way, wherever
+// they come back: a token above MaxToken (as the next floor it would make
+// every later Acquire fail), a lease of the caller's without expiry, a
+// release naming a waiter no line could hold, a handover to such an
+// owner, and a member whose expiry is not a time.
+func TestForeignValuesAreRefused(t *testing.T) {
+	const key = "{t:a}:lock:x"
+	asked := backend.Lease{Key: key, Owner: "me", TTL: time.Second}
+	for _, res := range []any{
+		"9223372036854775808",
+		[]any{"ok", "me", "9223372036854775808", int64(100)},
+		[]any{"held", "you", "18446744073709551615", int64(100)},
+		[]any{"ok", "me", "5", int64(-1)},
+	} {
+		if _, err := parseReply("acquire", key, res, asked); !errors.Is(err, backend.ErrCorrupt) {
+			t.Errorf("reply %v: %v, want ErrCorrupt", res, err)
+		}
+	}
+	for _, payload := range []string{"released 5 a b", "released 5 own\x01er"} {
+		if ev, _ := parseEvent(payload); ev.Kind != backend.EventMaybeFree || ev.Next != "" {
+			t.Errorf("%q read as %+v, want may-be-free", payload, ev)
+		}
+	}
+	for _, payload := range []string{"renewed 9223372036854775808 1000 w", "renewed 5 1000 w\x01"} {
+		ev, h := parseEvent(payload)
+		if ev.Kind != backend.EventRenewed || h.owner != "" {
+			t.Errorf("%q read as %+v with handover %+v, want a renewal without handover", payload, ev, h)
+		}
+	}
+	for _, exp := range []string{"nan", "inf", "1e300"} {
+		if _, err := parseMembers("{t:a}:members", []string{"ok", "1000", "n", exp, "900\nid\n"}); !errors.Is(err, backend.ErrCorrupt) {
+			t.Errorf("member expiry %q: %v, want ErrCorrupt", exp, err)
+		}
+	}
+}

@@ -749,15 +749,20 @@ func (s *subscriber) keepMarks() {
 // parseEvent reads a message published by the scripts: "released <token>
 // <next>" (next may be empty; token is "-" when a waiter left the line),
 // "renewed <token> <ttl-ms>", or, for a handover, "renewed <token> <ttl-ms>
-// <new owner>". Anything else counts as "may be free", the safe reading.
-// h names the new owner of a handover, and is zero otherwise.
+// <new owner>". Anything else counts as "may be free", the safe reading:
+// so does a release naming as next a waiter no line could hold. h names
+// the new owner of a handover, and is zero otherwise; a handover whose
+// token or owner no script could have written is only a renewal.
 func parseEvent(payload string) (backend.Event, handover) {
 	f := strings.SplitN(payload, " ", 4)
 	switch {
-	case len(f) >= 2 && f[0] == "released":
+	case len(f) >= 2 && len(f) <= 3 && f[0] == "released":
 		ev := backend.Event{Kind: backend.EventReleased}
-		if len(f) >= 3 {
-			ev.Next = strings.Join(f[2:], " ")
+		if len(f) == 3 && f[2] != "" {
+			if backend.ValidateOwner(f[2]) != nil {
+				break // no line could hold that waiter: may be free
+			}
+			ev.Next = f[2]
 		}
 		return ev, handover{}
 	case len(f) >= 3 && f[0] == "renewed":
@@ -769,7 +774,8 @@ func parseEvent(payload string) (backend.Event, handover) {
 		ev := backend.Event{Kind: backend.EventRenewed, TTL: ttl}
 		var h handover
 		if len(f) == 4 && f[3] != "" {
-			if tok, err := strconv.ParseUint(f[1], 10, 64); err == nil && tok > 0 {
+			tok, err := strconv.ParseUint(f[1], 10, 64)
+			if err == nil && tok > 0 && tok <= backend.MaxToken && backend.ValidateOwner(f[3]) == nil {
 				h = handover{owner: f[3], token: tok, ttl: ev.TTL}
 			}
 		}
