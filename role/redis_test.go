@@ -36,15 +36,26 @@ func id(t testing.TB, port int) instanceid.ID {
 	return v
 }
 
-func waitFor(t testing.TB, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool, els ...*role.Elector) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
+			t.Fatalf("timed out waiting for: %s%s", what, statuses(els))
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// statuses describes each elector's view, for a failure message.
+func statuses(els []*role.Elector) string {
+	var b strings.Builder
+	for _, el := range els {
+		st := el.Status()
+		fmt.Fprintf(&b, "\n  %s: running %v, master %v (sees %q), epoch %d, since %s, last error %v",
+			st.Instance, st.Running, st.IsMaster, st.Master, st.Epoch, st.Since.Format("15:04:05.000"), st.LastError)
+	}
+	return b.String()
 }
 
 func redisStore(t testing.TB, r *testenv.Redis) *redisbackend.Store {

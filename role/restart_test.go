@@ -229,7 +229,7 @@ func TestRestartEmptyWithNewInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 		prev := m.Epoch()
-		waitFor(t, "a master after a handover", func() bool { m = master(old); return m != nil && m.Epoch() > prev })
+		waitFor(t, "a master after a handover", func() bool { m = master(old); return m != nil && m.Epoch() > prev }, old...)
 	}
 	before := m.Epoch()
 
