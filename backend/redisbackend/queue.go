@@ -215,14 +215,13 @@ func (s *Store) handedOver(key, owner string, cmd *redis.XStreamSliceCmd) (backe
 	}
 	m := streams[0].Messages[0].Values
 	tok, _ := m["token"].(string)
-	token, err := strconv.ParseUint(tok, 10, 64)
-	if err != nil || token == 0 || token > backend.MaxToken {
+	token, ok := parseToken(tok)
+	if !ok {
 		return backend.Lease{}, false, bad("token", m["token"])
 	}
 	ttl, _ := m["ttl"].(string)
-	ms, err := strconv.ParseInt(ttl, 10, 64)
-	d, fits := millis(ms)
-	if err != nil || ms <= 0 || !fits {
+	d, ok := parsePositiveMillis(ttl)
+	if !ok {
 		return backend.Lease{}, false, bad("ttl", m["ttl"])
 	}
 	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: d}, true, nil

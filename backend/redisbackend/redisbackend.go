@@ -561,6 +561,21 @@ func millis(ms int64) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
+// parseToken reads a fencing token as the scripts write it: a decimal in
+// [1, backend.MaxToken].
+func parseToken(s string) (uint64, bool) {
+	t, err := strconv.ParseUint(s, 10, 64)
+	return t, err == nil && t > 0 && t <= backend.MaxToken
+}
+
+// parsePositiveMillis reads a positive count of milliseconds that fits a
+// time.Duration, as the scripts write TTLs and times left.
+func parsePositiveMillis(s string) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(s, 10, 64)
+	d, fits := millis(ms)
+	return d, err == nil && ms > 0 && fits
+}
+
 // parseReply turns a script's reply into a lease, checking every field so
 // that foreign data gives ErrCorrupt instead of a panic or a zero token. A
 // reply that is a string alone is the token of the lease that was asked
@@ -570,8 +585,8 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, fmt.Sprintf(format, args...))
 	}
 	if tok, ok := res.(string); ok {
-		token, err := strconv.ParseUint(tok, 10, 64)
-		if err != nil || token == 0 || token > backend.MaxToken {
+		token, ok := parseToken(tok)
+		if !ok {
 			return bad("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 		}
 		asked.Token = token
@@ -596,9 +611,8 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 			return bad("short script reply %v", arr)
 		}
 		left, _ := arr[1].(string)
-		ms, err := strconv.ParseInt(left, 10, 64)
-		d, fits := millis(ms)
-		if err != nil || ms <= 0 || !fits {
+		d, ok := parsePositiveMillis(left)
+		if !ok {
 			return bad("recovering reply with time left %v", arr[1])
 		}
 		r.lease = backend.Lease{Key: key, TTL: d}
@@ -629,8 +643,8 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	if owner == "" {
 		return bad("%s reply names no owner", r.status)
 	}
-	token, err := strconv.ParseUint(tok, 10, 64)
-	if err != nil || token == 0 || token > backend.MaxToken {
+	token, ok := parseToken(tok)
+	if !ok {
 		return bad("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 	}
 	if ttl < 0 {

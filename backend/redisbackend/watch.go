@@ -766,16 +766,14 @@ func parseEvent(payload string) (backend.Event, handover) {
 		}
 		return ev, handover{}
 	case len(f) >= 3 && f[0] == "renewed":
-		ms, err := strconv.ParseInt(f[2], 10, 64)
-		ttl, fits := millis(ms)
-		if err != nil || ms <= 0 || !fits {
+		ttl, ok := parsePositiveMillis(f[2])
+		if !ok {
 			break
 		}
 		ev := backend.Event{Kind: backend.EventRenewed, TTL: ttl}
 		var h handover
 		if len(f) == 4 && f[3] != "" {
-			tok, err := strconv.ParseUint(f[1], 10, 64)
-			if err == nil && tok > 0 && tok <= backend.MaxToken && backend.ValidateOwner(f[3]) == nil {
+			if tok, ok := parseToken(f[1]); ok && backend.ValidateOwner(f[3]) == nil {
 				h = handover{owner: f[3], token: tok, ttl: ev.TTL}
 			}
 		}
