@@ -68,9 +68,12 @@ type Handover interface {
 
 	// AwaitHandover waits until a Release or Dequeue hands key to owner,
 	// until max passes (then ok is false and err nil), or until ctx ends.
-	// A handover that happened before the call is returned at once. The
-	// returned lease carries the ttl it was granted for, not what is left
-	// of it: the caller counts it from a moment it knows to come before the
+	// A handover that happened before the call is returned at once; one
+	// whose lease ended before it was collected is not returned. The
+	// lease's TTL is, as everywhere, what was left of it when the store
+	// answered: for a handover seen before the call, less the time since.
+	// The store cannot know when the handover reached the caller, so the
+	// caller counts the TTL from a moment it knows to come before the
 	// handover, such as when it sent its last AcquireQueued or the last
 	// AwaitHandover that returned ok false.
 	//

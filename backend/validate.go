@@ -2,7 +2,6 @@ package backend
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -83,9 +82,13 @@ func validateName(what, s string, maxLen int) error {
 	return nil
 }
 
-// MaxToken is the largest fencing token (and floor) a store handles: Redis
-// counters are signed 64-bit integers.
-const MaxToken = math.MaxInt64
+// MaxToken is the largest fencing token (and floor) a store handles,
+// 2^53 - 1: the largest integer that a float64 holds exactly, so that a
+// token survives Lua (Redis scripts), JSON readers that decode numbers as
+// doubles (JavaScript among them) and Java's long alike. Tokens start
+// from a clock in microseconds (about 1.8e15 in 2026), which reaches it
+// in the year 2255.
+const MaxToken = 1<<53 - 1
 
 // ValidateFloor checks an Acquire floor.
 func ValidateFloor(floor uint64) error {

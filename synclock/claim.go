@@ -139,12 +139,9 @@ func (lk *Locker) late(l backend.Lease, sent time.Time) bool {
 
 // firstLease is how long a grant of l first lasts, counted from when it
 // was asked for: ClaimWindow, or less if the store says so (a lease handed
-// over a while ago).
+// over a while ago; none, if it has nothing left).
 func (lk *Locker) firstLease(l backend.Lease) time.Duration {
-	if l.TTL > 0 && l.TTL < lk.cfg.ClaimWindow {
-		return l.TTL
-	}
-	return lk.cfg.ClaimWindow
+	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
 }
 
 // dropLate releases a grant that came back too late, so that it does not

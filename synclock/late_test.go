@@ -105,3 +105,62 @@ func TestLateGrantIsVoid(t *testing.T) {
 		})
 	}
 }
+
+// spentHandover hands over once a lease with nothing left, as a store
+// does for a handover whose lease ran out before it was collected.
+type spentHandover struct {
+	*membackend.Store
+	handed atomic.Uint64 // the token of the spent lease
+}
+
+func (s *spentHandover) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	l, ok, err := s.Store.AwaitHandover(ctx, key, owner, max)
+	if ok && s.handed.CompareAndSwap(0, l.Token) {
+		l.TTL = 0
+	}
+	return l, ok, err
+}
+
+// A handed lease with no TTL left is as void as a late grant: it is
+// given back and never used; DoKey runs the section on a fresh grant.
+func TestSpentHandoverIsVoid(t *testing.T) {
+	mem := membackend.New()
+	defer mem.Close()
+	st := &spentHandover{Store: mem}
+	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Second})
+	key := uniqueKey(t)
+	sk := backend.AppKey(lk.ID().Tenant, lk.ID().App, "lock", key)
+	ctx := ctxT(t)
+	if _, err := mem.Acquire(ctx, sk, "other", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	var used atomic.Uint64
+	done := make(chan error, 1)
+	go func() {
+		done <- lk.DoKey(ctx, key, func(ctx context.Context) error {
+			tok, _ := synclock.Token(ctx)
+			used.Store(tok)
+			return nil
+		})
+	}()
+	for { // until the locker waits in line
+		_, err := mem.AcquireQueued(ctx, sk, "probe", time.Minute, 0, 0)
+		var he *backend.HeldError
+		if errors.As(err, &he) && he.Next != "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the locker never joined the line")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := mem.Release(ctx, sk, "other", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("DoKey after a spent handover: %v", err)
+	}
+	if spent := st.handed.Load(); spent == 0 || used.Load() <= spent {
+		t.Fatalf("the section ran with token %d; want a fresh grant above the spent handover's %d", used.Load(), spent)
+	}
+}

@@ -154,8 +154,8 @@ func (s *suite) passedTo(t testing.TB, ctx context.Context, w backend.Watch, nq,
 	if err != nil || !ok {
 		t.Fatalf("%s: %s's AwaitHandover: ok %v, err %v; the key should have been handed to it", what, next, ok, err)
 	}
-	if l.Key != key || l.Owner != next || l.Token <= after || l.TTL != ttl {
-		t.Errorf("%s: %s's AwaitHandover returned %+v; want key %q, owner %q, a token above %d and the ttl %v it asked for",
+	if l.Key != key || l.Owner != next || l.Token <= after || l.TTL <= 0 || l.TTL > ttl {
+		t.Errorf("%s: %s's AwaitHandover returned %+v; want key %q, owner %q, a token above %d and what is left of the ttl %v it asked for",
 			what, next, l, key, next, after, ttl)
 	}
 	g := get(t, ctx, other, key)
@@ -478,7 +478,7 @@ func (s *suite) testQueueZeroPatience(t *testing.T) {
 func (s *suite) testQueueFencing(t *testing.T) {
 	const (
 		ahead = 1 << 52 // above any clock in microseconds, below 2^53
-		big   = 1<<60 + 1
+		top   = backend.MaxToken - 20
 	)
 	ctx := testCtx(t)
 	a, b := s.queue(t), s.queue(t)
@@ -532,15 +532,15 @@ func (s *suite) testQueueFencing(t *testing.T) {
 		{ahead + 10, ahead + 11, "a floor above the counter"},
 		{5, ahead + 12, "a floor below the counter"},
 		{ahead + 12, ahead + 13, "a floor equal to the counter"},
-		{big, big + 1, "a floor above 2^53"},
-		{0, big + 2, "no floor after a big one"},
+		{top, top + 1, "a floor just below MaxToken"},
+		{0, top + 2, "no floor after it"},
 	} {
 		l := s.acquireQueued(t, ctx, b, key, "b", longTTL, c.floor, 0)
 		want(fmt.Sprintf("%s: AcquireQueued(floor %d)", c.why, c.floor), l, c.want)
 		release(t, ctx, b, key, "b", 0)
 	}
 	l = s.acquire(t, ctx, a, key, "a", longTTL, 0)
-	want("Acquire after the floors given to AcquireQueued", l, big+3)
+	want("Acquire after the floors given to AcquireQueued", l, top+3)
 	release(t, ctx, a, key, "a", 0)
 }
 
@@ -718,15 +718,16 @@ func (s *suite) testHandover(t *testing.T) {
 		l, ok, err := ha.AwaitHandover(ctx, key, "a", waitTimeout)
 		done <- result{l, ok, err}
 	}()
+	sent := time.Now()
 	release(t, ctx, h, key, "h", 0)
 	r := <-done
 	if r.err != nil || !r.ok {
 		t.Fatalf("AwaitHandover while the holder released: ok %v, err %v", r.ok, r.err)
 	}
-	if r.l.Owner != "a" || r.l.TTL != waiterTTL || r.l.Token != floor+1 {
-		t.Errorf("AwaitHandover returned %+v; want owner a, ttl %v (a's, not the holder's) and token %d (a's floor + 1)",
-			r.l, waiterTTL, floor+1)
+	if r.l.Owner != "a" || r.l.Token != floor+1 {
+		t.Errorf("AwaitHandover returned %+v; want owner a and token %d (a's floor + 1)", r.l, floor+1)
 	}
+	s.checkTTL(t, "the lease AwaitHandover returned (a's ttl, not the holder's)", r.l.TTL, waiterTTL, sent)
 	awaitRenewal(t, w, longTTL, "the handover to a")
 	g := get(t, ctx, watcher, key)
 	if g.Owner != "a" || g.TTL > waiterTTL {

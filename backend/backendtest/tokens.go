@@ -78,7 +78,7 @@ func (s *suite) testTokensPerKey(t *testing.T) {
 	cycle(k2, 0)
 	cycle(k1, 0)
 	cycle(k2, 0)
-	const far = 1 << 56 // far above any clock in microseconds
+	const far = 1 << 52 // far above any clock in microseconds, below MaxToken
 	if tok := cycle(k1, far); tok != far+1 {
 		t.Errorf("Acquire(floor %d) of %q granted token %d; want %d", uint64(far), k1, tok, uint64(far+1))
 	}
@@ -89,12 +89,12 @@ func (s *suite) testTokensPerKey(t *testing.T) {
 
 // testTokenFloor checks the floor of Acquire: the token is
 // max(counter, floor, clock)+1, with floors below the clock, above it,
-// equal to the counter, and beyond the 2^53 that a float64 (a Lua number)
-// holds exactly.
+// equal to the counter, and up to MaxToken (2^53-1, the largest integer a
+// float64, hence a Lua number, holds exactly).
 func (s *suite) testTokenFloor(t *testing.T) {
 	const (
 		ahead = 1<<52 + 7 // above any clock in microseconds, below 2^53
-		big   = 1<<60 + 1
+		top   = backend.MaxToken - 10
 	)
 	ctx := testCtx(t)
 	st := s.store(t)
@@ -112,9 +112,9 @@ func (s *suite) testTokenFloor(t *testing.T) {
 		{ahead, ahead + 1, "a floor above the clock"},
 		{5, ahead + 2, "a floor below the counter"},
 		{ahead + 2, ahead + 3, "a floor equal to the counter"},
-		{big, big + 1, "a floor above 2^53"},
-		{0, big + 2, "no floor after a big one"},
-		{big + 2, big + 3, "a big floor equal to the counter"},
+		{top, top + 1, "a floor just below MaxToken"},
+		{0, top + 2, "no floor after it"},
+		{top + 2, top + 3, "a floor that near MaxToken equal to the counter"},
 	} {
 		l := s.acquire(t, ctx, st, key, "owner", longTTL, c.floor)
 		if l.Token != c.want {

@@ -264,3 +264,38 @@ func TestClosedStore(t *testing.T) {
 		t.Fatalf("watch after Close: err = %v, want ErrClosed", err)
 	}
 }
+
+// A handover collected after it happened carries what is left of the
+// lease on the store's clock, as every Lease does, and one whose lease
+// ended before it was collected is not returned.
+func TestHandoverTTLIsWhatIsLeft(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(start)
+	s := membackend.New(membackend.WithClock(clk))
+	defer s.Close()
+
+	handOver := func(key string) {
+		t.Helper()
+		if _, err := s.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "waiter", 10*time.Second, 0, time.Hour); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued: %v, want ErrHeld", err)
+		}
+		if err := s.Release(ctx, key, "holder", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handOver("k")
+	clk.Advance(4 * time.Second)
+	l, ok, err := s.AwaitHandover(ctx, "k", "waiter", time.Millisecond)
+	if err != nil || !ok || l.Owner != "waiter" || l.TTL != 6*time.Second {
+		t.Fatalf("AwaitHandover 4s after a handover for 10s: %+v, %v, %v; want the waiter's lease with 6s left", l, ok, err)
+	}
+
+	handOver("gone")
+	clk.Advance(10 * time.Second)
+	if l, ok, err := s.AwaitHandover(ctx, "gone", "waiter", time.Millisecond); err != nil || ok {
+		t.Fatalf("AwaitHandover after the handed lease ended: %+v, %v, %v; want nothing", l, ok, err)
+	}
+}

@@ -131,6 +131,16 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	if s.mail[mk] == box && (ok || len(box) == 0) {
 		delete(s.mail, mk)
 	}
+	if ok {
+		// What is left of it now, as every Lease says; a lease that
+		// ended before it was collected is not returned.
+		now := s.clock.Now()
+		e := s.leases[key]
+		if e == nil || e.owner != owner || e.token != l.Token || !now.Before(e.expires) {
+			return backend.Lease{}, false, nil
+		}
+		l = e.lease(key, now)
+	}
 	return l, ok, err
 }
 

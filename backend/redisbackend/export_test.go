@@ -5,3 +5,9 @@ import "time"
 // SetMarkerTTL sets how long the watch markers of s outlive their last
 // refresh; call it before the first Watch.
 func SetMarkerTTL(s *Store, d time.Duration) { s.marker.ttl = d }
+
+// UseScriptShim makes s run its scripts with shim in front of them.
+func UseScriptShim(s *Store, shim string) {
+	s.scripts = loadScripts(shim)
+	s.marker.scripts = s.scripts
+}

@@ -116,36 +116,40 @@ func FuzzParseEvent(f *testing.F) {
 }
 
 func FuzzMailboxEntry(f *testing.F) {
-	f.Add("1795537382000548", "1500", false)
-	f.Add("0", "1500", false)
-	f.Add("42", "-1", false)
-	f.Add("x", "", true)
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
-	defer rdb.Close()
-	s, err := New(rdb, WithPrefix("baton"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer s.Close()
-	f.Fuzz(func(t *testing.T, token, ttl string, foreignTypes bool) {
-		values := map[string]any{"token": token, "ttl": ttl}
-		if foreignTypes {
-			values = map[string]any{"token": []byte(token), "ttl": len(ttl)}
-		}
-		cmd := redis.NewXStreamSliceCmd(context.Background())
-		cmd.SetVal([]redis.XStream{{Stream: "m", Messages: []redis.XMessage{{ID: "1-0", Values: values}}}})
-		l, ok, err := s.handedOver(fuzzKey, "me", cmd)
+	f.Add("1795537382000548 me", int64(1500))
+	f.Add("1795537382000548 you", int64(1500))
+	f.Add("0 me", int64(1500))
+	f.Add("42 me", int64(-1))
+	f.Add("42 me", int64(-2))
+	f.Add("x", int64(0))
+	f.Add("9007199254740992 me", int64(10))
+	f.Add("00000000000000000 me", int64(1))
+	f.Add("20000000000000000000 me", int64(5))
+	f.Add("01 me you", int64(1))
+	const box = "baton:{" + fuzzKey + "}:handover"
+	f.Fuzz(func(t *testing.T, value string, pttl int64) {
+		get := redis.NewStringCmd(context.Background())
+		get.SetVal(value)
+		left := redis.NewDurationCmd(context.Background(), time.Millisecond)
+		left.SetVal(time.Duration(pttl))
+		l, ok, err := handedOver(fuzzKey, "me", box, get, left)
 		if err != nil {
-			if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.MailboxKey(fuzzKey, "me")) {
+			if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), box) {
 				t.Fatalf("error %q is not ErrCorrupt naming the mailbox", err)
 			}
 			return
 		}
-		if !ok || l.Token == 0 || l.Token > backend.MaxToken || l.TTL <= 0 || l.Owner != "me" || l.Key != fuzzKey {
-			t.Fatalf("entry %v gave %+v, %v", values, l, ok)
+		if !ok {
+			if pttl > 0 && strings.HasSuffix(value, " me") && !strings.Contains(strings.TrimSuffix(value, " me"), " ") {
+				t.Fatalf("entry %q with %v left not read as a handover to me", value, time.Duration(pttl))
+			}
+			return
 		}
-		if strconv.FormatUint(l.Token, 10) != strings.TrimLeft(token, "+") && token[0] != '0' {
-			t.Fatalf("token %q read as %d", token, l.Token)
+		if l.Token == 0 || l.Token > backend.MaxToken || l.TTL != time.Duration(pttl) || l.TTL <= 0 || l.Owner != "me" || l.Key != fuzzKey {
+			t.Fatalf("entry %q, %v left gave %+v", value, time.Duration(pttl), l)
+		}
+		if tok, _, _ := strings.Cut(value, " "); strconv.FormatUint(l.Token, 10) != strings.TrimLeft(tok, "+") && tok[0] != '0' {
+			t.Fatalf("token %q read as %d", tok, l.Token)
 		}
 	})
 }

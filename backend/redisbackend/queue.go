@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,8 +28,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if patience > 0 {
 		pms = backend.RoundUpMillis(patience).Milliseconds()
 	}
-	res, err := s.grant(ctx, s.scripts.acquireQueued, s.scriptKeys(key),
-		owner, ms, strconv.FormatUint(floor, 10), pms)
+	res, err := s.grant(ctx, s.scripts.acquireQueued, key, owner, ms, strconv.FormatUint(floor, 10), pms)
 	if errors.Is(err, ErrNotReplicated) {
 		s.undo(ctx, key, owner)
 	}
@@ -59,7 +59,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	if err := backend.ValidateOwner(owner); err != nil {
 		return fmt.Errorf("redisbackend: dequeue: %w", err)
 	}
-	if err := s.scripts.dequeue.Run(ctx, s.rdb, s.scriptKeys(key), owner).Err(); err != nil {
+	if err := s.run(ctx, s.scripts.dequeue, key, owner).Err(); err != nil {
 		return s.transport("dequeue", key, ctx, err)
 	}
 	return nil
@@ -72,8 +72,8 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 // owner's waiter. The channel stays subscribed for a while after the wait
 // (channelLinger), and a handover it sees while the owner is not waiting
 // is kept for the owner's next wait. A handover published before the
-// subscription held is found by one look in the owner's mailbox
-// (MailboxKey, XREAD without BLOCK) once the server has confirmed the
+// subscription held is found by one look in the key's mailbox
+// (MailboxKey: GET and PTTL in one MULTI) once the server has confirmed the
 // subscription, and again after every re-subscription.
 //
 // max is measured by a timer of the client: the wait ends at max even
@@ -107,7 +107,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
 	}
 	if ok {
-		return h.lease(key), true, nil
+		return h.lease(key, time.Now()), true, nil
 	}
 	var took uint64 // the token of the lease returned, if one
 	defer func() { w.leave(took) }()
@@ -117,7 +117,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		select {
 		case h := <-w.found:
 			took = h.token
-			return h.lease(key), true, nil
+			return h.lease(key, time.Now()), true, nil
 		case <-w.look:
 			if looking != nil {
 				again = true
@@ -170,9 +170,11 @@ func (s *Store) taken(key string, token uint64) {
 	}
 }
 
-// lease is the lease h announced, on key.
-func (h handover) lease(key string) backend.Lease {
-	return backend.Lease{Key: key, Owner: h.owner, Token: h.token, TTL: h.ttl}
+// lease is the lease h announced, on key, with the TTL left of it at now
+// (as a Lease's TTL is everywhere: what was left when the store
+// answered). A remembered handover has aged since it arrived.
+func (h handover) lease(key string, now time.Time) backend.Lease {
+	return backend.Lease{Key: key, Owner: h.owner, Token: h.token, TTL: h.ttl - now.Sub(h.at)}
 }
 
 type lookResult struct {
@@ -181,14 +183,24 @@ type lookResult struct {
 	err   error
 }
 
-// look reads owner's mailbox of key once, without blocking, on a
-// goroutine that Close waits for, and delivers the result on the returned
+// look reads key's mailbox once, on a goroutine that Close waits for,
+// and delivers the lease it holds for owner, if any, on the returned
 // channel (capacity 1, so an abandoned look does not leak).
 func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, error) {
 	res := make(chan lookResult, 1)
 	err := s.spawn(func() {
-		args := &redis.XReadArgs{Streams: []string{s.MailboxKey(key, owner), "0"}, Count: 1, Block: -1}
-		l, ok, err := s.handedOver(key, owner, s.rdb.XRead(ctx, args))
+		box := s.MailboxKey(key)
+		var get *redis.StringCmd
+		var pttl *redis.DurationCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			get, pttl = p.Get(ctx, box), p.PTTL(ctx, box)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			res <- lookResult{err: err}
+			return
+		}
+		l, ok, err := handedOver(key, owner, box, get, pttl)
 		res <- lookResult{l, ok, err}
 	})
 	if err != nil {
@@ -197,32 +209,34 @@ func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, e
 	return res, nil
 }
 
-// handedOver reads the lease out of a mailbox entry.
-func (s *Store) handedOver(key, owner string, cmd *redis.XStreamSliceCmd) (backend.Lease, bool, error) {
-	streams, err := cmd.Result()
+// handedOver reads the lease of owner out of the mailbox box of key, as
+// GET and PTTL read it in one transaction: the lease's TTL is what was
+// left of it then.
+func handedOver(key, owner, box string, get *redis.StringCmd, pttl *redis.DurationCmd) (backend.Lease, bool, error) {
+	v, err := get.Result()
 	if errors.Is(err, redis.Nil) {
 		return backend.Lease{}, false, nil
 	}
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
-	if len(streams) == 0 || len(streams[0].Messages) == 0 {
-		return backend.Lease{}, false, nil
+	bad := func(what string) error {
+		return fmt.Errorf("%w: mailbox %s %s; delete the key or use another prefix", backend.ErrCorrupt, box, what)
 	}
-	bad := func(what string, v any) error {
-		return fmt.Errorf("%w: mailbox %s holds %s %v; delete the key or use another prefix",
-			backend.ErrCorrupt, s.MailboxKey(key, owner), what, v)
+	tok, who, ok := strings.Cut(v, " ")
+	token, tokOK := parseToken(tok)
+	if !ok || !tokOK || backend.ValidateOwner(who) != nil {
+		return backend.Lease{}, false, bad(fmt.Sprintf("holds %.40q, not a lease \"<token> <owner>\"", v))
 	}
-	m := streams[0].Messages[0].Values
-	tok, _ := m["token"].(string)
-	token, ok := parseToken(tok)
-	if !ok {
-		return backend.Lease{}, false, bad("token", m["token"])
+	left, err := pttl.Result()
+	if err != nil {
+		return backend.Lease{}, false, err
 	}
-	ttl, _ := m["ttl"].(string)
-	d, ok := parsePositiveMillis(ttl)
-	if !ok {
-		return backend.Lease{}, false, bad("ttl", m["ttl"])
+	if left == -1 {
+		return backend.Lease{}, false, bad("has no expiry")
 	}
-	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: d}, true, nil
+	if who != owner || left <= 0 {
+		return backend.Lease{}, false, nil // another's, or gone since
+	}
+	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: left}, true, nil
 }

@@ -18,24 +18,28 @@
 // hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
 // fencing floor) and when its place lapses; both expire with the last
 // place. A release of a key with a live waiter in line grants it to that
-// waiter (backend.Handover), publishes the grant (see Handovers) and adds
-// the lease to the waiter's mailbox, the stream
-// "<prefix>:K:handover:<owner>"; it expires with the lease and is deleted
-// when that lease ends. A watched key has the marker "<prefix>:K:watch-mark" (see
-// Notifications). The suffixes ":fence", ":line", ":line-req",
-// ":watch-mark", ":member-data" and ":member-ids", and ":handover:"
-// anywhere in a key, are reserved (see Registry below).
+// waiter (backend.Handover), publishes the grant (see Handovers) and
+// copies the lease into K's mailbox, the string "<prefix>:K:mailbox"
+// ("<token> <owner>"), which expires with the lease and is deleted when
+// that lease ends. A watched key has the marker "<prefix>:K:watch-mark"
+// (see Notifications). The suffixes ":fence", ":line", ":line-req",
+// ":watch-mark", ":mailbox", ":member-data" and ":member-ids" are
+// reserved (see Registry below).
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet), so the owner check, the fencing increment,
-// the write and the release notification are atomic. A script names the
-// lease key alone and derives the others from it. Expiry is decided by the
-// server's clock alone.
+// the write and the release notification are atomic. Each script is a file
+// of the package's lua directory, sent behind one shared prelude
+// (lua/prelude.lua), and declares in KEYS the six keys of K that a lease
+// script may touch (lease, counter, line, requests, marker, mailbox), as
+// Redis's scripting rules require and as Redis-compatible servers enforce.
+// Expiry is decided by the server's clock alone.
 //
 // # Fencing tokens
 //
 // A grant's token is max(counter, floor, the server's clock in µs, from
-// TIME) + 1. A script runs far longer than a microsecond, so the tokens of
+// TIME) + 1, at most backend.MaxToken (2^53 - 1, so that the scripts
+// compute it exactly as a Lua number). A script runs far longer than a microsecond, so the tokens of
 // a key increase also when its counter is gone: expired, or lost with the
 // server's data; a caller that has seen no token (a new process) still
 // gets a larger one. The floor covers a server whose clock went back.
@@ -114,7 +118,7 @@
 //
 //	from              call                         to                                    publish
 //	free, no line     Acquire(Queued) by O         plain (contended: no counter, marker)  -
-//	free, W first     AcquireQueued by W           plain, W leaves the line               -
+//	free, W first     AcquireQueued by W           contended, W leaves the line           -
 //	free, W first     AcquireQueued by O != W      O joins the line; reply queued W        -
 //	plain/contended   AcquireQueued by O           contended; O joins (or keeps) its place -
 //	contended of O    AcquireQueued by O           same (a handover: mailbox deleted)     -
@@ -122,7 +126,7 @@
 //	contended of O    Renew by O                   contended, new PX                      renewed <token> <ttl>
 //	plain of O        Release by O                 free                                   -
 //	contended of O    Release by O, W in line      contended of W, new token, W's ttl;    renewed <token> <ttl> W
-//	                                               W leaves the line, mailbox of W holds it
+//	                                               W leaves the line, the mailbox a copy
 //	contended of O    Release by O, no W           free                                   released <token> <next>
 //	plain/contended   Release by O, keep > 0       released, PX keep (mailbox deleted)    renewed <token> <keep> if contended
 //	contended of W    Dequeue by W (handed to it)  as Release by W
@@ -153,7 +157,7 @@
 // wait, up to the lease's ttl, until the next message on the channel, or
 // until the owner has the lease from AcquireQueued.
 // A handover published before the subscription held is found by one look
-// in the waiter's mailbox (XREAD without BLOCK) once the server has
+// in the key's mailbox (GET and PTTL in one MULTI) once the server has
 // confirmed the subscription, and again after every re-subscription. A
 // wait ends at its max by a timer of the client, never later (a blocking
 // read on the server would end only on the server's next clock tick, up
@@ -190,12 +194,12 @@ const (
 	lineSuffix    = ":line"
 	requestSuffix = ":line-req"
 	watchedSuffix = ":watch-mark"
-	mailboxInfix  = ":handover:"
+	mailboxSuffix = ":mailbox"
 )
 
 // reservedSuffixes end the Redis keys a store writes beside a lease key;
 // keys passed to the store must not end in them.
-var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, memberDataSuffix, memberIDsSuffix}
+var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix, memberDataSuffix, memberIDsSuffix}
 
 // Store is a backend.Store on Redis. Create it with New; call Close to
 // release its pub/sub connection. The client is not closed by Close.
@@ -209,9 +213,10 @@ type Store struct {
 	replicaWait time.Duration // and how long to wait for them
 	guard       time.Duration // WithRestartGuard; negative: WithoutRestartGuard
 
-	sharded bool       // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
-	scripts *scriptSet // for this kind of store (sharded, handing over)
-	marker  *marker    // keeps watched keys marked
+	sharded  bool // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	scripts  *scriptSet
+	settings []any   // the first arguments of every script (scriptSettings)
+	marker   *marker // keeps watched keys marked
 
 	mu     sync.Mutex             // guards subs, done and adding to awaits
 	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot
@@ -317,8 +322,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.guard >= 0 {
 		guard = s.guard.Milliseconds()
 	}
-	s.scripts = scriptsFor(scriptKind{sharded: sharded, hand: s.replicas == 0, guard: guard})
-	s.marker = &marker{rdb: rdb, scripts: s.scripts, ttl: s.marks}
+	s.settings = scriptSettings(guard, sharded, s.replicas == 0)
+	s.scripts = leaseScripts
+	s.marker = &marker{rdb: rdb, scripts: s.scripts, settings: s.settings, ttl: s.marks}
 	return s, nil
 }
 
@@ -344,21 +350,14 @@ func (s *Store) LineKeys(key string) (line, requests string) {
 	return lk + lineSuffix, lk + requestSuffix
 }
 
-// MailboxKey returns the Redis key (a stream) in which a release leaves
-// the lease of key it hands to owner, a waiter in line (backend.Handover).
-func (s *Store) MailboxKey(key, owner string) string {
-	return s.LeaseKey(key) + mailboxInfix + owner
-}
+// MailboxKey returns the Redis key in which a release that hands key to a
+// waiter in line (backend.Handover) leaves a copy of the waiter's lease,
+// "<token> <owner>", expiring with it.
+func (s *Store) MailboxKey(key string) string { return s.LeaseKey(key) + mailboxSuffix }
 
 // MarkerKey returns the Redis key that marks key as watched (see
 // Notifications).
 func (s *Store) MarkerKey(key string) string { return s.LeaseKey(key) + watchedSuffix }
-
-// scriptKeys returns the keys a script names: the lease key alone (the
-// scripts derive the others from it).
-func (s *Store) scriptKeys(key string) []string {
-	return []string{s.LeaseKey(key)}
-}
 
 func validKey(op, key string) error {
 	if err := backend.ValidateKey(key); err != nil {
@@ -368,9 +367,6 @@ func validKey(op, key string) error {
 		if strings.HasSuffix(key, suffix) {
 			return fmt.Errorf("redisbackend: %s: %w: key %q ends in the reserved suffix %q", op, backend.ErrInvalidArgument, key, suffix)
 		}
-	}
-	if strings.Contains(key, mailboxInfix) {
-		return fmt.Errorf("redisbackend: %s: %w: key %q contains %q, which is reserved for handover mailboxes", op, backend.ErrInvalidArgument, key, mailboxInfix)
 	}
 	return nil
 }
@@ -400,7 +396,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := s.grant(ctx, s.scripts.acquire, s.scriptKeys(key), owner, ms, strconv.FormatUint(floor, 10))
+	res, err := s.grant(ctx, s.scripts.acquire, key, owner, ms, strconv.FormatUint(floor, 10))
 	if errors.Is(err, ErrNotReplicated) {
 		// Undo the grant that only the master has; a failover could
 		// lose it while we believed in it.
@@ -433,7 +429,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, fmt.Errorf("redisbackend: renew: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := s.grant(ctx, s.scripts.renew, s.scriptKeys(key), owner, ms)
+	res, err := s.run(ctx, s.scripts.renew, key, owner, ms).Result()
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
 	}
@@ -462,12 +458,10 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		return fmt.Errorf("redisbackend: release: %w", err)
 	}
 	var ms int64
-	args := []any{owner}
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
-		args = append(args, ms)
 	}
-	res, err := s.scripts.release.Run(ctx, s.rdb, s.scriptKeys(key), args...).Result()
+	res, err := s.run(ctx, s.scripts.release, key, owner, ms).Result()
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}
@@ -489,7 +483,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	if err := s.begin(ctx, "get", key); err != nil {
 		return backend.Lease{}, err
 	}
-	res, err := s.scripts.get.Run(ctx, s.rdb, s.scriptKeys(key)).Result()
+	res, err := s.run(ctx, s.scripts.get, key).Result()
 	if err != nil {
 		return backend.Lease{}, s.transport("get", key, ctx, err)
 	}
@@ -511,7 +505,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 func (s *Store) undo(ctx context.Context, key, owner string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.replicaWait)
 	defer cancel()
-	_ = s.scripts.release.Run(rctx, s.rdb, s.scriptKeys(key), owner).Err()
+	_ = s.run(rctx, s.scripts.release, key, owner, 0).Err()
 }
 
 // transport wraps an error from the client. When ctx ended, the context's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,15 +36,51 @@ func ctxT(t testing.TB) context.Context {
 // newStore returns a store on rdb, closed with the test. Its restart guard
 // is off, since the tests' servers are started for them and would
 // otherwise refuse every key for its ttl; pass WithRestartGuard to turn it
-// on.
+// on. Its scripts fail on a key they did not declare (declaredShim), so
+// every test of the package checks that they declare all they touch.
 func newStore(t testing.TB, rdb redis.UniversalClient, opts ...redisbackend.Option) *redisbackend.Store {
 	t.Helper()
 	s, err := redisbackend.New(rdb, append([]redisbackend.Option{redisbackend.WithoutRestartGuard()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisbackend.UseScriptShim(s, declaredShim(t))
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// declaredShim returns testdata/declared.lua, which makes a script that
+// touches a key missing from its KEYS fail.
+func declaredShim(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/declared.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The shim that newStore puts in front of the scripts does catch a key a
+// script touches without declaring it, with redis.call and redis.pcall,
+// and lets declared keys and key-less commands through.
+func TestDeclaredKeyShim(t *testing.T) {
+	rdb := server.Client(t)
+	ctx := ctxT(t)
+	shim := declaredShim(t)
+	for _, body := range []string{
+		"return redis.call('GET', KEYS[1] .. ':fence')",
+		"return redis.pcall('SET', 'elsewhere', '1')",
+		"return redis.call('DEL', KEYS[1], KEYS[1] .. ':line')",
+	} {
+		err := rdb.Eval(ctx, shim+body, []string{"{shim}:k"}).Err()
+		if err == nil || !strings.Contains(err.Error(), "undeclared key") {
+			t.Errorf("%s: %v; want the shim to refuse an undeclared key", body, err)
+		}
+	}
+	ok := "redis.call('TIME'); redis.call('PUBLISH', 'any', 'x'); redis.call('DEL', KEYS[1], KEYS[2]); return redis.call('SET', KEYS[2], '1')"
+	if err := rdb.Eval(ctx, shim+ok, []string{"{shim}:k", "{shim}:k:fence"}).Err(); err != nil {
+		t.Errorf("declared keys and key-less commands: %v", err)
+	}
 }
 
 // The standalone suite has a server of its own, which it restarts. Stores
@@ -112,7 +149,7 @@ func TestKeyLayoutSharesOneSlot(t *testing.T) {
 			t.Errorf("%q and %q are in slots %d and %d", tt.lease, tt.fence, a, b)
 		}
 		line, req := s.LineKeys(tt.key)
-		for _, k := range []string{line, req, s.MarkerKey(tt.key), s.MailboxKey(tt.key, "me")} {
+		for _, k := range []string{line, req, s.MarkerKey(tt.key), s.MailboxKey(tt.key)} {
 			c, err := rdb.ClusterKeySlot(ctxT(t), k).Result()
 			if err1 == nil && err == nil && a != c {
 				t.Errorf("%q and %q are in slots %d and %d", tt.lease, k, a, c)
@@ -175,6 +212,20 @@ func TestForeignDataIsReported(t *testing.T) {
 			}
 		})
 	}
+	t.Run("fence of another type", func(t *testing.T) {
+		key := "{corrupt:fence-type}:lock"
+		rdb.HSet(ctx, s.FenceKey(key), "n", "7")
+		if _, err := s.Acquire(ctx, key, "me", time.Second, 0); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "is a hash, not an integer") {
+			t.Fatalf("Acquire: %v, want ErrCorrupt naming the counter's type", err)
+		}
+	})
+	t.Run("fence above the largest token", func(t *testing.T) {
+		key := "{corrupt:fence-big}:lock"
+		rdb.Set(ctx, s.FenceKey(key), "9007199254740992", 0)
+		if _, err := s.Acquire(ctx, key, "me", time.Second, 0); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "not a token") {
+			t.Fatalf("Acquire: %v, want ErrCorrupt: a counter above MaxToken", err)
+		}
+	})
 	t.Run("fence not an integer", func(t *testing.T) {
 		key := "{corrupt:fence}:lock"
 		rdb.Set(ctx, s.FenceKey(key), "seven", 0)
@@ -373,7 +424,7 @@ func TestFenceCounterExpires(t *testing.T) {
 	if tok := cycle(key, time.Second, 0); tok <= first {
 		t.Fatalf("after its counter expired, %q was granted token %d; want one above %d", key, tok, first)
 	}
-	const ahead = 1 << 55
+	const ahead = 1 << 52 // 85 years of microseconds ahead of the clock
 	far := "{fence:ahead}:lock"
 	cycle(far, time.Second, ahead)
 	if pttl := rdb.PTTL(ctx, s.FenceKey(far)).Val(); pttl != -1 {
@@ -548,9 +599,10 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// the first live waiter leaves the line: ZPOPMIN, TIME, HGET and
 		// HDEL its request
 		"zpopmin": 1, "hget": 1, "hdel": 1,
-		// the grant (GET counter, TIME, SET counter and lease … PX),
-		// the mailbox and the watchers' news
-		"get": 2, "time": 2, "set": 2, "xadd": 1, "pexpire": 1, "publish": 1,
+		// the grant (GET counter, SET counter and lease … PX, on the
+		// clock the line read), the mailbox (SET … PX) and the
+		// watchers' news
+		"get": 2, "time": 1, "set": 3, "publish": 1,
 	})
 	l, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
 	if err != nil || !ok || l.Owner != "b" {

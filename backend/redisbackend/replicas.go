@@ -42,10 +42,11 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 
 // grant runs a granting script; with WithReplicaAck it sends WAIT on the
 // same connection, in one pipeline, and checks the count.
-func (s *Store) grant(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+func (s *Store) grant(ctx context.Context, script *redis.Script, key string, args ...any) (any, error) {
 	if s.replicas == 0 {
-		return script.Run(ctx, s.rdb, keys, args...).Result()
+		return s.run(ctx, script, key, args...).Result()
 	}
+	keys, args := leaseKeys(s.LeaseKey(key)), s.args(args)
 	res, acked, err := s.grantAndWait(ctx, script, keys, args...)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		if err := script.Load(ctx, s.rdb).Err(); err != nil {

@@ -107,16 +107,17 @@ func (s *Store) spawn(f func()) error {
 // releases are published for nobody, which costs a little and nothing
 // else.
 type marker struct {
-	rdb     redis.UniversalClient
-	scripts *scriptSet
-	ttl     time.Duration
+	rdb      redis.UniversalClient
+	scripts  *scriptSet
+	settings []any // the store's (scriptSettings)
+	ttl      time.Duration
 }
 
 // defaultMarkerTTL is how long a watch marker outlives its last refresh.
 const defaultMarkerTTL = 30 * time.Second
 
 func (m *marker) mark(ctx context.Context, name string) error {
-	return m.scripts.mark.Run(ctx, m.rdb, []string{name}, m.ttl.Milliseconds()).Err()
+	return m.scripts.mark.Run(ctx, m.rdb, leaseKeys(name), append(slices.Clone(m.settings), m.ttl.Milliseconds())...).Err()
 }
 
 // channelLinger is how long a channel stays subscribed after its last
@@ -185,8 +186,8 @@ type channel struct {
 	taken uint64   // the newest token a caller of the store was given for the key
 }
 
-// handover is a handover announced on a channel: the lease of Owner, with
-// Token and TTL, published at about At (when it arrived).
+// handover is a handover announced on a channel: the lease of owner, with
+// token and ttl, published at about at (when it arrived).
 type handover struct {
 	owner string
 	token uint64
@@ -790,6 +791,7 @@ func parseEvent(payload string) (backend.Event, handover) {
 // re-dial) reaches watchers only: the waiters look in their mailboxes
 // again once the new subscription holds.
 func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
+	arrived := time.Now()
 	ev, h := parseEvent(payload)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -804,7 +806,7 @@ func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
 	if h.owner == "" || h.token <= c.taken || ps != s.ps || !c.confirmed {
 		return
 	}
-	h.at = time.Now()
+	h.at = arrived
 	for w := range c.waiters {
 		if w.owner == h.owner {
 			select {

@@ -1,0 +1,29 @@
+-- acquire_queued (Store.AcquireQueued). ARGV[4..7]: owner, ttl-ms, floor,
+-- patience-ms. A caller refused joins K's line (or keeps its place) for
+-- patience; a lease handed to it meanwhile is returned as granted. The
+-- first waiter keeps its place when the grant is refused as recovering.
+local owner, ttl, floor, patience = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+
+local reply = grantFree(owner, ttl, floor)
+if reply then return reply end
+local nxt = first()
+local l = classify()
+if l then
+  if l[1] ~= 'held' then return l end
+  if l[2] == owner and l[5] ~= ' released' then
+    redis.call('DEL', M) -- the owner has its lease: the mailbox is read
+    return {'ok', l[2], l[3], l[4]}
+  end
+  join(owner, patience, ttl, floor)
+  local waits = tonumber(patience) > 0
+  if waits and l[5] == '' then redis.call('APPEND', K, ' contended') end
+  if nxt == '' and waits then nxt = owner end
+  return {l[1], l[2], l[3], l[4], nxt}
+end
+if nxt ~= '' and nxt ~= owner then
+  join(owner, patience, ttl, floor)
+  return {'queued', nxt}
+end
+local tok, refused = grant(owner, ttl, floor, ' contended')
+if tok and nxt == owner then leave(owner) end
+return tok or refused

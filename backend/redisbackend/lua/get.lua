@@ -1,0 +1,2 @@
+-- get (Store.Get): what is on K.
+return holder()

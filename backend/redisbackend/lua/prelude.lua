@@ -1,0 +1,218 @@
+-- The prelude of every lease script: the store sends it in front of the
+-- script's own text, as one script.
+--
+-- KEYS, the same six for every lease script, all in K's Cluster slot:
+--   K  the lease: "<token> <owner>", then " contended" or " released"
+--      when it is not plain, with a PX expiry
+--   F  K:fence, the fencing counter: the last token granted
+--   L  K:line, the waiting line: owners scored by arrival (server µs)
+--   R  K:line-req, what each waiter asked for: "<ttl-ms> <floor> <due-ms>"
+--   W  K:watch-mark, set while a store watches K
+--   M  K:mailbox: a copy "<token> <owner>" of the lease the last release
+--      handed over, expiring with it
+--
+-- ARGV[1..3], the store's settings, the same on every call: the restart
+-- guard in ms (-1: off), the publish command (PUBLISH, or SPUBLISH on a
+-- Cluster), and whether a release hands K to the first waiter ('1', or
+-- '0' for a store that waits for replicas). A script's own arguments
+-- start at ARGV[4].
+--
+-- A script that did what was asked replies with the lease's token alone;
+-- any other reply is an array whose first element says what happened
+-- (statuses in redisbackend.go). Numbers travel as decimal strings.
+
+local K, F, L, R, W, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local GUARD, PUBLISH, HANDS = tonumber(ARGV[1]), ARGV[2], ARGV[3] == '1'
+local MAX_TOKEN = 9007199254740991 -- 2^53 - 1: tokens are exact Lua numbers
+local LEASE = '^(%d+) (%S+)( ?%l*)$'
+
+-- now returns the server's clock in µs, as a number and as a decimal
+-- string, reading it once per script.
+local nowus, nows
+local function now()
+  if not nowus then
+    local t = redis.call('TIME')
+    nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    nows = t[1] .. string.sub('00000' .. t[2], -6)
+  end
+  return nowus, nows
+end
+
+-- read returns K's token, owner and flag ('', ' contended' or
+-- ' released'), or nothing when K is missing or not a baton lease.
+local function read()
+  local v = redis.pcall('GET', K)
+  if type(v) ~= 'string' then return end
+  local tok, own, flag = string.match(v, LEASE)
+  if flag == '' or flag == ' contended' or flag == ' released' then return tok, own, flag end
+end
+
+-- classify says what is on K: nil (free), {'corrupt', why}, or
+-- {'held', owner, token, pttl-ms, flag}.
+local function classify()
+  local v = redis.pcall('GET', K)
+  if not v then return nil end
+  if type(v) ~= 'string' then
+    return {'corrupt', 'key ' .. K .. ' is a ' .. redis.call('TYPE', K).ok .. ', not a baton lease'}
+  end
+  local tok, own, flag = string.match(v, LEASE)
+  if not tok or (flag ~= '' and flag ~= ' contended' and flag ~= ' released') then
+    return {'corrupt', 'key ' .. K .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
+  end
+  return {'held', own, tok, redis.call('PTTL', K), flag}
+end
+
+-- holder is the reply to a caller that does not hold K: what classify
+-- found (or l, if given), without the flag, or {'free'}.
+local function holder(l)
+  l = l or classify()
+  if not l then return {'free'} end
+  return {l[1], l[2], l[3], l[4]}
+end
+
+-- grant gives the free K to owner for ttl ms with flag, under the token
+-- max(counter, floor, clock in µs) + 1, and returns it; or nil and the
+-- refusal: corrupt, or {'recovering', ms-left}. c is F as the caller read
+-- it (false: missing), or nil to read it here.
+--
+-- A missing counter means K was never granted, was idle past the
+-- counter's life, or the server lost its data: unless the guard is off,
+-- grant refuses while the server's uptime is below max(ttl, guard) plus a
+-- second (Redis counts whole seconds). Such a lease is flagged contended,
+-- since a data loss erased watch markers too. The counter lives
+-- max(ttl, 1 h) after the grant, or forever when a floor put it further
+-- ahead of the clock than that.
+local function grant(owner, ttl, floor, flag, c)
+  if c == nil then c = redis.pcall('GET', F) end
+  if type(c) == 'table' then
+    return nil, {'corrupt', 'fencing counter ' .. F .. ' is a ' .. redis.call('TYPE', F).ok .. ', not an integer'}
+  end
+  local cn = c and string.match(c, '^%d+$') and tonumber(c)
+  if c and not (cn and cn <= MAX_TOKEN) then
+    return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not a token (an integer up to 2^53-1)'}
+  end
+  local life = math.max(tonumber(ttl), 3600000)
+  if not c then
+    if GUARD >= 0 then
+      local info = redis.pcall('INFO', 'server')
+      local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+      if up then
+        local left = math.max(tonumber(ttl), GUARD) + 1000 - up * 1000
+        if left > 0 then return nil, {'recovering', string.format('%d', left)} end
+      end
+    end
+    cn, flag = 0, ' contended'
+  end
+  local t = now()
+  local n = math.max(cn, tonumber(floor), t) + 1
+  if n > MAX_TOKEN then
+    return nil, {'corrupt', 'fencing counter ' .. F .. ' is at the largest token ' .. string.format('%d', n - 1) .. ', and no larger one exists; delete the counter or use another prefix'}
+  end
+  local tok = string.format('%d', n)
+  if n - t <= life * 1000 then
+    redis.call('SET', F, tok, 'PX', life)
+  else
+    redis.call('SET', F, tok)
+  end
+  redis.call('SET', K, tok .. ' ' .. owner .. flag, 'PX', ttl)
+  return tok
+end
+
+-- grantFree is the acquiring scripts' fast path, for a K with no lease,
+-- no line and no watch marker, which one EXISTS checks with the counter:
+-- one key existing must be the counter, which grant reads anyway; none
+-- means a fresh (or lost) K, which grant guards. It returns the reply,
+-- or nil when K needs a closer look.
+local function grantFree(owner, ttl, floor)
+  local n = redis.call('EXISTS', K, L, W, F)
+  if n > 1 then return nil end
+  local c = false
+  if n == 1 then
+    c = redis.pcall('GET', F)
+    if not c then return nil end
+  end
+  local tok, refused = grant(owner, ttl, floor, '', c)
+  return tok or refused
+end
+
+-- live reports whether a waiter's request (or nil) holds a place at ms.
+local function live(req, ms)
+  local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
+  return due ~= nil and due > ms
+end
+
+-- first returns the first waiter in line whose place has not lapsed, and
+-- its request, or ''. It drops the lapsed waiters (and requests not in
+-- baton's shape) it finds at the head; those further back go when they
+-- reach it or join again.
+local function first()
+  local head = redis.call('ZRANGE', L, 0, 0)[1]
+  if not head then return '' end
+  local ms = math.floor(now() / 1000)
+  while head do
+    local req = redis.call('HGET', R, head)
+    if live(req, ms) then return head, req end
+    redis.call('ZREM', L, head)
+    if req then redis.call('HDEL', R, head) end
+    head = redis.call('ZRANGE', L, 0, 0)[1]
+  end
+  return ''
+end
+
+-- take is first for a waiter about to be handed K: it pops the head of
+-- the line until a live waiter comes, and returns it and its request, or ''.
+local function take()
+  while true do
+    local head = redis.call('ZPOPMIN', L)[1]
+    if not head then return '' end
+    local req = redis.call('HGET', R, head)
+    if req then redis.call('HDEL', R, head) end
+    if live(req, math.floor(now() / 1000)) then return head, req end
+  end
+end
+
+-- join puts owner at the back of the line (or keeps its place) for
+-- patience ms (a decimal string), asking for ttl ms and floor if handed
+-- K. An owner whose place lapsed joins at the back again.
+local function join(owner, patience, ttl, floor)
+  local p = tonumber(patience)
+  if p <= 0 then return end
+  local us, arrival = now()
+  local ms = math.floor(us / 1000)
+  local old = redis.call('HGET', R, owner)
+  if old and not live(old, ms) then redis.call('ZREM', L, owner) end
+  redis.call('ZADD', L, 'NX', arrival, owner)
+  redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
+  if redis.call('PTTL', L) < p then
+    redis.call('PEXPIRE', L, patience)
+    redis.call('PEXPIRE', R, patience)
+  end
+end
+
+-- leave takes owner out of the line; it returns 1 if owner was in it.
+local function leave(owner)
+  redis.call('HDEL', R, owner)
+  return redis.call('ZREM', L, owner)
+end
+
+-- handover grants the free K to the first live waiter with its request's
+-- ttl and floor, copies the lease into the mailbox and publishes
+-- "renewed <token> <ttl> <waiter>". It reports whether it did.
+local function handover()
+  local nxt, req = take()
+  if nxt == '' then return false end
+  local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
+  local tok = grant(nxt, ttl, floor, ' contended')
+  if not tok then return false end
+  redis.call('SET', M, tok .. ' ' .. nxt, 'PX', ttl)
+  redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
+  return true
+end
+
+-- pass gives the freed K to the first waiter if the store hands over and
+-- one is in line, and otherwise publishes "released <token> <next>".
+local function pass(token)
+  if HANDS and handover() then return end
+  redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. first())
+end
+

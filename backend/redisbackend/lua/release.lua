@@ -1,0 +1,27 @@
+-- release (Store.Release). ARGV[4..5]: owner, keep-ms (0: free K now).
+-- A plain lease is deleted and nobody is told: nobody waits or watches.
+-- A contended one is handed to the first waiter ("renewed <new token>
+-- <ttl-ms> <waiter>"), or "released <token> <next>" is published, which
+-- wakes watchers. Keeping K marks it released until keep runs out and
+-- publishes "renewed <token> <keep-ms>", so that waiters sleep that long.
+local owner, keep = ARGV[4], ARGV[5]
+
+local tok, own, flag = read()
+if own ~= owner then return holder() end
+if tonumber(keep) > 0 then
+  if flag ~= ' released' then
+    redis.call('SET', K, tok .. ' ' .. own .. ' released', 'PX', keep)
+    if flag == ' contended' then
+      redis.call('DEL', M)
+      redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. keep)
+    end
+  end
+  return tok
+end
+if flag == '' then
+  redis.call('DEL', K)
+  return tok
+end
+redis.call('DEL', K, M)
+pass(tok)
+return tok
