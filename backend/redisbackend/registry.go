@@ -28,83 +28,18 @@ const (
 	memberIDsSuffix  = ":member-ids"
 )
 
-const purgeMembers = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- forget drops member n from the member-ids entry of its identity.
-local function forget(n)
-  local v = redis.call('HGET', KEYS[2], n)
-  if not v then return end
-  local _, _, ident = string.find(v, '^%d+\n([^\n]*)\n')
-  if ident then
-    local keep = {}
-    for m in string.gmatch(redis.call('HGET', KEYS[3], ident) or '', '%S+') do
-      if m ~= n then keep[#keep + 1] = m end
-    end
-    if #keep == 0 then redis.call('HDEL', KEYS[3], ident) else redis.call('HSET', KEYS[3], ident, table.concat(keep, ' ')) end
-  end
-  redis.call('HDEL', KEYS[2], n)
-end
-local function purge()
-  for _, n in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 100)) do
-    forget(n)
-    redis.call('ZREM', KEYS[1], n)
-  end
-end
-`
+// The group scripts are lua/group/<name>.lua, each behind
+// lua/group/prelude.lua, which names the three keys and purges expired
+// members.
+var (
+	heartbeatScript = groupScript("heartbeat")
+	membersScript   = groupScript("members")
+	leaveScript     = groupScript("leave")
+)
 
-// heartbeatScript: KEYS zset, data, ids; ARGV name, identity, data, ttl-ms.
-// Replies "ok" and the names of the other live members with the identity.
-var heartbeatScript = redis.NewScript(purgeMembers + `
-for _, k in ipairs(KEYS) do
-  local ty = redis.call('TYPE', k).ok
-  local want = 'hash'
-  if k == KEYS[1] then want = 'zset' end
-  if ty ~= 'none' and ty ~= want then return {'corrupt', 'key ' .. k .. ' is a ' .. ty .. ', not a ' .. want} end
-end
-purge()
-local ttl = tonumber(ARGV[4])
-local out, keep = {'ok'}, {ARGV[1]}
-for n in string.gmatch(redis.call('HGET', KEYS[3], ARGV[2]) or '', '%S+') do
-  if n ~= ARGV[1] then
-    local exp = redis.call('ZSCORE', KEYS[1], n)
-    if exp and tonumber(exp) > now then
-      keep[#keep + 1] = n
-      out[#out + 1] = n
-    end
-  end
-end
-redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
-redis.call('HSET', KEYS[2], ARGV[1], now .. '\n' .. ARGV[2] .. '\n' .. ARGV[3])
-redis.call('HSET', KEYS[3], ARGV[2], table.concat(keep, ' '))
-for _, k in ipairs(KEYS) do
-  if redis.call('PTTL', k) < 2 * ttl then redis.call('PEXPIRE', k, 2 * ttl) end
-end
-return out
-`)
-
-// membersScript: KEYS zset, data, ids. Replies now-ms, then per member
-// name, expiry-ms, value.
-var membersScript = redis.NewScript(purgeMembers + `
-local ty = redis.call('TYPE', KEYS[1]).ok
-if ty ~= 'none' and ty ~= 'zset' then return {'corrupt', 'key ' .. KEYS[1] .. ' is a ' .. ty .. ', not a zset'} end
-purge()
-local out = {'ok', tostring(now)}
-local live = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
-for i = 1, #live, 2 do
-  out[#out + 1] = live[i]
-  out[#out + 1] = live[i + 1]
-  out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or ''
-end
-return out
-`)
-
-// leaveScript: KEYS zset, data, ids; ARGV name.
-var leaveScript = redis.NewScript(purgeMembers + `
-forget(ARGV[1])
-redis.call('ZREM', KEYS[1], ARGV[1])
-return {'ok'}
-`)
+func groupScript(name string) *redis.Script {
+	return redis.NewScript(readLua("group/prelude") + readLua("group/"+name))
+}
 
 func (s *Store) groupKeys(group string) []string {
 	k := s.LeaseKey(group)

@@ -2,6 +2,7 @@ package redisbackend
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,5 +133,16 @@ func TestForeignValuesAreRefused(t *testing.T) {
 		if _, err := parseMembers("{t:a}:members", []string{"ok", "1000", "n", exp, "900\nid\n"}); !errors.Is(err, backend.ErrCorrupt) {
 			t.Errorf("member expiry %q: %v, want ErrCorrupt", exp, err)
 		}
+	}
+}
+
+func TestLeaseKeys(t *testing.T) {
+	got := leaseKeys("baton:{a}:lock")
+	want := []string{"baton:{a}:lock", "baton:{a}:lock:fence", "baton:{a}:lock:line", "baton:{a}:lock:line-req", "baton:{a}:lock:watch-mark", "baton:{a}:lock:mailbox"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("leaseKeys = %q, want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { leaseKeys("baton:{a}:lock") }); n > 2 {
+		t.Errorf("leaseKeys allocates %v times, want at most 2", n)
 	}
 }

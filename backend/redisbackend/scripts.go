@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,14 +16,16 @@ import (
 // names the six keys every lease script declares (K, its fencing
 // counter, line, requests, watch marker and mailbox), reads the store's
 // settings and defines the functions the scripts share. The states and
-// transitions they implement are tabled in the package doc.
+// transitions they implement are tabled in the package doc. The group
+// scripts of the Registry (registry.go) are in lua/group, behind a
+// prelude of their own.
 //
 // A script that did what was asked (granted, renewed or released the
 // caller's lease) replies with the lease's token alone, a string: the
 // caller knows the owner and the ttl it asked for. Every other reply is
 // an array whose first element is a status (see status).
 
-//go:embed lua/*.lua
+//go:embed lua/*.lua lua/group/*.lua
 var luaFiles embed.FS
 
 // scriptSet is the lease scripts.
@@ -73,10 +76,28 @@ func scriptSettings(guard int64, sharded, hands bool) []any {
 	return []any{strconv.FormatInt(guard, 10), publish, hand}
 }
 
-// leaseKeys returns the six keys of the lease whose Redis key is name,
+// keySuffixes follow a lease's Redis key in the six keys of its scripts,
 // in the order the prelude names them.
+var keySuffixes = [...]string{"", fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix}
+
+// leaseKeys returns the six keys of the lease whose Redis key is name. They
+// share one string, so that a script call allocates twice for its keys,
+// not seven times.
 func leaseKeys(name string) []string {
-	return []string{name, name + fenceSuffix, name + lineSuffix, name + requestSuffix, name + watchedSuffix, name + mailboxSuffix}
+	var b strings.Builder
+	b.Grow(len(keySuffixes)*len(name) + len(fenceSuffix+lineSuffix+requestSuffix+watchedSuffix+mailboxSuffix))
+	var ends [len(keySuffixes)]int
+	for i, suffix := range keySuffixes {
+		b.WriteString(name)
+		b.WriteString(suffix)
+		ends[i] = b.Len()
+	}
+	all, keys := b.String(), make([]string, len(keySuffixes))
+	start := 0
+	for i, end := range ends {
+		keys[i], start = all[start:end], end
+	}
+	return keys
 }
 
 // run runs a lease script on key with the store's settings in front of

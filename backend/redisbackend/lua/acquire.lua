@@ -5,6 +5,7 @@ local owner, ttl, floor = ARGV[4], ARGV[5], ARGV[6]
 
 local reply = grantFree(owner, ttl, floor)
 if reply then return reply end
+define()
 local l = classify()
 if l then return holder(l) end
 local tok, refused = grant(owner, ttl, floor, ' contended')

@@ -6,6 +6,7 @@ local owner, ttl, floor, patience = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 local reply = grantFree(owner, ttl, floor)
 if reply then return reply end
+define()
 local nxt = first()
 local l = classify()
 if l then

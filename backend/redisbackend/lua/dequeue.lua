@@ -4,6 +4,7 @@
 -- published so that the next waiter claims at once.
 local owner = ARGV[4]
 
+define()
 local was = first()
 local left = leave(owner)
 local tok, own, flag = read()

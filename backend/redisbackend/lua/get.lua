@@ -1,2 +1,3 @@
 -- get (Store.Get): what is on K.
+define()
 return holder()

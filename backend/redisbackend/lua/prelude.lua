@@ -47,29 +47,6 @@ local function read()
   if flag == '' or flag == ' contended' or flag == ' released' then return tok, own, flag end
 end
 
--- classify says what is on K: nil (free), {'corrupt', why}, or
--- {'held', owner, token, pttl-ms, flag}.
-local function classify()
-  local v = redis.pcall('GET', K)
-  if not v then return nil end
-  if type(v) ~= 'string' then
-    return {'corrupt', 'key ' .. K .. ' is a ' .. redis.call('TYPE', K).ok .. ', not a baton lease'}
-  end
-  local tok, own, flag = string.match(v, LEASE)
-  if not tok or (flag ~= '' and flag ~= ' contended' and flag ~= ' released') then
-    return {'corrupt', 'key ' .. K .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
-  end
-  return {'held', own, tok, redis.call('PTTL', K), flag}
-end
-
--- holder is the reply to a caller that does not hold K: what classify
--- found (or l, if given), without the flag, or {'free'}.
-local function holder(l)
-  l = l or classify()
-  if not l then return {'free'} end
-  return {l[1], l[2], l[3], l[4]}
-end
-
 -- grant gives the free K to owner for ttl ms with flag, under the token
 -- max(counter, floor, clock in µs) + 1, and returns it; or nil and the
 -- refusal: corrupt, or {'recovering', ms-left}. c is F as the caller read
@@ -135,84 +112,112 @@ local function grantFree(owner, ttl, floor)
   return tok or refused
 end
 
--- live reports whether a waiter's request (or nil) holds a place at ms.
-local function live(req, ms)
-  local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
-  return due ~= nil and due > ms
-end
-
--- first returns the first waiter in line whose place has not lapsed, and
--- its request, or ''. It drops the lapsed waiters (and requests not in
--- baton's shape) it finds at the head; those further back go when they
--- reach it or join again.
-local function first()
-  local head = redis.call('ZRANGE', L, 0, 0)[1]
-  if not head then return '' end
-  local ms = math.floor(now() / 1000)
-  while head do
-    local req = redis.call('HGET', R, head)
-    if live(req, ms) then return head, req end
-    redis.call('ZREM', L, head)
-    if req then redis.call('HDEL', R, head) end
-    head = redis.call('ZRANGE', L, 0, 0)[1]
+-- The functions below serve the slow paths. A closure costs the server
+-- work on every call that creates it, so they are made by define,
+-- which a script calls once its fast path did not answer.
+local classify, holder, live, first, take, join, leave, handover, pass
+local function define()
+  -- classify says what is on K: nil (free), {'corrupt', why}, or
+  -- {'held', owner, token, pttl-ms, flag}.
+  function classify()
+    local v = redis.pcall('GET', K)
+    if not v then return nil end
+    if type(v) ~= 'string' then
+      return {'corrupt', 'key ' .. K .. ' is a ' .. redis.call('TYPE', K).ok .. ', not a baton lease'}
+    end
+    local tok, own, flag = string.match(v, LEASE)
+    if not tok or (flag ~= '' and flag ~= ' contended' and flag ~= ' released') then
+      return {'corrupt', 'key ' .. K .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
+    end
+    return {'held', own, tok, redis.call('PTTL', K), flag}
   end
-  return ''
-end
 
--- take is first for a waiter about to be handed K: it pops the head of
--- the line until a live waiter comes, and returns it and its request, or ''.
-local function take()
-  while true do
-    local head = redis.call('ZPOPMIN', L)[1]
+  -- holder is the reply to a caller that does not hold K: what classify
+  -- found (or l, if given), without the flag, or {'free'}.
+  function holder(l)
+    l = l or classify()
+    if not l then return {'free'} end
+    return {l[1], l[2], l[3], l[4]}
+  end
+
+  -- live reports whether a waiter's request (or nil) holds a place at ms.
+  function live(req, ms)
+    local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
+    return due ~= nil and due > ms
+  end
+
+  -- first returns the first waiter in line whose place has not lapsed, and
+  -- its request, or ''. It drops the lapsed waiters (and requests not in
+  -- baton's shape) it finds at the head; those further back go when they
+  -- reach it or join again.
+  function first()
+    local head = redis.call('ZRANGE', L, 0, 0)[1]
     if not head then return '' end
-    local req = redis.call('HGET', R, head)
-    if req then redis.call('HDEL', R, head) end
-    if live(req, math.floor(now() / 1000)) then return head, req end
+    local ms = math.floor(now() / 1000)
+    while head do
+      local req = redis.call('HGET', R, head)
+      if live(req, ms) then return head, req end
+      redis.call('ZREM', L, head)
+      if req then redis.call('HDEL', R, head) end
+      head = redis.call('ZRANGE', L, 0, 0)[1]
+    end
+    return ''
+  end
+
+  -- take is first for a waiter about to be handed K: it pops the head of
+  -- the line until a live waiter comes, and returns it and its request, or ''.
+  function take()
+    while true do
+      local head = redis.call('ZPOPMIN', L)[1]
+      if not head then return '' end
+      local req = redis.call('HGET', R, head)
+      if req then redis.call('HDEL', R, head) end
+      if live(req, math.floor(now() / 1000)) then return head, req end
+    end
+  end
+
+  -- join puts owner at the back of the line (or keeps its place) for
+  -- patience ms (a decimal string), asking for ttl ms and floor if handed
+  -- K. An owner whose place lapsed joins at the back again.
+  function join(owner, patience, ttl, floor)
+    local p = tonumber(patience)
+    if p <= 0 then return end
+    local us, arrival = now()
+    local ms = math.floor(us / 1000)
+    local old = redis.call('HGET', R, owner)
+    if old and not live(old, ms) then redis.call('ZREM', L, owner) end
+    redis.call('ZADD', L, 'NX', arrival, owner)
+    redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
+    if redis.call('PTTL', L) < p then
+      redis.call('PEXPIRE', L, patience)
+      redis.call('PEXPIRE', R, patience)
+    end
+  end
+
+  -- leave takes owner out of the line; it returns 1 if owner was in it.
+  function leave(owner)
+    redis.call('HDEL', R, owner)
+    return redis.call('ZREM', L, owner)
+  end
+
+  -- handover grants the free K to the first live waiter with its request's
+  -- ttl and floor, copies the lease into the mailbox and publishes
+  -- "renewed <token> <ttl> <waiter>". It reports whether it did.
+  function handover()
+    local nxt, req = take()
+    if nxt == '' then return false end
+    local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
+    local tok = grant(nxt, ttl, floor, ' contended')
+    if not tok then return false end
+    redis.call('SET', M, tok .. ' ' .. nxt, 'PX', ttl)
+    redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
+    return true
+  end
+
+  -- pass gives the freed K to the first waiter if the store hands over and
+  -- one is in line, and otherwise publishes "released <token> <next>".
+  function pass(token)
+    if HANDS and handover() then return end
+    redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. first())
   end
 end
-
--- join puts owner at the back of the line (or keeps its place) for
--- patience ms (a decimal string), asking for ttl ms and floor if handed
--- K. An owner whose place lapsed joins at the back again.
-local function join(owner, patience, ttl, floor)
-  local p = tonumber(patience)
-  if p <= 0 then return end
-  local us, arrival = now()
-  local ms = math.floor(us / 1000)
-  local old = redis.call('HGET', R, owner)
-  if old and not live(old, ms) then redis.call('ZREM', L, owner) end
-  redis.call('ZADD', L, 'NX', arrival, owner)
-  redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
-  if redis.call('PTTL', L) < p then
-    redis.call('PEXPIRE', L, patience)
-    redis.call('PEXPIRE', R, patience)
-  end
-end
-
--- leave takes owner out of the line; it returns 1 if owner was in it.
-local function leave(owner)
-  redis.call('HDEL', R, owner)
-  return redis.call('ZREM', L, owner)
-end
-
--- handover grants the free K to the first live waiter with its request's
--- ttl and floor, copies the lease into the mailbox and publishes
--- "renewed <token> <ttl> <waiter>". It reports whether it did.
-local function handover()
-  local nxt, req = take()
-  if nxt == '' then return false end
-  local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
-  local tok = grant(nxt, ttl, floor, ' contended')
-  if not tok then return false end
-  redis.call('SET', M, tok .. ' ' .. nxt, 'PX', ttl)
-  redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
-  return true
-end
-
--- pass gives the freed K to the first waiter if the store hands over and
--- one is in line, and otherwise publishes "released <token> <next>".
-local function pass(token)
-  if HANDS and handover() then return end
-  redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. first())
-end
-

@@ -7,6 +7,11 @@
 local owner, keep = ARGV[4], ARGV[5]
 
 local tok, own, flag = read()
+if own == owner and flag == '' and keep == '0' then
+  redis.call('DEL', K)
+  return tok
+end
+define()
 if own ~= owner then return holder() end
 if tonumber(keep) > 0 then
   if flag ~= ' released' then
@@ -16,10 +21,6 @@ if tonumber(keep) > 0 then
       redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. keep)
     end
   end
-  return tok
-end
-if flag == '' then
-  redis.call('DEL', K)
   return tok
 end
 redis.call('DEL', K, M)
