@@ -5,8 +5,8 @@ local owner, ttl, floor = ARGV[4], ARGV[5], ARGV[6]
 
 local reply = grantFree(owner, ttl, floor)
 if reply then return reply end
-define()
-local l = classify()
-if l then return holder(l) end
+local slow = lib()
+local l = slow.classify()
+if l then return slow.holder(l) end
 local tok, refused = grant(owner, ttl, floor, ' contended')
 return tok or refused

@@ -6,25 +6,25 @@ local owner, ttl, floor, patience = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 local reply = grantFree(owner, ttl, floor)
 if reply then return reply end
-define()
-local nxt = first()
-local l = classify()
+local slow = lib()
+local nxt = slow.first()
+local l = slow.classify()
 if l then
   if l[1] ~= 'held' then return l end
   if l[2] == owner and l[5] ~= ' released' then
     redis.call('DEL', M) -- the owner has its lease: the mailbox is read
     return {'ok', l[2], l[3], l[4]}
   end
-  join(owner, patience, ttl, floor)
+  slow.join(owner, patience, ttl, floor)
   local waits = tonumber(patience) > 0
   if waits and l[5] == '' then redis.call('APPEND', K, ' contended') end
   if nxt == '' and waits then nxt = owner end
   return {l[1], l[2], l[3], l[4], nxt}
 end
 if nxt ~= '' and nxt ~= owner then
-  join(owner, patience, ttl, floor)
+  slow.join(owner, patience, ttl, floor)
   return {'queued', nxt}
 end
 local tok, refused = grant(owner, ttl, floor, ' contended')
-if tok and nxt == owner then leave(owner) end
+if tok and nxt == owner then slow.leave(owner) end
 return tok or refused

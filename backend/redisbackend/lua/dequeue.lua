@@ -4,14 +4,14 @@
 -- published so that the next waiter claims at once.
 local owner = ARGV[4]
 
-define()
-local was = first()
-local left = leave(owner)
+local slow = lib()
+local was = slow.first()
+local left = slow.leave(owner)
 local tok, own, flag = read()
 if own == owner and flag ~= ' released' then
   redis.call('DEL', K, M)
-  pass(tok)
+  slow.pass(tok)
 elseif left == 1 and was == owner and redis.call('EXISTS', K) == 0 then
-  pass('-')
+  slow.pass('-')
 end
 return {'free'}

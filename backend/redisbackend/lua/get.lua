@@ -1,3 +1,2 @@
 -- get (Store.Get): what is on K.
-define()
-return holder()
+return lib().holder()

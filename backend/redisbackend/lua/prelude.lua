@@ -20,37 +20,29 @@
 -- A script that did what was asked replies with the lease's token alone;
 -- any other reply is an array whose first element says what happened
 -- (statuses in redisbackend.go). Numbers travel as decimal strings.
+--
+-- Every call pays for each local that a function of the prelude
+-- captures (an upvalue, which the server allocates per call): the
+-- functions the fast paths use therefore read KEYS and ARGV themselves,
+-- and the rest are made by lib() only when a slow path asks for them.
 
 local K, F, L, R, W, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local GUARD, PUBLISH, HANDS = tonumber(ARGV[1]), ARGV[2], ARGV[3] == '1'
-local MAX_TOKEN = 9007199254740991 -- 2^53 - 1: tokens are exact Lua numbers
-local LEASE = '^(%d+) (%S+)( ?%l*)$'
-
--- now returns the server's clock in µs, as a number and as a decimal
--- string, reading it once per script.
-local nowus, nows
-local function now()
-  if not nowus then
-    local t = redis.call('TIME')
-    nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    nows = t[1] .. string.sub('00000' .. t[2], -6)
-  end
-  return nowus, nows
-end
+local PUBLISH = ARGV[2]
 
 -- read returns K's token, owner and flag ('', ' contended' or
 -- ' released'), or nothing when K is missing or not a baton lease.
 local function read()
-  local v = redis.pcall('GET', K)
+  local v = redis.pcall('GET', KEYS[1])
   if type(v) ~= 'string' then return end
-  local tok, own, flag = string.match(v, LEASE)
+  local tok, own, flag = string.match(v, '^(%d+) (%S+)( ?%l*)$')
   if flag == '' or flag == ' contended' or flag == ' released' then return tok, own, flag end
 end
 
 -- grant gives the free K to owner for ttl ms with flag, under the token
 -- max(counter, floor, clock in µs) + 1, and returns it; or nil and the
--- refusal: corrupt, or {'recovering', ms-left}. c is F as the caller read
--- it (false: missing), or nil to read it here.
+-- refusal: corrupt, or {'recovering', ms-left}. c is the counter F as
+-- the caller read it (false: missing), or nil to read it here; t is the
+-- server's clock in µs, or nil to read it here.
 --
 -- A missing counter means K was never granted, was idle past the
 -- counter's life, or the server lost its data: unless the guard is off,
@@ -58,31 +50,36 @@ end
 -- second (Redis counts whole seconds). Such a lease is flagged contended,
 -- since a data loss erased watch markers too. The counter lives
 -- max(ttl, 1 h) after the grant, or forever when a floor put it further
--- ahead of the clock than that.
-local function grant(owner, ttl, floor, flag, c)
+-- ahead of the clock than that. Tokens stay at most 2^53 - 1, where Lua
+-- numbers are exact.
+local function grant(owner, ttl, floor, flag, c, t)
+  local K, F, guard = KEYS[1], KEYS[2], tonumber(ARGV[1])
   if c == nil then c = redis.pcall('GET', F) end
   if type(c) == 'table' then
     return nil, {'corrupt', 'fencing counter ' .. F .. ' is a ' .. redis.call('TYPE', F).ok .. ', not an integer'}
   end
   local cn = c and string.match(c, '^%d+$') and tonumber(c)
-  if c and not (cn and cn <= MAX_TOKEN) then
+  if c and not (cn and cn <= 9007199254740991) then
     return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not a token (an integer up to 2^53-1)'}
   end
   local life = math.max(tonumber(ttl), 3600000)
   if not c then
-    if GUARD >= 0 then
+    if guard >= 0 then
       local info = redis.pcall('INFO', 'server')
       local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
       if up then
-        local left = math.max(tonumber(ttl), GUARD) + 1000 - up * 1000
+        local left = math.max(tonumber(ttl), guard) + 1000 - up * 1000
         if left > 0 then return nil, {'recovering', string.format('%d', left)} end
       end
     end
     cn, flag = 0, ' contended'
   end
-  local t = now()
+  if not t then
+    local time = redis.call('TIME')
+    t = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
   local n = math.max(cn, tonumber(floor), t) + 1
-  if n > MAX_TOKEN then
+  if n > 9007199254740991 then
     return nil, {'corrupt', 'fencing counter ' .. F .. ' is at the largest token ' .. string.format('%d', n - 1) .. ', and no larger one exists; delete the counter or use another prefix'}
   end
   local tok = string.format('%d', n)
@@ -101,31 +98,44 @@ end
 -- means a fresh (or lost) K, which grant guards. It returns the reply,
 -- or nil when K needs a closer look.
 local function grantFree(owner, ttl, floor)
-  local n = redis.call('EXISTS', K, L, W, F)
+  local n = redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[5], KEYS[2])
   if n > 1 then return nil end
   local c = false
   if n == 1 then
-    c = redis.pcall('GET', F)
+    c = redis.pcall('GET', KEYS[2])
     if not c then return nil end
   end
   local tok, refused = grant(owner, ttl, floor, '', c)
   return tok or refused
 end
 
--- The functions below serve the slow paths. A closure costs the server
--- work on every call that creates it, so they are made by define,
--- which a script calls once its fast path did not answer.
-local classify, holder, live, first, take, join, leave, handover, pass
-local function define()
+-- lib returns the functions the slow paths share: classify, holder,
+-- first, join, leave and pass.
+local function lib()
+  local K, L, R, M = KEYS[1], KEYS[3], KEYS[4], KEYS[6]
+  local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
+
+  -- now returns the server's clock in µs, as a number and as a decimal
+  -- string, reading it once.
+  local nowus, nows
+  local function now()
+    if not nowus then
+      local t = redis.call('TIME')
+      nowus = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      nows = t[1] .. string.sub('00000' .. t[2], -6)
+    end
+    return nowus, nows
+  end
+
   -- classify says what is on K: nil (free), {'corrupt', why}, or
   -- {'held', owner, token, pttl-ms, flag}.
-  function classify()
+  local function classify()
     local v = redis.pcall('GET', K)
     if not v then return nil end
     if type(v) ~= 'string' then
       return {'corrupt', 'key ' .. K .. ' is a ' .. redis.call('TYPE', K).ok .. ', not a baton lease'}
     end
-    local tok, own, flag = string.match(v, LEASE)
+    local tok, own, flag = string.match(v, '^(%d+) (%S+)( ?%l*)$')
     if not tok or (flag ~= '' and flag ~= ' contended' and flag ~= ' released') then
       return {'corrupt', 'key ' .. K .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
     end
@@ -134,14 +144,14 @@ local function define()
 
   -- holder is the reply to a caller that does not hold K: what classify
   -- found (or l, if given), without the flag, or {'free'}.
-  function holder(l)
+  local function holder(l)
     l = l or classify()
     if not l then return {'free'} end
     return {l[1], l[2], l[3], l[4]}
   end
 
   -- live reports whether a waiter's request (or nil) holds a place at ms.
-  function live(req, ms)
+  local function live(req, ms)
     local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
     return due ~= nil and due > ms
   end
@@ -150,7 +160,7 @@ local function define()
   -- its request, or ''. It drops the lapsed waiters (and requests not in
   -- baton's shape) it finds at the head; those further back go when they
   -- reach it or join again.
-  function first()
+  local function first()
     local head = redis.call('ZRANGE', L, 0, 0)[1]
     if not head then return '' end
     local ms = math.floor(now() / 1000)
@@ -166,7 +176,7 @@ local function define()
 
   -- take is first for a waiter about to be handed K: it pops the head of
   -- the line until a live waiter comes, and returns it and its request, or ''.
-  function take()
+  local function take()
     while true do
       local head = redis.call('ZPOPMIN', L)[1]
       if not head then return '' end
@@ -179,7 +189,7 @@ local function define()
   -- join puts owner at the back of the line (or keeps its place) for
   -- patience ms (a decimal string), asking for ttl ms and floor if handed
   -- K. An owner whose place lapsed joins at the back again.
-  function join(owner, patience, ttl, floor)
+  local function join(owner, patience, ttl, floor)
     local p = tonumber(patience)
     if p <= 0 then return end
     local us, arrival = now()
@@ -195,7 +205,7 @@ local function define()
   end
 
   -- leave takes owner out of the line; it returns 1 if owner was in it.
-  function leave(owner)
+  local function leave(owner)
     redis.call('HDEL', R, owner)
     return redis.call('ZREM', L, owner)
   end
@@ -203,11 +213,11 @@ local function define()
   -- handover grants the free K to the first live waiter with its request's
   -- ttl and floor, copies the lease into the mailbox and publishes
   -- "renewed <token> <ttl> <waiter>". It reports whether it did.
-  function handover()
+  local function handover()
     local nxt, req = take()
     if nxt == '' then return false end
     local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
-    local tok = grant(nxt, ttl, floor, ' contended')
+    local tok = grant(nxt, ttl, floor, ' contended', nil, (now()))
     if not tok then return false end
     redis.call('SET', M, tok .. ' ' .. nxt, 'PX', ttl)
     redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
@@ -216,8 +226,10 @@ local function define()
 
   -- pass gives the freed K to the first waiter if the store hands over and
   -- one is in line, and otherwise publishes "released <token> <next>".
-  function pass(token)
+  local function pass(token)
     if HANDS and handover() then return end
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. first())
   end
+
+  return {classify = classify, holder = holder, first = first, join = join, leave = leave, pass = pass}
 end

@@ -11,8 +11,8 @@ if own == owner and flag == '' and keep == '0' then
   redis.call('DEL', K)
   return tok
 end
-define()
-if own ~= owner then return holder() end
+local slow = lib()
+if own ~= owner then return slow.holder() end
 if tonumber(keep) > 0 then
   if flag ~= ' released' then
     redis.call('SET', K, tok .. ' ' .. own .. ' released', 'PX', keep)
@@ -24,5 +24,5 @@ if tonumber(keep) > 0 then
   return tok
 end
 redis.call('DEL', K, M)
-pass(tok)
+slow.pass(tok)
 return tok

@@ -9,5 +9,4 @@ if own == owner and flag ~= ' released' then
   if flag == ' contended' then redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl) end
   return tok
 end
-define()
-return holder()
+return lib().holder()

@@ -1,0 +1,71 @@
+package redisbackend_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// BenchmarkUncontendedCycle runs AcquireQueued and Release of one key, as
+// synclock does when nobody else wants it, and reports beside ns/op the
+// time the server spent in the two scripts (server-µs/op, from INFO
+// commandstats), which the network's round trips do not blur: compare it
+// across changes to the scripts.
+func BenchmarkUncontendedCycle(b *testing.B) {
+	r := testenv.NewRedis(b)
+	rdb := r.Client(b)
+	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := ctxT(b)
+	cycle := func() {
+		if _, err := s.AcquireQueued(ctx, "bench", "me", time.Minute, 0, time.Second); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Release(ctx, "bench", "me", 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cycle() // loads the scripts
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		cycle()
+		n++
+	}
+	b.ReportMetric(evalshaMicros(b, rdb)/float64(n), "server-µs/op")
+}
+
+// evalshaMicros returns the µs the server spent in EVALSHA since the last
+// CONFIG RESETSTAT.
+func evalshaMicros(b *testing.B, rdb *redis.Client) float64 {
+	info, err := rdb.Info(ctxT(b), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for field := range strings.SplitSeq(rest, ",") {
+				if v, ok := strings.CutPrefix(field, "usec="); ok {
+					us, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						b.Fatalf("cmdstat_evalsha usec %q: %v", v, err)
+					}
+					return us
+				}
+			}
+		}
+	}
+	b.Fatalf("no cmdstat_evalsha in INFO commandstats:\n%s", info)
+	return 0
+}
