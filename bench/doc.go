@@ -9,6 +9,11 @@
 //     it again: the wait goes on.
 //   - redislock: github.com/bsm/redislock, Obtain with a 45 s TTL and
 //     LinearBackoff(10 ms); an Obtain that gives up is called again.
+//   - fenced-min: the minimal fenced lock, a reference: one script SET NX
+//     PX and, if set, INCR of the key's fence counter; release by
+//     compare-and-delete; 10 ms between tries.
+//   - poller-1ms: an owner-checked poller, a reference: SET NX PX, 1 ms
+//     between tries; release by compare-and-delete.
 //   - seed-sleep: the seed framework's loop: SET key value NX PX 45000,
 //     on failure sleep 1 s and try again; unlock is a plain DEL.
 //

@@ -48,7 +48,7 @@ type Impl struct {
 
 // Impls returns every implementation, baton first.
 func Impls() []Impl {
-	return []Impl{batonImpl(), redsyncImpl(), redislockImpl(), seedSleepImpl()}
+	return []Impl{batonImpl(), redsyncImpl(), redislockImpl(), fencedMinImpl(), pollerImpl(), seedSleepImpl()}
 }
 
 // ImplNames returns the names of Impls.
@@ -76,5 +76,12 @@ func LookupImpl(name string) (Impl, error) {
 	return Impl{}, fmt.Errorf("bench: unknown implementation %q (known: %s)", name, strings.Join(known, ", "))
 }
 
-// isPeer reports whether name is one of the libraries baton is compared with.
+// isPeer reports whether name is one of the implementations baton is
+// compared with: the libraries and the references.
 func isPeer(name string) bool { return name != BatonName && slices.Contains(ImplNames(), name) }
+
+// uncontendedRivals are what baton's uncontended rate is judged against
+// (DESIGN.md §5): the owner-checked libraries and the minimal fenced
+// lock. The seed's bare SET NX + DEL is the round-trip reference, and
+// the poller does per cycle what redislock does.
+var uncontendedRivals = []string{RedsyncName, RedislockName, FencedMinName}

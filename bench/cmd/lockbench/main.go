@@ -1,5 +1,6 @@
 // Command lockbench compares baton's cross-instance lock with redsync,
-// bsm/redislock and the seed's sleep-and-retry loop on a private
+// bsm/redislock, a minimal fenced lock, a 1 ms poller and the seed's
+// sleep-and-retry loop on a private
 // redis-server: uncontended lock+unlock cycles, and a contended run of
 // several processes with several goroutines each. It prints a table and
 // writes results.json. See the bench package for what is measured.
