@@ -26,6 +26,7 @@
 -- functions the fast paths use therefore read KEYS and ARGV themselves,
 -- and the rest are made by lib() only when a slow path asks for them.
 
+-- For the scripts' own text (the functions below do not capture them).
 local K, F, L, R, W, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local PUBLISH = ARGV[2]
 
