@@ -854,3 +854,43 @@ func testSentinelFailover(t *testing.T, sn *testenv.Sentinel) {
 		t.Fatal("release on the new master did not wake the watcher")
 	}
 }
+
+// The first waiter's claim of a key that fell free with a line behind it
+// (the holder's lease ran out, or a store that does not hand over) reads
+// the server's clock once, for the line and the grant together.
+func TestFirstWaiterClaimCommands(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	const key = "claim:calls"
+	if _, err := s.Acquire(ctx, key, "a", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b joining the line: %v, want ErrHeld", err)
+	}
+	// a's lease runs out.
+	if err := rdb.Del(ctx, s.LeaseKey(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var l backend.Lease
+	claim := serverCalls(t, rdb, func() {
+		var err error
+		if l, err = s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); err != nil {
+			t.Fatalf("b's claim: %v", err)
+		}
+	})
+	if l.Owner != "b" {
+		t.Fatalf("b's claim gave %+v", l)
+	}
+	wantCalls(t, "the first waiter's claim of the free key", claim, map[string]int64{
+		"evalsha": 1,
+		// one EXISTS finds the line; the first live waiter: ZRANGE, TIME
+		// and HGET its request; the lease: GET (none)
+		"exists": 1, "zrange": 1, "time": 1, "hget": 1,
+		// the grant: GET counter, SET counter and lease … PX, on the
+		// clock the line read; b leaves the line: HDEL, ZREM
+		"get": 2, "set": 2, "hdel": 1, "zrem": 1,
+	})
+}

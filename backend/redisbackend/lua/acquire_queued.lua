@@ -25,6 +25,6 @@ if nxt ~= '' and nxt ~= owner then
   slow.join(owner, patience, ttl, floor)
   return {'queued', nxt}
 end
-local tok, refused = grant(owner, ttl, floor, ' contended')
+local tok, refused = grant(owner, ttl, floor, ' contended', nil, (slow.now()))
 if tok and nxt == owner then slow.leave(owner) end
 return tok or refused
