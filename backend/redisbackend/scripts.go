@@ -103,10 +103,11 @@ func leaseKeys(name string) []string {
 // run runs a lease script on key with the store's settings in front of
 // args.
 func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) *redis.Cmd {
-	return script.Run(ctx, s.rdb, leaseKeys(s.LeaseKey(key)), s.args(args)...)
+	return script.Run(ctx, s.rdb, leaseKeys(s.LeaseKey(key)), scriptArgs(s.settings, args...)...)
 }
 
-// args returns the store's settings followed by args.
-func (s *Store) args(args []any) []any {
-	return append(append(make([]any, 0, len(s.settings)+len(args)), s.settings...), args...)
+// scriptArgs returns a lease script's arguments: the store's settings
+// (scriptSettings) followed by args.
+func scriptArgs(settings []any, args ...any) []any {
+	return append(append(make([]any, 0, len(settings)+len(args)), settings...), args...)
 }
