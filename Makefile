@@ -1,6 +1,7 @@
 # baton — build, test and benchmark entry points.
 #
-#   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing
+#   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing, and
+#                     build the pinned Consul server (tools/consul) into .cache/bin (~7 min cold)
 #   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
 #                     module and every nested module
 #   make test-stress  the race tests STRESS_RUNS times (default 5), then chaos-short once, while
@@ -20,8 +21,8 @@
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
 #
-# Tests start their own private Redis processes on loopback ports; a system
-# Redis service, if any, is neither needed nor used.
+# Tests start their own private Redis and Consul processes on loopback ports;
+# a system Redis or Consul service, if any, is neither needed nor used.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -46,9 +47,10 @@ CHAOS_REPORT   ?= chaos-report.json
 CHAOS_FLAGS    ?=
 
 # The root module plus every directory below it that holds a go.mod
-# (bench/ and any later ones), skipping vendor, testdata and hidden dirs.
+# (bench/ and any later ones), skipping vendor, testdata, hidden dirs and
+# tools/ (modules that only pin the servers the tests run).
 NESTED_MODULES := $(shell find . -mindepth 2 -name go.mod \
-	-not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*' \
+	-not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*' -not -path './tools/*' \
 	-exec dirname {} \; | sed 's|^\./||' | sort)
 MODULES := . $(NESTED_MODULES)
 
@@ -57,11 +59,18 @@ APT_PACKAGES := redis-server redis-sentinel redis-tools
 # Where the tests look for the binaries besides PATH (see internal/testenv).
 REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 
+# The Consul server the tests run: tools/consul pins its version; deps
+# builds it into TOOLS_BIN (testenv looks there) unless the binary there was
+# built from the same tools/consul/go.sum (CONSUL_STAMP records its hash).
+TOOLS_BIN    := $(CURDIR)/.cache/bin
+CONSUL_BIN   := $(TOOLS_BIN)/consul
+CONSUL_STAMP := $(TOOLS_BIN)/consul.gosum
+
 # test-stress: how many full runs, and how many CPU burners beside them.
 STRESS_RUNS    ?= 5
 STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help deps test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz fuzz-short chaos chaos-short cover clean
+.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz fuzz-short chaos chaos-short cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -104,6 +113,25 @@ deps:
 	echo "deps: $$(redis-sentinel --version) (sentinel)"
 	echo "deps: $$(redis-cli --version)"
 	echo "deps: $$($(GO) version)"
+	$(MAKE) -C "$(CURDIR)" consul
+
+# consul builds the Consul server pinned by tools/consul into CONSUL_BIN,
+# unless it is there already, built from the same go.sum. A cold build
+# downloads the server's modules from the module proxy and compiles them
+# (about 7 minutes on 2 cores); go.sum verifies every module.
+consul:
+	@want=$$(sha256sum tools/consul/go.sum | cut -d' ' -f1)
+	if [[ -x "$(CONSUL_BIN)" && -f "$(CONSUL_STAMP)" && "$$(cat "$(CONSUL_STAMP)")" == "$$want" ]]; then
+		echo "deps: $$("$(CONSUL_BIN)" version | head -n 1) already built in $(TOOLS_BIN)"
+		exit 0
+	fi
+	echo "deps: building the Consul server pinned in tools/consul into $(TOOLS_BIN) (several minutes when cold)"
+	mkdir -p "$(TOOLS_BIN)"
+	rm -f "$(CONSUL_STAMP)"
+	(cd tools/consul && $(GO) build -o "$(CONSUL_BIN).tmp" github.com/hashicorp/consul)
+	mv "$(CONSUL_BIN).tmp" "$(CONSUL_BIN)"
+	echo "$$want" > "$(CONSUL_STAMP)"
+	echo "deps: $$("$(CONSUL_BIN)" version | head -n 1) built in $(TOOLS_BIN)"
 
 test: deps
 	@for mod in $(MODULES); do

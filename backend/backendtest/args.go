@@ -54,8 +54,12 @@ func invalidOwners() map[string]string {
 }
 
 // invalidTTLs returns lease lengths that every method must refuse.
-func invalidTTLs() []time.Duration {
-	return []time.Duration{0, -time.Second, backend.MaxTTL + time.Millisecond}
+func (s *suite) invalidTTLs() []time.Duration {
+	bad := []time.Duration{0, -time.Second, s.maxTTL() + time.Millisecond}
+	if s.minTTL() > backend.MinTTL {
+		bad = append(bad, s.minTTL()-time.Millisecond)
+	}
+	return bad
 }
 
 // invalidFloors returns fencing floors that every method must refuse.
@@ -77,8 +81,11 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 	free := s.key("invalid-args", "free")
 	heldKey := s.key("invalid-args", "held")
 
-	badKeys, badOwners, badTTLs := invalidKeys(free), invalidOwners(), invalidTTLs()
-	badKeeps := []time.Duration{backend.MaxTTL + time.Millisecond, 2 * backend.MaxTTL}
+	badKeys, badOwners, badTTLs := invalidKeys(free), invalidOwners(), s.invalidTTLs()
+	badKeeps := []time.Duration{s.maxTTL() + time.Millisecond, 2 * s.maxTTL()}
+	if s.minTTL() > backend.MinTTL {
+		badKeeps = append(badKeeps, s.minTTL()-time.Millisecond)
+	}
 
 	for name, k := range badKeys {
 		if backend.ValidateKey(k) == nil {
@@ -163,7 +170,7 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 	}{
 		{long, "owner", ttl, fmt.Sprintf("a key of MaxKeyLen (%d) bytes", backend.MaxKeyLen)},
 		{free, owner, ttl, fmt.Sprintf("an owner of MaxOwnerLen (%d) bytes", backend.MaxOwnerLen)},
-		{free, "owner", backend.MaxTTL, fmt.Sprintf("a ttl of MaxTTL (%v)", backend.MaxTTL)},
+		{free, "owner", s.maxTTL(), fmt.Sprintf("a ttl of the longest the store takes (%v)", s.maxTTL())},
 	} {
 		if _, err := st.Acquire(ctx, c.key, c.owner, c.ttl, 0); err != nil {
 			t.Errorf("Acquire with %s: %v", c.what, err)
@@ -176,13 +183,13 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 			t.Errorf("Release with %s: %v", c.what, err)
 		}
 	}
-	if _, err := st.Acquire(ctx, free, "owner", backend.MinTTL, 0); err != nil {
-		t.Errorf("Acquire with a ttl of MinTTL (%v): %v", backend.MinTTL, err)
+	if _, err := st.Acquire(ctx, free, "owner", s.minTTL(), 0); err != nil {
+		t.Errorf("Acquire with a ttl of the shortest the store takes (%v): %v", s.minTTL(), err)
 	}
 	pollUntilFree(t, ctx, st, free)
 	l = s.acquire(t, ctx, st, free, "owner", ttl, 0)
-	if err := st.Release(ctx, free, "owner", backend.MaxTTL); err != nil {
-		t.Errorf("Release with keepFor of MaxTTL (%v): %v", backend.MaxTTL, err)
+	if err := st.Release(ctx, free, "owner", s.maxTTL()); err != nil {
+		t.Errorf("Release with keepFor of the longest the store takes (%v): %v", s.maxTTL(), err)
 	}
 	if err := st.Release(ctx, free, "owner", 0); err != nil {
 		t.Errorf("Release(keepFor 0) of a kept lease: %v", err)

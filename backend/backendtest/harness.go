@@ -52,6 +52,39 @@ type Harness struct {
 	// DefaultSlack; a store whose clock is coarser needs more, and more
 	// slack makes the suite weaker.
 	Slack time.Duration
+
+	// GivenTTL says that the store reports, for a lease read by Get or
+	// named in a HeldError, the TTL the lease was given rather than what
+	// is left of it, because the store cannot tell (Consul: a session's
+	// remaining time cannot be read). The suite then checks that the
+	// reported TTL stays within what was granted but not that it falls as
+	// time passes.
+	GivenTTL bool
+
+	// MinTTL and MaxTTL are the shortest and longest lease (and keep
+	// time) the store accepts, when they are narrower than
+	// backend.MinTTL and backend.MaxTTL (Consul's sessions hold 10 s to
+	// 24 h unless its servers were told otherwise). Zero means the
+	// backend package's limit. The suite checks that the limits are
+	// accepted and that durations beyond them are refused with
+	// ErrInvalidArgument; its own short leases must be at least MinTTL,
+	// so a test server must accept short sessions.
+	MinTTL, MaxTTL time.Duration
+}
+
+// minTTL and maxTTL return the store's limits (Harness.MinTTL, MaxTTL).
+func (s *suite) minTTL() time.Duration {
+	if s.h.MinTTL > 0 {
+		return s.h.MinTTL
+	}
+	return backend.MinTTL
+}
+
+func (s *suite) maxTTL() time.Duration {
+	if s.h.MaxTTL > 0 {
+		return s.h.MaxTTL
+	}
+	return backend.MaxTTL
 }
 
 // Run runs the conformance suite against the store h describes. It fails
@@ -71,6 +104,10 @@ func Run(t *testing.T, h Harness) {
 	}
 	if h.Slack < 0 {
 		t.Fatalf("backendtest: Harness.Slack %v is negative", h.Slack)
+	}
+	if h.MinTTL < 0 || h.MaxTTL < 0 || h.MinTTL > 100*time.Millisecond || (h.MaxTTL > 0 && h.MaxTTL < longTTL) {
+		t.Fatalf("backendtest: Harness.MinTTL %v must be in [0, 100ms] and MaxTTL %v zero or at least %v: the suite's leases are 100 ms to %v long",
+			h.MinTTL, h.MaxTTL, longTTL, longTTL)
 	}
 	s := &suite{h: h, slack: h.Slack, app: "app" + strings.ToLower(rand.Text()[:12])}
 	if s.slack == 0 {

@@ -573,7 +573,7 @@ func (s *suite) testQueueInvalidArguments(t *testing.T) {
 		isInvalid(t, "AcquireQueued with a "+name+" owner", err)
 		isInvalid(t, "Dequeue with a "+name+" owner", q.Dequeue(ctx, free, o))
 	}
-	for _, d := range invalidTTLs() {
+	for _, d := range s.invalidTTLs() {
 		_, err := q.AcquireQueued(ctx, free, "owner", d, 0, time.Second)
 		isInvalid(t, fmt.Sprintf("AcquireQueued with ttl %v", d), err)
 	}
@@ -598,7 +598,7 @@ func (s *suite) testQueueInvalidArguments(t *testing.T) {
 		_, err := q.AcquireQueued(ctx, heldKey, "waiter", ttl, 0, p)
 		isInvalid(t, what, err)
 	}
-	for _, d := range invalidTTLs() {
+	for _, d := range s.invalidTTLs() {
 		_, err := q.AcquireQueued(ctx, heldKey, "waiter", d, 0, time.Minute)
 		isInvalid(t, fmt.Sprintf("a waiter's AcquireQueued with ttl %v", d), err)
 	}

@@ -21,13 +21,13 @@ func (s *suite) testNonOwner(t *testing.T) {
 	sent := time.Now()
 	l := s.acquire(t, ctx, a, key, "owner-a", ttl, 0)
 	for _, intruder := range []string{"owner-b", "owner-", "owner-aa", "OWNER-A"} {
-		for _, d := range []time.Duration{time.Minute, time.Millisecond} {
+		for _, d := range []time.Duration{time.Minute, s.minTTL()} {
 			what := fmt.Sprintf("Renew by %q with ttl %v", intruder, d)
 			_, err := b.Renew(ctx, key, intruder, d)
 			checkNotHeld(t, what, err, key, intruder, l)
 			s.checkHolder(t, ctx, b, "after "+what, l, ttl, sent)
 		}
-		for _, keep := range []time.Duration{0, -time.Second, time.Millisecond, time.Minute} {
+		for _, keep := range []time.Duration{0, -time.Second, s.minTTL(), time.Minute} {
 			what := fmt.Sprintf("Release by %q with keepFor %v", intruder, keep)
 			err := b.Release(ctx, key, intruder, keep)
 			checkNotHeld(t, what, err, key, intruder, l)
@@ -66,13 +66,13 @@ func (s *suite) testStaleOwner(t *testing.T) {
 		t.Errorf("the new owner's token %d is not above the expired lease's %d", cur.Token, old.Token)
 	}
 
-	for _, d := range []time.Duration{time.Minute, time.Millisecond} {
+	for _, d := range []time.Duration{time.Minute, s.minTTL()} {
 		what := fmt.Sprintf("the stale owner's Renew with ttl %v", d)
 		_, err := a.Renew(ctx, key, "stale", d)
 		checkNotHeld(t, what, err, key, "stale", cur)
 		s.checkHolder(t, ctx, b, "after "+what, cur, longTTL, sent)
 	}
-	for _, keep := range []time.Duration{0, time.Millisecond, time.Minute} {
+	for _, keep := range []time.Duration{0, s.minTTL(), time.Minute} {
 		what := fmt.Sprintf("the stale owner's Release with keepFor %v", keep)
 		err := a.Release(ctx, key, "stale", keep)
 		checkNotHeld(t, what, err, key, "stale", cur)

@@ -9,8 +9,9 @@ import (
 	"strings"
 )
 
-// ErrBinaryNotFound is returned (wrapped) when a Redis program is neither in
-// PATH nor in one of the usual system directories.
+// ErrBinaryNotFound is returned (wrapped) when a server program is neither
+// in PATH, nor in the checkout's tool cache, nor in one of the usual system
+// directories.
 var ErrBinaryNotFound = errors.New("binary not found")
 
 // fallbackDirs are searched after PATH: CI shells and IDE test runners often
@@ -18,7 +19,9 @@ var ErrBinaryNotFound = errors.New("binary not found")
 var fallbackDirs = []string{"/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
 
 // LookPath returns the absolute path of the named program (redis-server,
-// redis-sentinel, redis-cli). It looks in PATH first and then in /usr/bin,
+// redis-sentinel, redis-cli, consul). It looks in PATH first, then in the
+// directory `make deps` builds tools into (.cache/bin at the top of the
+// checkout, found from the working directory upwards), then in /usr/bin,
 // /usr/sbin, /usr/local/bin and /usr/local/sbin. The error wraps
 // ErrBinaryNotFound and tells the reader to run `make deps`.
 func LookPath(name string) (string, error) {
@@ -28,14 +31,37 @@ func LookPath(name string) (string, error) {
 		}
 		return p, nil
 	}
-	for _, dir := range fallbackDirs {
+	dirs := fallbackDirs
+	if cache := toolCacheDir(); cache != "" {
+		dirs = append([]string{cache}, dirs...)
+	}
+	for _, dir := range dirs {
 		p := filepath.Join(dir, name)
 		if isExecutable(p) {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("testenv: %s not found in PATH (nor in %s): run `make deps`: %w",
-		name, strings.Join(fallbackDirs, ", "), ErrBinaryNotFound)
+		name, strings.Join(dirs, ", "), ErrBinaryNotFound)
+}
+
+// toolCacheDir returns .cache/bin of the checkout the working directory is
+// in (the directory holding tools/consul/go.mod), or "" outside one.
+func toolCacheDir() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "consul", "go.mod")); err == nil {
+			return filepath.Join(dir, ".cache", "bin")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return ""
+		}
+		dir = parent
+	}
 }
 
 func isExecutable(path string) bool {

@@ -1,7 +1,12 @@
-// Package testenv starts real, private Redis servers for baton's tests:
-// a standalone redis-server (Redis), a Sentinel topology (Sentinel) and a
-// Redis Cluster (Cluster). baton's adapters are tested against real servers,
-// never against mocks of Redis.
+// Package testenv starts real, private servers for baton's tests: a
+// standalone redis-server (Redis), a Sentinel topology (Sentinel), a Redis
+// Cluster (Cluster) and a Consul dev agent (Consul). baton's adapters are
+// tested against real servers, never against mocks.
+//
+// The consul binary is the server pinned by tools/consul, which `make
+// deps` builds into .cache/bin at the top of the checkout; LookPath finds
+// it there. A test agent accepts sessions as short as
+// DefaultConsulSessionTTLMin, so that leases can run out within a test.
 //
 // # What it promises
 //

@@ -1,0 +1,613 @@
+package consulbackend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// DefaultPrefix is the KV prefix used when none is given.
+const DefaultPrefix = "baton"
+
+// DefaultSessionTTLMin is Consul's own session_ttl_min: the shortest
+// session TTL a server accepts unless it was configured otherwise.
+const DefaultSessionTTLMin = 10 * time.Second
+
+// MaxSessionTTL is the longest session TTL Consul accepts.
+const MaxSessionTTL = 24 * time.Hour
+
+// grantAttempts bounds how often Acquire reads and tries again when
+// another client changed the key's fencing counter between its read and
+// its write.
+const grantAttempts = 8
+
+// Store is a backend.Store on Consul's KV store and sessions. Create it
+// with New; call Close when done. The client is not closed by Close.
+type Store struct {
+	kv      *api.KV
+	raw     *api.Raw
+	session *api.Session
+	txn     *api.Txn
+	addr    string // the agent's address, for errors
+
+	prefix    string
+	ttlMin    time.Duration
+	lockDelay time.Duration
+	now       func() time.Time
+
+	mu      sync.Mutex
+	done    bool
+	watches sync.WaitGroup     // the watches' goroutines
+	base    context.Context    // the watches' contexts derive from it
+	closeFn context.CancelFunc // ends base: Close
+}
+
+// Option configures a Store.
+type Option func(*Store) error
+
+// WithPrefix sets the KV prefix under which the store keeps its data
+// (default "baton"). Stores with different prefixes never see each
+// other's leases.
+func WithPrefix(prefix string) Option {
+	return func(s *Store) error {
+		if prefix == "" || strings.ContainsAny(prefix, " \t\r\n") || strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
+			return fmt.Errorf("consulbackend: %w: prefix %q must be non-empty, without spaces, and neither start nor end with /", backend.ErrInvalidArgument, prefix)
+		}
+		s.prefix = prefix
+		return nil
+	}
+}
+
+// WithSessionTTLMin tells the store the shortest session TTL the Consul
+// servers accept: their session_ttl_min, 10 s unless they were configured
+// otherwise. A lease or keep time shorter than this is refused with
+// ErrInvalidArgument before anything is sent, instead of failing on the
+// server.
+func WithSessionTTLMin(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < time.Millisecond || d > MaxSessionTTL {
+			return fmt.Errorf("consulbackend: %w: session TTL minimum %v must be in [1ms, %v]", backend.ErrInvalidArgument, d, MaxSessionTTL)
+		}
+		s.ttlMin = d
+		return nil
+	}
+}
+
+// WithLockDelay sets the lock-delay of the store's sessions (default 0).
+// When Consul invalidates a session that holds a lease (its TTL ran out,
+// or an operator destroyed it), it refuses the key to everyone for this
+// long afterwards, on top of the session's TTL: extra time for a holder
+// that was paused to notice that its lease ended. Releases are not
+// delayed. At most 60 s (Consul's maximum).
+func WithLockDelay(d time.Duration) Option {
+	return func(s *Store) error {
+		if d < 0 || d > time.Minute {
+			return fmt.Errorf("consulbackend: %w: lock delay %v must be in [0, 1m]", backend.ErrInvalidArgument, d)
+		}
+		s.lockDelay = d
+		return nil
+	}
+}
+
+// New returns a Store that talks to the Consul agent cfg describes
+// (address, datacenter, ACL token, TLS; nil means api.DefaultConfig, which
+// reads CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN and the like). The store makes
+// its own client from a copy of cfg, so its long-polling watches never
+// hold connections of a client the caller uses. It does not talk to
+// Consul until it is used.
+func New(cfg *api.Config, opts ...Option) (*Store, error) {
+	if cfg == nil {
+		cfg = api.DefaultConfig()
+	}
+	c := *cfg
+	client, err := api.NewClient(&c)
+	if err != nil {
+		return nil, fmt.Errorf("consulbackend: %w: client for the agent at %s: %v", backend.ErrInvalidArgument, c.Address, err)
+	}
+	s := &Store{
+		kv:      client.KV(),
+		raw:     client.Raw(),
+		session: client.Session(),
+		txn:     client.Txn(),
+		prefix:  DefaultPrefix,
+		ttlMin:  DefaultSessionTTLMin,
+		now:     time.Now,
+	}
+	s.base, s.closeFn = context.WithCancel(context.Background())
+	s.addr = c.Address
+	if c.Scheme != "" {
+		s.addr = c.Scheme + "://" + c.Address
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close ends the store's watches and waits for their goroutines. Leases
+// the store granted are left to their sessions' TTLs. It is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	s.done = true
+	s.closeFn()
+	s.mu.Unlock()
+	s.watches.Wait()
+	return nil
+}
+
+// Prefix returns the KV prefix of the store.
+func (s *Store) Prefix() string { return s.prefix }
+
+// LeaseKey returns the Consul KV key that holds the lease on key.
+func (s *Store) LeaseKey(key string) string { return s.prefix + "/lease/" + key }
+
+// FenceKey returns the Consul KV key that holds key's fencing counter.
+func (s *Store) FenceKey(key string) string { return s.prefix + "/fence/" + key }
+
+// record is the JSON value of a lease key.
+type record struct {
+	Owner string `json:"owner"`
+	Token uint64 `json:"token"`
+	// TTLMillis is the TTL the lease was last given (or the keep time).
+	TTLMillis int64 `json:"ttl_ms"`
+	// Kept marks a lease released with a keep time: it can no longer be
+	// renewed.
+	Kept bool `json:"kept,omitempty"`
+}
+
+func (r record) lease(key string) backend.Lease {
+	return backend.Lease{Key: key, Owner: r.Owner, Token: r.Token, TTL: time.Duration(r.TTLMillis) * time.Millisecond}
+}
+
+// entry is a lease key as read: its record and the KV indexes.
+type entry struct {
+	rec     record
+	session string
+	index   uint64 // ModifyIndex
+}
+
+func decodeRecord(key string, p *api.KVPair) (record, error) {
+	var r record
+	if err := json.Unmarshal(p.Value, &r); err != nil {
+		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: not a baton lease: %v", key, p.Key, backend.ErrCorrupt, err)
+	}
+	if err := backend.ValidateOwner(r.Owner); err != nil || r.Token == 0 || r.Token > backend.MaxToken ||
+		r.TTLMillis <= 0 || r.TTLMillis > backend.MaxTTL.Milliseconds() {
+		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: owner %q, token %d, ttl %d ms is not a baton lease",
+			key, p.Key, backend.ErrCorrupt, r.Owner, r.Token, r.TTLMillis)
+	}
+	return r, nil
+}
+
+func encodeRecord(r record) []byte {
+	b, _ := json.Marshal(r) // a struct of strings, numbers and a bool cannot fail
+	return b
+}
+
+// parseCounter reads a fencing counter's value.
+func parseCounter(key string, p *api.KVPair) (uint64, error) {
+	if p == nil {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(string(p.Value), 10, 64)
+	if err != nil || n > backend.MaxToken {
+		return 0, fmt.Errorf("consulbackend: fencing counter of %q at %s: %w: %.40q is not a token", key, p.Key, backend.ErrCorrupt, p.Value)
+	}
+	return n, nil
+}
+
+func (s *Store) closed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
+
+func (s *Store) begin(ctx context.Context, op, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("consulbackend: %s %q: %w", op, key, backend.ContextError(ctx))
+	}
+	if s.closed() {
+		return fmt.Errorf("consulbackend: %s %q: %w", op, key, backend.ErrClosed)
+	}
+	if err := backend.ValidateKey(key); err != nil {
+		return fmt.Errorf("consulbackend: %s: %w", op, err)
+	}
+	return nil
+}
+
+// validateSessionTTL checks a ttl or keep time against what Consul's
+// sessions can hold.
+func (s *Store) validateSessionTTL(what string, d time.Duration) error {
+	if err := backend.ValidateTTL(what, d); err != nil {
+		return err
+	}
+	if d = backend.RoundUpMillis(d); d < s.ttlMin || d > MaxSessionTTL {
+		return fmt.Errorf("%w: %s %v is outside what a Consul session can hold, [%v, %v]: a lease on Consul lasts at least the servers' session_ttl_min (WithSessionTTLMin)",
+			backend.ErrInvalidArgument, what, d, s.ttlMin, MaxSessionTTL)
+	}
+	return nil
+}
+
+// Acquire implements backend.Store.
+//
+// It reads the key and its fencing counter, creates a session with the
+// lease's TTL, and in one transaction moves the counter to the new token
+// (only if nobody changed it since the read) and locks the key with the
+// session. A refused grant destroys the session.
+func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if err := s.begin(ctx, "acquire", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := errors.Join(backend.ValidateOwner(owner), s.validateSessionTTL("ttl", ttl), backend.ValidateFloor(floor)); err != nil {
+		return backend.Lease{}, fmt.Errorf("consulbackend: acquire: %w", err)
+	}
+	ttl = backend.RoundUpMillis(ttl)
+	for range grantAttempts {
+		l, retry, err := s.grant(ctx, key, owner, ttl, floor)
+		if !retry {
+			return l, err
+		}
+	}
+	// Every attempt lost the counter to another grant: the key is
+	// very likely held now; say by whom.
+	cur, err := s.read(ctx, "acquire", key)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	if cur == nil {
+		return backend.Lease{}, fmt.Errorf("consulbackend: acquire %q: the fencing counter changed under %d attempts in a row; try again", key, grantAttempts)
+	}
+	return backend.Lease{}, &backend.HeldError{Holder: cur.rec.lease(key)}
+}
+
+// grant makes one attempt of Acquire. retry reports that another
+// client changed the counter or took the key between the read and the
+// write, so the caller should read again.
+func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (l backend.Lease, retry bool, err error) {
+	ok, resp, _, err := s.txn.Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
+	}, s.queryOpts(ctx))
+	if err != nil {
+		return backend.Lease{}, false, s.transport("acquire", key, ctx, err)
+	}
+	if !ok || len(resp.Results) != 2 {
+		return backend.Lease{}, false, s.txnFailed("acquire", key, resp)
+	}
+	leaseKV, fenceKV := present(resp.Results[0].KV), present(resp.Results[1].KV)
+	if leaseKV != nil && leaseKV.Session != "" {
+		rec, err := decodeRecord(key, leaseKV)
+		if err != nil {
+			return backend.Lease{}, false, err
+		}
+		return backend.Lease{}, false, &backend.HeldError{Holder: rec.lease(key)}
+	}
+	counter, err := parseCounter(key, fenceKV)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	token, err := s.nextToken(key, counter, floor)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+
+	sess, err := s.createSession(ctx, "acquire", key, owner, ttl)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
+	fence := &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(token, 10))}
+	if fenceKV != nil {
+		fence.Index, fence.Flags = fenceKV.ModifyIndex, fenceKV.Flags
+	}
+	ops := api.TxnOps{{KV: fence}}
+	if leaseKV != nil {
+		// A lease key without a session: written by an older release
+		// path or by hand. It is free; replace it only as it was read.
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: leaseKV.ModifyIndex}})
+	}
+	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeRecord(rec), Session: sess}})
+	ok, resp, _, err = s.txn.Txn(ops, s.queryOpts(ctx))
+	if err != nil || !ok {
+		s.destroySession(ctx, sess)
+		if err != nil {
+			return backend.Lease{}, false, s.transport("acquire", key, ctx, err)
+		}
+		if len(resp.Errors) == 0 {
+			return backend.Lease{}, false, s.txnFailed("acquire", key, resp)
+		}
+		for _, e := range resp.Errors {
+			if strings.Contains(e.What, "lock delay") {
+				// The key's last session was invalidated while it held
+				// the key: Consul refuses it to everyone for the
+				// session's lock-delay.
+				return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
+			}
+		}
+		return backend.Lease{}, true, nil
+	}
+	return rec.lease(key), false, nil
+}
+
+// nextToken is max(counter, floor, the clock in µs) + 1.
+func (s *Store) nextToken(key string, counter, floor uint64) (uint64, error) {
+	t := max(counter, floor)
+	if us := s.now().UnixMicro(); us > 0 && uint64(us) > t {
+		t = uint64(us)
+	}
+	if t >= backend.MaxToken {
+		return 0, fmt.Errorf("consulbackend: acquire %q: %w: the fencing counter is at the largest token %d", key, backend.ErrCorrupt, uint64(backend.MaxToken))
+	}
+	return t + 1, nil
+}
+
+// present returns p unless it is the empty pair of a get-or-empty read of
+// a missing key.
+func present(p *api.KVPair) *api.KVPair {
+	if p == nil || p.ModifyIndex == 0 {
+		return nil
+	}
+	return p
+}
+
+// createSession creates the session of one lease: TTL ttl, the store's
+// lock-delay, keys deleted when it ends, and no health checks, so that
+// only its TTL (or a release) ends it, never a flapping agent.
+func (s *Store) createSession(ctx context.Context, op, key, owner string, ttl time.Duration) (string, error) {
+	// The body is written out here because the client's helpers leave
+	// out a zero LockDelay, which the agent reads as its default of 15 s.
+	body := map[string]any{
+		"Name":       "baton " + owner,
+		"TTL":        ttl.String(),
+		"Behavior":   api.SessionBehaviorDelete,
+		"LockDelay":  s.lockDelay.String(),
+		"NodeChecks": []string{},
+	}
+	var out struct{ ID string }
+	if _, err := s.raw.Write("/v1/session/create", body, &out, s.writeOpts(ctx)); err != nil {
+		return "", s.transport(op, key, ctx, fmt.Errorf("create session: %w", err))
+	}
+	if out.ID == "" {
+		return "", fmt.Errorf("consulbackend: %s %q: the agent at %s created a session without an ID", op, key, s.addr)
+	}
+	return out.ID, nil
+}
+
+// destroySession ends a session the store no longer needs, also after ctx
+// ended; a failure leaves it to its TTL.
+func (s *Store) destroySession(ctx context.Context, id string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = s.session.Destroy(id, (&api.WriteOptions{}).WithContext(dctx))
+}
+
+// read returns the lease on key, or nil if it is free.
+func (s *Store) read(ctx context.Context, op, key string) (*entry, error) {
+	p, _, err := s.kv.Get(s.LeaseKey(key), s.queryOpts(ctx))
+	if err != nil {
+		return nil, s.transport(op, key, ctx, err)
+	}
+	if p == nil || p.Session == "" {
+		return nil, nil
+	}
+	rec, err := decodeRecord(key, p)
+	if err != nil {
+		return nil, err
+	}
+	return &entry{rec: rec, session: p.Session, index: p.ModifyIndex}, nil
+}
+
+// Renew implements backend.Store. It renews the lease's session, which
+// Consul then keeps for at least ttl: a lease cannot change its TTL on
+// Consul, so a ttl other than the one granted moves the lease to a new
+// session with that TTL.
+func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if err := s.begin(ctx, "renew", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := errors.Join(backend.ValidateOwner(owner), s.validateSessionTTL("ttl", ttl)); err != nil {
+		return backend.Lease{}, fmt.Errorf("consulbackend: renew: %w", err)
+	}
+	ttl = backend.RoundUpMillis(ttl)
+	cur, err := s.read(ctx, "renew", key)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	if cur == nil || cur.rec.Owner != owner || cur.rec.Kept {
+		return backend.Lease{}, notHeld(key, owner, cur)
+	}
+	if cur.rec.TTLMillis != ttl.Milliseconds() {
+		return s.move(ctx, "renew", key, cur, record{Owner: owner, Token: cur.rec.Token, TTLMillis: ttl.Milliseconds()}, ttl)
+	}
+	entries, _, err := s.session.Renew(cur.session, s.writeOpts(ctx))
+	if err != nil {
+		return backend.Lease{}, s.transport("renew", key, ctx, fmt.Errorf("renew session: %w", err))
+	}
+	if entries == nil {
+		// The session ended between the read and the renewal: the
+		// lease is gone (or going) with it.
+		return backend.Lease{}, notHeld(key, owner, nil)
+	}
+	return cur.rec.lease(key), nil
+}
+
+// move puts the lease cur on a new session of ttl with the record rec, in
+// one transaction that fails if the lease changed since it was read, and
+// destroys the old session. It serves a Renew with another ttl and a
+// Release with a keep time.
+func (s *Store) move(ctx context.Context, op, key string, cur *entry, rec record, ttl time.Duration) (backend.Lease, error) {
+	sess, err := s.createSession(ctx, op, key, rec.Owner, ttl)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	ok, resp, _, err := s.txn.Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: cur.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeRecord(rec), Session: sess}},
+	}, s.queryOpts(ctx))
+	if err != nil || !ok {
+		s.destroySession(ctx, sess)
+		if err != nil {
+			return backend.Lease{}, s.transport(op, key, ctx, err)
+		}
+		if len(resp.Errors) == 0 {
+			return backend.Lease{}, s.txnFailed(op, key, resp)
+		}
+		// The lease changed or ended since it was read.
+		now, err := s.read(ctx, op, key)
+		if err != nil {
+			return backend.Lease{}, err
+		}
+		return backend.Lease{}, notHeld(key, rec.Owner, now)
+	}
+	s.destroySession(ctx, cur.session)
+	return rec.lease(key), nil
+}
+
+// Release implements backend.Store.
+func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if err := s.begin(ctx, "release", key); err != nil {
+		return err
+	}
+	if err := backend.ValidateOwner(owner); err != nil {
+		return fmt.Errorf("consulbackend: release: %w", err)
+	}
+	if keepFor > 0 {
+		if err := s.validateSessionTTL("keepFor", keepFor); err != nil {
+			return fmt.Errorf("consulbackend: release: %w", err)
+		}
+		keepFor = backend.RoundUpMillis(keepFor)
+	}
+	if keepFor <= 0 {
+		return s.release(ctx, key, owner, 1)
+	}
+	cur, err := s.read(ctx, "release", key)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.rec.Owner != owner {
+		return notHeld(key, owner, cur)
+	}
+	if cur.rec.Kept {
+		return nil // released with a keep time already: nothing changes
+	}
+	rec := record{Owner: owner, Token: cur.rec.Token, TTLMillis: keepFor.Milliseconds(), Kept: true}
+	_, err = s.move(ctx, "release", key, cur, rec, keepFor)
+	return err
+}
+
+// release deletes owner's lease on key at once, then ends its session (a
+// session that ended while it still held the key would put the key under
+// lock-delay). The fencing counter's flags record the released token,
+// which tells a watcher that this deletion was a release, not an expiry.
+func (s *Store) release(ctx context.Context, key, owner string, attempt int) error {
+	cur, err := s.read(ctx, "release", key)
+	if err != nil {
+		return err
+	}
+	if cur == nil || cur.rec.Owner != owner {
+		return notHeld(key, owner, cur)
+	}
+	fence, _, err := s.kv.Get(s.FenceKey(key), s.queryOpts(ctx))
+	if err != nil {
+		return s.transport("release", key, ctx, err)
+	}
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
+	}
+	if fence != nil {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: fence.Value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
+	}
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if err != nil {
+		return s.transport("release", key, ctx, err)
+	}
+	if !ok {
+		if len(resp.Errors) == 0 {
+			return s.txnFailed("release", key, resp)
+		}
+		// The lease or the counter changed since it was read (a grant
+		// of the key, or a racing release): look again.
+		if attempt < grantAttempts {
+			return s.release(ctx, key, owner, attempt+1)
+		}
+		return fmt.Errorf("consulbackend: release %q: the key changed under %d attempts in a row; try again", key, grantAttempts)
+	}
+	s.destroySession(ctx, cur.session)
+	return nil
+}
+
+// Get implements backend.Store. The lease's TTL is the one it was last
+// given: Consul cannot tell how much of a session's TTL is left.
+func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
+	if err := s.begin(ctx, "get", key); err != nil {
+		return backend.Lease{}, err
+	}
+	cur, err := s.read(ctx, "get", key)
+	if err != nil {
+		return backend.Lease{}, err
+	}
+	if cur == nil {
+		return backend.Lease{}, fmt.Errorf("consulbackend: get %q: %w", key, backend.ErrNotFound)
+	}
+	return cur.rec.lease(key), nil
+}
+
+func notHeld(key, owner string, cur *entry) error {
+	e := &backend.NotHeldError{Key: key, Owner: owner}
+	if cur != nil {
+		e.Holder = cur.rec.lease(key)
+	}
+	return e
+}
+
+// queryOpts are the options of a read or transaction: bound to ctx.
+func (s *Store) queryOpts(ctx context.Context) *api.QueryOptions {
+	return (&api.QueryOptions{}).WithContext(ctx)
+}
+
+func (s *Store) writeOpts(ctx context.Context) *api.WriteOptions {
+	return (&api.WriteOptions{}).WithContext(ctx)
+}
+
+// txnFailed reports a transaction Consul refused for a reason that names
+// no operation (nothing baton sends should get one).
+func (s *Store) txnFailed(op, key string, resp *api.TxnResponse) error {
+	var what []string
+	if resp != nil {
+		for _, e := range resp.Errors {
+			what = append(what, fmt.Sprintf("op %d: %s", e.OpIndex, e.What))
+		}
+	}
+	return fmt.Errorf("consulbackend: %s %q: the agent at %s refused the transaction: %s", op, key, s.addr, strings.Join(what, "; "))
+}
+
+// transport wraps an error from the client, naming the agent. When ctx
+// ended, the context's error is joined so errors.Is finds it.
+func (s *Store) transport(op, key string, ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = errors.Join(err, backend.ContextError(ctx))
+	}
+	hint := ""
+	var se api.StatusError
+	switch {
+	case errors.As(err, &se) && se.Code == 403:
+		hint = " (the ACL token is missing or lacks key and session write on the prefix)"
+	case ctx.Err() == nil && !errors.As(err, &se):
+		hint = " (is the Consul agent running and reachable there?)"
+	}
+	return fmt.Errorf("consulbackend: %s %q on the agent at %s%s: %w", op, key, s.addr, hint, err)
+}

@@ -1,0 +1,193 @@
+package consulbackend
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+)
+
+const (
+	// watchWait is how long one blocking query waits for a change before
+	// Consul answers anyway (Consul caps it at 10 minutes).
+	watchWait = 5 * time.Minute
+
+	// watchRetryMin and watchRetryMax bound the pause after a failed
+	// blocking query, which doubles while the agent stays unreachable.
+	watchRetryMin = 50 * time.Millisecond
+	watchRetryMax = 5 * time.Second
+)
+
+// Watch implements backend.Store with blocking queries on the lease key.
+// It returns after its first read of the key, so that every change after
+// it is seen; ctx bounds only that read.
+//
+// A deletion of the key is reported as EventReleased when the key's
+// fencing counter records the token that was deleted (Release does that
+// in the same transaction) and as EventMaybeFree otherwise (the session
+// ran out or was destroyed, or the data was lost). A lease moved to a new
+// session (a Renew with another TTL, a Release with a keep time) is
+// reported as EventRenewed with its new TTL; plain renewals change nothing
+// in the KV store and are not reported. A failed query, or an index that
+// went back (the agent lost its data), is reported as EventMaybeFree.
+func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
+	if err := s.begin(ctx, "watch", key); err != nil {
+		return nil, err
+	}
+	p, meta, err := s.kv.Get(s.LeaseKey(key), s.queryOpts(ctx))
+	if err != nil {
+		return nil, s.transport("watch", key, ctx, err)
+	}
+	w := &watch{s: s, key: key, ch: make(chan Event, 1), index: meta.LastIndex}
+	if w.seen, err = s.heldToken(key, p); err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(s.base)
+	w.cancel = cancel
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		cancel()
+		return nil, fmt.Errorf("consulbackend: watch %q: %w", key, backend.ErrClosed)
+	}
+	s.watches.Add(1)
+	s.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer s.watches.Done()
+		defer w.wg.Done()
+		w.run(wctx)
+	}()
+	return w, nil
+}
+
+// Event is backend.Event (an alias, to keep the code short).
+type Event = backend.Event
+
+// watch is one subscription: a goroutine that long-polls the lease key.
+type watch struct {
+	s      *Store
+	key    string
+	ch     chan Event
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	index uint64 // the KV index of the last answer
+	seen  held   // the lease on the key in the last answer
+}
+
+// held is what a watcher saw on the key.
+type held struct {
+	token uint64 // 0: free
+	ttl   time.Duration
+	kept  bool
+	index uint64
+}
+
+// heldToken decodes what a read found on the key. A record that does
+// not decode counts as held by a stranger, with token 0 never released.
+func (s *Store) heldToken(key string, p *api.KVPair) (held, error) {
+	if p == nil || p.Session == "" {
+		return held{}, nil
+	}
+	rec, err := decodeRecord(key, p)
+	if err != nil {
+		return held{}, err
+	}
+	return held{token: rec.Token, ttl: time.Duration(rec.TTLMillis) * time.Millisecond, kept: rec.Kept, index: p.ModifyIndex}, nil
+}
+
+func (w *watch) C() <-chan Event { return w.ch }
+
+func (w *watch) Close() error {
+	w.once.Do(func() {
+		w.cancel()
+		w.wg.Wait()
+	})
+	return nil
+}
+
+// run long-polls the key until the watch or the store is closed.
+func (w *watch) run(ctx context.Context) {
+	retry := watchRetryMin
+	for ctx.Err() == nil {
+		q := (&api.QueryOptions{WaitIndex: w.index, WaitTime: watchWait}).WithContext(ctx)
+		p, meta, err := w.s.kv.Get(w.s.LeaseKey(w.key), q)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			// Releases may be missed while the agent is unreachable.
+			backend.Notify(w.ch, Event{Kind: backend.EventMaybeFree})
+			if !sleepCtx(ctx, retry) {
+				return
+			}
+			retry = min(2*retry, watchRetryMax)
+			continue
+		}
+		retry = watchRetryMin
+		if meta.LastIndex < w.index {
+			// The index went back: the agent lost its data (or a new
+			// leader is behind). Start over from what is there now.
+			w.index = 0
+			w.seen = held{}
+			backend.Notify(w.ch, Event{Kind: backend.EventMaybeFree})
+			continue
+		}
+		w.index = meta.LastIndex
+		now, err := w.s.heldToken(w.key, p)
+		if err != nil {
+			// A foreign value: whoever wrote it, the lease seen before
+			// is gone.
+			now = held{index: p.ModifyIndex}
+		}
+		w.observe(ctx, now)
+	}
+}
+
+// observe compares what the key holds now with what the watch saw last
+// and reports the difference.
+func (w *watch) observe(ctx context.Context, now held) {
+	prev := w.seen
+	w.seen = now
+	switch {
+	case prev.token == 0 || now.index == prev.index:
+		// Was free, or nothing changed on the key.
+	case now.token == prev.token:
+		// The same lease on a new session: renewed with another TTL, or
+		// kept after its release.
+		backend.Notify(w.ch, Event{Kind: backend.EventRenewed, TTL: now.ttl})
+	default:
+		// The lease seen before is gone: released by its owner if the
+		// counter records its token, otherwise ended on its own.
+		kind := backend.EventMaybeFree
+		if w.released(ctx, prev.token) {
+			kind = backend.EventReleased
+		}
+		backend.Notify(w.ch, Event{Kind: kind})
+	}
+}
+
+// released reports whether the last release recorded on the key's
+// fencing counter is that of token.
+func (w *watch) released(ctx context.Context, token uint64) bool {
+	p, _, err := w.s.kv.Get(w.s.FenceKey(w.key), (&api.QueryOptions{}).WithContext(ctx))
+	return err == nil && p != nil && p.Flags == token
+}
+
+// sleepCtx waits d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
