@@ -46,6 +46,9 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if w.seen, err = s.heldToken(key, p); err != nil {
 		return nil, err
 	}
+	if w.releases, err = w.lastRelease(ctx); err != nil {
+		return nil, s.transport("watch", key, ctx, err)
+	}
 	wctx, cancel := context.WithCancel(s.base)
 	w.cancel = cancel
 	s.mu.Lock()
@@ -77,8 +80,9 @@ type watch struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
-	index uint64 // the KV index of the last answer
-	seen  held   // the lease on the key in the last answer
+	index    uint64 // the KV index of the last answer
+	seen     held   // the lease on the key in the last answer
+	releases uint64 // the last released token the fencing counter recorded
 }
 
 // held is what a watcher saw on the key.
@@ -146,16 +150,41 @@ func (w *watch) run(ctx context.Context) {
 			// is gone.
 			now = held{index: p.ModifyIndex}
 		}
-		w.observe(ctx, now)
+		released, err := w.lastRelease(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// Cannot tell a release from an expiry: say "look".
+			released = w.releases
+			now.index = 0
+		}
+		w.observe(now, released)
 	}
 }
 
-// observe compares what the key holds now with what the watch saw last
-// and reports the difference.
-func (w *watch) observe(ctx context.Context, now held) {
+// lastRelease reads the last released token recorded on the key's
+// fencing counter (its flags; Release sets them in the transaction that
+// deletes the key).
+func (w *watch) lastRelease(ctx context.Context) (uint64, error) {
+	p, _, err := w.s.kv.Get(w.s.FenceKey(w.key), (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil || p == nil {
+		return 0, err
+	}
+	return p.Flags, nil
+}
+
+// observe compares what the key holds now, and the last release the
+// counter records, with what the watch saw last, and reports the
+// difference. A release is recognised by the counter's record even when
+// the lease came and went between two answers.
+func (w *watch) observe(now held, released uint64) {
 	prev := w.seen
 	w.seen = now
 	switch {
+	case released != w.releases && released != 0:
+		w.releases = released
+		backend.Notify(w.ch, Event{Kind: backend.EventReleased})
 	case prev.token == 0 || now.index == prev.index:
 		// Was free, or nothing changed on the key.
 	case now.token == prev.token:
@@ -163,21 +192,10 @@ func (w *watch) observe(ctx context.Context, now held) {
 		// kept after its release.
 		backend.Notify(w.ch, Event{Kind: backend.EventRenewed, TTL: now.ttl})
 	default:
-		// The lease seen before is gone: released by its owner if the
-		// counter records its token, otherwise ended on its own.
-		kind := backend.EventMaybeFree
-		if w.released(ctx, prev.token) {
-			kind = backend.EventReleased
-		}
-		backend.Notify(w.ch, Event{Kind: kind})
+		// The lease seen before ended without a release: its session
+		// ran out or was destroyed, or the data was lost.
+		backend.Notify(w.ch, Event{Kind: backend.EventMaybeFree})
 	}
-}
-
-// released reports whether the last release recorded on the key's
-// fencing counter is that of token.
-func (w *watch) released(ctx context.Context, token uint64) bool {
-	p, _, err := w.s.kv.Get(w.s.FenceKey(w.key), (&api.QueryOptions{}).WithContext(ctx))
-	return err == nil && p != nil && p.Flags == token
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether d passed.
