@@ -41,8 +41,10 @@ type HeldError struct {
 	// Next is the waiter first in the key's line, if the store keeps one
 	// and anyone is in it (Queue).
 	Next string
-	// Recovering reports that the store restarted without its data and
-	// may have lost a lease on the key that its holder still believes in:
+	// Recovering reports that the store restarted without its data, or
+	// otherwise lost a lease on the key that its holder may still believe
+	// in (Consul: the lease's session ended while it held the key, and
+	// the key is under lock-delay):
 	// the store grants the key to nobody for Holder.TTL, after which every
 	// lease granted before the restart has ended. A caller waits that long
 	// and asks again.
@@ -52,7 +54,7 @@ type HeldError struct {
 // Error implements error.
 func (e *HeldError) Error() string {
 	if e.Recovering {
-		return fmt.Sprintf("key %q is not granted for another %v: the store restarted without its data, and a lease on the key granted before may still be in use until then",
+		return fmt.Sprintf("key %q is not granted for another %v: the store may have lost a lease on the key that its holder can still be using until then (the store restarted without its data, or a Consul session ended while it held the key)",
 			e.Holder.Key, e.Holder.TTL)
 	}
 	if e.Holder.Owner == "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
@@ -147,15 +148,19 @@ func master(els []*role.Elector) *role.Elector {
 	return m
 }
 
-// Five electors over many graceful handovers on real Redis.
-func TestRedisManyTerms(t *testing.T) {
-	r := testenv.NewRedis(t)
+// Five electors over many graceful handovers, on every store.
+func TestManyTerms(t *testing.T) {
+	storetest.Each(t, testManyTerms)
+}
+
+func testManyTerms(t *testing.T, b storetest.Backend) {
+	newStore := b.Open(t)
 	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
 	var ts tenures
 	var els []*role.Elector
 	for i := range 5 {
 		var el *role.Elector
-		el, err := role.NewElector(redisStore(t, r), id(t, 7000+i), cfg, quiet, ts.option(&el))
+		el, err := role.NewElector(newStore(t), id(t, 7000+i), cfg, quiet, ts.option(&el))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,21 +185,26 @@ func TestRedisManyTerms(t *testing.T) {
 	ts.check(t, 12)
 }
 
-// A master that crashes (stops talking to Redis) is replaced once its key
-// expires, and not before: the new master's claim returns no earlier than
-// TTL after the old master's last successful renewal was sent. That the
-// slave claims at the key's remaining TTL, not at a later heartbeat, is
-// checked to the millisecond on the fake clock
+// A master that crashes (stops talking to the store) is replaced once its
+// key expires, and not before: the new master's claim returns no earlier
+// than TTL after the old master's last successful renewal was sent. That
+// the slave claims at the key's remaining TTL, not at a later heartbeat,
+// is checked to the millisecond on the fake clock
 // (TestStepDownBeforeExpiryAndFailover); here a busy machine may delay it.
-func TestRedisCrashFailover(t *testing.T) {
-	r := testenv.NewRedis(t)
+// Every store runs it; Consul ends the lease up to twice its TTL late.
+func TestCrashFailover(t *testing.T) {
+	storetest.Each(t, testCrashFailover)
+}
+
+func testCrashFailover(t *testing.T, b storetest.Backend) {
+	newStore := b.Open(t)
 	cfg := role.Config{HeartbeatInterval: 300 * time.Millisecond, HeartbeatExpiration: 1500 * time.Millisecond}
 	var ts tenures
 	var els []*role.Elector
 	var cuts []*role.Flaky
 	var grants []*grantTimes
 	for i := range 3 {
-		c := &role.Flaky{Store: redisStore(t, r)}
+		c := &role.Flaky{Store: newStore(t)}
 		g := &grantTimes{Store: c}
 		var el *role.Elector
 		el, err := role.NewElector(g, id(t, 7100+i), cfg, quiet, ts.option(&el))

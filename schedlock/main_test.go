@@ -18,6 +18,7 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
@@ -45,8 +46,10 @@ var (
 // expire.
 var fastRole = role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 10 * time.Second}
 
-// storeKinds are the stores every behavioural test runs on.
-var storeKinds = []string{"mem", "redis"}
+// storeKinds are the stores every behavioural test runs on: the shared
+// in-memory store and the package's redis-server, and a Consul agent of
+// the fleet's own (internal/storetest).
+var storeKinds = []string{"mem", "redis", "consul"}
 
 func forEachStore(t *testing.T, f func(t *testing.T, kind string)) {
 	for _, kind := range storeKinds {
@@ -68,6 +71,7 @@ func newFleet(t *testing.T, kind string, n int, cfg role.Config) *fleet {
 	app := fmt.Sprintf("app%d", appCounter.Add(1))
 	f := &fleet{}
 	var mem *membackend.Store
+	var consul storetest.Factory
 	for i := range n {
 		id, err := instanceid.New("127.0.0.1", "acme", app, 8081+i)
 		if err != nil {
@@ -88,6 +92,11 @@ func newFleet(t *testing.T, kind string, n int, cfg role.Config) *fleet {
 			}
 			t.Cleanup(func() { rs.Close() })
 			st = rs
+		case "consul":
+			if consul == nil {
+				consul = storetest.ByName(t, "consul").Open(t)
+			}
+			st = consul(t)
 		default:
 			t.Fatalf("unknown store kind %q", kind)
 		}

@@ -47,6 +47,8 @@ type Store struct {
 	mu      sync.Mutex
 	done    bool
 	watches sync.WaitGroup     // the watches' goroutines
+	keeps   sync.WaitGroup     // endKeep's timers that have not ended
+	timers  map[*time.Timer]struct{}
 	base    context.Context    // the watches' contexts derive from it
 	closeFn context.CancelFunc // ends base: Close
 }
@@ -121,6 +123,7 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		prefix:  DefaultPrefix,
 		ttlMin:  DefaultSessionTTLMin,
 		now:     time.Now,
+		timers:  make(map[*time.Timer]struct{}),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -136,13 +139,21 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 }
 
 // Close ends the store's watches and waits for their goroutines. Leases
-// the store granted are left to their sessions' TTLs. It is idempotent.
+// the store granted are left to their sessions' TTLs, kept job locks
+// included (see Release). It is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.done = true
 	s.closeFn()
+	for t := range s.timers {
+		if t.Stop() {
+			s.keeps.Done()
+		}
+	}
+	clear(s.timers)
 	s.mu.Unlock()
 	s.watches.Wait()
+	s.keeps.Wait()
 	return nil
 }
 
@@ -428,7 +439,11 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, notHeld(key, owner, cur)
 	}
 	if cur.rec.TTLMillis != ttl.Milliseconds() {
-		return s.move(ctx, "renew", key, cur, record{Owner: owner, Token: cur.rec.Token, TTLMillis: ttl.Milliseconds()}, ttl)
+		moved, err := s.move(ctx, "renew", key, cur, record{Owner: owner, Token: cur.rec.Token, TTLMillis: ttl.Milliseconds()}, ttl)
+		if err != nil {
+			return backend.Lease{}, err
+		}
+		return moved.rec.lease(key), nil
 	}
 	entries, _, err := s.session.Renew(cur.session, s.writeOpts(ctx))
 	if err != nil {
@@ -446,10 +461,10 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 // one transaction that fails if the lease changed since it was read, and
 // destroys the old session. It serves a Renew with another ttl and a
 // Release with a keep time.
-func (s *Store) move(ctx context.Context, op, key string, cur *entry, rec record, ttl time.Duration) (backend.Lease, error) {
+func (s *Store) move(ctx context.Context, op, key string, cur *entry, rec record, ttl time.Duration) (*entry, error) {
 	sess, err := s.createSession(ctx, op, key, rec.Owner, ttl)
 	if err != nil {
-		return backend.Lease{}, err
+		return nil, err
 	}
 	ok, resp, _, err := s.txn.Txn(api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
@@ -460,20 +475,53 @@ func (s *Store) move(ctx context.Context, op, key string, cur *entry, rec record
 	if err != nil || !ok {
 		s.destroySession(ctx, sess)
 		if err != nil {
-			return backend.Lease{}, s.transport(op, key, ctx, err)
+			return nil, s.transport(op, key, ctx, err)
 		}
 		if len(resp.Errors) == 0 {
-			return backend.Lease{}, s.txnFailed(op, key, resp)
+			return nil, s.txnFailed(op, key, resp)
 		}
 		// The lease changed or ended since it was read.
 		now, err := s.read(ctx, op, key)
 		if err != nil {
-			return backend.Lease{}, err
+			return nil, err
 		}
-		return backend.Lease{}, notHeld(key, rec.Owner, now)
+		return nil, notHeld(key, rec.Owner, now)
 	}
 	s.destroySession(ctx, cur.session)
-	return rec.lease(key), nil
+	moved := &entry{rec: rec, session: sess}
+	for _, r := range resp.Results {
+		if r.KV != nil && r.KV.Key == s.LeaseKey(key) && r.KV.Session == sess {
+			moved.index = r.KV.ModifyIndex
+		}
+	}
+	return moved, nil
+}
+
+// endKeep ends the kept lease e on key keepFor from now, unless it changed
+// by then: a Consul session may outlive its TTL by as much again, and a
+// job lock kept with lockAtLeastFor must not skip the next run for that.
+// Should this process stop first (Close), the session's TTL ends it.
+func (s *Store) endKeep(key string, e *entry, keepFor time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || e.index == 0 {
+		return
+	}
+	s.keeps.Add(1)
+	var timer *time.Timer
+	timer = time.AfterFunc(keepFor, func() {
+		defer s.keeps.Done()
+		s.mu.Lock()
+		delete(s.timers, timer)
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(s.base, 10*time.Second)
+		defer cancel()
+		pair := &api.KVPair{Key: s.LeaseKey(key), ModifyIndex: e.index}
+		if ok, _, err := s.kv.DeleteCAS(pair, s.writeOpts(ctx)); err == nil && ok {
+			s.destroySession(ctx, e.session)
+		}
+	})
+	s.timers[timer] = struct{}{}
 }
 
 // Release implements backend.Store.
@@ -504,8 +552,12 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		return nil // released with a keep time already: nothing changes
 	}
 	rec := record{Owner: owner, Token: cur.rec.Token, TTLMillis: keepFor.Milliseconds(), Kept: true}
-	_, err = s.move(ctx, "release", key, cur, rec, keepFor)
-	return err
+	kept, err := s.move(ctx, "release", key, cur, rec, keepFor)
+	if err != nil {
+		return err
+	}
+	s.endKeep(key, kept, keepFor)
+	return nil
 }
 
 // release deletes owner's lease on key at once, then ends its session (a

@@ -2,6 +2,7 @@ package consulbackend_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -57,4 +58,62 @@ func TestConformance(t *testing.T) {
 		MinTTL:   a.SessionTTLMin(),
 		MaxTTL:   consulbackend.MaxSessionTTL,
 	})
+}
+
+// A lease released with a keep time ends when the keep time is over, by
+// the releasing store's timer, not when Consul gets round to its session
+// (up to twice its TTL later). The store's lock-delay tells the two
+// apart: a session that ran out while it held the key would put the key
+// under a minute of lock-delay; the timer deletes the key first.
+func TestKeptLeaseEndsOnTime(t *testing.T) {
+	a := testenv.NewConsul(t)
+	s := newStore(t, a, consulbackend.WithLockDelay(time.Minute))
+	other := newStore(t, a)
+	ctx := ctxT(t)
+	const key = "{acme:billing}:lock:kept"
+	if _, err := s.Acquire(ctx, key, "job-a", 10*time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "job-a", 300*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err := other.Get(ctx, key)
+		if errors.Is(err, backend.ErrNotFound) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := other.Acquire(ctx, key, "job-b", 10*time.Second, 0); err != nil {
+		t.Fatalf("Acquire after the keep time: %v; want a grant (the key was not deleted by the keeper, but by its session running out)", err)
+	}
+}
+
+// A store closed while it keeps a lease leaves the lease to its session:
+// the keep time still holds, however the process ends.
+func TestCloseLeavesKeptLease(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s, err := consulbackend.New(config(a), consulbackend.WithSessionTTLMin(a.SessionTTLMin()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "{acme:billing}:lock:kept-close"
+	l, err := s.Acquire(ctx, key, "job-a", 10*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "job-a", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := newStore(t, a).Get(ctx, key)
+	if err != nil || g.Owner != "job-a" || g.Token != l.Token {
+		t.Fatalf("after Close the kept key is %+v, %v; want job-a's lease (token %d)", g, err, l.Token)
+	}
 }

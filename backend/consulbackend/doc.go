@@ -19,7 +19,11 @@
 // renews the session; Release deletes the key (owner-checked, in one
 // transaction with the counter's release mark) and destroys the session;
 // Release with a keep time moves the lease to a new session whose TTL is
-// the keep time, marked kept so that it can no longer be renewed.
+// the keep time, marked kept so that it can no longer be renewed, and the
+// releasing store deletes it when the keep time is over (a timer of the
+// store; if the process ends first, the session's TTL ends it, up to
+// twice the keep time later). A job lock's lockAtLeastFor thus does not
+// skip the next run.
 //
 // # What differs from Redis
 //

@@ -1,0 +1,116 @@
+// Package storetest is the table of stores that the integration tests of
+// role, synclock and schedlock run on: the in-memory store, Redis and
+// Consul, each on a private server that the test starts (internal/testenv).
+// A test written once against backend.Store runs on every entry:
+//
+//	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+//		newStore := b.Open(t)       // a private server for this test
+//		a, c := newStore(t), newStore(t) // two clients, as two processes
+//		...
+//	})
+//
+// The servers accept short leases (Consul's session minimum is lowered
+// for them), and the stores skip the restart guard, since the servers
+// are started for the test.
+package storetest
+
+import (
+	"testing"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
+	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// Factory returns a new client of one store: every client it returns sees
+// the same data, as separate processes do. The client is closed when t
+// ends.
+type Factory func(t testing.TB) backend.Store
+
+// Backend is one kind of store of the table.
+type Backend struct {
+	// Name is the subtest's name: "mem", "redis" or "consul".
+	Name string
+	// Open starts a private server for t (closed when t ends) and returns
+	// a Factory of clients of it. For the in-memory store every client is
+	// the one store Open made.
+	Open func(t testing.TB) Factory
+	// ExpiryFactor is how many times its TTL a lease that nobody renews
+	// may last at most: 1, but 2 on Consul, which keeps a session up to
+	// twice its TTL.
+	ExpiryFactor int
+}
+
+// Backends are the stores every integration test runs on.
+var Backends = []Backend{
+	{Name: "mem", Open: openMem, ExpiryFactor: 1},
+	{Name: "redis", Open: openRedis, ExpiryFactor: 1},
+	{Name: "consul", Open: openConsul, ExpiryFactor: 2},
+}
+
+// Each runs f as a subtest for every backend of the table.
+func Each(t *testing.T, f func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends {
+		t.Run(b.Name, func(t *testing.T) { f(t, b) })
+	}
+}
+
+func openMem(t testing.TB) Factory {
+	s := membackend.New()
+	t.Cleanup(func() { s.Close() })
+	return func(testing.TB) backend.Store { return s }
+}
+
+func openRedis(t testing.TB) Factory {
+	r := testenv.NewRedis(t)
+	return func(t testing.TB) backend.Store { return Redis(t, r) }
+}
+
+func openConsul(t testing.TB) Factory {
+	a := testenv.NewConsul(t)
+	return func(t testing.TB) backend.Store { return Consul(t, a) }
+}
+
+// Redis returns a new store on r, without the restart guard (the server
+// is started for the test), closed when t ends.
+func Redis(t testing.TB, r *testenv.Redis, opts ...redisbackend.Option) *redisbackend.Store {
+	t.Helper()
+	s, err := redisbackend.New(r.Client(t), append([]redisbackend.Option{redisbackend.WithoutRestartGuard()}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Consul returns a new store on agent a that knows the agent's session
+// minimum, closed when t ends.
+func Consul(t testing.TB, a *testenv.Consul, opts ...consulbackend.Option) *consulbackend.Store {
+	t.Helper()
+	cfg := api.DefaultConfig()
+	cfg.Address = a.Addr()
+	cfg.Token = a.ManagementToken()
+	s, err := consulbackend.New(cfg, append([]consulbackend.Option{consulbackend.WithSessionTTLMin(a.SessionTTLMin())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// ByName returns the backend of the table called name, or fails t.
+func ByName(t testing.TB, name string) Backend {
+	t.Helper()
+	for _, b := range Backends {
+		if b.Name == name {
+			return b
+		}
+	}
+	t.Fatalf("storetest: no backend called %q", name)
+	return Backend{}
+}
