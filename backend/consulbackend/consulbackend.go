@@ -46,8 +46,8 @@ type Store struct {
 
 	mu      sync.Mutex
 	done    bool
-	watches sync.WaitGroup     // the watches' goroutines
-	keeps   sync.WaitGroup     // endKeep's timers that have not ended
+	watches sync.WaitGroup // the watches' goroutines
+	keeps   sync.WaitGroup // endKeep's timers that have not ended
 	timers  map[*time.Timer]struct{}
 	base    context.Context    // the watches' contexts derive from it
 	closeFn context.CancelFunc // ends base: Close
