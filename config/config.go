@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
@@ -98,13 +100,98 @@ type Consul struct {
 	// Datacenter is the datacenter to use; empty means the agent's
 	// (consul.datacenter).
 	Datacenter string
+	// TLS selects HTTPS to the agent (consul.tls); it is implied by an
+	// https:// Address.
+	TLS bool
+	// CAFile is a PEM file of the CAs to trust (consul.tls-ca-file);
+	// empty means the system's.
+	CAFile string
+	// CertFile and KeyFile are the client certificate and its key, for
+	// agents that verify clients (consul.tls-cert-file,
+	// consul.tls-key-file). Both or neither.
+	CertFile, KeyFile string
+	// KeyPrefix is the KV prefix of baton's data (consul.key-prefix).
+	// Default DefaultKeyPrefix.
+	KeyPrefix string
+	// SessionTTLMin is the servers' session_ttl_min
+	// (consul.session-ttl-min-in-seconds). Zero means Consul's default,
+	// consulbackend.DefaultSessionTTLMin (10 s).
+	SessionTTLMin time.Duration
+	// LockDelay is the lock-delay of baton's sessions
+	// (consul.lock-delay-in-milliseconds, default 0; see
+	// consulbackend.WithLockDelay).
+	LockDelay time.Duration
+}
+
+// APIConfig returns the Consul client configuration for c: the Consul
+// client's defaults (and its CONSUL_* environment variables) with c's
+// settings over them. Every call returns a new configuration the caller
+// may change.
+func (c Consul) APIConfig() *api.Config {
+	cfg := api.DefaultConfig()
+	if c.Address != "" {
+		cfg.Address = c.Address
+		if rest, ok := strings.CutPrefix(c.Address, "https://"); ok {
+			cfg.Address, cfg.Scheme = rest, "https"
+		} else if rest, ok := strings.CutPrefix(c.Address, "http://"); ok {
+			cfg.Address, cfg.Scheme = rest, "http"
+		}
+	}
+	if c.TLS {
+		cfg.Scheme = "https"
+	}
+	if c.Token != "" {
+		cfg.Token = c.Token
+	}
+	if c.Datacenter != "" {
+		cfg.Datacenter = c.Datacenter
+	}
+	if c.CAFile != "" {
+		cfg.TLSConfig.CAFile = c.CAFile
+	}
+	if c.CertFile != "" {
+		cfg.TLSConfig.CertFile, cfg.TLSConfig.KeyFile = c.CertFile, c.KeyFile
+	}
+	return cfg
+}
+
+// ConsulStore returns a Consul store for c: on the agent c.Consul names,
+// with its key prefix, session minimum and lock-delay. It refuses a
+// configuration whose leases Consul cannot hold: a role TTL
+// (scheduler-lock.heartbeat-expiration-duration-in-seconds) or lock hold
+// (synchronized-lock.hold-duration-in-seconds) below the session minimum.
+// The caller closes the store.
+func (c Config) ConsulStore() (*consulbackend.Store, error) {
+	min := c.Consul.SessionTTLMin
+	if min == 0 {
+		min = consulbackend.DefaultSessionTTLMin
+	}
+	r, l := c.Role.WithDefaults(), c.SyncLock.WithDefaults()
+	var bad []Problem
+	if !c.Role.Disabled && r.HeartbeatExpiration < min {
+		bad = append(bad, Problem{Key: keyRoleExpiration, Value: strconv.FormatInt(int64(r.HeartbeatExpiration/time.Second), 10),
+			Reason: fmt.Sprintf("must be at least the Consul session minimum of %v (%s): Consul cannot hold a role key for less", min, keyConsulTTLMin)})
+	}
+	if !c.SyncLock.Disabled && l.HoldDuration < min {
+		bad = append(bad, Problem{Key: keyLockHold, Value: strconv.FormatInt(int64(l.HoldDuration/time.Second), 10),
+			Reason: fmt.Sprintf("must be at least the Consul session minimum of %v (%s): Consul cannot hold a lock for less", min, keyConsulTTLMin)})
+	}
+	if len(bad) > 0 {
+		return nil, &Error{Problems: bad}
+	}
+	opts := []consulbackend.Option{consulbackend.WithSessionTTLMin(min), consulbackend.WithLockDelay(c.Consul.LockDelay)}
+	if c.Consul.KeyPrefix != "" {
+		opts = append(opts, consulbackend.WithPrefix(c.Consul.KeyPrefix))
+	}
+	return consulbackend.New(c.Consul.APIConfig(), opts...)
 }
 
 // Default returns the configuration Load returns when no source sets
 // anything: the seed framework's defaults (heartbeat every 15 s, role TTL
 // 45 s, lock retry every 1 s, lock hold at most 45 s, retry until
 // success, both features enabled), tenant "default", Redis at
-// 127.0.0.1:6379 with key prefix "baton". Role.SafetyMargin stays zero,
+// 127.0.0.1:6379 with key prefix "baton", Consul with key prefix "baton"
+// and a session minimum of 10 s. Role.SafetyMargin stays zero,
 // which the role package reads as its own default.
 func Default() Config {
 	return Config{
@@ -120,6 +207,10 @@ func Default() Config {
 		Redis: Redis{
 			Addrs:     []string{DefaultRedisAddr},
 			KeyPrefix: DefaultKeyPrefix,
+		},
+		Consul: Consul{
+			KeyPrefix:     DefaultKeyPrefix,
+			SessionTTLMin: consulbackend.DefaultSessionTTLMin,
 		},
 	}
 }

@@ -206,4 +206,26 @@
 //	consul.datacenter
 //	    no default (the agent's); BATON_CONSUL_DATACENTER
 //	    Datacenter to use.
+//	consul.tls
+//	    default false; BATON_CONSUL_TLS
+//	    Talk HTTPS to the agent (implied by an https:// address).
+//	consul.tls-ca-file
+//	    no default (the system's roots); BATON_CONSUL_TLS_CA_FILE
+//	    PEM file of the CAs that sign the agent's certificate.
+//	consul.tls-cert-file, consul.tls-key-file
+//	    no default; BATON_CONSUL_TLS_CERT_FILE, BATON_CONSUL_TLS_KEY_FILE
+//	    Client certificate and key, for agents that verify clients. Both
+//	    or neither.
+//	consul.key-prefix
+//	    default baton; BATON_CONSUL_KEY_PREFIX
+//	    First part of every Consul KV key baton writes, as in
+//	    baton/lease/{tenant:app}:role. Neither starting nor ending with '/'.
+//	consul.session-ttl-min-in-seconds
+//	    default 10; BATON_CONSUL_SESSION_TTL_MIN_IN_SECONDS
+//	    The servers' session_ttl_min: the shortest lease Consul holds.
+//	    Config.ConsulStore refuses a role TTL or lock hold below it.
+//	consul.lock-delay-in-milliseconds
+//	    default 0; BATON_CONSUL_LOCK_DELAY_IN_MILLISECONDS
+//	    How long Consul refuses a key after a session holding it ended
+//	    without a release (at most 60000).
 package config

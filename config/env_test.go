@@ -58,24 +58,31 @@ func TestEnvEveryKey(t *testing.T) {
 		"synchronized-lock.hold-duration-in-seconds":              "60",
 		"synchronized-lock.max-retries":                           "3",
 		"synchronized-lock.claim-window-in-milliseconds":          "5000",
-		"instance.app":               "billing",
-		"instance.tenant":            "acme",
-		"instance.port":              "8080",
-		"instance.ip":                "10.0.0.7",
-		"instance.advertise-address": "10.0.0.8:8500",
-		"redis.addrs":                "10.0.0.1:6379,10.0.0.2:6379",
-		"redis.cluster":              "true",
-		"redis.master-name":          "",
-		"redis.username":             "baton",
-		"redis.password":             "s3cret",
-		"redis.sentinel-username":    "watcher",
-		"redis.sentinel-password":    "s3ntinel",
-		"redis.db":                   "0",
-		"redis.tls":                  "true",
-		"redis.key-prefix":           "acme-baton",
-		"consul.address":             "http://127.0.0.1:8500",
-		"consul.token":               "t0ken",
-		"consul.datacenter":          "dc1",
+		"instance.app":                      "billing",
+		"instance.tenant":                   "acme",
+		"instance.port":                     "8080",
+		"instance.ip":                       "10.0.0.7",
+		"instance.advertise-address":        "10.0.0.8:8500",
+		"redis.addrs":                       "10.0.0.1:6379,10.0.0.2:6379",
+		"redis.cluster":                     "true",
+		"redis.master-name":                 "",
+		"redis.username":                    "baton",
+		"redis.password":                    "s3cret",
+		"redis.sentinel-username":           "watcher",
+		"redis.sentinel-password":           "s3ntinel",
+		"redis.db":                          "0",
+		"redis.tls":                         "true",
+		"redis.key-prefix":                  "acme-baton",
+		"consul.address":                    "http://127.0.0.1:8500",
+		"consul.token":                      "t0ken",
+		"consul.datacenter":                 "dc1",
+		"consul.tls":                        "true",
+		"consul.tls-ca-file":                "/etc/consul/ca.pem",
+		"consul.tls-cert-file":              "/etc/consul/client.pem",
+		"consul.tls-key-file":               "/etc/consul/client-key.pem",
+		"consul.key-prefix":                 "acme-baton",
+		"consul.session-ttl-min-in-seconds": "5",
+		"consul.lock-delay-in-milliseconds": "250",
 	}
 	for _, k := range config.Keys() {
 		v, ok := values[k]
@@ -85,8 +92,12 @@ func TestEnvEveryKey(t *testing.T) {
 		t.Setenv(config.EnvName("BATON_", k), v)
 	}
 	c := mustLoad(t, config.Env("BATON_"))
-	if !reflect.DeepEqual(*c, full) {
-		t.Errorf("Load(Env) =\n%#v\nwant\n%#v", c, full)
+	want := full
+	want.Consul.TLS = true
+	want.Consul.CAFile, want.Consul.CertFile, want.Consul.KeyFile = "/etc/consul/ca.pem", "/etc/consul/client.pem", "/etc/consul/client-key.pem"
+	want.Consul.KeyPrefix, want.Consul.SessionTTLMin, want.Consul.LockDelay = "acme-baton", 5*time.Second, 250*time.Millisecond
+	if !reflect.DeepEqual(*c, want) {
+		t.Errorf("Load(Env) =\n%#v\nwant\n%#v", c, want)
 	}
 }
 

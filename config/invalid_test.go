@@ -139,6 +139,18 @@ func TestInvalid(t *testing.T) {
 		{"addrs no host", map[string]any{"redis.addrs": ":6379"}, "redis.addrs", ":6379", `":6379" has no host`},
 		{"key-prefix empty", map[string]any{"redis.key-prefix": ""}, "redis.key-prefix", `""`, "must not be empty"},
 		{"key-prefix braces", map[string]any{"redis.key-prefix": "a{b}"}, "redis.key-prefix", "a{b}", "must not contain '{' or '}'"},
+
+		// Consul.
+		{"consul address without port", map[string]any{"consul.address": "consul.internal"}, "consul.address", "consul.internal", "is not host:port"},
+		{"consul URL without port", map[string]any{"consul.address": "https://consul.internal"}, "consul.address", "https://consul.internal", "is not host:port"},
+		{"consul cert without key", map[string]any{"consul.tls-cert-file": "c.pem"}, "consul.tls-key-file", `""`, "must be set together with consul.tls-cert-file"},
+		{"consul key without cert", map[string]any{"consul.tls-key-file": "k.pem"}, "consul.tls-cert-file", `""`, "must be set together with consul.tls-key-file"},
+		{"consul prefix slash", map[string]any{"consul.key-prefix": "/baton"}, "consul.key-prefix", "/baton", "must not start or end with '/'"},
+		{"consul prefix empty", map[string]any{"consul.key-prefix": ""}, "consul.key-prefix", `""`, "must not be empty"},
+		{"consul ttl min zero", map[string]any{"consul.session-ttl-min-in-seconds": 0}, "consul.session-ttl-min-in-seconds", "0", "must be in 1..86400"},
+		{"consul ttl min above a day", map[string]any{"consul.session-ttl-min-in-seconds": 86401}, "consul.session-ttl-min-in-seconds", "86401", "must be in 1..86400"},
+		{"consul lock delay above a minute", map[string]any{"consul.lock-delay-in-milliseconds": 60001}, "consul.lock-delay-in-milliseconds", "60001", "must be in 0..60000"},
+		{"consul lock delay negative", map[string]any{"consul.lock-delay-in-milliseconds": -1}, "consul.lock-delay-in-milliseconds", "-1", "must be in 0..60000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,6 +92,13 @@ const (
 	keyConsulAddress     = "consul.address"
 	keyConsulToken       = "consul.token"
 	keyConsulDatacenter  = "consul.datacenter"
+	keyConsulTLS         = "consul.tls"
+	keyConsulCAFile      = "consul.tls-ca-file"
+	keyConsulCertFile    = "consul.tls-cert-file"
+	keyConsulKeyFile     = "consul.tls-key-file"
+	keyConsulKeyPrefix   = "consul.key-prefix"
+	keyConsulTTLMin      = "consul.session-ttl-min-in-seconds"
+	keyConsulLockDelay   = "consul.lock-delay-in-milliseconds"
 )
 
 // keys lists every configuration key, in the order of the reference table,
@@ -182,6 +189,27 @@ var keys = []key{
 	{name: keyConsulDatacenter, kind: kindString,
 		set: func(c *Config, v any) { c.Consul.Datacenter = v.(string) },
 		get: func(c *Config) any { return c.Consul.Datacenter }},
+	{name: keyConsulTLS, kind: kindBool,
+		set: func(c *Config, v any) { c.Consul.TLS = v.(bool) },
+		get: func(c *Config) any { return c.Consul.TLS }},
+	{name: keyConsulCAFile, kind: kindString,
+		set: func(c *Config, v any) { c.Consul.CAFile = v.(string) },
+		get: func(c *Config) any { return c.Consul.CAFile }},
+	{name: keyConsulCertFile, kind: kindString,
+		set: func(c *Config, v any) { c.Consul.CertFile = v.(string) },
+		get: func(c *Config) any { return c.Consul.CertFile }},
+	{name: keyConsulKeyFile, kind: kindString,
+		set: func(c *Config, v any) { c.Consul.KeyFile = v.(string) },
+		get: func(c *Config) any { return c.Consul.KeyFile }},
+	{name: keyConsulKeyPrefix, kind: kindString,
+		set: func(c *Config, v any) { c.Consul.KeyPrefix = v.(string) },
+		get: func(c *Config) any { return c.Consul.KeyPrefix }},
+	{name: keyConsulTTLMin, kind: kindSeconds,
+		set: func(c *Config, v any) { c.Consul.SessionTTLMin = count(v, time.Second) },
+		get: func(c *Config) any { return c.Consul.SessionTTLMin }},
+	{name: keyConsulLockDelay, kind: kindMillis,
+		set: func(c *Config, v any) { c.Consul.LockDelay = count(v, time.Millisecond) },
+		get: func(c *Config) any { return c.Consul.LockDelay }},
 }
 
 // count turns a count of unit, as a converted duration key holds it, into

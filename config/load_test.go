@@ -46,9 +46,11 @@ var full = config.Config{
 		KeyPrefix:        "acme-baton",
 	},
 	Consul: config.Consul{
-		Address:    "http://127.0.0.1:8500",
-		Token:      "t0ken",
-		Datacenter: "dc1",
+		Address:       "http://127.0.0.1:8500",
+		Token:         "t0ken",
+		Datacenter:    "dc1",
+		KeyPrefix:     "baton",
+		SessionTTLMin: 10 * time.Second,
 	},
 }
 
@@ -95,6 +97,7 @@ func TestDefault(t *testing.T) {
 		Role:     role.Config{HeartbeatInterval: 15 * time.Second, HeartbeatExpiration: 45 * time.Second},
 		SyncLock: synclock.Config{RetryInterval: time.Second, HoldDuration: 45 * time.Second},
 		Redis:    config.Redis{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "baton"},
+		Consul:   config.Consul{KeyPrefix: "baton", SessionTTLMin: 10 * time.Second},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() = %v\nwant        %v", d, want)

@@ -82,7 +82,9 @@ func TestString(t *testing.T) {
 		`instance.app="my app" instance.tenant=default instance.port=0 instance.ip= instance.advertise-address= ` +
 		`redis.addrs=127.0.0.1:6379 redis.cluster=false redis.master-name= redis.username= redis.password=<redacted> ` +
 		`redis.sentinel-username= redis.sentinel-password=<redacted> redis.db=0 redis.tls=false redis.key-prefix=baton ` +
-		`consul.address= consul.token=<redacted> consul.datacenter=`
+		`consul.address= consul.token=<redacted> consul.datacenter= consul.tls=false consul.tls-ca-file= ` +
+		`consul.tls-cert-file= consul.tls-key-file= consul.key-prefix=baton consul.session-ttl-min-in-seconds=10 ` +
+		`consul.lock-delay-in-milliseconds=0`
 	if got != want {
 		t.Errorf("String() =\n%s\nwant\n%s", got, want)
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/baton-go/baton/backend/consulbackend"
 )
 
 // Validate reports every rule c breaks, under the configuration keys, in
@@ -105,6 +107,7 @@ func check(c *Config, st *state) []Problem {
 	}
 	ch.instance()
 	ch.redis()
+	ch.consul()
 	// Report in the order of the reference table; a section's own
 	// problems follow its keys.
 	rank := func(name string) int {
@@ -236,4 +239,41 @@ func checkHostPort(a string) string {
 		return "has a port that is not in 1..65535"
 	}
 	return ""
+}
+
+func (ch *checker) consul() {
+	c := ch.c.Consul
+	if ch.given(keyConsulAddress) && c.Address != "" {
+		a := c.Address
+		if rest, ok := strings.CutPrefix(a, "https://"); ok {
+			a = rest
+		} else if rest, ok := strings.CutPrefix(a, "http://"); ok {
+			a = rest
+		}
+		if reason := checkHostPort(a); reason != "" {
+			ch.add(keyConsulAddress, reason+" (want host:port, or a URL http://host:port or https://host:port)")
+		}
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		name := keyConsulCertFile
+		if c.CertFile != "" {
+			name = keyConsulKeyFile
+		}
+		ch.add(name, "must be set together with "+map[string]string{keyConsulCertFile: keyConsulKeyFile, keyConsulKeyFile: keyConsulCertFile}[name])
+	}
+	if ch.given(keyConsulKeyPrefix) {
+		p := c.KeyPrefix
+		switch {
+		case p == "":
+			ch.add(keyConsulKeyPrefix, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultKeyPrefix))
+		case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, " \t\r\n"):
+			ch.add(keyConsulKeyPrefix, "must not start or end with '/' nor hold spaces")
+		}
+	}
+	if ch.given(keyConsulTTLMin) && (c.SessionTTLMin <= 0 || c.SessionTTLMin > consulbackend.MaxSessionTTL) {
+		ch.add(keyConsulTTLMin, fmt.Sprintf("must be in 1..%d (seconds; Consul's default is 10)", int(consulbackend.MaxSessionTTL/time.Second)))
+	}
+	if ch.given(keyConsulLockDelay) && (c.LockDelay < 0 || c.LockDelay > time.Minute) {
+		ch.add(keyConsulLockDelay, "must be in 0..60000 (milliseconds; Consul caps it at 60 s)")
+	}
 }
