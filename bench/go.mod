@@ -1,6 +1,6 @@
 module github.com/baton-go/baton/bench
 
-go 1.26.0
+go 1.26.7
 
 replace github.com/baton-go/baton => ../
 

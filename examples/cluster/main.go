@@ -6,6 +6,14 @@
 //
 //	go run ./examples/cluster                      # embedded in-process Redis
 //	go run ./examples/cluster -redis 127.0.0.1:6379  # a real Redis
+//	go run ./examples/cluster -consul                # a Consul dev agent it starts
+//	go run ./examples/cluster -consul -consul-addr 127.0.0.1:8500 -ttl 10s  # a running Consul agent
+//
+// With -consul and no -consul-addr, the demo starts a private Consul dev
+// agent from the consul binary that `make deps` builds (.cache/bin), or
+// from PATH, and stops it at the end. Its sessions may be as short as 1 s;
+// a running agent keeps Consul's minimum of 10 s unless its servers were
+// configured otherwise (-consul-ttl-min).
 package main
 
 import (
@@ -20,20 +28,30 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
 
 func main() {
 	addr := flag.String("redis", "", "address of a Redis server (host:port); empty runs an embedded in-process Redis")
+	useConsul := flag.Bool("consul", false, "run on Consul instead of Redis")
+	consulAddr := flag.String("consul-addr", "", "with -consul: address of a running Consul agent; empty starts a private dev agent")
+	consulMin := flag.Duration("consul-ttl-min", consulbackend.DefaultSessionTTLMin, "with -consul-addr: the servers' session_ttl_min")
 	ttl := flag.Duration("ttl", 3*time.Second, "role key TTL (scheduler-lock.heartbeat-expiration-duration-in-seconds)")
 	verbose := flag.Bool("v", false, "also print the electors' own log")
 	flag.Parse()
-	if err := run(*addr, *ttl, *verbose); err != nil {
+	open := func() (backend.Store, string, func(), error) { return connectRedis(*addr) }
+	if *useConsul {
+		open = func() (backend.Store, string, func(), error) { return connectConsul(*consulAddr, *consulMin) }
+	}
+	if err := run(open, *ttl, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster demo failed:", err)
 		os.Exit(1)
 	}
@@ -47,19 +65,14 @@ type instance struct {
 	crashed atomic.Bool
 }
 
-func run(addr string, ttl time.Duration, verbose bool) error {
-	rdb, where, stopRedis, err := connect(addr)
+// run plays the demo on the store open returns (with a description of
+// it, and a function that closes it and whatever it started).
+func run(open func() (backend.Store, string, func(), error), ttl time.Duration, verbose bool) error {
+	store, where, stop, err := open()
 	if err != nil {
 		return err
 	}
-	defer stopRedis()
-	defer rdb.Close()
-
-	store, err := redisbackend.New(rdb, redisbackend.WithPrefix("baton-demo"))
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+	defer stop()
 
 	cfg := role.Config{HeartbeatExpiration: ttl, HeartbeatInterval: ttl / 3, SafetyMargin: ttl / 10}
 	if err := cfg.Validate(); err != nil {
@@ -156,15 +169,16 @@ func run(addr string, ttl time.Duration, verbose bool) error {
 	// Let the new master renew, then crash it: it stops talking to Redis
 	// and its key stays until the TTL runs out.
 	time.Sleep(2 * cfg.HeartbeatInterval)
-	tl.say("crashing the master %s: it stops talking to Redis and never releases", second.who.id)
+	tl.say("crashing the master %s: it stops talking to the store and never releases", second.who.id)
 	crashAt := time.Now()
 	second.who.crashed.Store(true)
-	third, err := next("after the crash", cfg.HeartbeatExpiration+5*time.Second)
+	// Consul keeps a session up to twice its TTL.
+	third, err := next("after the crash", 2*cfg.HeartbeatExpiration+5*time.Second)
 	if err != nil {
 		return err
 	}
 	failover := third.at.Sub(crashAt)
-	tl.say("failover took %v after the crash (TTL %v): the slave claimed at the key's remaining TTL", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
+	tl.say("failover took %v after the crash (TTL %v): the slave claimed as soon as the store let the key go", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
 
 	tl.say("stopping the remaining instances")
 	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
@@ -198,9 +212,62 @@ type tenure struct {
 	ctx   context.Context
 }
 
-// connect returns a client for addr, or starts an embedded Redis whose
-// clock is driven by real time when addr is empty.
-func connect(addr string) (rdb *redis.Client, where string, stop func(), err error) {
+// connectRedis returns a store on the Redis at addr, or on an embedded
+// Redis whose clock is driven by real time when addr is empty.
+func connectRedis(addr string) (backend.Store, string, func(), error) {
+	rdb, where, stopRedis, err := redisClient(addr)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	store, err := redisbackend.New(rdb, redisbackend.WithPrefix("baton-demo"))
+	if err != nil {
+		rdb.Close()
+		stopRedis()
+		return nil, "", nil, err
+	}
+	return store, where, func() {
+		store.Close()
+		rdb.Close()
+		stopRedis()
+	}, nil
+}
+
+// connectConsul returns a store on the Consul agent at addr, or on a
+// private dev agent it starts when addr is empty.
+func connectConsul(addr string, ttlMin time.Duration) (backend.Store, string, func(), error) {
+	where, stopAgent := "the Consul agent at "+addr, func() {}
+	if addr == "" {
+		agent, err := testenv.StartConsul(testenv.ConsulOptions{SessionTTLMin: time.Second})
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("starting a Consul dev agent (build it with `make deps`, or pass -consul-addr): %w", err)
+		}
+		addr, ttlMin = agent.Addr(), agent.SessionTTLMin()
+		where = "a private Consul dev agent at " + addr
+		stopAgent = func() { agent.Close() }
+	}
+	cfg := api.DefaultConfig()
+	cfg.Address = addr
+	store, err := consulbackend.New(cfg, consulbackend.WithPrefix("baton-demo"), consulbackend.WithSessionTTLMin(ttlMin))
+	if err != nil {
+		stopAgent()
+		return nil, "", nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := store.Get(ctx, backend.AppKey("acme", "billing", "role")); err != nil && !errors.Is(err, backend.ErrNotFound) {
+		store.Close()
+		stopAgent()
+		return nil, "", nil, fmt.Errorf("cannot reach Consul: %w", err)
+	}
+	return store, where, func() {
+		store.Close()
+		stopAgent()
+	}, nil
+}
+
+// redisClient returns a client for addr, or starts an embedded Redis
+// whose clock is driven by real time when addr is empty.
+func redisClient(addr string) (rdb *redis.Client, where string, stop func(), err error) {
 	if addr != "" {
 		rdb = redis.NewClient(&redis.Options{Addr: addr})
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/baton-go/baton/backend"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -16,7 +18,15 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TTL/10): a shorter one lets a busy machine cost a master its role, and
 // the demo then crashes an instance that is no longer master.
 func TestDemoRuns(t *testing.T) {
-	if err := run("", 2*time.Second, false); err != nil {
+	if err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, 2*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The demo runs end to end on a Consul dev agent it starts, as
+// `go run ./examples/cluster -consul` does.
+func TestDemoRunsOnConsul(t *testing.T) {
+	if err := run(func() (backend.Store, string, func(), error) { return connectConsul("", 0) }, 2*time.Second, false); err != nil {
 		t.Fatal(err)
 	}
 }
