@@ -156,7 +156,9 @@ func (c Consul) APIConfig() *api.Config {
 }
 
 // ConsulStore returns a Consul store for c: on the agent c.Consul names,
-// with its key prefix, session minimum and lock-delay. It refuses a
+// with its key prefix, session minimum and lock-delay, and a restart
+// guard as long as the longest lease the configuration keeps (see
+// consulbackend.WithRestartGuard). It refuses a
 // configuration whose leases Consul cannot hold: a role TTL
 // (scheduler-lock.heartbeat-expiration-duration-in-seconds) or lock hold
 // (synchronized-lock.hold-duration-in-seconds) below the session minimum.
@@ -179,7 +181,8 @@ func (c Config) ConsulStore() (*consulbackend.Store, error) {
 	if len(bad) > 0 {
 		return nil, &Error{Problems: bad}
 	}
-	opts := []consulbackend.Option{consulbackend.WithSessionTTLMin(min), consulbackend.WithLockDelay(c.Consul.LockDelay)}
+	opts := []consulbackend.Option{consulbackend.WithSessionTTLMin(min), consulbackend.WithLockDelay(c.Consul.LockDelay),
+		consulbackend.WithRestartGuard(max(r.HeartbeatExpiration, l.HoldDuration))}
 	if c.Consul.KeyPrefix != "" {
 		opts = append(opts, consulbackend.WithPrefix(c.Consul.KeyPrefix))
 	}

@@ -41,6 +41,7 @@ type Store struct {
 
 	prefix    string
 	ttlMin    time.Duration
+	guard     time.Duration // WithRestartGuard; negative: WithoutRestartGuard
 	lockDelay time.Duration
 	now       func() time.Time
 
@@ -289,20 +290,29 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	ok, resp, _, err := s.txn.Txn(api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
 		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.bootedKey()}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.recoveringKey()}},
 	}, s.queryOpts(ctx))
 	if err != nil {
 		return backend.Lease{}, false, s.transport("acquire", key, ctx, err)
 	}
-	if !ok || len(resp.Results) != 2 {
+	if !ok || len(resp.Results) != 4 {
 		return backend.Lease{}, false, s.txnFailed("acquire", key, resp)
 	}
 	leaseKV, fenceKV := present(resp.Results[0].KV), present(resp.Results[1].KV)
+	bootedKV, recoveringKV := present(resp.Results[2].KV), present(resp.Results[3].KV)
 	if leaseKV != nil && leaseKV.Session != "" {
 		rec, err := decodeRecord(key, leaseKV)
 		if err != nil {
 			return backend.Lease{}, false, err
 		}
 		return backend.Lease{}, false, &backend.HeldError{Holder: rec.lease(key)}
+	}
+	if fenceKV == nil && s.guard >= 0 {
+		// No counter: a new key, or a Consul that lost its data.
+		if err := s.guardFresh(ctx, key, owner, ttl, bootedKV, recoveringKV); err != nil {
+			return backend.Lease{}, false, err
+		}
 	}
 	counter, err := parseCounter(key, fenceKV)
 	if err != nil {
@@ -323,6 +333,11 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 		fence.Index, fence.Flags = fenceKV.ModifyIndex, fenceKV.Flags
 	}
 	ops := api.TxnOps{{KV: fence}}
+	if fenceKV == nil && bootedKV != nil {
+		// The guard let a key without a counter through because the
+		// store had not lost its data: grant only if that still holds.
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.bootedKey(), Index: bootedKV.ModifyIndex}})
+	}
 	if leaseKV != nil {
 		// A lease key without a session: written by an older release
 		// path or by hand. It is free; replace it only as it was read.

@@ -3,6 +3,7 @@ package consulbackend_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,10 +35,13 @@ func config(a *testenv.Consul) *api.Config {
 }
 
 // newStore returns a store on agent a that knows the agent's short
-// session minimum, closed with the test.
+// session minimum, closed with the test. Its restart guard is off, since
+// the agents are started for the tests and a fresh one would otherwise
+// refuse every new key for its ttl; pass WithRestartGuard to turn it on.
 func newStore(t testing.TB, a *testenv.Consul, opts ...consulbackend.Option) *consulbackend.Store {
 	t.Helper()
-	s, err := consulbackend.New(config(a), append([]consulbackend.Option{consulbackend.WithSessionTTLMin(a.SessionTTLMin())}, opts...)...)
+	base := []consulbackend.Option{consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard()}
+	s, err := consulbackend.New(config(a), append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,14 +49,28 @@ func newStore(t testing.TB, a *testenv.Consul, opts ...consulbackend.Option) *co
 	return s
 }
 
+// The suite restarts the agent, empty; stores opened after that guard
+// their grants, as stores do by default.
 func TestConformance(t *testing.T) {
 	a := testenv.NewConsul(t)
+	var restarted atomic.Bool
 	backendtest.Run(t, backendtest.Harness{
-		NewStore: func(t testing.TB) backend.Store { return newStore(t, a) },
+		NewStore: func(t testing.TB) backend.Store {
+			if restarted.Load() {
+				return newStore(t, a, consulbackend.WithRestartGuard(0))
+			}
+			return newStore(t, a)
+		},
 		Wipe: func(t testing.TB) {
 			if err := a.DeleteAll(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
+		},
+		Restart: func(t testing.TB) {
+			if err := a.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			restarted.Store(true)
 		},
 		GivenTTL: true,
 		MinTTL:   a.SessionTTLMin(),

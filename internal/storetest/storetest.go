@@ -89,13 +89,15 @@ func Redis(t testing.TB, r *testenv.Redis, opts ...redisbackend.Option) *redisba
 }
 
 // Consul returns a new store on agent a that knows the agent's session
-// minimum, closed when t ends.
+// minimum, without the restart guard (the agent is started for the
+// test), closed when t ends.
 func Consul(t testing.TB, a *testenv.Consul, opts ...consulbackend.Option) *consulbackend.Store {
 	t.Helper()
 	cfg := api.DefaultConfig()
 	cfg.Address = a.Addr()
 	cfg.Token = a.ManagementToken()
-	s, err := consulbackend.New(cfg, append([]consulbackend.Option{consulbackend.WithSessionTTLMin(a.SessionTTLMin())}, opts...)...)
+	base := []consulbackend.Option{consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard()}
+	s, err := consulbackend.New(cfg, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
