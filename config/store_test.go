@@ -102,8 +102,11 @@ func TestConsulStore(t *testing.T) {
 	if s.Prefix() != "cfg-test" {
 		t.Errorf("prefix %q, want cfg-test", s.Prefix())
 	}
-	if _, err := s.Acquire(ctx, backend.AppKey("acme", "billing", "role"), "me", cfg.Role.HeartbeatExpiration, 0); err != nil {
-		t.Fatalf("Acquire for the configured role TTL: %v", err)
+	// A Consul that baton never used looks like one that lost its data:
+	// the guard, as long as the longest configured lease, refuses keys.
+	_, err = s.Acquire(ctx, backend.AppKey("acme", "billing", "role"), "me", cfg.Role.HeartbeatExpiration, 0)
+	if held, ok := errors.AsType[*backend.HeldError](err); !ok || !held.Recovering || held.Holder.TTL != 45*time.Second {
+		t.Fatalf("first Acquire on a fresh agent: %v; want a Recovering refusal for the 45s restart guard", err)
 	}
 	if _, err := s.Acquire(ctx, backend.AppKey("acme", "billing", "short"), "me", 5*time.Second, 0); !errors.Is(err, backend.ErrInvalidArgument) ||
 		!strings.Contains(err.Error(), "session_ttl_min") {
