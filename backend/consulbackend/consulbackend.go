@@ -435,9 +435,10 @@ func (s *Store) read(ctx context.Context, op, key string) (*entry, error) {
 }
 
 // Renew implements backend.Store. It renews the lease's session, which
-// Consul then keeps for at least ttl: a lease cannot change its TTL on
-// Consul, so a ttl other than the one granted moves the lease to a new
-// session with that TTL.
+// Consul then keeps for at least ttl, and rewrites the lease key as it is,
+// so that watchers see the renewal (EventRenewed). A lease cannot change
+// its TTL on Consul: a ttl other than the one granted moves the lease to
+// a new session with that TTL.
 func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
 	if err := s.begin(ctx, "renew", key); err != nil {
 		return backend.Lease{}, err
@@ -468,6 +469,31 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		// The session ended between the read and the renewal: the
 		// lease is gone (or going) with it.
 		return backend.Lease{}, notHeld(key, owner, nil)
+	}
+	// Rewrite the lease as it is, so that watchers learn of the renewal
+	// (EventRenewed) and count their wait from it: a session renewal
+	// alone changes nothing they can see.
+	ok, resp, _, err := s.txn.Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeRecord(cur.rec), Session: cur.session}},
+	}, s.queryOpts(ctx))
+	if err != nil {
+		return backend.Lease{}, s.transport("renew", key, ctx, err)
+	}
+	if !ok {
+		if len(resp.Errors) == 0 {
+			return backend.Lease{}, s.txnFailed("renew", key, resp)
+		}
+		// The lease changed since it was read (released, moved, or a
+		// racing renewal of the same owner rewrote it): judge by what
+		// is there now.
+		now, err := s.read(ctx, "renew", key)
+		if err != nil {
+			return backend.Lease{}, err
+		}
+		if now == nil || now.rec.Owner != owner || now.rec.Kept || now.session != cur.session {
+			return backend.Lease{}, notHeld(key, owner, now)
+		}
 	}
 	return cur.rec.lease(key), nil
 }
@@ -670,10 +696,11 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 	}
 	hint := ""
 	var se api.StatusError
+	msg := err.Error()
 	switch {
-	case errors.As(err, &se) && se.Code == 403:
-		hint = " (the ACL token is missing or lacks key and session write on the prefix)"
-	case ctx.Err() == nil && !errors.As(err, &se):
+	case errors.As(err, &se) && se.Code == 403, strings.Contains(msg, "ACL not found"), strings.Contains(msg, "Permission denied"):
+		hint = " (the ACL token is unknown to the agent, or lacks key:write and session:write on the prefix: check consul.token)"
+	case ctx.Err() == nil && !errors.As(err, &se) && !strings.Contains(msg, "Failed request") && !strings.Contains(msg, "Unexpected response code"):
 		hint = " (is the Consul agent running and reachable there?)"
 	}
 	return fmt.Errorf("consulbackend: %s %q on the agent at %s%s: %w", op, key, s.addr, hint, err)

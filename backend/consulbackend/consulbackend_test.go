@@ -115,7 +115,7 @@ func TestKeptLeaseEndsOnTime(t *testing.T) {
 func TestCloseLeavesKeptLease(t *testing.T) {
 	a := testenv.NewConsul(t)
 	ctx := ctxT(t)
-	s, err := consulbackend.New(config(a), consulbackend.WithSessionTTLMin(a.SessionTTLMin()))
+	s, err := consulbackend.New(config(a), consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
 	if err != nil {
 		t.Fatal(err)
 	}

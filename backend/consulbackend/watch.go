@@ -31,8 +31,8 @@ const (
 // in the same transaction) and as EventMaybeFree otherwise (the session
 // ran out or was destroyed, or the data was lost). A lease moved to a new
 // session (a Renew with another TTL, a Release with a keep time) is
-// reported as EventRenewed with its new TTL; plain renewals change nothing
-// in the KV store and are not reported. A failed query, or an index that
+// reported as EventRenewed with its new TTL, and so is a renewal, which
+// rewrites the key (Renew). A failed query, or an index that
 // went back (the agent lost its data), is reported as EventMaybeFree.
 func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err := s.begin(ctx, "watch", key); err != nil {

@@ -168,7 +168,7 @@ func (c *Consul) writeConfig() error {
 			c.port, c.rpcPort, c.lanPort),
 	}
 	if tok := c.opts.ACLMasterToken; tok != "" {
-		lines = append(lines, fmt.Sprintf(`acl { enabled = true, default_policy = "deny", tokens { initial_management = %q } }`, tok))
+		lines = append(lines, fmt.Sprintf(`acl { enabled = true, default_policy = "deny", tokens { initial_management = %q, agent = %q } }`, tok, tok))
 	}
 	lines = append(lines, c.opts.HCL...)
 	if err := os.WriteFile(c.conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
