@@ -129,11 +129,16 @@ func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, er
 }
 
 func (s *Store) members(ctx context.Context, op, group string) ([]backend.Member, error) {
-	prefix := s.memberPrefix(group)
-	pairs, _, err := s.kv.List(prefix, s.queryOpts(ctx))
+	pairs, _, err := s.kv.List(s.memberPrefix(group), s.queryOpts(ctx))
 	if err != nil {
 		return nil, s.transport(op, group, ctx, err)
 	}
+	return s.decodeMembers(op, group, pairs)
+}
+
+// decodeMembers decodes the live entries of group's members.
+func (s *Store) decodeMembers(op, group string, pairs api.KVPairs) ([]backend.Member, error) {
+	prefix := s.memberPrefix(group)
 	out := make([]backend.Member, 0, len(pairs))
 	for _, p := range pairs {
 		if p.Session == "" {
