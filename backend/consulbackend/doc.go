@@ -52,6 +52,9 @@
 //     them within milliseconds) or the floor, the highest token the caller
 //     has seen, is above them.
 //
-// Watches are blocking queries on the lease key, one goroutine each,
-// ended by Close (of the watch or of the store).
+// Watches are blocking queries on the lease key, one goroutine and one
+// HTTP connection each, ended by Close (of the watch or of the store).
+// Consul allows 200 connections per client IP by default
+// (limits.http_max_conns_per_client); a process that waits on many locks
+// at once, or many processes behind one address, may need more.
 package consulbackend

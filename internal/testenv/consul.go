@@ -164,6 +164,9 @@ func (c *Consul) writeConfig() error {
 		`log_level = "warn"`,
 		`disable_update_check = true`,
 		fmt.Sprintf(`session_ttl_min = "%s"`, c.sessionTTLMin()),
+		// Every test client comes from 127.0.0.1, and each watch holds
+		// a connection: lift the per-IP cap of 200.
+		`limits { http_max_conns_per_client = 10000 }`,
 		fmt.Sprintf("ports { http = %d, server = %d, serf_lan = %d, serf_wan = -1, dns = -1, grpc = -1, grpc_tls = -1 }",
 			c.port, c.rpcPort, c.lanPort),
 	}
