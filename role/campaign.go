@@ -230,6 +230,7 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
 	c.ev.push(event{kind: evElected, ctx: tctx})
 	c.ev.push(event{kind: evMasterChange, id: e.idText})
+	e.roleChanged()
 }
 
 // deadline is when the tenure ends, in nanoseconds since the elector's
@@ -414,6 +415,7 @@ func (c *campaign) endTenure() {
 	e.since = e.clock.Now()
 	e.mu.Unlock()
 	c.ev.push(event{kind: evDemoted})
+	e.roleChanged()
 }
 
 // acquire claims the role. The claim is bounded by the tenure it would

@@ -188,3 +188,119 @@ func TestConsulWrongToken(t *testing.T) {
 		t.Fatalf("Acquire with the management token: %v", err)
 	}
 }
+
+// Electors on a Redis store announce themselves in Consul's catalog: each
+// is a passing service tagged with its role, the tags follow a handover,
+// and a stopped instance is deregistered. Members and IsMasterOf answer
+// on a Consul store too.
+func TestConsulServiceAnnouncesRole(t *testing.T) {
+	a := testenv.NewConsul(t)
+	r := testenv.NewRedis(t)
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}
+	var els []*role.Elector
+	for i := range 2 {
+		iid := id(t, 7800+i)
+		svc, err := consulbackend.NewService(&api.Config{Address: a.Addr()}, consulbackend.ServiceOptions{
+			ID: iid.String(), Name: iid.App, Tenant: iid.Tenant, Address: iid.IP.String(), Port: int(iid.Port), CheckTTL: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		el, err := role.NewElector(storetest.Redis(t, r), iid, cfg, quiet, role.WithAnnouncer(svc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+		els = append(els, el)
+	}
+	defer stopAll(t, els...)
+	cli, err := api.NewClient(&api.Config{Address: a.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// catalog returns, for each registered instance of billing whose
+	// check passes, its role tag.
+	catalog := func() map[string]string {
+		entries, _, err := cli.Health().Service("billing", "", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tags := map[string]string{}
+		for _, e := range entries {
+			if e.Service.Meta["tenant"] != "acme" || e.Service.Meta["instance-id"] != e.Service.ID {
+				t.Fatalf("service %s has meta %v; want tenant acme and its instance ID", e.Service.ID, e.Service.Meta)
+			}
+			tags[e.Service.ID] = strings.Join(e.Service.Tags, ",")
+		}
+		return tags
+	}
+	var m *role.Elector
+	waitFor(t, "a master", func() bool { m = master(els); return m != nil }, els...)
+	other := els[0]
+	if other == m {
+		other = els[1]
+	}
+	waitFor(t, "the catalog to show the master and the slave", func() bool {
+		c := catalog()
+		return c[m.ID().String()] == "master" && c[other.ID().String()] == "slave"
+	}, els...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if ok, err := m.IsMasterOf(ctx, "billing", m.ID().String()); err != nil || !ok {
+		t.Errorf("IsMasterOf(master) = %v, %v", ok, err)
+	}
+	if err := m.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the catalog to show the new master alone", func() bool {
+		c := catalog()
+		return len(c) == 1 && c[other.ID().String()] == "master"
+	}, els...)
+}
+
+// Members and IsMasterOf read the Registry and the role key of a Consul
+// store as of a Redis one.
+func TestConsulMembers(t *testing.T) {
+	a := testenv.NewConsul(t)
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}
+	var els []*role.Elector
+	for i := range 2 {
+		el, err := role.NewElector(storetest.Consul(t, a), id(t, 7900+i), cfg, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+		els = append(els, el)
+	}
+	defer stopAll(t, els...)
+	var m *role.Elector
+	waitFor(t, "a master", func() bool { m = master(els); return m != nil }, els...)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	waitFor(t, "both members listed, the master marked", func() bool {
+		ms, err := els[0].Members(ctx)
+		if err != nil || len(ms) != 2 {
+			return false
+		}
+		masters := 0
+		for _, x := range ms {
+			if x.Master {
+				masters++
+				if x.ID != m.ID().String() {
+					return false
+				}
+			}
+		}
+		return masters == 1
+	}, els...)
+	for _, el := range els {
+		ok, err := els[0].IsMasterOf(ctx, "billing", el.ID().String())
+		if err != nil || ok != (el == m) {
+			t.Errorf("IsMasterOf(%s) = %v, %v; want %v", el.ID(), ok, err, el == m)
+		}
+	}
+}

@@ -56,6 +56,9 @@ type Elector struct {
 	tenure      context.Context
 	tenureEpoch uint64
 	since       time.Time
+
+	announcer Announcer     // WithAnnouncer
+	kick      chan struct{} // tells the announcer the role changed
 }
 
 // NewElector returns an elector for the instance id on store. It checks
@@ -96,6 +99,9 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	}
 	if err := backend.ValidateOwner(e.owner); err != nil {
 		return nil, fmt.Errorf("role: instance ID %q is not usable as an owner: %w", e.idText, err)
+	}
+	if e.announcer != nil {
+		e.kick = make(chan struct{}, 1)
 	}
 	e.realClock = e.clock == clock.Real
 	e.base = e.clock.Now()
@@ -288,6 +294,13 @@ func (e *Elector) run(ctx context.Context) {
 		defer presence.Done()
 		e.presence(pctx, ev)
 	}()
+	if e.announcer != nil {
+		presence.Add(1)
+		go func() {
+			defer presence.Done()
+			e.announce(pctx, e.kick)
+		}()
+	}
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)
 }
