@@ -58,15 +58,24 @@ func TestConsulRestartedEmpty(t *testing.T) {
 
 // An operator destroys the master's session (consul session destroy): the
 // role key goes with it, the master's next renewal is refused and it steps
-// down, and another instance takes the role with a larger epoch.
+// down, and another instance takes the role with a larger epoch, never
+// while the old master still calls itself master. A slave that has seen
+// the master waits from the master's last renewal, which it was told of
+// (EventRenewed); an instance that never saw it is kept out by the
+// lock-delay, which must cover the TTL for that.
 func TestConsulSessionDestroyed(t *testing.T) {
+	t.Run("slave watching", func(t *testing.T) { testSessionDestroyed(t, 0, false) })
+	t.Run("newcomer, lock-delay", func(t *testing.T) { testSessionDestroyed(t, 2*time.Second, true) })
+}
+
+func testSessionDestroyed(t *testing.T, lockDelay time.Duration, newcomer bool) {
 	a := testenv.NewConsul(t)
 	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}
 	var ts tenures
 	var els []*role.Elector
-	for i := range 2 {
+	add := func(i int) *role.Elector {
 		var el *role.Elector
-		el, err := role.NewElector(storetest.Consul(t, a), id(t, 7500+i), cfg, quiet, ts.option(&el))
+		el, err := role.NewElector(storetest.Consul(t, a, consulbackend.WithLockDelay(lockDelay)), id(t, 7500+i), cfg, quiet, ts.option(&el))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,11 +83,16 @@ func TestConsulSessionDestroyed(t *testing.T) {
 			t.Fatal(err)
 		}
 		els = append(els, el)
+		return el
 	}
-	defer stopAll(t, els...)
-	var m *role.Elector
-	waitFor(t, "a master", func() bool { m = master(els); return m != nil }, els...)
+	m := add(0)
+	defer func() { stopAll(t, els...) }()
+	waitFor(t, "a master", m.IsMaster, m)
 	before := m.Epoch()
+	if !newcomer {
+		s := add(1)
+		waitFor(t, "the slave to see the master", func() bool { return s.Master() == m.ID().String() }, els...)
+	}
 
 	cli, err := api.NewClient(&api.Config{Address: a.Addr()})
 	if err != nil {
@@ -92,7 +106,9 @@ func TestConsulSessionDestroyed(t *testing.T) {
 	if err := a.DestroySession(t.Context(), p.Session); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the old master to step down", func() bool { return !m.IsMaster() || m.Epoch() != before }, els...)
+	if newcomer {
+		add(1)
+	}
 	waitFor(t, "a master with a larger epoch", func() bool {
 		n := master(els)
 		return n != nil && n.Epoch() > before
