@@ -28,6 +28,8 @@ type Results struct {
 	Setup     Setup    `json:"setup"`
 	Machine   Machine  `json:"machine"`
 	Targets   []Target `json:"targets,omitempty"`
+	// Consul holds the Consul figures of the same run (RunConsul).
+	Consul *ConsulResults `json:"consul,omitempty"`
 }
 
 // RunResult is one implementation in one scenario.
@@ -166,6 +168,11 @@ func (r *Results) Overlaps() int {
 	for _, run := range r.Runs {
 		n += run.Overlaps
 	}
+	if c := r.Consul; c != nil {
+		for _, run := range append(slices.Clone(c.Uncontended), c.Contended...) {
+			n += run.Overlaps
+		}
+	}
 	return n
 }
 
@@ -270,6 +277,34 @@ func (r *Results) WriteTable(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "  %s  %s: %g %s %g\n", verdict, t.Name, t.Got, t.Cmp, t.Want)
 		}
+	}
+	if c := r.Consul; c != nil {
+		fmt.Fprintf(&b, "\nConsul %s (a private dev agent: one server, Raft in memory):\n", c.Version)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\toverlaps\t")
+		var ref float64
+		for _, run := range c.Uncontended {
+			if run.Impl == "consul-kv" {
+				ref = run.OpsPerS
+			}
+		}
+		for _, set := range []struct {
+			name string
+			runs []ConsulRun
+		}{{Uncontended, c.Uncontended}, {Contended, c.Contended}} {
+			for _, run := range set.runs {
+				of := "-"
+				if set.name == Uncontended && ref > 0 {
+					of = fmt.Sprintf("%.2fx kv", run.OpsPerS/ref)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%d\t\n", run.Impl, set.name, run.OpsPerS, of, run.Overlaps)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
+			c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

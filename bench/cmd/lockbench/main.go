@@ -53,6 +53,8 @@ func run() int {
 		pin        = fs.Bool("pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs)")
 		show       = fs.String("show", "", "print the table of an earlier results file and exit")
 		clients    = fs.String("clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
+		consul     = fs.Bool("consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
+		terms      = fs.Int("terms", 5, "-consul: role handovers and crash failovers timed")
 	)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -92,6 +94,10 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := bench.Run(ctx, opts)
+	if err == nil && res != nil && *consul {
+		res.Consul, err = bench.RunConsul(ctx, bench.ConsulOptions{
+			Duration: *duration, Procs: *procs, Goroutines: *goroutines, CS: *cs, Terms: *terms, Progress: os.Stderr})
+	}
 	if res != nil {
 		fmt.Println()
 		if werr := res.WriteTable(os.Stdout); werr != nil {

@@ -1,0 +1,383 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/synclock"
+)
+
+// ConsulOptions configures RunConsul.
+type ConsulOptions struct {
+	// Duration is how long each lock measurement runs.
+	Duration time.Duration
+	// Procs and Goroutines shape the contended run: Procs stores, each
+	// with Goroutines workers.
+	Procs, Goroutines int
+	// CS is the contended run's critical section.
+	CS time.Duration
+	// Terms is how many handovers and failovers of the role are timed.
+	Terms int
+	// Progress receives a line per measurement; nil for none.
+	Progress io.Writer
+}
+
+// ConsulResults is what RunConsul measured, on a private Consul dev agent
+// (one server, in memory: Raft commits without a disk).
+type ConsulResults struct {
+	Version string `json:"consul_version"`
+	// Uncontended lock+unlock cycles per second of one goroutine.
+	Uncontended []ConsulRun `json:"uncontended"`
+	// Contended operations per second of Procs x Goroutines workers
+	// around one key, with a CS critical section.
+	Contended []ConsulRun `json:"contended"`
+	// HandoverP50MS and HandoverMaxMS: from a master's Stop until
+	// another elector's OnElected.
+	HandoverP50MS float64 `json:"handover_p50_ms"`
+	HandoverMaxMS float64 `json:"handover_max_ms"`
+	// FailoverP50MS and FailoverMaxMS: from a master's crash (its store
+	// stops answering) until another elector's OnElected, with a role TTL
+	// of FailoverTTLMS.
+	FailoverP50MS float64 `json:"failover_p50_ms"`
+	FailoverMaxMS float64 `json:"failover_max_ms"`
+	FailoverTTLMS float64 `json:"failover_ttl_ms"`
+	Terms         int     `json:"terms"`
+}
+
+// ConsulRun is one implementation's figure.
+type ConsulRun struct {
+	Impl     string  `json:"impl"`
+	Setup    string  `json:"setup"`
+	OpsPerS  float64 `json:"ops_per_s"`
+	Ops      int     `json:"ops"`
+	Overlaps int     `json:"overlaps"`
+}
+
+// consulLocker is a lock implementation on Consul: Lock returns the
+// unlock function.
+type consulLocker func(ctx context.Context) (func() error, error)
+
+type consulImpl struct {
+	name, setup string
+	// open returns a locker on key for one goroutine, on its own client
+	// of the agent at addr, and a function that closes what it opened.
+	open func(addr, key string, n int) (consulLocker, func(), error)
+}
+
+func consulImpls() []consulImpl {
+	return []consulImpl{
+		{"baton", "synclock.Locker on consulbackend (a session per lease, KV transactions)", openBatonConsul},
+		{"consul-lock", "consul/api's lock recipe (api.Lock: a session per Lock, then KV acquire; Unlock releases and destroys)", openConsulLock},
+		{"consul-kv", "reference: one session made up front, then KV acquire + KV release per cycle, no fencing, no owner check beyond the session", openConsulKV},
+	}
+}
+
+func openBatonConsul(addr, key string, n int) (consulLocker, func(), error) {
+	store, err := consulbackend.New(&api.Config{Address: addr}, consulbackend.WithSessionTTLMin(time.Second), consulbackend.WithoutRestartGuard())
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := instanceid.New("127.0.0.1", "bench", "bench", n)
+	if err != nil {
+		return nil, nil, err
+	}
+	lk, err := synclock.NewLocker(store, id, synclock.Config{})
+	if err != nil {
+		return nil, nil, err
+	}
+	m := lk.Mutex(key)
+	return func(ctx context.Context) (func() error, error) {
+		if err := m.Lock(ctx); err != nil {
+			return nil, err
+		}
+		return func() error { return m.Unlock(context.WithoutCancel(ctx)) }, nil
+	}, func() { store.Close() }, nil
+}
+
+func openConsulLock(addr, key string, _ int) (consulLocker, func(), error) {
+	cli, err := api.NewClient(&api.Config{Address: addr})
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context) (func() error, error) {
+		l, err := cli.LockOpts(&api.LockOptions{Key: "bench-lock/" + key, SessionTTL: HoldTTL.String()})
+		if err != nil {
+			return nil, err
+		}
+		lost, err := l.Lock(ctx.Done())
+		if err != nil {
+			return nil, err
+		}
+		if lost == nil {
+			return nil, ctx.Err()
+		}
+		return l.Unlock, nil
+	}, func() {}, nil
+}
+
+func openConsulKV(addr, key string, _ int) (consulLocker, func(), error) {
+	cli, err := api.NewClient(&api.Config{Address: addr})
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, _, err := cli.Session().Create(&api.SessionEntry{TTL: HoldTTL.String(), Behavior: api.SessionBehaviorDelete, LockDelay: time.Millisecond}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	kv := cli.KV()
+	pair := &api.KVPair{Key: "bench-kv/" + key, Session: sess}
+	return func(ctx context.Context) (func() error, error) {
+			for {
+				ok, _, err := kv.Acquire(pair, (&api.WriteOptions{}).WithContext(ctx))
+				if err != nil {
+					return nil, err
+				}
+				if ok {
+					return func() error { _, _, err := kv.Release(pair, nil); return err }, nil
+				}
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}, func() {
+			_, _ = cli.Session().Destroy(sess, nil)
+		}, nil
+}
+
+// RunConsul measures baton on a private Consul dev agent beside Consul's
+// lock recipe and a bare KV acquire/release cycle, then times the role's
+// graceful handover and crash failover on Consul.
+func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	agent, err := testenv.StartConsul(testenv.ConsulOptions{SessionTTLMin: time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer agent.Close()
+	res := &ConsulResults{Version: "1.22.2", Terms: o.Terms}
+	addr := agent.Addr()
+
+	for i, im := range consulImpls() {
+		r, err := consulCycles(ctx, im, addr, fmt.Sprintf("u%d", i), 1, 1, 0, o.Duration)
+		if err != nil {
+			return res, fmt.Errorf("consul uncontended %s: %w", im.name, err)
+		}
+		fmt.Fprintf(progress, "consul uncontended %-12s %8.0f cycles/s\n", im.name, r.OpsPerS)
+		res.Uncontended = append(res.Uncontended, r)
+	}
+	for i, im := range consulImpls()[:2] {
+		r, err := consulCycles(ctx, im, addr, fmt.Sprintf("c%d", i), o.Procs, o.Goroutines, o.CS, o.Duration)
+		if err != nil {
+			return res, fmt.Errorf("consul contended %s: %w", im.name, err)
+		}
+		fmt.Fprintf(progress, "consul contended   %-12s %8.0f ops/s, %d overlaps\n", im.name, r.OpsPerS, r.Overlaps)
+		res.Contended = append(res.Contended, r)
+	}
+	if err := consulTerms(ctx, addr, o.Terms, res); err != nil {
+		return res, err
+	}
+	fmt.Fprintf(progress, "consul role: handover p50 %.1f ms, failover p50 %.0f ms (TTL %.0f ms)\n",
+		res.HandoverP50MS, res.FailoverP50MS, res.FailoverTTLMS)
+	return res, nil
+}
+
+// consulCycles runs procs x goroutines workers of im around one key for
+// d, each holding the lock for cs, and counts the cycles and any overlap.
+func consulCycles(ctx context.Context, im consulImpl, addr, key string, procs, goroutines int, cs, d time.Duration) (ConsulRun, error) {
+	var ops, inside, overlaps atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	start := time.Now()
+	for p := range procs {
+		for g := range goroutines {
+			lock, closeFn, err := im.open(addr, key, 1+p*goroutines+g)
+			if err != nil {
+				return ConsulRun{}, err
+			}
+			closers = append(closers, closeFn)
+			wg.Go(func() {
+				for rctx.Err() == nil {
+					unlock, err := lock(rctx)
+					if err != nil {
+						if rctx.Err() == nil {
+							mu.Lock()
+							firstErr = cmpErr(firstErr, err)
+							mu.Unlock()
+						}
+						return
+					}
+					if inside.Add(1) != 1 {
+						overlaps.Add(1)
+					}
+					if cs > 0 {
+						time.Sleep(cs)
+					}
+					inside.Add(-1)
+					if err := unlock(); err != nil {
+						mu.Lock()
+						firstErr = cmpErr(firstErr, err)
+						mu.Unlock()
+						return
+					}
+					ops.Add(1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	r := ConsulRun{Impl: im.name, Setup: im.setup, Ops: int(ops.Load()), Overlaps: int(overlaps.Load()),
+		OpsPerS: float64(ops.Load()) / elapsed.Seconds()}
+	return r, firstErr
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// consulTerms times role handovers and crash failovers on Consul.
+func consulTerms(ctx context.Context, addr string, terms int, res *ConsulResults) error {
+	const ttl = 2 * time.Second
+	cfg := role.Config{HeartbeatInterval: ttl / 4, HeartbeatExpiration: ttl}
+	res.FailoverTTLMS = float64(ttl.Milliseconds())
+	var handovers, failovers []time.Duration
+	for term := range terms {
+		for _, crash := range []bool{false, true} {
+			d, err := consulTerm(ctx, addr, cfg, fmt.Sprintf("term%d-%v", term, crash), crash)
+			if err != nil {
+				return fmt.Errorf("consul role term %d (crash %v): %w", term, crash, err)
+			}
+			if crash {
+				failovers = append(failovers, d)
+			} else {
+				handovers = append(handovers, d)
+			}
+		}
+	}
+	slices.Sort(handovers)
+	slices.Sort(failovers)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	res.HandoverP50MS, res.HandoverMaxMS = ms(percentile(handovers, 0.5)), ms(handovers[len(handovers)-1])
+	res.FailoverP50MS, res.FailoverMaxMS = ms(percentile(failovers, 0.5)), ms(failovers[len(failovers)-1])
+	return nil
+}
+
+// cuttable is a store that fails every call once cut: a crashed process.
+type cuttable struct {
+	backend.Store
+	cut atomic.Bool
+}
+
+var errCut = errors.New("bench: crashed")
+
+func (c *cuttable) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if c.cut.Load() {
+		return backend.Lease{}, errCut
+	}
+	return c.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (c *cuttable) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	if c.cut.Load() {
+		return backend.Lease{}, errCut
+	}
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
+func (c *cuttable) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	if c.cut.Load() {
+		return errCut
+	}
+	return c.Store.Release(ctx, key, owner, keepFor)
+}
+
+// consulTerm elects a master among two electors of a fresh app, then
+// stops it (or crashes it) and returns how long until the other was
+// elected.
+func consulTerm(ctx context.Context, addr string, cfg role.Config, app string, crash bool) (time.Duration, error) {
+	elected := make(chan *role.Elector, 4)
+	var els []*role.Elector
+	var cuts []*cuttable
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		for _, el := range els {
+			_ = el.Stop(sctx)
+		}
+	}()
+	for i := range 2 {
+		store, err := consulbackend.New(&api.Config{Address: addr}, consulbackend.WithSessionTTLMin(time.Second), consulbackend.WithoutRestartGuard())
+		if err != nil {
+			return 0, err
+		}
+		defer store.Close()
+		id, err := instanceid.New("127.0.0.1", "bench", app, 9000+i)
+		if err != nil {
+			return 0, err
+		}
+		c := &cuttable{Store: store}
+		var el *role.Elector
+		el, err = role.NewElector(c, id, cfg, role.OnElected(func(context.Context) { elected <- el }))
+		if err != nil {
+			return 0, err
+		}
+		if err := el.Start(); err != nil {
+			return 0, err
+		}
+		els, cuts = append(els, el), append(cuts, c)
+	}
+	wait := func() (*role.Elector, error) {
+		select {
+		case el := <-elected:
+			return el, nil
+		case <-time.After(3*cfg.HeartbeatExpiration + 10*time.Second):
+			return nil, errors.New("no master elected")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	m, err := wait()
+	if err != nil {
+		return 0, err
+	}
+	at := time.Now()
+	if crash {
+		cuts[slices.Index(els, m)].cut.Store(true)
+	} else if err := m.Stop(ctx); err != nil {
+		return 0, err
+	}
+	if _, err := wait(); err != nil {
+		return 0, err
+	}
+	return time.Since(at), nil
+}
