@@ -79,6 +79,9 @@ func seed() int64 {
 type topology struct {
 	backend, name string
 	kinds         []string
+	// bound is how soon after a fault heals the fleet must have a master
+	// and the counter must move again.
+	bound time.Duration
 }
 
 // faultsEverywhere apply to every topology.
@@ -86,9 +89,12 @@ var faultsEverywhere = []string{chaos.FaultKill9, chaos.FaultSigstop, chaos.Faul
 	chaos.FaultServerRestartEmpty, chaos.FaultPartition, chaos.FaultServerPause}
 
 var topologies = []topology{
-	{"redis", "standalone", faultsEverywhere},
-	{"redis", "sentinel", append(slices.Clone(faultsEverywhere), chaos.FaultSentinelFailover)},
-	{"redis", "cluster", faultsEverywhere},
+	{"redis", "standalone", faultsEverywhere, bound},
+	{"redis", "sentinel", append(slices.Clone(faultsEverywhere), chaos.FaultSentinelFailover), bound},
+	{"redis", "cluster", faultsEverywhere, bound},
+	// A Consul dev agent keeps its data in memory: every restart is an
+	// empty one.
+	{"consul", "consul", slices.DeleteFunc(slices.Clone(faultsEverywhere), func(k string) bool { return k == chaos.FaultServerRestart }), consulBound},
 }
 
 // TestChaos runs the fleet on every topology under a seeded schedule that
@@ -119,7 +125,7 @@ func TestChaos(t *testing.T) {
 func runChaos(t *testing.T, topo topology, seed int64, rotate int) {
 	kinds := topo.kinds
 	steps, err := chaos.Schedule(seed, chaos.ScheduleOptions{
-		Kinds: kinds, Duration: *flagDuration, TTL: longest, Quiet: quiet, Rotate: rotate,
+		Kinds: kinds, Duration: *flagDuration, TTL: longest, Quiet: topo.bound + 500*time.Millisecond, Rotate: rotate,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +148,7 @@ func runChaos(t *testing.T, topo topology, seed int64, rotate int) {
 		sleep(ctx, s.Quiet)
 	}
 	events, stop := c.history(ctx)
-	res := chaos.Check(events, checkOptions(stop))
+	res := chaos.Check(events, chaos.CheckOptions{MasterBound: topo.bound, LockBound: topo.bound, End: stop})
 	rep := chaos.NewReport(seed, time.Since(began), topo.backend, topo.name, res, events)
 	reportsMu.Lock()
 	reports = append(reports, rep)
@@ -164,8 +170,11 @@ func runChaos(t *testing.T, topo topology, seed int64, rotate int) {
 // for a busy machine, where every round trip waits for a CPU.
 const bound = longest + time.Second + roleTTL + 3*time.Second
 
-// quiet is the wait after each heal: the liveness bound fits in it.
-const quiet = bound + 500*time.Millisecond
+// consulBound is bound on Consul, which keeps a session up to twice its
+// TTL: the restart guard's session and the crashed holder's lease may
+// each last twice as long.
+const consulBound = 2*longest + time.Second + 2*roleTTL + 3*time.Second
+
 
 func checkOptions(end int64) chaos.CheckOptions {
 	return chaos.CheckOptions{MasterBound: bound, LockBound: bound, End: end}

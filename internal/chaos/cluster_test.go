@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/internal/chaos"
 	"github.com/baton-go/baton/internal/testenv"
@@ -39,6 +41,9 @@ const (
 	roleKey  = "{chaos:chaos}:role"
 	lockKey  = "{chaos:chaos}:lock:counter"
 	basePort = 7100
+	// consulTTLMin is the test agent's session_ttl_min: below every
+	// lease of the run.
+	consulTTLMin = 100 * time.Millisecond
 )
 
 // persistent is the coordination servers' configuration: an append-only
@@ -60,9 +65,10 @@ type cluster struct {
 	server     *testenv.Redis    // standalone
 	sentinel   *testenv.Sentinel // sentinel topology
 	rcluster   *testenv.Cluster  // cluster topology
+	consul     *testenv.Consul   // consul topology
 	ledger     *chaos.Ledger
 	ledgerAt   string
-	view       *redisbackend.Store // the test's own look at the leases
+	view       backend.Store // the test's own look at the leases
 	viewClient redis.UniversalClient
 	nemesis    *chaos.Writer
 
@@ -113,6 +119,15 @@ func newCluster(t *testing.T, topology string, unfenced bool) *cluster {
 
 	var view redis.UniversalClient
 	switch topology {
+	case "consul":
+		c.consul = testenv.NewConsul(t, testenv.ConsulOptions{SessionTTLMin: consulTTLMin})
+		cs, err := consulbackend.New(&api.Config{Address: c.consul.Addr()}, consulbackend.WithPrefix(prefix),
+			consulbackend.WithSessionTTLMin(consulTTLMin), consulbackend.WithoutRestartGuard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.view = cs
+		t.Cleanup(func() { _ = cs.Close() })
 	case "standalone":
 		c.server = testenv.NewRedis(t, persistent)
 		view = c.server.Client(t)
@@ -134,12 +149,15 @@ func newCluster(t *testing.T, topology string, unfenced bool) *cluster {
 	default:
 		t.Fatalf("unknown topology %q", topology)
 	}
-	store, err := redisbackend.New(view, redisbackend.WithPrefix(prefix), redisbackend.WithoutRestartGuard())
-	if err != nil {
-		t.Fatal(err)
+	if view != nil {
+		store, err := redisbackend.New(view, redisbackend.WithPrefix(prefix), redisbackend.WithoutRestartGuard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.view, c.viewClient = store, view
+		t.Cleanup(func() { _ = store.Close() })
 	}
-	c.view, c.viewClient = store, view
-	t.Cleanup(func() { _ = store.Close() })
+	var err error
 	if c.nemesis, err = chaos.Create(filepath.Join(dir, "nemesis.jsonl")); err != nil {
 		t.Fatal(err)
 	}
@@ -148,16 +166,34 @@ func newCluster(t *testing.T, topology string, unfenced bool) *cluster {
 	return c
 }
 
-// dataServers returns the coordination data servers.
-func (c *cluster) dataServers() []*testenv.Redis {
+// server is a coordination server the nemesis strikes: a redis-server
+// or a Consul agent.
+type server interface {
+	Addr() string
+	Pause() error
+	Resume() error
+	Restart() error
+	RestartEmpty() error
+}
+
+// dataServers returns the addresses of the coordination data servers.
+func (c *cluster) dataServers() []string {
+	var rs []*testenv.Redis
 	switch {
+	case c.consul != nil:
+		return []string{c.consul.Addr()}
 	case c.server != nil:
-		return []*testenv.Redis{c.server}
+		rs = []*testenv.Redis{c.server}
 	case c.sentinel != nil:
-		return c.sentinel.Servers()
+		rs = c.sentinel.Servers()
 	default:
-		return c.rcluster.Nodes()
+		rs = c.rcluster.Nodes()
 	}
+	var addrs []string
+	for _, r := range rs {
+		addrs = append(addrs, r.Addr())
+	}
+	return addrs
 }
 
 // addNode starts a node in a new slot.
@@ -170,8 +206,8 @@ func (c *cluster) addNode() *node {
 	}
 	c.nodes = append(c.nodes, n)
 	c.mu.Unlock()
-	for _, s := range c.dataServers() {
-		n.proxies[s.Addr()] = testenv.NewProxy(c.t, s.Addr())
+	for _, addr := range c.dataServers() {
+		n.proxies[addr] = testenv.NewProxy(c.t, addr)
 	}
 	c.start(n)
 	return n
@@ -201,6 +237,8 @@ func (c *cluster) start(n *node) {
 	}
 	args = append(args, "-dial-map", strings.Join(pairs, ","))
 	switch {
+	case c.consul != nil:
+		args = append(args, "-consul", c.consul.Addr(), "-consul-ttl-min", consulTTLMin.String())
 	case c.server != nil:
 		args = append(args, "-redis", c.server.Addr())
 	case c.sentinel != nil:
@@ -344,8 +382,10 @@ func (c *cluster) target(ctx context.Context, variant string) (*node, error) {
 
 // coordMaster returns the coordination server that takes the writes of
 // the fleet's keys (on a cluster: the master of their hash slot).
-func (c *cluster) coordMaster(ctx context.Context) (*testenv.Redis, error) {
+func (c *cluster) coordMaster(ctx context.Context) (server, error) {
 	switch {
+	case c.consul != nil:
+		return c.consul, nil
 	case c.server != nil:
 		return c.server, nil
 	case c.sentinel != nil:
@@ -355,7 +395,7 @@ func (c *cluster) coordMaster(ctx context.Context) (*testenv.Redis, error) {
 	if !ok {
 		return nil, fmt.Errorf("cluster topology without a cluster client")
 	}
-	m, err := cc.MasterForKey(ctx, c.view.LeaseKey(roleKey))
+	m, err := cc.MasterForKey(ctx, c.view.(*redisbackend.Store).LeaseKey(roleKey))
 	if err != nil {
 		return nil, fmt.Errorf("find the master of %s: %w", roleKey, err)
 	}

@@ -25,7 +25,9 @@
 // without it (plain, while a brand-new instance starts, or while the lock
 // holder is paused), a network cut between one node and the coordination
 // servers (each node dials them through its own proxy), a paused server,
-// and on the Sentinel topology a failover. Every fault kind of a topology
+// and on the Sentinel topology a failover. The topologies are Redis
+// standalone, Sentinel and Cluster, and a Consul dev agent (which has no
+// restart with its data: it keeps everything in memory). Every fault kind of a topology
 // is injected at least once per run, and the topologies' first passes
 // take different variants (ScheduleOptions.Rotate), so one run over all
 // of them injects every variant; after each heal the nemesis waits a

@@ -373,6 +373,10 @@ func (c *Consul) Restart() error {
 	}
 }
 
+// RestartEmpty is Restart: a dev agent keeps no data across a restart,
+// so it always comes back empty (the name matches Redis.RestartEmpty).
+func (c *Consul) RestartEmpty() error { return c.Restart() }
+
 // Pause freezes the agent with SIGSTOP and returns once the kernel has
 // stopped it; Resume continues it.
 func (c *Consul) Pause() error {

@@ -11,8 +11,9 @@
 // rejects a token older than the last one it accepted. IsMaster is sampled
 // every millisecond.
 //
-// The coordination Redis is reached through the addresses the test gives
-// (-redis, or -sentinels with -master-name); -dial-map sends the dials of
+// The coordination store is reached through the addresses the test gives
+// (-redis, or -sentinels with -master-name, or -consul for a Consul agent);
+// -dial-map sends the dials of
 // some addresses elsewhere (through the test's partition proxies). The
 // ledger is reached directly. SIGTERM stops the node gracefully; the test
 // also kills it with SIGKILL and pauses it with SIGSTOP.
@@ -29,6 +30,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -40,6 +42,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/config"
 	"github.com/baton-go/baton/instanceid"
@@ -57,6 +61,8 @@ type options struct {
 	cluster    bool
 	sentinels  string
 	masterName string
+	consul     string
+	consulMin  time.Duration
 	dialMap    string
 	ledger     string
 	history    string
@@ -82,6 +88,8 @@ func main() {
 	flag.BoolVar(&o.cluster, "cluster", false, "the -redis addresses are a Redis Cluster")
 	flag.StringVar(&o.sentinels, "sentinels", "", "comma-separated Sentinel addresses (with -master-name)")
 	flag.StringVar(&o.masterName, "master-name", "", "Sentinel master set name")
+	flag.StringVar(&o.consul, "consul", "", "address of the coordination Consul agent (instead of Redis)")
+	flag.DurationVar(&o.consulMin, "consul-ttl-min", 10*time.Second, "with -consul: the agent's session_ttl_min")
 	flag.StringVar(&o.dialMap, "dial-map", "", "comma-separated from=to address pairs: dials of from go to to")
 	flag.StringVar(&o.ledger, "ledger", "", "address of the ledger Redis (required)")
 	flag.StringVar(&o.history, "history", "", "history file to append to (required)")
@@ -113,8 +121,8 @@ func (o options) validate() error {
 		return fmt.Errorf("-ledger is required")
 	case o.history == "":
 		return fmt.Errorf("-history is required")
-	case (o.redis == "") == (o.sentinels == ""):
-		return fmt.Errorf("give exactly one of -redis and -sentinels")
+	case btoi(o.redis != "")+btoi(o.sentinels != "")+btoi(o.consul != "") != 1:
+		return fmt.Errorf("give exactly one of -redis, -sentinels and -consul")
 	case o.sentinels != "" && o.masterName == "":
 		return fmt.Errorf("-sentinels needs -master-name")
 	case o.workers < 0:
@@ -165,7 +173,7 @@ func run(o options) error {
 	if o.sentinels != "" {
 		cfg.Redis.Addrs = strings.Split(o.sentinels, ",")
 		cfg.Redis.MasterName = o.masterName
-	} else {
+	} else if o.redis != "" {
 		cfg.Redis.Addrs = strings.Split(o.redis, ",")
 		cfg.Redis.Cluster = o.cluster
 	}
@@ -176,31 +184,52 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	ro := cfg.Redis.UniversalOptions()
-	ro.DialTimeout = 500 * time.Millisecond
-	ro.ReadTimeout = time.Second
-	ro.WriteTimeout = time.Second
+	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	if o.dialMap != "" {
 		m, err := parseDialMap(o.dialMap)
 		if err != nil {
 			return err
 		}
 		var d net.Dialer
-		ro.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if to, ok := m[addr]; ok {
 				addr = to
 			}
 			return d.DialContext(ctx, network, addr)
 		}
 	}
-	rdb := redis.NewUniversalClient(ro)
-	defer rdb.Close()
 	guard := max(o.roleTTL, o.hold, o.jobAtMost)
-	store, err := redisbackend.New(rdb, append(cfg.RedisStoreOptions(), redisbackend.WithRestartGuard(guard))...)
-	if err != nil {
-		return err
+	var store backend.Store
+	if o.consul != "" {
+		ac := cfg.Consul.APIConfig()
+		ac.Address = o.consul
+		if dial != nil {
+			ac.Transport = &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64}
+		}
+		cs, err := consulbackend.New(ac, consulbackend.WithPrefix(o.prefix), consulbackend.WithSessionTTLMin(o.consulMin),
+			consulbackend.WithRestartGuard(guard))
+		if err != nil {
+			return err
+		}
+		defer cs.Close()
+		store = cs
+	} else {
+		ro := cfg.Redis.UniversalOptions()
+		ro.DialTimeout = 500 * time.Millisecond
+		ro.ReadTimeout = time.Second
+		ro.WriteTimeout = time.Second
+		if dial != nil {
+			ro.Dialer = dial
+		}
+		rdb := redis.NewUniversalClient(ro)
+		defer rdb.Close()
+		rs, err := redisbackend.New(rdb, append(cfg.RedisStoreOptions(), redisbackend.WithRestartGuard(guard))...)
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		store = rs
 	}
-	defer store.Close()
 
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	el, err := role.NewElector(store, id, cfg.Role, role.WithLogger(quiet))
@@ -443,6 +472,13 @@ func (n *node) logError(op string, err error) {
 		return
 	}
 	n.log(chaos.Event{Kind: chaos.KindError, Class: classify(err), Err: err.Error(), Detail: op})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func parseDialMap(s string) (map[string]string, error) {
