@@ -175,7 +175,6 @@ const bound = longest + time.Second + roleTTL + 3*time.Second
 // each last twice as long.
 const consulBound = 2*longest + time.Second + 2*roleTTL + 3*time.Second
 
-
 func checkOptions(end int64) chaos.CheckOptions {
 	return chaos.CheckOptions{MasterBound: bound, LockBound: bound, End: end}
 }
