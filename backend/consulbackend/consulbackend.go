@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ const MaxSessionTTL = 24 * time.Hour
 // grantAttempts bounds how often Acquire reads and tries again when
 // another client changed the key's fencing counter between its read and
 // its write.
-const grantAttempts = 8
+const grantAttempts = 16
 
 // Store is a backend.Store on Consul's KV store and sessions. Create it
 // with New; call Close when done. The client is not closed by Close.
@@ -265,20 +266,27 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, fmt.Errorf("consulbackend: acquire: %w", err)
 	}
 	ttl = backend.RoundUpMillis(ttl)
-	for range grantAttempts {
+	for attempt := range grantAttempts {
 		l, retry, err := s.grant(ctx, key, owner, ttl, floor)
 		if !retry {
 			return l, err
 		}
+		// Another client changed the key or its counter between this
+		// read and this write: a grant, or a release marking the
+		// counter. Look again, after a short random pause once it has
+		// happened a few times, so that racing clients spread out.
+		if attempt >= 2 && !sleepCtx(ctx, time.Duration(mrand.Int64N(int64(min(time.Millisecond<<attempt, 50*time.Millisecond))))) {
+			return backend.Lease{}, fmt.Errorf("consulbackend: acquire %q: %w", key, backend.ContextError(ctx))
+		}
 	}
-	// Every attempt lost the counter to another grant: the key is
+	// Every attempt lost the counter to another client: the key is
 	// very likely held now; say by whom.
 	cur, err := s.read(ctx, "acquire", key)
 	if err != nil {
 		return backend.Lease{}, err
 	}
 	if cur == nil {
-		return backend.Lease{}, fmt.Errorf("consulbackend: acquire %q: the fencing counter changed under %d attempts in a row; try again", key, grantAttempts)
+		return backend.Lease{}, fmt.Errorf("consulbackend: acquire %q: the key or its fencing counter changed under %d attempts in a row; try again", key, grantAttempts)
 	}
 	return backend.Lease{}, &backend.HeldError{Holder: cur.rec.lease(key)}
 }
@@ -424,6 +432,12 @@ func (s *Store) read(ctx context.Context, op, key string) (*entry, error) {
 	if err != nil {
 		return nil, s.transport(op, key, ctx, err)
 	}
+	return s.entry(key, p)
+}
+
+// entry decodes the lease key p of key, or returns nil if it holds no
+// lease (absent, or its session ended).
+func (s *Store) entry(key string, p *api.KVPair) (*entry, error) {
 	if p == nil || p.Session == "" {
 		return nil, nil
 	}
@@ -606,17 +620,25 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 // lock-delay). The fencing counter's flags record the released token,
 // which tells a watcher that this deletion was a release, not an expiry.
 func (s *Store) release(ctx context.Context, key, owner string, attempt int) error {
-	cur, err := s.read(ctx, "release", key)
+	// The lease and its counter, read in one round trip.
+	ok, resp, _, err := s.txn.Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
+	}, s.queryOpts(ctx))
+	if err != nil {
+		return s.transport("release", key, ctx, err)
+	}
+	if !ok || len(resp.Results) != 2 {
+		return s.txnFailed("release", key, resp)
+	}
+	cur, err := s.entry(key, present(resp.Results[0].KV))
 	if err != nil {
 		return err
 	}
 	if cur == nil || cur.rec.Owner != owner {
 		return notHeld(key, owner, cur)
 	}
-	fence, _, err := s.kv.Get(s.FenceKey(key), s.queryOpts(ctx))
-	if err != nil {
-		return s.transport("release", key, ctx, err)
-	}
+	fence := present(resp.Results[1].KV)
 	ops := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
@@ -624,7 +646,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 	if fence != nil {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: fence.Value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
 	}
-	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	ok, resp, _, err = s.txn.Txn(ops, s.queryOpts(ctx))
 	if err != nil {
 		return s.transport("release", key, ctx, err)
 	}

@@ -38,7 +38,7 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err := s.begin(ctx, "watch", key); err != nil {
 		return nil, err
 	}
-	p, meta, err := s.kv.Get(s.LeaseKey(key), s.queryOpts(ctx))
+	p, meta, err := s.lookLease(key, s.queryOpts(ctx))
 	if err != nil {
 		return nil, s.transport("watch", key, ctx, err)
 	}
@@ -66,6 +66,26 @@ func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 		w.run(wctx)
 	}()
 	return w, nil
+}
+
+// lookLease reads the lease key of key for a watch. It lists the key as a
+// prefix rather than getting it: Consul's blocking GET of a missing key
+// does not wake when the key is created and deleted again before it looks
+// (missing then missing reads as unchanged), while a list's index counts
+// the tombstone the deletion left. Keys that merely start with the lease
+// key are skipped.
+func (s *Store) lookLease(key string, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
+	name := s.LeaseKey(key)
+	pairs, meta, err := s.kv.List(name, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range pairs {
+		if p.Key == name {
+			return p, meta, nil
+		}
+	}
+	return nil, meta, nil
 }
 
 // Event is backend.Event (an alias, to keep the code short).
@@ -121,7 +141,7 @@ func (w *watch) run(ctx context.Context) {
 	retry := watchRetryMin
 	for ctx.Err() == nil {
 		q := (&api.QueryOptions{WaitIndex: w.index, WaitTime: watchWait}).WithContext(ctx)
-		p, meta, err := w.s.kv.Get(w.s.LeaseKey(w.key), q)
+		p, meta, err := w.s.lookLease(w.key, q)
 		if ctx.Err() != nil {
 			return
 		}
