@@ -18,6 +18,11 @@ type Lease struct {
 	// TTL is the time the lease had left on the store's clock when the
 	// store answered. The caller's own view of expiry must start from the
 	// moment it sent the request, not from when it read the answer.
+	//
+	// A store that cannot read how much of another owner's lease is left
+	// (Consul: a session's remaining time cannot be read) reports, for a
+	// lease it did not just grant or renew (Get, a HeldError), the TTL the
+	// lease was last given: a time to look again, not a promise.
 	TTL time.Duration
 }
 
@@ -39,7 +44,9 @@ type Lease struct {
 // foreign data found in the store (that is ErrCorrupt).
 //
 // Expiry is decided by the store's clock only (Redis PX, Consul session
-// TTL, the in-memory store's clock); no method compares client clocks.
+// TTL, the in-memory store's clock); no method compares client clocks. A
+// lease nobody renews or releases ends no earlier than its TTL allows, and
+// on some stores later: Consul keeps a session up to twice its TTL.
 type Store interface {
 	// Acquire grants key to owner for ttl if the key is free (set if
 	// absent).
