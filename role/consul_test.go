@@ -21,6 +21,25 @@ import (
 // empty, paused, unreachable, an operator destroying the master's session,
 // a wrong ACL token.
 
+// startElector makes an elector for instance port on st, records its
+// tenures in ts (if not nil) and starts it; the caller stops it.
+func startElector(t testing.TB, st backend.Store, port int, cfg role.Config, ts *tenures, opts ...role.Option) *role.Elector {
+	t.Helper()
+	var el *role.Elector
+	opts = append([]role.Option{quiet}, opts...)
+	if ts != nil {
+		opts = append(opts, ts.option(&el))
+	}
+	el, err := role.NewElector(st, id(t, port), cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return el
+}
+
 // Consul restarted empty: the master's session and key are gone, the
 // restart guard keeps the role from anyone until every lease the restart
 // took has ended, and the next master's epoch is larger than every
@@ -31,15 +50,7 @@ func TestConsulRestartedEmpty(t *testing.T) {
 	var ts tenures
 	var els []*role.Elector
 	for i := range 3 {
-		var el *role.Elector
-		el, err := role.NewElector(storetest.Consul(t, a, consulbackend.WithRestartGuard(0)), id(t, 7400+i), cfg, quiet, ts.option(&el))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := el.Start(); err != nil {
-			t.Fatal(err)
-		}
-		els = append(els, el)
+		els = append(els, startElector(t, storetest.Consul(t, a, consulbackend.WithRestartGuard(0)), 7400+i, cfg, &ts))
 	}
 	defer stopAll(t, els...)
 	var m *role.Elector
@@ -74,14 +85,7 @@ func testSessionDestroyed(t *testing.T, lockDelay time.Duration, newcomer bool) 
 	var ts tenures
 	var els []*role.Elector
 	add := func(i int) *role.Elector {
-		var el *role.Elector
-		el, err := role.NewElector(storetest.Consul(t, a, consulbackend.WithLockDelay(lockDelay)), id(t, 7500+i), cfg, quiet, ts.option(&el))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := el.Start(); err != nil {
-			t.Fatal(err)
-		}
+		el := startElector(t, storetest.Consul(t, a, consulbackend.WithLockDelay(lockDelay)), 7500+i, cfg, &ts)
 		els = append(els, el)
 		return el
 	}
@@ -221,14 +225,7 @@ func TestConsulServiceAnnouncesRole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		el, err := role.NewElector(storetest.Redis(t, r), iid, cfg, quiet, role.WithAnnouncer(svc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := el.Start(); err != nil {
-			t.Fatal(err)
-		}
-		els = append(els, el)
+		els = append(els, startElector(t, storetest.Redis(t, r), 7800+i, cfg, nil, role.WithAnnouncer(svc)))
 	}
 	defer stopAll(t, els...)
 	cli, err := api.NewClient(&api.Config{Address: a.Addr()})
@@ -283,14 +280,7 @@ func TestConsulMembers(t *testing.T) {
 	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}
 	var els []*role.Elector
 	for i := range 2 {
-		el, err := role.NewElector(storetest.Consul(t, a), id(t, 7900+i), cfg, quiet)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := el.Start(); err != nil {
-			t.Fatal(err)
-		}
-		els = append(els, el)
+		els = append(els, startElector(t, storetest.Consul(t, a), 7900+i, cfg, nil))
 	}
 	defer stopAll(t, els...)
 	var m *role.Elector

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -57,7 +56,6 @@ type ConsulOptions struct {
 // concurrent use.
 type Consul struct {
 	bin     string
-	dir     string
 	conf    string
 	outPath string
 	opts    ConsulOptions
@@ -65,9 +63,7 @@ type Consul struct {
 	rpcPort int
 	lanPort int
 
-	mu     sync.Mutex
-	p      *proc
-	closed bool
+	process
 }
 
 // StartConsul starts a Consul dev agent and waits until it is leader and
@@ -84,7 +80,7 @@ func StartConsul(opts ConsulOptions) (*Consul, error) {
 	}
 	c := &Consul{
 		bin:     bin,
-		dir:     dir,
+		process: process{dir: dir},
 		conf:    filepath.Join(dir, "agent.hcl"),
 		outPath: filepath.Join(dir, "consul.out"),
 		opts:    opts,
@@ -293,16 +289,6 @@ func (c *Consul) SessionTTLMin() time.Duration { return c.sessionTTLMin() }
 // ManagementToken returns the ACL management token, or "" with ACLs off.
 func (c *Consul) ManagementToken() string { return c.opts.ACLMasterToken }
 
-// PID returns the process id, or 0 when the agent is down.
-func (c *Consul) PID() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.p == nil || c.p.exited() {
-		return 0
-	}
-	return c.p.pid()
-}
-
 // DeleteAll deletes every key of the KV store and destroys every session:
 // the agent's data is gone, which it cannot tell from a fresh start.
 func (c *Consul) DeleteAll(ctx context.Context) error {
@@ -338,15 +324,6 @@ func (c *Consul) Kill() error {
 	return c.killLocked()
 }
 
-func (c *Consul) killLocked() error {
-	if c.p == nil {
-		return nil
-	}
-	err := c.p.kill()
-	c.p = nil
-	return err
-}
-
 // Restart stops the agent (SIGTERM, then SIGKILL after 10 s) and starts it
 // again on the same ports, empty: a dev agent keeps nothing across a
 // restart.
@@ -356,21 +333,10 @@ func (c *Consul) Restart() error {
 	if c.closed {
 		return ErrClosed
 	}
-	if c.p != nil {
-		err := c.p.terminate(stopGrace)
-		c.p = nil
-		if err != nil {
-			return err
-		}
+	if err := c.stopLocked(); err != nil {
+		return err
 	}
-	deadline := time.Now().Add(c.startTimeout())
-	for {
-		err := c.launch()
-		if err == nil || !errors.Is(err, errPortInUse) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return c.relaunchLocked(c.startTimeout(), c.launch)
 }
 
 // RestartEmpty is Restart: a dev agent keeps no data across a restart,
@@ -380,41 +346,17 @@ func (c *Consul) RestartEmpty() error { return c.Restart() }
 // Pause freezes the agent with SIGSTOP and returns once the kernel has
 // stopped it; Resume continues it.
 func (c *Consul) Pause() error {
-	if err := c.signal(sigStop); err != nil {
+	if err := c.signal(sigStop, "consul "+c.Addr()); err != nil {
 		return err
 	}
 	return WaitStopped(c.PID(), 10*time.Second)
 }
 
 // Resume continues a paused agent with SIGCONT.
-func (c *Consul) Resume() error { return c.signal(sigCont) }
-
-func (c *Consul) signal(sig signal) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if c.p == nil || c.p.exited() {
-		return fmt.Errorf("%w: consul %s", ErrNotRunning, c.Addr())
-	}
-	return c.p.signalGroup(sig)
-}
+func (c *Consul) Resume() error { return c.signal(sigCont, "consul "+c.Addr()) }
 
 // Close kills the agent and removes its directory. It is idempotent.
-func (c *Consul) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
-	err := c.killLocked()
-	if rmErr := os.RemoveAll(c.dir); rmErr != nil {
-		err = errors.Join(err, fmt.Errorf("testenv: remove %s: %w", c.dir, rmErr))
-	}
-	return err
-}
+func (c *Consul) Close() error { return c.close() }
 
 // LogTail returns the last n lines of the agent's output.
 func (c *Consul) LogTail(n int) string { return readTail(c.outPath, 0, n) }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,7 +70,6 @@ func (o RedisOptions) startTimeout() time.Duration {
 type Redis struct {
 	program string // "redis-server" or "redis-sentinel"
 	bin     string
-	dir     string
 	conf    string
 	logPath string
 	outPath string
@@ -79,9 +77,7 @@ type Redis struct {
 	busPort int // cluster bus port, 0 outside cluster mode
 	timeout time.Duration
 
-	mu     sync.Mutex
-	p      *proc // nil while the server is down
-	closed bool
+	process
 }
 
 // serverSpec describes how to start one process.
@@ -151,7 +147,7 @@ func startServer(spec serverSpec) (*Redis, error) {
 	r := &Redis{
 		program: spec.program,
 		bin:     bin,
-		dir:     dir,
+		process: process{dir: dir},
 		conf:    filepath.Join(dir, spec.program+".conf"),
 		logPath: filepath.Join(dir, spec.program+".log"),
 		outPath: filepath.Join(dir, spec.program+".out"),
@@ -268,16 +264,6 @@ func (r *Redis) Dir() string { return r.dir }
 // LogPath returns the path of the server's log file.
 func (r *Redis) LogPath() string { return r.logPath }
 
-// PID returns the process id, or 0 when the server is down.
-func (r *Redis) PID() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.p == nil || r.p.exited() {
-		return 0
-	}
-	return r.p.pid()
-}
-
 // Running reports whether the process is alive (it may be paused).
 func (r *Redis) Running() bool { return r.PID() != 0 }
 
@@ -336,15 +322,6 @@ func (r *Redis) Kill() error {
 	return r.killLocked()
 }
 
-func (r *Redis) killLocked() error {
-	if r.p == nil {
-		return nil
-	}
-	err := r.p.kill()
-	r.p = nil
-	return err
-}
-
 // Stop shuts the server down cleanly (SIGTERM, resuming it first if it is
 // paused) and waits for it to exit, falling back to SIGKILL after 10 s. The
 // directory is kept, so Restart can bring it back.
@@ -352,15 +329,6 @@ func (r *Redis) Stop() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.stopLocked()
-}
-
-func (r *Redis) stopLocked() error {
-	if r.p == nil {
-		return nil
-	}
-	err := r.p.terminate(stopGrace)
-	r.p = nil
-	return err
 }
 
 // Restart starts the server again on the same port with the same config
@@ -379,27 +347,14 @@ func (r *Redis) Restart() error {
 	if err := r.stopLocked(); err != nil {
 		return err
 	}
-	return r.relaunchLocked()
-}
-
-// relaunchLocked starts the stopped server again, retrying while its port
-// is taken until the start timeout passes. The caller holds r.mu.
-func (r *Redis) relaunchLocked() error {
-	deadline := time.Now().Add(r.timeout)
-	for {
-		err := r.launch()
-		if err == nil || !errors.Is(err, errPortInUse) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return r.relaunchLocked(r.timeout, r.launch)
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open but nothing
 // is answered, as with a long GC pause or a hung host. It returns once the
 // kernel has stopped the process (see WaitStopped).
 func (r *Redis) Pause() error {
-	if err := r.signal(sigStop); err != nil {
+	if err := r.signal(sigStop, r.program+" "+r.Addr()); err != nil {
 		return err
 	}
 	return WaitStopped(r.PID(), 10*time.Second)
@@ -423,38 +378,14 @@ func (r *Redis) RestartEmpty() error {
 			return fmt.Errorf("testenv: remove data of %s: %w", r.Addr(), err)
 		}
 	}
-	return r.relaunchLocked()
+	return r.relaunchLocked(r.timeout, r.launch)
 }
 
 // Resume continues a paused server with SIGCONT.
-func (r *Redis) Resume() error { return r.signal(sigCont) }
-
-func (r *Redis) signal(sig signal) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return ErrClosed
-	}
-	if r.p == nil || r.p.exited() {
-		return fmt.Errorf("%w: %s", ErrNotRunning, r.Addr())
-	}
-	return r.p.signalGroup(sig)
-}
+func (r *Redis) Resume() error { return r.signal(sigCont, r.program+" "+r.Addr()) }
 
 // Close kills the server and removes its directory. It is idempotent.
-func (r *Redis) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil
-	}
-	r.closed = true
-	err := r.killLocked()
-	if rmErr := os.RemoveAll(r.dir); rmErr != nil {
-		err = errors.Join(err, fmt.Errorf("testenv: remove %s: %w", r.dir, rmErr))
-	}
-	return err
-}
+func (r *Redis) Close() error { return r.close() }
 
 // LogTail returns the last n lines of the server's log file.
 func (r *Redis) LogTail(n int) string { return readTail(r.logPath, 0, n) }
