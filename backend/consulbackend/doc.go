@@ -16,7 +16,9 @@
 // lease's ttl, behavior delete, the store's lock-delay, no health checks)
 // and, in one transaction, moves the counter to the new token if nobody
 // changed it since the read and locks the key with the session. Renew
-// renews the session; Release deletes the key (owner-checked, in one
+// renews the session and rewrites the key as it is, so that watchers see
+// the renewal (EventRenewed) and a waiter counts its wait from it; Release
+// deletes the key (owner-checked, in one
 // transaction with the counter's release mark) and destroys the session;
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
@@ -51,6 +53,23 @@
 //     the granting clients are not behind the ones before them (NTP keeps
 //     them within milliseconds) or the floor, the highest token the caller
 //     has seen, is above them.
+//
+//   - An operator who destroys a lease's session (consul session destroy)
+//     frees the key at once. Waiters that watched the key wait from the
+//     holder's last renewal, which they saw; a process that never saw the
+//     lease could claim the key while its holder still believes in it,
+//     unless the lock-delay (WithLockDelay) covers the longest TTL.
+//   - The store keeps no waiting lines (backend.Queue): waiters are woken
+//     by the release and race for the key.
+//
+// # Restart guard, members, the catalog
+//
+// A Consul that lost its KV store is told by a missing marker (see
+// WithRestartGuard); keys without a counter are then refused, Recovering,
+// for the guard. The member Registry keeps an entry per member, locked by
+// a session with the heartbeat's TTL; Members reports that TTL and an Age
+// of 0 (unknown). Service registers an instance in the catalog, tagged
+// master or slave, for role.WithAnnouncer, whatever the lease store.
 //
 // Watches are blocking queries on the lease key, one goroutine and one
 // HTTP connection each, ended by Close (of the watch or of the store).
