@@ -74,3 +74,54 @@ func ExampleSetDefault() {
 	// Output:
 	// master: true - IsMasterOf: true
 }
+
+// catalog is an Announcer that prints what it is told, as
+// consulbackend.Service tells Consul's catalog.
+type catalog struct {
+	changes chan string
+	last    string
+}
+
+func (c *catalog) Announce(_ context.Context, master bool) error {
+	tag := "slave"
+	if master {
+		tag = "master"
+	}
+	if tag != c.last { // every heartbeat announces; print the changes
+		c.last = tag
+		c.changes <- "registered as " + tag
+	}
+	return nil
+}
+
+func (c *catalog) Withdraw(context.Context) error {
+	c.changes <- "deregistered"
+	return nil
+}
+
+// An elector announces itself and its role outside the store, for
+// instance in Consul's catalog with consulbackend.Service, so that tools
+// which read the catalog see who is master.
+func ExampleWithAnnouncer() {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	c := &catalog{changes: make(chan string, 8)}
+	el, _ := role.NewElector(store, id, role.Config{}, role.WithLogger(slog.New(slog.DiscardHandler)), role.WithAnnouncer(c))
+	el.Start()
+	// It may announce itself as a slave first, if it announces before
+	// it is elected; then as master.
+	for change := range c.changes {
+		if change == "registered as master" {
+			fmt.Println(change)
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	el.Stop(ctx)
+	fmt.Println(<-c.changes)
+	// Output:
+	// registered as master
+	// deregistered
+}
