@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -328,26 +329,33 @@ func consulTerm(ctx context.Context, addr string, cfg role.Config, app string, c
 	elected := make(chan *role.Elector, 4)
 	var els []*role.Elector
 	var cuts []*cuttable
+	var stores []*consulbackend.Store
 	defer func() {
+		// The electors first: a stopping master releases the role
+		// through its store.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		for _, el := range els {
 			_ = el.Stop(sctx)
 		}
+		for _, s := range stores {
+			_ = s.Close()
+		}
 	}()
+	quiet := role.WithLogger(slog.New(slog.DiscardHandler))
 	for i := range 2 {
 		store, err := consulbackend.New(&api.Config{Address: addr}, consulbackend.WithSessionTTLMin(time.Second), consulbackend.WithoutRestartGuard())
 		if err != nil {
 			return 0, err
 		}
-		defer store.Close()
+		stores = append(stores, store)
 		id, err := instanceid.New("127.0.0.1", "bench", app, 9000+i)
 		if err != nil {
 			return 0, err
 		}
 		c := &cuttable{Store: store}
 		var el *role.Elector
-		el, err = role.NewElector(c, id, cfg, role.OnElected(func(context.Context) { elected <- el }))
+		el, err = role.NewElector(c, id, cfg, quiet, role.OnElected(func(context.Context) { elected <- el }))
 		if err != nil {
 			return 0, err
 		}
