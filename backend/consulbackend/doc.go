@@ -36,17 +36,21 @@
 //     (WithLockDelay) when the session ran out while holding the key. Its
 //     holder, which counts ttl from before its request, has stepped down
 //     long before.
+//
 //   - Consul refuses session TTLs below the servers' session_ttl_min (10 s
 //     unless configured otherwise) and above 24 h. The store refuses such
 //     ttl and keep times with ErrInvalidArgument before sending anything;
 //     tell it the servers' minimum with WithSessionTTLMin.
+//
 //   - A session's remaining time cannot be read: Get and HeldError report
 //     the TTL the lease was given, not what is left of it. Waiters are
 //     woken by blocking queries when the key is deleted, so they do not
 //     depend on it.
+//
 //   - Sessions carry no health checks: only their TTL or a release ends
 //     them, never the failure detector of the holder's agent, which could
 //     end a lease before its TTL while its holder still believes in it.
+//
 //   - A grant's token is max(counter, floor, the granting client's clock
 //     in µs) + 1. Consul has no server clock a client can read, so after
 //     the KV store lost a counter, tokens keep increasing if the clocks of
@@ -59,6 +63,7 @@
 //     holder's last renewal, which they saw; a process that never saw the
 //     lease could claim the key while its holder still believes in it,
 //     unless the lock-delay (WithLockDelay) covers the longest TTL.
+//
 //   - The store keeps no waiting lines (backend.Queue): waiters are woken
 //     by the release and race for the key.
 //
