@@ -309,12 +309,12 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	}
 	leaseKV, fenceKV := present(resp.Results[0].KV), present(resp.Results[1].KV)
 	bootedKV, recoveringKV := present(resp.Results[2].KV), present(resp.Results[3].KV)
-	if leaseKV != nil && leaseKV.Session != "" {
-		rec, err := decodeRecord(key, leaseKV)
-		if err != nil {
-			return backend.Lease{}, false, err
-		}
-		return backend.Lease{}, false, &backend.HeldError{Holder: rec.lease(key)}
+	cur, err := s.entry(key, leaseKV)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	if cur != nil {
+		return backend.Lease{}, false, &backend.HeldError{Holder: cur.rec.lease(key)}
 	}
 	if fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.

@@ -105,25 +105,20 @@ type watch struct {
 	releases uint64 // the last released token the fencing counter recorded
 }
 
-// held is what a watcher saw on the key.
+// held is what a watcher saw on the key; the zero value is a free key.
 type held struct {
-	token uint64 // 0: free
+	token uint64
 	ttl   time.Duration
-	kept  bool
 	index uint64
 }
 
-// heldToken decodes what a read found on the key. A record that does
-// not decode counts as held by a stranger, with token 0 never released.
+// heldToken reads what a look found on the key (see Store.entry).
 func (s *Store) heldToken(key string, p *api.KVPair) (held, error) {
-	if p == nil || p.Session == "" {
-		return held{}, nil
-	}
-	rec, err := decodeRecord(key, p)
-	if err != nil {
+	e, err := s.entry(key, p)
+	if err != nil || e == nil {
 		return held{}, err
 	}
-	return held{token: rec.Token, ttl: time.Duration(rec.TTLMillis) * time.Millisecond, kept: rec.Kept, index: p.ModifyIndex}, nil
+	return held{token: e.rec.Token, ttl: time.Duration(e.rec.TTLMillis) * time.Millisecond, index: e.index}, nil
 }
 
 func (w *watch) C() <-chan Event { return w.ch }
