@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend"
@@ -53,13 +54,19 @@ func classify(err error) string {
 	return chaos.ClassUndocumented
 }
 
-// storeError reports whether err is a failure of the connection to Redis
-// or an error reply of a server that is restarting, loading or failing
-// over.
+// storeError reports whether err is a failure of the connection to the
+// store, an error reply of a Redis that is restarting, loading or failing
+// over, or one of a Consul agent that has no leader for the moment (after
+// a restart, before it elected itself).
 func storeError(err error) bool {
 	var ne net.Error
 	var re redis.Error
+	var se api.StatusError
 	switch {
+	case errors.As(err, &se) && se.Code >= 500:
+		return true
+	case consulLeaderless(err.Error()):
+		return true
 	case errors.As(err, &ne),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
@@ -71,6 +78,17 @@ func storeError(err error) bool {
 			if strings.HasPrefix(msg, p) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// consulLeaderless reports whether msg is a Consul agent's refusal while
+// it has no Raft leader. Some calls (transactions) report it only as text.
+func consulLeaderless(msg string) bool {
+	for _, p := range []string{"No cluster leader", "leadership lost while committing log", "node is not the leader"} {
+		if strings.Contains(msg, p) {
+			return true
 		}
 	}
 	return false
