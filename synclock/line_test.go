@@ -12,6 +12,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -105,6 +106,10 @@ func TestLineOrderAcrossInstances(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			return s
 		})
+	})
+	t.Run("Consul", func(t *testing.T) {
+		open := storetest.ByName(t, "consul").Open(t)
+		testLineOrder(t, cfg, 1, func(t testing.TB) queueStore { return open(t).(queueStore) })
 	})
 	t.Run("WithoutHandover", func(t *testing.T) {
 		mem := membackend.New(membackend.WithoutHandover())

@@ -46,13 +46,14 @@ type Store struct {
 	lockDelay time.Duration
 	now       func() time.Time
 
-	mu      sync.Mutex
-	done    bool
-	watches sync.WaitGroup // the watches' goroutines
-	keeps   sync.WaitGroup // endKeep's timers that have not ended
-	timers  map[*time.Timer]struct{}
-	base    context.Context    // the watches' contexts derive from it
-	closeFn context.CancelFunc // ends base: Close
+	mu       sync.Mutex
+	done     bool
+	watches  sync.WaitGroup // the watches' goroutines
+	keeps    sync.WaitGroup // endKeep's timers that have not ended
+	cleanups sync.WaitGroup // destroyLater
+	timers   map[*time.Timer]struct{}
+	base     context.Context    // the watches' contexts derive from it
+	closeFn  context.CancelFunc // ends base: Close
 }
 
 // Option configures a Store.
@@ -156,6 +157,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.watches.Wait()
 	s.keeps.Wait()
+	s.cleanups.Wait()
 	return nil
 }
 
@@ -203,8 +205,10 @@ func decodeRecord(key string, p *api.KVPair) (record, error) {
 	return r, nil
 }
 
-func encodeRecord(r record) []byte {
-	b, _ := json.Marshal(r) // a struct of strings, numbers and a bool cannot fail
+// encodeJSON encodes one of the store's records (a lease, a place in
+// line).
+func encodeJSON(r any) []byte {
+	b, _ := json.Marshal(r) // structs of strings, numbers and bools cannot fail
 	return b
 }
 
@@ -275,7 +279,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		// read and this write: a grant, or a release marking the
 		// counter. Look again, after a short random pause once it has
 		// happened a few times, so that racing clients spread out.
-		if attempt >= 2 && !sleepCtx(ctx, time.Duration(mrand.Int64N(int64(min(time.Millisecond<<attempt, 50*time.Millisecond))))) {
+		if !backoff(ctx, attempt) {
 			return backend.Lease{}, fmt.Errorf("consulbackend: acquire %q: %w", key, backend.ContextError(ctx))
 		}
 	}
@@ -295,34 +299,31 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 // client changed the counter or took the key between the read and the
 // write, so the caller should read again.
 func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (l backend.Lease, retry bool, err error) {
-	ok, resp, _, err := s.txn.Txn(api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.bootedKey()}},
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.recoveringKey()}},
-	}, s.queryOpts(ctx))
-	if err != nil {
-		return backend.Lease{}, false, s.transport("acquire", key, ctx, err)
-	}
-	if !ok || len(resp.Results) != 4 {
-		return backend.Lease{}, false, s.txnFailed("acquire", key, resp)
-	}
-	leaseKV, fenceKV := present(resp.Results[0].KV), present(resp.Results[1].KV)
-	bootedKV, recoveringKV := present(resp.Results[2].KV), present(resp.Results[3].KV)
-	cur, err := s.entry(key, leaseKV)
+	st, err := s.look(ctx, "acquire", key, false)
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
-	if cur != nil {
-		return backend.Lease{}, false, &backend.HeldError{Holder: cur.rec.lease(key)}
+	if st.lease != nil {
+		return backend.Lease{}, false, &backend.HeldError{Holder: st.lease.rec.lease(key)}
 	}
-	if fenceKV == nil && s.guard >= 0 {
+	return s.take(ctx, "acquire", key, st, owner, ttl, floor, nil)
+}
+
+// take grants key to owner: with a new session of ttl, it moves the
+// counter st read to the next token and locks the key, in one
+// transaction with the extra operations that holds only if the key and
+// its counter are as st read them. A lease st found on the key (its
+// holder's release handing the key over, or a lease key without a
+// session) is replaced. retry reports that something changed since the
+// read; the new session is then destroyed.
+func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps) (l backend.Lease, retry bool, err error) {
+	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
-		if err := s.guardFresh(ctx, key, owner, ttl, bootedKV, recoveringKV); err != nil {
+		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
 			return backend.Lease{}, false, err
 		}
 	}
-	counter, err := parseCounter(key, fenceKV)
+	counter, err := parseCounter(key, st.fenceKV)
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
@@ -331,35 +332,37 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 		return backend.Lease{}, false, err
 	}
 
-	sess, err := s.createSession(ctx, "acquire", key, owner, ttl)
+	sess, err := s.createSession(ctx, op, key, owner, ttl)
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
 	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
 	fence := &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(token, 10))}
-	if fenceKV != nil {
-		fence.Index, fence.Flags = fenceKV.ModifyIndex, fenceKV.Flags
+	if st.fenceKV != nil {
+		fence.Index, fence.Flags = st.fenceKV.ModifyIndex, st.fenceKV.Flags
 	}
 	ops := api.TxnOps{{KV: fence}}
-	if fenceKV == nil && bootedKV != nil {
+	if st.fenceKV == nil && st.bootedKV != nil {
 		// The guard let a key without a counter through because the
 		// store had not lost its data: grant only if that still holds.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.bootedKey(), Index: bootedKV.ModifyIndex}})
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.bootedKey(), Index: st.bootedKV.ModifyIndex}})
 	}
-	if leaseKV != nil {
-		// A lease key without a session: written by an older release
-		// path or by hand. It is free; replace it only as it was read.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: leaseKV.ModifyIndex}})
+	if st.leaseKV != nil {
+		// Replace the lease key only as it was read.
+		ops = append(ops,
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}},
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
 	}
-	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeRecord(rec), Session: sess}})
-	ok, resp, _, err = s.txn.Txn(ops, s.queryOpts(ctx))
+	ops = append(ops, extra...)
+	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
 	if err != nil || !ok {
-		s.destroySession(ctx, sess)
+		s.destroyLater(sess)
 		if err != nil {
-			return backend.Lease{}, false, s.transport("acquire", key, ctx, err)
+			return backend.Lease{}, false, s.transport(op, key, ctx, err)
 		}
 		if len(resp.Errors) == 0 {
-			return backend.Lease{}, false, s.txnFailed("acquire", key, resp)
+			return backend.Lease{}, false, s.txnFailed(op, key, resp)
 		}
 		for _, e := range resp.Errors {
 			if strings.Contains(e.What, "lock delay") {
@@ -372,6 +375,16 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 		return backend.Lease{}, true, nil
 	}
 	return rec.lease(key), false, nil
+}
+
+// backoff pauses before attempt+1 of a write that lost a race: not at
+// first, then for a random time that grows with attempt, so that racing
+// clients spread out. It reports false if ctx ended first.
+func backoff(ctx context.Context, attempt int) bool {
+	if attempt < 2 {
+		return true
+	}
+	return sleepCtx(ctx, time.Duration(mrand.Int64N(int64(min(time.Millisecond<<attempt, 50*time.Millisecond)))))
 }
 
 // nextToken is max(counter, floor, the clock in µs) + 1.
@@ -395,14 +408,15 @@ func present(p *api.KVPair) *api.KVPair {
 	return p
 }
 
-// createSession creates the session of one lease: TTL ttl, the store's
-// lock-delay, keys deleted when it ends, and no health checks, so that
-// only its TTL (or a release) ends it, never a flapping agent.
-func (s *Store) createSession(ctx context.Context, op, key, owner string, ttl time.Duration) (string, error) {
+// createSession creates the session of one lease (or place in line, or
+// member), named after whom it is for: TTL ttl, the store's lock-delay,
+// keys deleted when it ends, and no health checks, so that only its TTL
+// (or a release) ends it, never a flapping agent.
+func (s *Store) createSession(ctx context.Context, op, key, whom string, ttl time.Duration) (string, error) {
 	// The body is written out here because the client's helpers leave
 	// out a zero LockDelay, which the agent reads as its default of 15 s.
 	body := map[string]any{
-		"Name":       "baton " + owner,
+		"Name":       "baton " + whom,
 		"TTL":        ttl.String(),
 		"Behavior":   api.SessionBehaviorDelete,
 		"LockDelay":  s.lockDelay.String(),
@@ -416,6 +430,28 @@ func (s *Store) createSession(ctx context.Context, op, key, owner string, ttl ti
 		return "", fmt.Errorf("consulbackend: %s %q: the agent at %s created a session without an ID", op, key, s.addr)
 	}
 	return out.ID, nil
+}
+
+// destroyLater ends sessions that no longer hold anything (a released
+// lease's, a place's that left the line), off the caller's path. Close
+// waits for it.
+func (s *Store) destroyLater(ids ...string) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		for _, id := range ids {
+			s.destroySession(context.Background(), id)
+		}
+		return
+	}
+	s.cleanups.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.cleanups.Done()
+		for _, id := range ids {
+			s.destroySession(context.Background(), id)
+		}
+	}()
 }
 
 // destroySession ends a session the store no longer needs, also after ctx
@@ -489,7 +525,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	// alone changes nothing they can see.
 	ok, resp, _, err := s.txn.Txn(api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeRecord(cur.rec), Session: cur.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(cur.rec), Session: cur.session}},
 	}, s.queryOpts(ctx))
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
@@ -525,7 +561,7 @@ func (s *Store) move(ctx context.Context, op, key string, cur *entry, rec record
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: cur.session}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeRecord(rec), Session: sess}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}},
 	}, s.queryOpts(ctx))
 	if err != nil || !ok {
 		s.destroySession(ctx, sess)
@@ -615,54 +651,64 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	return nil
 }
 
-// release deletes owner's lease on key at once, then ends its session (a
-// session that ended while it still held the key would put the key under
-// lock-delay). The fencing counter's flags record the released token,
-// which tells a watcher that this deletion was a release, not an expiry.
+// release ends owner's lease on key at once. With a live waiter in the
+// key's line it hands the key to the first one (handOver). Otherwise it
+// deletes the key, then ends its session (a session that ended while it
+// still held the key would put the key under lock-delay); the fencing
+// counter's flags record the released token, which tells a watcher that
+// this deletion was a release, not an expiry.
 func (s *Store) release(ctx context.Context, key, owner string, attempt int) error {
-	// The lease and its counter, read in one round trip.
-	ok, resp, _, err := s.txn.Txn(api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
-	}, s.queryOpts(ctx))
-	if err != nil {
-		return s.transport("release", key, ctx, err)
-	}
-	if !ok || len(resp.Results) != 2 {
-		return s.txnFailed("release", key, resp)
-	}
-	cur, err := s.entry(key, present(resp.Results[0].KV))
+	st, err := s.look(ctx, "release", key, true)
 	if err != nil {
 		return err
 	}
+	cur := st.lease
 	if cur == nil || cur.rec.Owner != owner {
 		return notHeld(key, owner, cur)
 	}
-	fence := present(resp.Results[1].KV)
+	if w := st.first(); w != nil {
+		retry, err := s.handOver(ctx, "release", key, st, w, nil)
+		switch {
+		case err == nil:
+			s.destroyLater(cur.session)
+			return nil
+		case retry:
+			return s.releaseAgain(ctx, key, owner, attempt)
+		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
+			return err
+		}
+		// The waiter cannot be granted the key (its floor is at the
+		// largest token, or the store is recovering): free it, and the
+		// waiter asks again.
+	}
 	ops := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
 	}
-	if fence != nil {
+	if fence := st.fenceKV; fence != nil {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: fence.Value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
 	}
-	ok, resp, _, err = s.txn.Txn(ops, s.queryOpts(ctx))
-	if err != nil {
-		return s.transport("release", key, ctx, err)
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if retry, err := s.txnRetry("release", key, ctx, ok, resp, err); err != nil {
+		return err
+	} else if retry {
+		// The lease, the counter or the line changed since they were
+		// read (a racing release, a waiter that joined): look again.
+		return s.releaseAgain(ctx, key, owner, attempt)
 	}
-	if !ok {
-		if len(resp.Errors) == 0 {
-			return s.txnFailed("release", key, resp)
-		}
-		// The lease or the counter changed since it was read (a grant
-		// of the key, or a racing release): look again.
-		if attempt < grantAttempts {
-			return s.release(ctx, key, owner, attempt+1)
-		}
+	s.destroyLater(cur.session)
+	return nil
+}
+
+// releaseAgain is release's next attempt after a race.
+func (s *Store) releaseAgain(ctx context.Context, key, owner string, attempt int) error {
+	if attempt >= grantAttempts {
 		return fmt.Errorf("consulbackend: release %q: the key changed under %d attempts in a row; try again", key, grantAttempts)
 	}
-	s.destroySession(ctx, cur.session)
-	return nil
+	if !backoff(ctx, attempt) {
+		return fmt.Errorf("consulbackend: release %q: %w", key, backend.ContextError(ctx))
+	}
+	return s.release(ctx, key, owner, attempt+1)
 }
 
 // Get implements backend.Store. The lease's TTL is the one it was last

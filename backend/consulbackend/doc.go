@@ -8,7 +8,10 @@
 // "<prefix>/lease/K", locked by a session of its own and holding the JSON
 // record {"owner", "token", "ttl_ms", "kept"}. Its fencing counter is
 // "<prefix>/fence/K": the last token granted, as a decimal string, with
-// the token of the last release in the entry's flags.
+// the token of the last release in the entry's flags. The waiters of K
+// hold their places under "<prefix>/line/K/", one entry per waiter,
+// locked by the waiter's session and ordered by when they joined (see
+// AcquireQueued).
 //
 // # How a lease lives
 //
@@ -26,6 +29,23 @@
 // store; if the process ends first, the session's TTL ends it, up to
 // twice the keep time later). A job lock's lockAtLeastFor thus does not
 // skip the next run.
+//
+// # Waiting line and handover
+//
+// The store implements backend.Queue and backend.Handover. A refused
+// AcquireQueued joins the key's line: an entry locked by a session whose
+// TTL is half the waiter's patience (Consul keeps a session for twice its
+// TTL) or the servers' minimum, written in a transaction that holds only
+// if the key and the waiter first in line are as the refusal read them,
+// so that a release cannot slip between the refusal and the join. A call
+// with the same patience renews that session. Release with a live waiter
+// in line does not free the key: in one transaction it deletes the lease,
+// moves the counter to the waiter's token, takes the waiter out of the
+// line and locks the key with a new session of the ttl the waiter asked
+// for. Watchers see the key held (EventRenewed); the waiter's
+// AwaitHandover, a blocking query on the lease key, returns the lease. A
+// contended key thus passes from holder to holder without the waiters
+// racing for it, each race costing Raft writes.
 //
 // # What differs from Redis
 //
@@ -64,8 +84,12 @@
 //     lease could claim the key while its holder still believes in it,
 //     unless the lock-delay (WithLockDelay) covers the longest TTL.
 //
-//   - The store keeps no waiting lines (backend.Queue): waiters are woken
-//     by the release and race for the key.
+//   - A waiter's place in a key's line (backend.Queue) is kept by a
+//     session too, so it lapses between the waiter's patience and twice
+//     the servers' session minimum after its last call, whichever is
+//     longer: with Consul's default minimum of 10 s, a waiter that
+//     crashed is first in line for up to 20 s, and a key released
+//     meanwhile is handed to it and stays held for that waiter's ttl.
 //
 // # Restart guard, members, the catalog
 //

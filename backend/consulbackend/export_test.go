@@ -1,6 +1,9 @@
 package consulbackend
 
 import (
+	"context"
+	"time"
+
 	"github.com/hashicorp/consul/api"
 
 	"github.com/baton-go/baton/backend"
@@ -17,7 +20,7 @@ func DecodeLease(key string, value []byte) (l backend.Lease, kept bool, err erro
 
 // EncodeLease encodes a lease as the store writes it.
 func EncodeLease(l backend.Lease, kept bool) []byte {
-	return encodeRecord(record{Owner: l.Owner, Token: l.Token, TTLMillis: l.TTL.Milliseconds(), Kept: kept})
+	return encodeJSON(record{Owner: l.Owner, Token: l.Token, TTLMillis: l.TTL.Milliseconds(), Kept: kept})
 }
 
 // ParseCounter reads a fencing counter's value.
@@ -28,4 +31,29 @@ func ParseCounter(value []byte) (uint64, error) {
 // DecodeMember decodes a member entry of group g as Members reads it.
 func DecodeMember(s *Store, group, name string, value []byte) ([]backend.Member, error) {
 	return s.decodeMembers("members", group, api.KVPairs{{Key: s.MemberKey(group, name), Value: value, Session: "s"}})
+}
+
+// QueuedAfter makes one attempt of owner's AcquireQueued on key decide on
+// a read of the key taken before between ran, as when another client's
+// write lands between the read and the join. It reports whether the
+// attempt saw the change and must read again.
+func QueuedAfter(ctx context.Context, s *Store, key, owner string, ttl, patience time.Duration, between func()) (retry bool, err error) {
+	st, err := s.look(ctx, "acquire queued", key, true)
+	if err != nil {
+		return false, err
+	}
+	between()
+	_, retry, err = s.queued(ctx, key, owner, ttl, 0, patience, st)
+	return retry, err
+}
+
+// DecodePlace decodes the entry of a place in key's line, at name below
+// the line's prefix, as the store reads it: the owner it names, or ok
+// false if the store skips it.
+func DecodePlace(s *Store, key, name string, value []byte) (owner string, ok bool, err error) {
+	line, err := s.places(key, []*api.TxnResult{{KV: &api.KVPair{Key: s.LineKey(key) + name, Value: value, Session: "s", CreateIndex: 1}}})
+	if err != nil || len(line) == 0 {
+		return "", false, err
+	}
+	return line[0].owner, true, nil
 }

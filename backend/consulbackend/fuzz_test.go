@@ -83,3 +83,26 @@ func FuzzMemberEntry(f *testing.F) {
 		}
 	})
 }
+
+// A place in a waiting line: its name and value are data anyone with KV
+// access can write. Decoding never panics, and a place it accepts names
+// a valid owner whose escaped name is the entry's.
+func FuzzPlace(f *testing.F) {
+	s, err := consulbackend.New(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("10.0.0.7:acme:billing:8080%23a1b2", []byte(`{"ttl_ms":45000,"floor":1795560867874155,"place_ms":1500,"order":42}`))
+	f.Add("x/y", []byte(`{"ttl_ms":1,"place_ms":1}`))
+	f.Add("%zz", []byte(`{"ttl_ms":1,"place_ms":1}`))
+	f.Add("a%20b", []byte(`{"ttl_ms":-1,"floor":-1,"place_ms":0}`))
+	f.Fuzz(func(t *testing.T, name string, value []byte) {
+		owner, ok, err := consulbackend.DecodePlace(s, "{acme:billing}:lock:k", name, value)
+		if err != nil || !ok {
+			return
+		}
+		if backend.ValidateOwner(owner) != nil || strings.Contains(name, "/") {
+			t.Fatalf("%q/%q decoded to owner %q", name, value, owner)
+		}
+	})
+}

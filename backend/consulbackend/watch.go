@@ -32,7 +32,8 @@ const (
 // ran out or was destroyed, or the data was lost). A lease moved to a new
 // session (a Renew with another TTL, a Release with a keep time) is
 // reported as EventRenewed with its new TTL, and so is a renewal, which
-// rewrites the key (Renew). A failed query, or an index that
+// rewrites the key (Renew), and a handover to the waiter first in line
+// (Release with someone in line). A failed query, or an index that
 // went back (the agent lost its data), is reported as EventMaybeFree.
 func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
 	if err := s.begin(ctx, "watch", key); err != nil {
@@ -202,9 +203,12 @@ func (w *watch) observe(now held, released uint64) {
 		backend.Notify(w.ch, Event{Kind: backend.EventReleased})
 	case prev.token == 0 || now.index == prev.index:
 		// Was free, or nothing changed on the key.
-	case now.token == prev.token:
-		// The same lease on a new session: renewed with another TTL, or
-		// kept after its release.
+	case now.token != 0:
+		// The same lease on a new session (renewed with another TTL, or
+		// kept after its release), or a new lease with no release
+		// between: handed to the waiter first in line (Handover), or
+		// taken by another holder after the one seen before expired.
+		// Either way the key is held for now.ttl.
 		backend.Notify(w.ch, Event{Kind: backend.EventRenewed, TTL: now.ttl})
 	default:
 		// The lease seen before ended without a release: its session

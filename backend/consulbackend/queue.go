@@ -1,0 +1,452 @@
+package consulbackend
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// The waiting line.
+//
+// A waiter's place in the line of key K is the KV entry
+// "<prefix>/line/K/<owner>" (the owner path-escaped), locked by a session
+// of the waiter's own whose TTL is its patience, and holding the JSON
+// record {"ttl_ms", "floor", "place_ms", "order"}: the lease it asks for
+// should the key be handed to it, its session's TTL, and its order in the
+// line. The order is the entry's CreateIndex, which Consul makes strictly
+// increasing, carried in the record when a place moves to a session of
+// another TTL (a waiter that asks again with another patience), so that it
+// keeps its place. When the waiter's session runs out, Consul deletes the
+// entry: the place lapsed.
+//
+// A Release with a live waiter in line hands the key over in one
+// transaction: it deletes the lease, moves the fencing counter to the
+// waiter's token, takes the waiter's place out of the line and locks the
+// key with a new session of the waiter's ttl. AwaitHandover watches the
+// lease key with blocking queries until it names the waiter.
+
+var _ backend.Handover = (*Store)(nil)
+
+// LineKey returns the Consul KV prefix under which the waiters of key
+// hold their places, one entry per waiter.
+func (s *Store) LineKey(key string) string { return s.prefix + "/line/" + key + "/" }
+
+func (s *Store) placeKey(key, owner string) string { return s.LineKey(key) + url.PathEscape(owner) }
+
+// placeRecord is the JSON value of a place in line.
+type placeRecord struct {
+	TTLMillis   int64  `json:"ttl_ms"`
+	Floor       uint64 `json:"floor"`
+	PlaceMillis int64  `json:"place_ms"`
+	// Order is the place's order in the line, when it moved from the
+	// entry it was first written to; 0 means the entry's CreateIndex.
+	Order uint64 `json:"order,omitempty"`
+}
+
+// place is one waiter's place, as read.
+type place struct {
+	owner   string
+	rec     placeRecord
+	session string
+	index   uint64 // ModifyIndex
+	order   uint64
+}
+
+// placeTTL is the TTL of the session of a place kept for patience. Consul
+// ends a session twice its TTL after the last renewal (it allows for
+// clock drift between its servers), so half the patience keeps the place
+// for the patience; never less than the servers' minimum.
+func (s *Store) placeTTL(patience time.Duration) time.Duration {
+	half := (backend.RoundUpMillis(patience)/2 + time.Millisecond - 1).Truncate(time.Millisecond)
+	return min(max(half, s.ttlMin), MaxSessionTTL)
+}
+
+// state is what one read of a key finds: its lease (nil if free), its
+// counter, the restart guard's markers and, when asked for, its line.
+type state struct {
+	leaseKV, fenceKV, bootedKV, recoveringKV *api.KVPair
+
+	lease *entry
+	line  []place // the live places, first in line first
+}
+
+// look reads key's lease, counter and the restart guard's markers, and
+// with line its waiting line, in one transaction.
+func (s *Store) look(ctx context.Context, op, key string, line bool) (*state, error) {
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.bootedKey()}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.recoveringKey()}},
+	}
+	if line {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: s.LineKey(key)}})
+	}
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if err != nil {
+		return nil, s.transport(op, key, ctx, err)
+	}
+	if !ok || len(resp.Results) < 4 {
+		return nil, s.txnFailed(op, key, resp)
+	}
+	r := resp.Results
+	st := &state{leaseKV: present(r[0].KV), fenceKV: present(r[1].KV), bootedKV: present(r[2].KV), recoveringKV: present(r[3].KV)}
+	if st.lease, err = s.entry(key, st.leaseKV); err != nil {
+		return nil, err
+	}
+	if line {
+		if st.line, err = s.places(key, r[4:]); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// places decodes the entries of key's line, skipping those of other keys
+// below it and those whose session ended, and orders them.
+func (s *Store) places(key string, results []*api.TxnResult) ([]place, error) {
+	prefix := s.LineKey(key)
+	var line []place
+	for _, r := range results {
+		p := r.KV
+		if p == nil || p.Session == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(p.Key, prefix)
+		if !ok || strings.Contains(rest, "/") {
+			continue // the line of a longer key, such as K/x
+		}
+		owner, err := url.PathUnescape(rest)
+		var rec placeRecord
+		if err == nil {
+			err = json.Unmarshal(p.Value, &rec)
+		}
+		if err == nil {
+			err = errors.Join(backend.ValidateOwner(owner), backend.ValidateFloor(rec.Floor))
+		}
+		if err != nil || rec.TTLMillis <= 0 || rec.TTLMillis > backend.MaxTTL.Milliseconds() || rec.PlaceMillis <= 0 {
+			return nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place", key, p.Key, backend.ErrCorrupt, p.Value)
+		}
+		pl := place{owner: owner, rec: rec, session: p.Session, index: p.ModifyIndex, order: rec.Order}
+		if pl.order == 0 {
+			pl.order = p.CreateIndex
+		}
+		line = append(line, pl)
+	}
+	slices.SortFunc(line, func(a, b place) int { return cmp.Compare(a.order, b.order) })
+	return line, nil
+}
+
+// first returns the waiter first in line, or nil.
+func (st *state) first() *place {
+	if len(st.line) == 0 {
+		return nil
+	}
+	return &st.line[0]
+}
+
+// placeOf returns owner's place in line, or nil.
+func (st *state) placeOf(owner string) *place {
+	for i := range st.line {
+		if st.line[i].owner == owner {
+			return &st.line[i]
+		}
+	}
+	return nil
+}
+
+// leave are the operations that take place p out of key's line, if it is
+// still as it was read.
+func (s *Store) leave(key string, p *place) api.TxnOps {
+	k := s.placeKey(key, p.owner)
+	return api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: p.index}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: k}},
+	}
+}
+
+// AcquireQueued implements backend.Queue.
+//
+// A waiter that joins the line creates the session of its place; one that
+// calls again with the same patience renews it. A place thus lapses
+// between patience and twice the servers' session minimum after the
+// waiter's last call, whichever is longer.
+func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+	if err := s.begin(ctx, "acquire queued", key); err != nil {
+		return backend.Lease{}, err
+	}
+	if err := errors.Join(backend.ValidateOwner(owner), s.validateSessionTTL("ttl", ttl), backend.ValidateFloor(floor), backend.ValidatePatience(patience)); err != nil {
+		return backend.Lease{}, fmt.Errorf("consulbackend: acquire queued: %w", err)
+	}
+	ttl = backend.RoundUpMillis(ttl)
+	var last *state
+	for attempt := range grantAttempts {
+		st, err := s.look(ctx, "acquire queued", key, true)
+		if err != nil {
+			return backend.Lease{}, err
+		}
+		last = st
+		l, retry, err := s.queued(ctx, key, owner, ttl, floor, patience, st)
+		if !retry {
+			return l, err
+		}
+		if !backoff(ctx, attempt) {
+			return backend.Lease{}, fmt.Errorf("consulbackend: acquire queued %q: %w", key, backend.ContextError(ctx))
+		}
+	}
+	if last.lease != nil {
+		return backend.Lease{}, &backend.HeldError{Holder: last.lease.rec.lease(key)}
+	}
+	return backend.Lease{}, fmt.Errorf("consulbackend: acquire queued %q: the key or its line changed under %d attempts in a row; try again", key, grantAttempts)
+}
+
+// queued makes one attempt of AcquireQueued on what st read. retry
+// reports that something it read changed before its write.
+func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state) (backend.Lease, bool, error) {
+	mine := st.placeOf(owner)
+	if cur := st.lease; cur != nil {
+		if cur.rec.Owner == owner && !cur.rec.Kept {
+			// The key was handed to owner (or owner holds it already).
+			return s.collect(ctx, key, cur)
+		}
+		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine); retry || err != nil {
+			return backend.Lease{}, retry, err
+		}
+		return backend.Lease{}, false, &backend.HeldError{Holder: cur.rec.lease(key), Next: st.next(owner, patience)}
+	}
+	if first := st.first(); first != nil && first.owner != owner {
+		// Free, but kept for the waiter first in line.
+		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine); retry || err != nil {
+			return backend.Lease{}, retry, err
+		}
+		return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key}, Next: first.owner}
+	}
+	var out api.TxnOps
+	if mine != nil {
+		out = s.leave(key, mine)
+	}
+	l, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out)
+	if err == nil && mine != nil {
+		s.destroyLater(mine.session)
+	}
+	return l, retry, err
+}
+
+// next names the waiter first in line once owner, refused, has joined
+// with patience.
+func (st *state) next(owner string, patience time.Duration) string {
+	if first := st.first(); first != nil {
+		return first.owner
+	}
+	if patience > 0 {
+		return owner
+	}
+	return ""
+}
+
+// collect returns owner's lease cur after renewing its session: a lease
+// handed over a while ago then lasts its ttl from now, as the caller
+// counts it, although Consul cannot say how much of it was left.
+func (s *Store) collect(ctx context.Context, key string, cur *entry) (backend.Lease, bool, error) {
+	entries, _, err := s.session.Renew(cur.session, s.writeOpts(ctx))
+	if err != nil {
+		return backend.Lease{}, false, s.transport("acquire queued", key, ctx, fmt.Errorf("renew session: %w", err))
+	}
+	if entries == nil {
+		return backend.Lease{}, true, nil // it ended meanwhile: look again
+	}
+	return cur.rec.lease(key), false, nil
+}
+
+// joinLine puts owner at the back of key's line for patience, or keeps its
+// place mine and moves its end to patience from now, unless patience is
+// 0. The write holds only if the key and the waiter first in line are as
+// st read them, so that a release between the read and the write cannot
+// pass the newcomer by unseen; retry reports that they were not.
+func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state, mine *place) (retry bool, err error) {
+	if patience <= 0 {
+		return false, nil
+	}
+	rec := placeRecord{TTLMillis: ttl.Milliseconds(), Floor: floor, PlaceMillis: s.placeTTL(patience).Milliseconds()}
+	k := s.placeKey(key, owner)
+	if mine != nil && mine.rec.PlaceMillis == rec.PlaceMillis {
+		entries, _, err := s.session.Renew(mine.session, s.writeOpts(ctx))
+		if err != nil {
+			return false, s.transport("acquire queued", key, ctx, fmt.Errorf("renew the session of the place in line: %w", err))
+		}
+		if entries == nil {
+			return true, nil // the place lapsed meanwhile: join as a newcomer
+		}
+		rec.Order = mine.rec.Order
+		if rec == mine.rec {
+			return false, nil
+		}
+		// Asks for another lease should the key be handed to it.
+		ok, resp, _, err := s.txn.Txn(api.TxnOps{
+			{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: mine.index}},
+			{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: mine.session}},
+		}, s.queryOpts(ctx))
+		return s.txnRetry("acquire queued", key, ctx, ok, resp, err)
+	}
+	sess, err := s.createSession(ctx, "acquire queued", key, "waiter "+owner, time.Duration(rec.PlaceMillis)*time.Millisecond)
+	if err != nil {
+		return false, err
+	}
+	var ops api.TxnOps
+	if st.leaseKV != nil {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
+	} else {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}})
+	}
+	if first := st.first(); first != nil && first != mine {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.placeKey(key, first.owner), Index: first.index}})
+	}
+	if mine != nil {
+		// Another patience: the place moves to a session of another
+		// TTL and keeps its order.
+		rec.Order = mine.order
+		ops = append(ops, s.leave(key, mine)...)
+	}
+	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: sess}})
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if retry, err := s.txnRetry("acquire queued", key, ctx, ok, resp, err); retry || err != nil {
+		s.destroyLater(sess)
+		return retry, err
+	}
+	if mine != nil {
+		s.destroyLater(mine.session)
+	}
+	return false, nil
+}
+
+// txnRetry sorts out the answer to a write transaction: an error, a
+// refusal because what it checked changed (retry), or success.
+func (s *Store) txnRetry(op, key string, ctx context.Context, ok bool, resp *api.TxnResponse, err error) (retry bool, _ error) {
+	switch {
+	case err != nil:
+		return false, s.transport(op, key, ctx, err)
+	case ok:
+		return false, nil
+	case resp == nil || len(resp.Errors) == 0:
+		return false, s.txnFailed(op, key, resp)
+	}
+	return true, nil
+}
+
+// handOver grants key, free or released by its holder as st read it, to
+// the waiter first in line, w, with the ttl and floor it asked for, and
+// takes w out of the line, in one transaction, along with the extra
+// operations. Watchers see the key held by w (EventRenewed), and w's
+// AwaitHandover returns its lease.
+func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, extra api.TxnOps) (retry bool, err error) {
+	ttl := time.Duration(w.rec.TTLMillis) * time.Millisecond
+	_, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...))
+	if err == nil {
+		s.destroyLater(w.session)
+	}
+	return retry, err
+}
+
+// Dequeue implements backend.Queue.
+func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
+	if err := s.begin(ctx, "dequeue", key); err != nil {
+		return err
+	}
+	if err := backend.ValidateOwner(owner); err != nil {
+		return fmt.Errorf("consulbackend: dequeue: %w", err)
+	}
+	for range grantAttempts {
+		st, err := s.look(ctx, "dequeue", key, true)
+		if err != nil {
+			return err
+		}
+		if cur := st.lease; cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
+			// The key was handed to owner, who gave up before it knew:
+			// pass it on.
+			err := s.release(ctx, key, owner, 1)
+			if errors.Is(err, backend.ErrNotHeld) {
+				continue
+			}
+			return err
+		}
+		mine := st.placeOf(owner)
+		if mine == nil {
+			return nil
+		}
+		if st.lease == nil && mine == st.first() && len(st.line) > 1 {
+			// The key is free and was kept for owner: it goes to the next.
+			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], s.leave(key, mine))
+			if err == nil {
+				s.destroyLater(mine.session)
+				return nil
+			}
+			if retry {
+				continue
+			}
+			if !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt) {
+				return err
+			}
+			// The next waiter cannot be granted the key now (the store
+			// is recovering); it asks again, as the first in line.
+		}
+		ok, resp, _, err := s.txn.Txn(s.leave(key, mine), s.queryOpts(ctx))
+		if retry, err := s.txnRetry("dequeue", key, ctx, ok, resp, err); err != nil {
+			return err
+		} else if retry {
+			continue
+		}
+		s.destroyLater(mine.session)
+		return nil
+	}
+	return fmt.Errorf("consulbackend: dequeue %q: the key or its line changed under %d attempts in a row; try again", key, grantAttempts)
+}
+
+// AwaitHandover implements backend.Handover with blocking queries on the
+// lease key. The lease it returns has the TTL its waiter asked for:
+// Consul cannot say how much of it is left, and the caller counts it from
+// before the handover.
+func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	if err := s.begin(ctx, "await handover", key); err != nil {
+		return backend.Lease{}, false, err
+	}
+	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateMaxWait(max)); err != nil {
+		return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	var index uint64
+	for {
+		q := (&api.QueryOptions{WaitIndex: index, WaitTime: max}).WithContext(wctx)
+		p, meta, err := s.lookLease(key, q)
+		switch {
+		case ctx.Err() != nil:
+			return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
+		case wctx.Err() != nil:
+			return backend.Lease{}, false, nil // max passed
+		case err != nil:
+			return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
+		}
+		cur, err := s.entry(key, p)
+		if err != nil {
+			return backend.Lease{}, false, err
+		}
+		if cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
+			return cur.rec.lease(key), true, nil
+		}
+		if meta.LastIndex < index {
+			index = 0 // the agent lost its data: start over
+		} else {
+			index = meta.LastIndex
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package consulbackend_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// A waiter is refused on one read of the key and joins its line with a
+// second write. A write by another client between the two (a release, or
+// the waiter first in line leaving) must make the waiter read again:
+// otherwise it would join the line of a free key that nobody hands over,
+// and wait a whole poll for a key nobody holds.
+func TestJoinSeesWritesAfterItsRead(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl, patience = 10 * time.Second, 10 * time.Second
+
+	t.Run("Release", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "join-after-release"
+		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		retry, err := consulbackend.QueuedAfter(ctx, s, key, "waiter", ttl, patience, func() {
+			if err := s.Release(ctx, key, "holder", 0); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err != nil || !retry {
+			t.Fatalf("a join decided on a read from before the holder's release: retry %v, err %v; want retry", retry, err)
+		}
+		l, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, patience)
+		if err != nil || l.Owner != "waiter" {
+			t.Fatalf("the waiter's next try of the released key: %+v, %v; want a grant", l, err)
+		}
+	})
+
+	t.Run("FirstLeaves", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "join-after-first-leaves"
+		// A key that is free but kept for "first": its holder's session
+		// was destroyed (as by an operator) while "first" was in line.
+		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "first", ttl, 0, patience); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("first's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		destroyLeaseSession(t, a, s, key)
+		_, err := s.AcquireQueued(ctx, key, "second", ttl, 0, 0)
+		var he *backend.HeldError
+		if !errors.As(err, &he) || he.Holder.Owner != "" || he.Next != "first" {
+			t.Fatalf("a try of the key whose holder's session ended, with first in line: %v; want it kept for first", err)
+		}
+		retry, err := consulbackend.QueuedAfter(ctx, s, key, "waiter", ttl, patience, func() {
+			if err := s.Dequeue(ctx, key, "first"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err != nil || !retry {
+			t.Fatalf("a join decided on a read from before the first waiter left: retry %v, err %v; want retry", retry, err)
+		}
+		l, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, patience)
+		if err != nil || l.Owner != "waiter" {
+			t.Fatalf("the waiter's next try once the line is empty: %+v, %v; want a grant", l, err)
+		}
+	})
+}
+
+// A waiter whose place's session ended (it crashed and its patience ran
+// out, or an operator destroyed the session) is out of the line: the
+// release frees the key instead of handing it to that waiter.
+func TestLapsedPlaceIsNotHandedTheKey(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	const key, ttl = "lapsed-place", 10 * time.Second
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "gone", ttl, 0, time.Hour); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	p, _, err := client(t, a).KV().Get(s.LineKey(key)+"gone", nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("the waiter's place: %+v, %v; want an entry locked by its session", p, err)
+	}
+	if err := a.DestroySession(ctx, p.Session); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	awaitKind(t, w, backend.EventReleased)
+	if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("Get after the release with only a lapsed waiter in line: %v; want ErrNotFound", err)
+	}
+	if l, err := s.AcquireQueued(ctx, key, "other", ttl, 0, 0); err != nil || l.Owner != "other" {
+		t.Fatalf("another owner's try: %+v, %v; want a grant", l, err)
+	}
+}
+
+// Places that are not a waiter's, as the store reads them: entries of a
+// longer key's line are skipped, and foreign values are ErrCorrupt.
+func TestDecodePlace(t *testing.T) {
+	s, err := consulbackend.New(nil) // talks to no agent
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := []byte(`{"ttl_ms":1000,"floor":0,"place_ms":500}`)
+	if owner, ok, err := consulbackend.DecodePlace(s, "k", "a%2Fb", good); err != nil || !ok || owner != "a/b" {
+		t.Errorf("a place of owner a/b: %q, %v, %v", owner, ok, err)
+	}
+	if _, ok, err := consulbackend.DecodePlace(s, "k", "x/owner", good); err != nil || ok {
+		t.Errorf("a place in the line of key k/x, read as k's: ok %v, err %v; want it skipped", ok, err)
+	}
+	for name, v := range map[string][]byte{
+		"not JSON":    []byte("nope"),
+		"no ttl":      []byte(`{"floor":0,"place_ms":500}`),
+		"no place":    []byte(`{"ttl_ms":1000}`),
+		"huge floor":  []byte(`{"ttl_ms":1000,"floor":18446744073709551615,"place_ms":500}`),
+		"ttl too big": []byte(`{"ttl_ms":99999999999999,"place_ms":500}`),
+	} {
+		if _, _, err := consulbackend.DecodePlace(s, "k", "owner", v); !errors.Is(err, backend.ErrCorrupt) {
+			t.Errorf("a place holding %s: %v; want ErrCorrupt", name, err)
+		}
+	}
+	if _, _, err := consulbackend.DecodePlace(s, "k", "bad%zz", good); !errors.Is(err, backend.ErrCorrupt) {
+		t.Errorf("a place whose name is not path-escaped: %v; want ErrCorrupt", err)
+	}
+}
+
+func client(t testing.TB, a *testenv.Consul) *api.Client {
+	t.Helper()
+	c, err := api.NewClient(config(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// destroyLeaseSession ends the session that holds key's lease.
+func destroyLeaseSession(t testing.TB, a *testenv.Consul, s *consulbackend.Store, key string) {
+	t.Helper()
+	p, _, err := client(t, a).KV().Get(s.LeaseKey(key), nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("the lease of %q: %+v, %v; want an entry locked by a session", key, p, err)
+	}
+	if err := a.DestroySession(ctxT(t), p.Session); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitKind reads w until it delivers an event of kind.
+func awaitKind(t testing.TB, w backend.Watch, kind backend.EventKind) {
+	t.Helper()
+	deadline := time.After(patience)
+	for {
+		select {
+		case ev := <-w.C():
+			if ev.Kind == kind {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %v event within %v", kind, patience)
+		}
+	}
+}
