@@ -46,6 +46,9 @@ type Store struct {
 	lockDelay time.Duration
 	now       func() time.Time
 
+	counterKeep time.Duration // WithCounterKeep
+	keep        keepers
+
 	mu       sync.Mutex
 	done     bool
 	watches  sync.WaitGroup // the watches' goroutines
@@ -119,14 +122,15 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("consulbackend: %w: client for the agent at %s: %v", backend.ErrInvalidArgument, c.Address, err)
 	}
 	s := &Store{
-		kv:      client.KV(),
-		raw:     client.Raw(),
-		session: client.Session(),
-		txn:     client.Txn(),
-		prefix:  DefaultPrefix,
-		ttlMin:  DefaultSessionTTLMin,
-		now:     time.Now,
-		timers:  make(map[*time.Timer]struct{}),
+		kv:          client.KV(),
+		raw:         client.Raw(),
+		session:     client.Session(),
+		txn:         client.Txn(),
+		prefix:      DefaultPrefix,
+		ttlMin:      DefaultSessionTTLMin,
+		counterKeep: DefaultCounterKeep,
+		now:         time.Now,
+		timers:      make(map[*time.Timer]struct{}),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -336,12 +340,13 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
-	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
-	fence := &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(token, 10))}
-	if st.fenceKV != nil {
-		fence.Index, fence.Flags = st.fenceKV.ModifyIndex, st.fenceKV.Flags
+	keeper, err := s.keeper(ctx, op, key, ttl)
+	if err != nil {
+		s.destroyLater(sess)
+		return backend.Lease{}, false, err
 	}
-	ops := api.TxnOps{{KV: fence}}
+	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
+	ops := s.setCounter(key, st.fenceKV, token, keeper)
 	if st.fenceKV == nil && st.bootedKV != nil {
 		// The guard let a key without a counter through because the
 		// store had not lost its data: grant only if that still holds.
@@ -365,6 +370,11 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 			return backend.Lease{}, false, s.txnFailed(op, key, resp)
 		}
 		for _, e := range resp.Errors {
+			if strings.Contains(e.What, keeper) {
+				// The keeper session ended (Consul lost its data, or an
+				// operator destroyed it): make another.
+				s.forgetKeeper(keeper)
+			}
 			if strings.Contains(e.What, "lock delay") {
 				// The key's last session was invalidated while it held
 				// the key: Consul refuses it to everyone for the
@@ -413,13 +423,18 @@ func present(p *api.KVPair) *api.KVPair {
 // keys deleted when it ends, and no health checks, so that only its TTL
 // (or a release) ends it, never a flapping agent.
 func (s *Store) createSession(ctx context.Context, op, key, whom string, ttl time.Duration) (string, error) {
+	return s.newSession(ctx, op, key, whom, ttl, s.lockDelay)
+}
+
+// newSession is createSession with the given lock-delay.
+func (s *Store) newSession(ctx context.Context, op, key, whom string, ttl, lockDelay time.Duration) (string, error) {
 	// The body is written out here because the client's helpers leave
 	// out a zero LockDelay, which the agent reads as its default of 15 s.
 	body := map[string]any{
 		"Name":       "baton " + whom,
 		"TTL":        ttl.String(),
 		"Behavior":   api.SessionBehaviorDelete,
-		"LockDelay":  s.lockDelay.String(),
+		"LockDelay":  lockDelay.String(),
 		"NodeChecks": []string{},
 	}
 	var out struct{ ID string }

@@ -135,3 +135,73 @@ func TestCloseLeavesKeptLease(t *testing.T) {
 		t.Fatalf("after Close the kept key is %+v, %v; want job-a's lease (token %d)", g, err, l.Token)
 	}
 }
+
+// A fencing counter ends some time after its key's last grant, so that
+// per-entity keys leave nothing behind for ever; the key's next grant
+// still gets a larger token.
+func TestCounterEndsAfterKeep(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a, consulbackend.WithCounterKeep(100*time.Millisecond))
+	const key = "invoice:42"
+	l, err := s.Acquire(ctx, key, "a", time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	kv := client(t, a).KV()
+	p, _, err := kv.Get(s.FenceKey(key), nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("the counter after a grant: %+v, %v; want it locked by a keeper session", p, err)
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		p, _, err := kv.Get(s.FenceKey(key), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the counter of %q is still there %v after its last grant, with a keep time of 100ms", key, patience)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l2, err := s.Acquire(ctx, key, "b", time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Token <= l.Token {
+		t.Fatalf("the grant after the counter ended has token %d, not above %d", l2.Token, l.Token)
+	}
+}
+
+// A keeper session that Consul ended (an operator destroyed it, or the
+// agent lost its data) is replaced: grants do not fail on it.
+func TestEndedKeeperIsReplaced(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	const key = "keeper-ended"
+	if _, err := s.Acquire(ctx, key, "a", time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	p, _, err := client(t, a).KV().Get(s.FenceKey(key), nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("the counter after a grant: %+v, %v; want it locked by a keeper session", p, err)
+	}
+	if err := a.DestroySession(ctx, p.Session); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{key, "keeper-ended-other"} {
+		if _, err := s.Acquire(ctx, k, "b", time.Second, 0); err != nil {
+			t.Fatalf("Acquire of %q after the keeper session was destroyed: %v", k, err)
+		}
+	}
+}

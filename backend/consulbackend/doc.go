@@ -8,7 +8,10 @@
 // "<prefix>/lease/K", locked by a session of its own and holding the JSON
 // record {"owner", "token", "ttl_ms", "kept"}. Its fencing counter is
 // "<prefix>/fence/K": the last token granted, as a decimal string, with
-// the token of the last release in the entry's flags. The waiters of K
+// the token of the last release in the entry's flags, locked by a keeper
+// session of the store that last granted K, so that it ends an hour or
+// more after K's last grant (WithCounterKeep) instead of staying for
+// ever. The waiters of K
 // hold their places under "<prefix>/line/K/", one entry per waiter,
 // locked by the waiter's session and ordered by when they joined (see
 // AcquireQueued).
