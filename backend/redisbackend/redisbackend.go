@@ -339,6 +339,17 @@ func (s *Store) LeaseKey(key string) string {
 	return s.prefix + ":{" + key + "}"
 }
 
+// Notices returns how the store's watches of key learn what a store of
+// another layout that shares the server (such as springredis) does to its
+// own lease for key: it publishes, on channel, released followed by the
+// lease's token when it releases the lease, and renewed followed by the
+// token, a space and the TTL in ms when it renews the lease or keeps it
+// after a release. The watches report them as EventReleased and
+// EventRenewed.
+func (s *Store) Notices(key string) (channel, released, renewed string) {
+	return s.LeaseKey(key), "released ", "renewed "
+}
+
 // FenceKey returns the Redis key that holds the fencing counter of key.
 func (s *Store) FenceKey(key string) string { return s.LeaseKey(key) + fenceSuffix }
 
