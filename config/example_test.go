@@ -42,7 +42,7 @@ func ExampleLoad_problems() {
 	fmt.Println(errors.Is(err, config.ErrInvalid), errors.As(err, &e), len(e.Problems))
 	// Output:
 	// config: scheduler-lock.heartbeat-expiration-duration-in-second=45: unknown key; did you mean scheduler-lock.heartbeat-expiration-duration-in-seconds?
-	// config: synchronized-lock.enabled=maybe: must be true or false
+	// config: synchronized-lock.enabled=maybe: must be true or false (or yes/no, on/off, 1/0)
 	// config: scheduler-lock.touch-heartbeat-interval-in-milliseconds=30000: must be less than half of scheduler-lock.heartbeat-expiration-duration-in-seconds (45 s) so one lost renewal is survivable
 	// config: redis.db=-1: must not be negative
 	// true true 4

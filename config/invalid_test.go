@@ -57,7 +57,7 @@ func TestInvalid(t *testing.T) {
 		// Wrong types.
 		{"bool maybe", map[string]any{enabled: "maybe"}, enabled, "maybe", "must be true or false"},
 		{"bool number", map[string]any{lockOn: 1}, lockOn, "1", "must be true or false"},
-		{"tls yes", map[string]any{"redis.tls": "yes"}, "redis.tls", "yes", "must be true or false"},
+		{"tls maybe", map[string]any{"redis.tls": "maybe"}, "redis.tls", "maybe", "must be true or false (or yes/no, on/off, 1/0)"},
 		{"int abc", map[string]any{interval: "abc"}, interval, "abc", "must be a whole number of milliseconds"},
 		{"seconds abc", map[string]any{hold: "abc"}, hold, "abc", "must be a whole number of seconds"},
 		{"int fraction", map[string]any{interval: 1.5}, interval, "1.5", "must be a whole number of milliseconds"},

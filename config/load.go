@@ -197,21 +197,56 @@ func convert(k *key, raw any) (any, string) {
 		return toCount(k.kind, raw)
 	case kindList:
 		return toList(raw)
+	case kindDuration:
+		return toDuration(raw)
 	default:
 		return toString(raw)
 	}
 }
 
+// toBool converts a bool, or a string as Spring converts one (true, on,
+// yes, 1 and false, off, no, 0, in any case) or as strconv.ParseBool
+// reads one (t, f).
 func toBool(raw any) (any, string) {
 	switch v := raw.(type) {
 	case bool:
 		return v, ""
 	case string:
-		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-			return b, ""
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "on", "yes", "1", "t":
+			return true, ""
+		case "false", "off", "no", "0", "f":
+			return false, ""
 		}
 	}
-	return nil, "must be true or false"
+	return nil, "must be " + kindBool.what()
+}
+
+// toDuration converts a duration written as text in Go's form or
+// ISO-8601 (ParseDuration), or a time.Duration from a Map.
+func toDuration(raw any) (any, string) {
+	if d, ok := raw.(time.Duration); ok {
+		if d < 0 {
+			return nil, "must not be negative"
+		}
+		return d, ""
+	}
+	s, ok := raw.(string)
+	if !ok {
+		if n, reason := toInt(raw); reason == "" && n == 0 {
+			return time.Duration(0), ""
+		}
+		return nil, "must be " + kindDuration.what() + ", with its unit (a number alone is ambiguous)"
+	}
+	d, err := ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		var de *durationError
+		if errors.As(err, &de) {
+			return nil, de.reason
+		}
+		return nil, err.Error()
+	}
+	return d, ""
 }
 
 // durationType is the type of time.Duration, which a Map may hold where a
