@@ -43,8 +43,8 @@ const (
 	// DefaultReadTimeout and DefaultWriteTimeout are the defaults of
 	// redis.read-timeout-in-milliseconds and
 	// redis.write-timeout-in-milliseconds, go-redis's own.
-	DefaultReadTimeout  = 3 * time.Second
-	DefaultWriteTimeout = 3 * time.Second
+	DefaultReadTimeout  = 5 * time.Second
+	DefaultWriteTimeout = 5 * time.Second
 )
 
 // Config is the whole baton configuration, typed for the packages that use

@@ -246,10 +246,10 @@
 //	    default 5000; BATON_REDIS_DIAL_TIMEOUT_IN_MILLISECONDS
 //	    Longest wait for a connection to a server.
 //	redis.read-timeout-in-milliseconds
-//	    default 3000; BATON_REDIS_READ_TIMEOUT_IN_MILLISECONDS
+//	    default 5000; BATON_REDIS_READ_TIMEOUT_IN_MILLISECONDS
 //	    Longest wait for a reply; a call's own deadline ends it sooner.
 //	redis.write-timeout-in-milliseconds
-//	    default 3000; BATON_REDIS_WRITE_TIMEOUT_IN_MILLISECONDS
+//	    default 5000; BATON_REDIS_WRITE_TIMEOUT_IN_MILLISECONDS
 //	    Longest wait to send a command.
 //	redis.pool-size
 //	    default 0 (go-redis's: 10 per GOMAXPROCS); BATON_REDIS_POOL_SIZE

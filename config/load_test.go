@@ -100,7 +100,7 @@ func TestDefault(t *testing.T) {
 		Role:     role.Config{HeartbeatInterval: 15 * time.Second, HeartbeatExpiration: 45 * time.Second},
 		SyncLock: synclock.Config{RetryInterval: time.Second, HoldDuration: 45 * time.Second},
 		Redis: config.Redis{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "baton",
-			DialTimeout: 5 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second},
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
 		Consul: config.Consul{KeyPrefix: "baton", SessionTTLMin: 10 * time.Second},
 	}
 	if !reflect.DeepEqual(d, want) {
