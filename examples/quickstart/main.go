@@ -8,10 +8,10 @@
 //	go run ./examples/quickstart -redis 127.0.0.1:6379  # a real Redis
 //
 // Run it twice against one Redis to see a master and a slave. Every key
-// can also come from a file (-config baton.yaml, or a Spring
-// application.yml with baton's keys under "baton:") and from BATON_*
-// variables, such as BATON_INSTANCE_PORT=8081 for a second instance on one
-// host.
+// can also come from a file (-config baton.yaml; a Spring application.yml
+// with baton's keys under "baton:" is read with config.Sub) and from
+// BATON_* variables, such as BATON_INSTANCE_PORT=8081 for a second
+// instance on one host.
 package main
 
 import (
@@ -56,7 +56,7 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		"redis.fail-fast": true, // do not start if Redis is unreachable
 	})}
 	if configFile != "" {
-		sources = append(sources, config.Sub("baton", config.File(configFile)))
+		sources = append(sources, config.File(configFile))
 	}
 	cfg, err := config.Load(append(sources, config.Env("BATON_"))...)
 	if err != nil {

@@ -138,13 +138,12 @@ func TestQuickstartRuns(t *testing.T) {
 }
 
 // The quick start runs on a real Redis with -redis; a configuration file
-// (here Spring-style, baton's keys under "baton:") and BATON_ variables
-// reach it. The short role TTL and lock hold keep the restart guard of
+// and BATON_ variables reach it. The short role TTL and lock hold keep the restart guard of
 // the fresh test server short.
 func TestQuickstartOnRealRedis(t *testing.T) {
 	r := testenv.NewRedis(t)
-	file := t.TempDir() + "/application.yml"
-	yml := "spring:\n  application:\n    name: billing\nbaton:\n  instance:\n    tenant: acme\n  synchronized-lock:\n    hold-duration-in-seconds: 2\n    claim-window-in-milliseconds: 1000\n"
+	file := t.TempDir() + "/baton.yaml"
+	yml := "instance:\n  tenant: acme\nsynchronized-lock:\n  hold-duration-in-seconds: 2\n  claim-window-in-milliseconds: 1000\n"
 	if err := os.WriteFile(file, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
