@@ -443,19 +443,20 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 // InstanceID computes this instance's ID from the instance.* keys with
 // instanceid.Detect. Load the configuration first, so that files and the
 // environment (BATON_INSTANCE_PORT, ...) count. When instance.app or
-// instance.port is not set, the error names the key; other errors wrap
-// instanceid's.
+// instance.port is not set, the error is an *Error naming the keys; other
+// errors wrap instanceid's.
 func (c Config) InstanceID() (instanceid.ID, error) {
-	var missing []string
+	var missing []Problem
 	if c.Instance.App == "" {
-		missing = append(missing, keyInstanceApp+" (env "+EnvName("BATON_", keyInstanceApp)+")")
+		missing = append(missing, Problem{Key: keyInstanceApp, Value: `""`,
+			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstanceApp) + ", or Config.Instance.App in code)"})
 	}
 	if c.Instance.Port == 0 {
-		missing = append(missing, keyInstancePort+" (env "+EnvName("BATON_", keyInstancePort)+")")
+		missing = append(missing, Problem{Key: keyInstancePort, Value: "0",
+			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstancePort) + ", or Config.Instance.Port in code)"})
 	}
 	if len(missing) > 0 {
-		return instanceid.ID{}, fmt.Errorf("config: the instance ID needs %s: set it in a source, or in Config.Instance before calling InstanceID: %w",
-			strings.Join(missing, " and "), ErrInvalid)
+		return instanceid.ID{}, &Error{Problems: missing}
 	}
 	id, err := instanceid.Detect(c.Instance)
 	if err != nil {

@@ -117,7 +117,8 @@ func TestInstanceIDFromConfig(t *testing.T) {
 	}
 
 	_, err = config.Default().InstanceID()
-	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "instance.app (env BATON_INSTANCE_APP) and instance.port (env BATON_INSTANCE_PORT)") {
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "config: instance.app=\"\": must be set to build the instance ID (env BATON_INSTANCE_APP") ||
+		!strings.Contains(err.Error(), "config: instance.port=0: must be set") {
 		t.Errorf("InstanceID without app and port: %v", err)
 	}
 }
