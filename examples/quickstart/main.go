@@ -107,22 +107,7 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		}
 	}()
 
-	// 4. Cross-instance locks: one goroutine of one instance at a time.
-	lk, err := synclock.NewLocker(store, id, cfg.SyncLock)
-	if err != nil {
-		return err
-	}
-	synclock.SetDefault(lk)
-	err = synclock.DoKey(ctx, "close-invoices", func(ctx context.Context) error {
-		token, _ := synclock.Token(ctx) // pass it with every write, so a stale holder is refused
-		say.Printf("section close-invoices ran under the lock (token %d)", token)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-
-	// 5. Scheduled jobs, gated before every run.
+	// 4. Scheduled jobs, gated before every run.
 	s, err := gocron.NewScheduler()
 	if err != nil {
 		return err
@@ -159,11 +144,31 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		return err
 	}
 	s.Start()
+	defer func() {
+		if err := s.Shutdown(); err != nil { // waits for running jobs
+			say.Printf("scheduler: %v", err)
+		}
+	}()
 	say.Printf("%s started; stop with Ctrl-C or SIGTERM", id)
 
+	// 5. Cross-instance locks: one goroutine of one instance at a time.
+	lk, err := synclock.NewLocker(store, id, cfg.SyncLock)
+	if err != nil {
+		return err
+	}
+	synclock.SetDefault(lk)
+	err = synclock.DoKey(ctx, "close-invoices", func(ctx context.Context) error {
+		token, _ := synclock.Token(ctx) // pass it with every write, so a stale holder is refused
+		say.Printf("section close-invoices ran under the lock (token %d)", token)
+		return nil
+	})
+	if err != nil && ctx.Err() == nil { // a stop while it waited is no failure
+		return err
+	}
+
 	<-ctx.Done()
-	say.Printf("stopping")
-	return s.Shutdown() // waits for running jobs; then the deferred Stop gives up the role
+	say.Printf("stopping") // the deferred calls stop the jobs, then give up the role
+	return nil
 }
 
 // startEmbeddedRedis starts an in-process Redis (miniredis) for the
