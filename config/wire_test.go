@@ -141,3 +141,55 @@ func TestInstanceKeysValidatedAtLoad(t *testing.T) {
 		}
 	}
 }
+
+// The topology follows the configuration: Sentinel with
+// redis.master-name, Cluster with several addresses. The store works on
+// each (fail-fast pings through the Sentinels and the cluster), and the
+// key prefix reaches the keys written.
+func TestRedisStoreTopologies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sen := testenv.NewSentinel(t)
+	cl := testenv.NewCluster(t)
+	if err := cl.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		keys  map[string]any
+		check func(t *testing.T, key string)
+	}{
+		{"sentinel", map[string]any{"redis.addrs": sen.SentinelAddrs(), "redis.master-name": sen.MasterName()}, func(t *testing.T, key string) {
+			m, err := sen.Master(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, err := m.Client(t).Exists(ctx, key).Result(); err != nil || n != 1 {
+				t.Errorf("%s on the Sentinel master: exists %d, %v", key, n, err)
+			}
+		}},
+		{"cluster", map[string]any{"redis.addrs": cl.Addrs()}, func(t *testing.T, key string) {
+			if n, err := cl.ClusterClient(t).Exists(ctx, key).Result(); err != nil || n != 1 {
+				t.Errorf("%s in the cluster: exists %d, %v", key, n, err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.keys["redis.key-prefix"], tc.keys["redis.fail-fast"] = "topo", true
+			cfg, err := config.Load(config.Map(tc.keys))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			key := backend.AppKey("acme", "billing", "lock", tc.name)
+			if _, err := s.Acquire(ctx, key, "me", time.Minute, 0); err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, "topo:"+key)
+		})
+	}
+}
