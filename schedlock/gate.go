@@ -116,9 +116,9 @@ type settings struct {
 // which may be 0. A zero duration takes the gate's default (WithDefaults),
 // as a @SchedulerLock without lockAtMostFor takes ShedLock's
 // defaultLockAtMostFor; without a default, a zero lockAtMostFor is an
-// error and a zero lockAtLeastFor keeps nothing. Set lockAtMostFor well above the job's longest run: the
-// lock lapses after it even if the job still runs (its context is then
-// cancelled; see Context). Durations written as text, in Go's form or
+// error and a zero lockAtLeastFor keeps nothing. Set lockAtMostFor well
+// above the job's longest run: the lock lapses after it even if the job
+// still runs (its context is then cancelled; see Context). Durations written as text, in Go's form or
 // ISO-8601 ("PT10M", "PT30S"), are read by config.ParseDuration, and
 // configuration structs hold them in config.Duration fields.
 //
