@@ -43,7 +43,9 @@
 // between key and value, '#' and '!' comments, a trailing backslash
 // continues a line, \uXXXX escapes) and Spring's key[0]=... lists.
 // Booleans are read as Spring reads them: true/false, yes/no, on/off, 1/0,
-// in any case. Multi-document YAML files (Spring profiles split by ---)
+// in any case. In every file and map, names may be spelled as Spring's
+// relaxed binding allows: redis.keyPrefix, redis.key_prefix and
+// redis.key-prefix are one key (messages use the kebab-case name). Multi-document YAML files (Spring profiles split by ---)
 // are not supported: only the first document is read.
 //
 // Env reads the variables that start with a prefix. A key's variable is

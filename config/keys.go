@@ -272,15 +272,20 @@ var (
 	// envSuffixes finds a key by its environment variable name without
 	// the prefix ("REDIS_DB").
 	envSuffixes = make(map[string]*key, len(keys))
+	// relaxed finds a key or section by its relaxed form (relaxedName),
+	// so that files may spell names as Spring's relaxed binding allows.
+	relaxed = map[string]string{}
 )
 
 func init() {
 	for i := range keys {
 		k := &keys[i]
 		keyIndex[k.name] = k
+		addRelaxed(k.name)
 		for j := range len(k.name) {
 			if k.name[j] == '.' {
 				sections[k.name[:j]] = true
+				addRelaxed(k.name[:j])
 			}
 		}
 		s := envSuffix(k.name)
@@ -289,6 +294,43 @@ func init() {
 		}
 		envSuffixes[s] = k
 	}
+}
+
+// addRelaxed indexes a key or section name by its relaxed form.
+func addRelaxed(name string) {
+	r := relaxedName(name)
+	if other, dup := relaxed[r]; dup && other != name {
+		panic("config: keys " + other + " and " + name + " share the relaxed form " + r)
+	}
+	relaxed[r] = name
+}
+
+// relaxedName is the form in which Spring's relaxed binding compares
+// property names: lower case, without '-' and '_', so that
+// "touchHeartbeatIntervalInMilliseconds", "touch_heartbeat_..." and
+// "touch-heartbeat-..." are one name. Dots still separate the parts.
+func relaxedName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '-' || r == '_':
+			return -1
+		case 'A' <= r && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return r
+	}, name)
+}
+
+// canonical returns the key or section name that name stands for under
+// relaxed binding, or name itself if it stands for none.
+func canonical(name string) string {
+	if _, ok := keyIndex[name]; ok || sections[name] {
+		return name
+	}
+	if c, ok := relaxed[relaxedName(name)]; ok {
+		return c
+	}
+	return name
 }
 
 // envSuffix is the environment variable name of a key without the prefix:

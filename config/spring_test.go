@@ -135,3 +135,36 @@ func TestSpringBooleans(t *testing.T) {
 		}
 	}
 }
+
+// Names may be spelled as Spring's relaxed binding allows — camelCase,
+// snake_case or kebab-case, in any case — in files and maps; a key given
+// twice under two spellings is reported.
+func TestRelaxedNames(t *testing.T) {
+	yml := `
+schedulerLock:
+  touchHeartbeatIntervalInMilliseconds: 5000
+synchronized_lock.hold_duration_in_seconds: 60
+redis:
+  keyPrefix: acme
+  masterName: billing-redis
+  TLS: on
+jobLock.defaultLockAtMostFor: PT1M
+`
+	c, err := config.Load(config.Bytes([]byte(yml), config.YAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Role.HeartbeatInterval != 5*time.Second || c.SyncLock.HoldDuration != time.Minute || c.Redis.KeyPrefix != "acme" ||
+		c.Redis.MasterName != "billing-redis" || !c.Redis.TLS || c.JobLock.LockAtMostFor != time.Minute {
+		t.Errorf("Load of relaxed names = %v", c)
+	}
+	_, err = config.Load(config.Map(map[string]any{"redis": map[string]any{"keyPrefix": "a", "key-prefix": "b"}}))
+	if err == nil || !strings.Contains(err.Error(), "redis.key-prefix=") || !strings.Contains(err.Error(), "is set twice in one source") {
+		t.Errorf("one key under two spellings: %v", err)
+	}
+	// A typo is still a typo, reported as written.
+	_, err = config.Load(config.Map(map[string]any{"redis.keyPrefx": "a"}))
+	if err == nil || !strings.Contains(err.Error(), "config: redis.keyPrefx=a: unknown key; did you mean redis.key-prefix?") {
+		t.Errorf("a typo in camelCase: %v", err)
+	}
+}
