@@ -112,6 +112,11 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err := s.Shutdown(); err != nil { // waits for running jobs
+			say.Printf("scheduler: %v", err)
+		}
+	}()
 	skipped := gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, job string, err error) {
 		if skip, ok := errors.AsType[*schedlock.SkipError](err); ok {
 			say.Printf("job %s skipped: %s", job, skip.Label())
@@ -144,11 +149,6 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		return err
 	}
 	s.Start()
-	defer func() {
-		if err := s.Shutdown(); err != nil { // waits for running jobs
-			say.Printf("scheduler: %v", err)
-		}
-	}()
 	say.Printf("%s started; stop with Ctrl-C or SIGTERM", id)
 
 	// 5. Cross-instance locks: one goroutine of one instance at a time.
