@@ -1,9 +1,15 @@
 package config
 
 import (
+	"cmp"
+	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +22,7 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -30,6 +37,14 @@ const (
 	// DefaultKeyPrefix is the default of redis.key-prefix, the first part
 	// of every Redis key baton writes.
 	DefaultKeyPrefix = "baton"
+	// DefaultDialTimeout is the default of
+	// redis.dial-timeout-in-milliseconds, go-redis's own.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultReadTimeout and DefaultWriteTimeout are the defaults of
+	// redis.read-timeout-in-milliseconds and
+	// redis.write-timeout-in-milliseconds, go-redis's own.
+	DefaultReadTimeout  = 5 * time.Second
+	DefaultWriteTimeout = 5 * time.Second
 )
 
 // Config is the whole baton configuration, typed for the packages that use
@@ -48,6 +63,10 @@ type Config struct {
 	// SyncLock holds the synchronized-lock.* keys, for the synclock
 	// package.
 	SyncLock synclock.Config
+	// JobLock holds the job-lock.* keys: the default durations of job
+	// locks, for schedlock.WithDefaults, as ShedLock's
+	// defaultLockAtMostFor and defaultLockAtLeastFor.
+	JobLock schedlock.Defaults
 	// Redis holds the redis.* keys.
 	Redis Redis
 	// Consul holds the consul.* keys.
@@ -81,11 +100,71 @@ type Redis struct {
 	// DB is the database number (redis.db); Cluster has only 0.
 	DB int
 	// TLS makes connections use TLS 1.2 or later with certificate
-	// verification against the system roots (redis.tls).
+	// verification, against the system roots unless CAFile names others
+	// (redis.tls). Setting CAFile or CertFile implies it.
 	TLS bool
 	// KeyPrefix starts every key baton writes (redis.key-prefix).
 	// Default DefaultKeyPrefix.
 	KeyPrefix string
+	// CAFile is a PEM file of the CAs that sign the servers'
+	// certificates (redis.tls-ca-file); empty means the system's roots.
+	CAFile string
+	// CertFile and KeyFile are a client certificate and its key, PEM, for
+	// servers that verify clients (redis.tls-cert-file,
+	// redis.tls-key-file). Both or neither.
+	CertFile, KeyFile string
+	// DialTimeout bounds connecting to a server
+	// (redis.dial-timeout-in-milliseconds). Default DefaultDialTimeout.
+	DialTimeout time.Duration
+	// ReadTimeout and WriteTimeout bound one command's read and write
+	// (redis.read-timeout-in-milliseconds,
+	// redis.write-timeout-in-milliseconds); a call's context deadline
+	// ends it sooner. Default DefaultReadTimeout and DefaultWriteTimeout.
+	ReadTimeout, WriteTimeout time.Duration
+	// PoolSize is the most connections the client keeps per server
+	// (redis.pool-size). Zero means go-redis's default, 10 per
+	// GOMAXPROCS.
+	PoolSize int
+	// FailFast makes Config.RedisStore ping the store and fail when it
+	// cannot reach it (redis.fail-fast), for a service that would rather
+	// not start than start as a slave that can never win.
+	FailFast bool
+}
+
+// TLSEnabled reports whether connections to Redis use TLS: redis.tls is
+// set, or a CA or client certificate file is given.
+func (r Redis) TLSEnabled() bool {
+	return r.TLS || r.CAFile != "" || r.CertFile != ""
+}
+
+// TLSConfig returns the TLS configuration of the redis.tls* keys, or nil
+// when TLS is off: TLS 1.2 or later, the CAs of CAFile (else the system's
+// roots) and the client certificate of CertFile and KeyFile. It reads the
+// files; an error names the key and the file.
+func (r Redis) TLSConfig() (*tls.Config, error) {
+	if !r.TLSEnabled() {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if r.CAFile != "" {
+		pem, err := os.ReadFile(r.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: %s: %w", keyRedisTLSCAFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("config: %s=%s: no PEM certificate in the file: %w", keyRedisTLSCAFile, r.CAFile, ErrInvalid)
+		}
+		t.RootCAs = pool
+	}
+	if r.CertFile != "" || r.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(r.CertFile, r.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("config: %s=%s, %s=%s: %w", keyRedisTLSCertFile, r.CertFile, keyRedisTLSKeyFile, r.KeyFile, err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	return t, nil
 }
 
 // Consul says how to reach a Consul agent (consul.* keys). Empty fields
@@ -208,8 +287,11 @@ func Default() Config {
 			HoldDuration:  synclock.DefaultHoldDuration,
 		},
 		Redis: Redis{
-			Addrs:     []string{DefaultRedisAddr},
-			KeyPrefix: DefaultKeyPrefix,
+			Addrs:        []string{DefaultRedisAddr},
+			KeyPrefix:    DefaultKeyPrefix,
+			DialTimeout:  DefaultDialTimeout,
+			ReadTimeout:  DefaultReadTimeout,
+			WriteTimeout: DefaultWriteTimeout,
 		},
 		Consul: Consul{
 			KeyPrefix:     DefaultKeyPrefix,
@@ -219,9 +301,13 @@ func Default() Config {
 }
 
 // UniversalOptions returns go-redis options for r, for
-// redis.NewUniversalClient. With TLS set, TLSConfig requires TLS 1.2 or
-// later; the server name is taken from each address when dialling. Every
-// call returns new options that the caller may change.
+// redis.NewUniversalClient: addresses and topology, credentials, database,
+// timeouts, pool size and TLS (TLSConfig: TLS 1.2 or later; the server
+// name is taken from each address when dialling). Every call returns new
+// options that the caller may change. ClientOptions is the same with an
+// error for TLS files that cannot be read; here such an error makes every
+// dial fail with it. Config.RedisStore makes the client and the store in
+// one call.
 //
 // ContextTimeoutEnabled is set: without it go-redis does not let a
 // context's deadline end a read, so a call to a server that stopped
@@ -252,11 +338,131 @@ func (r Redis) UniversalOptions() *redis.UniversalOptions {
 		DB:                    r.DB,
 		IsClusterMode:         r.Cluster,
 		ContextTimeoutEnabled: true,
+		DialTimeout:           r.DialTimeout,
+		ReadTimeout:           r.ReadTimeout,
+		WriteTimeout:          r.WriteTimeout,
+		PoolSize:              r.PoolSize,
 	}
-	if r.TLS {
-		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	t, err := r.TLSConfig()
+	if err != nil {
+		o.Dialer = func(context.Context, string, string) (net.Conn, error) { return nil, err }
 	}
+	o.TLSConfig = t
 	return o
+}
+
+// ClientOptions is UniversalOptions, with an error if the TLS files
+// (redis.tls-ca-file, redis.tls-cert-file, redis.tls-key-file) cannot be
+// read.
+func (r Redis) ClientOptions() (*redis.UniversalOptions, error) {
+	if _, err := r.TLSConfig(); err != nil {
+		return nil, err
+	}
+	return r.UniversalOptions(), nil
+}
+
+// Where describes the Redis r names, for messages: its address, the
+// cluster's seed addresses, or the Sentinel master set and its Sentinels.
+func (r Redis) Where() string {
+	addrs := strings.Join(r.Addrs, ",")
+	switch {
+	case r.MasterName != "":
+		return fmt.Sprintf("Sentinel master %q via %s", r.MasterName, addrs)
+	case r.Cluster || len(r.Addrs) > 1:
+		return "Redis Cluster " + addrs
+	}
+	return addrs
+}
+
+// RedisStore is a Redis store together with the client it runs on, as
+// Config.RedisStore makes them. It is a backend.Store (and every optional
+// interface redisbackend.Store implements); Close closes the store and
+// then the client.
+type RedisStore struct {
+	*redisbackend.Store
+	// Client is the go-redis client the store uses; the application may
+	// use it too, until Close.
+	Client redis.UniversalClient
+	where  string
+}
+
+// Close closes the store's pub/sub connection and then the client.
+func (s *RedisStore) Close() error {
+	return errors.Join(s.Store.Close(), s.Client.Close())
+}
+
+// Ping checks that the store answers, within ctx. Its error wraps
+// ErrUnreachable and the client's error, and names the address:
+// "config: store unreachable at 10.0.0.5:6379 (redis.addrs): dial tcp
+// ...: connection refused".
+func (s *RedisStore) Ping(ctx context.Context) error {
+	if err := s.Client.Ping(ctx).Err(); err != nil {
+		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err}
+	}
+	return nil
+}
+
+// RedisStore returns a store on the Redis the redis.* keys name, ready to
+// use: a go-redis client made with the redis.* keys (Redis.ClientOptions:
+// topology, credentials, timeouts, pool size, TLS, ContextTimeoutEnabled)
+// and a redisbackend store on it with the options RedisStoreOptions gives
+// (the key prefix, a restart guard as long as the longest configured
+// lease, marker and health-check timing for the heartbeat). opts are
+// appended, so they win.
+//
+// With redis.fail-fast set it also pings the store, bounded by ctx and by
+// the dial and read timeouts, and returns an error wrapping ErrUnreachable
+// that names the address when nothing answers; otherwise it does not talk
+// to Redis, and the role and locks wait for Redis as they would for a
+// restart. The caller closes the store, which closes the client.
+func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*RedisStore, error) {
+	o, err := c.Redis.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewUniversalClient(o)
+	store, err := redisbackend.New(rdb, append(c.RedisStoreOptions(), opts...)...)
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("config: redis store: %w", err)
+	}
+	s := &RedisStore{Store: store, Client: rdb, where: c.Redis.Where()}
+	if c.Redis.FailFast {
+		r := c.Redis
+		bound := cmp.Or(r.DialTimeout, DefaultDialTimeout) + cmp.Or(r.ReadTimeout, DefaultReadTimeout)
+		pctx, cancel := context.WithTimeout(ctx, bound)
+		defer cancel()
+		if err := s.Ping(pctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// InstanceID computes this instance's ID from the instance.* keys with
+// instanceid.Detect. Load the configuration first, so that files and the
+// environment (BATON_INSTANCE_PORT, ...) count. When instance.app or
+// instance.port is not set, the error is an *Error naming the keys; other
+// errors wrap instanceid's.
+func (c Config) InstanceID() (instanceid.ID, error) {
+	var missing []Problem
+	if c.Instance.App == "" {
+		missing = append(missing, Problem{Key: keyInstanceApp, Value: `""`,
+			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstanceApp) + ", or Config.Instance.App in code)"})
+	}
+	if c.Instance.Port == 0 {
+		missing = append(missing, Problem{Key: keyInstancePort, Value: "0",
+			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstancePort) + ", or Config.Instance.Port in code)"})
+	}
+	if len(missing) > 0 {
+		return instanceid.ID{}, &Error{Problems: missing}
+	}
+	id, err := instanceid.Detect(c.Instance)
+	if err != nil {
+		return instanceid.ID{}, fmt.Errorf("config: instance ID from the instance.* keys: %w", err)
+	}
+	return id, nil
 }
 
 // RedisStoreOptions returns the options of redisbackend.New that this
@@ -404,6 +610,9 @@ func shownValue(k *key, c *Config) string {
 	case int64:
 		return strconv.FormatInt(v, 10)
 	case time.Duration:
+		if k.kind == kindDuration {
+			return v.String()
+		}
 		return inUnit(v, k.kind.unit())
 	case []string:
 		items := make([]string, len(v))
@@ -431,6 +640,9 @@ func slogValue(k *key, c *Config) slog.Value {
 	case int64:
 		return slog.Int64Value(v)
 	case time.Duration:
+		if k.kind == kindDuration {
+			return slog.StringValue(v.String())
+		}
 		if unit := k.kind.unit(); v%unit == 0 {
 			return slog.Int64Value(int64(v / unit))
 		}

@@ -8,12 +8,16 @@
 //	if err != nil {
 //		log.Fatal(err) // every problem, one per line
 //	}
-//	rdb := redis.NewUniversalClient(cfg.Redis.UniversalOptions())
-//	store, err := redisbackend.New(rdb, cfg.RedisStoreOptions()...)
+//	id, err := cfg.InstanceID()         // instance.* keys, after Load: the environment counts
+//	store, err := cfg.RedisStore(ctx)   // client + store from the redis.* keys
+//	defer store.Close()
 //
-// RedisStoreOptions passes the key prefix and a restart guard as long as
-// the longest lease the configuration keeps (see redisbackend's "Restart
-// guard").
+// RedisStore makes the go-redis client (Redis.UniversalOptions: topology,
+// credentials, timeouts, pool size, TLS, ContextTimeoutEnabled) and the
+// store with RedisStoreOptions: the key prefix and a restart guard as
+// long as the longest lease the configuration keeps (see redisbackend's
+// "Restart guard"). With redis.fail-fast it pings the store first.
+// ConsulStore does the same for Consul.
 //
 // The keys are the seed framework's (scheduler-lock.*, synchronized-lock.*)
 // plus baton's own. Load merges its sources in order, later over earlier,
@@ -22,10 +26,27 @@
 //
 // # Sources
 //
-// File picks the format from the extension (.yaml, .yml, .json, .toml);
-// Bytes takes it as an argument; Map takes a Go map. In all three a key may
-// be nested (redis: {db: 1}) or written with dots (redis.db: 1), as in
-// Spring property files. A null value sets nothing.
+// File picks the format from the extension (.yaml, .yml, .json, .toml,
+// .properties); Bytes takes it as an argument; Map takes a Go map. In all
+// three a key may be nested (redis: {db: 1}) or written with dots
+// (redis.db: 1), as in Spring property files. A null value sets nothing.
+//
+// # Spring files
+//
+// Sub reads baton's keys from one part of a larger file and ignores the
+// rest, so a Spring service's application.yml or application.properties
+// can hold them beside everything else:
+//
+//	config.Load(config.Sub("baton", config.File("application.yml")), config.Env("BATON_"))
+//
+// Properties files follow java.util.Properties ('=', ':' or a blank
+// between key and value, '#' and '!' comments, a trailing backslash
+// continues a line, \uXXXX escapes) and Spring's key[0]=... lists.
+// Booleans are read as Spring reads them: true/false, yes/no, on/off, 1/0,
+// in any case. In every file and map, names may be spelled as Spring's
+// relaxed binding allows: redis.keyPrefix, redis.key_prefix and
+// redis.key-prefix are one key (messages use the kebab-case name). Multi-document YAML files (Spring profiles split by ---)
+// are not supported: only the first document is read.
 //
 // Env reads the variables that start with a prefix. A key's variable is
 // the prefix followed by the key upper-cased with '.' and '-' replaced by
@@ -41,8 +62,9 @@
 // Every source may give any value as a string, converted the same way, so
 // the environment can set everything:
 //
-//   - true or false: a boolean, or a string strconv.ParseBool accepts
-//     ("true", "false", "1", "0", ...).
+//   - true or false: a boolean, or a string Spring accepts ("true",
+//     "false", "yes", "no", "on", "off", "1", "0", in any case; also "t"
+//     and "f").
 //   - Whole numbers: an integer, a number without a fraction, or a string
 //     of decimal digits. Durations are whole numbers in the unit the key
 //     names (-in-milliseconds, -in-seconds), as in the seed framework; a
@@ -51,6 +73,9 @@
 //     password: 123456.
 //   - Lists (redis.addrs): a list of strings, or one string of
 //     comma-separated items ("10.0.0.1:6379,10.0.0.2:6379").
+//   - Job-lock durations (job-lock.*) are text with a unit, in Go's form
+//     ("30s", "10m") or ISO-8601 ("PT30S", "PT10M"), as ShedLock writes
+//     them.
 //
 // # Rules
 //
@@ -67,18 +92,24 @@
 //   - scheduler-lock.safety-margin-in-milliseconds, if set, must be less
 //     than the heartbeat interval;
 //   - synchronized-lock.max-retries must not be negative;
+//   - job-lock.default-lock-at-most-for, if set, must be positive, and
+//     job-lock.default-lock-at-least-for must not exceed it;
 //   - instance.port, if set, must be in 1..65535; instance.app and
-//     instance.tenant, if set, must not be empty; instance.ip, if set, must
-//     be an IP address;
+//     instance.tenant, if set, must be usable in an instance ID (not empty,
+//     at most 64 bytes, no ':', braces or spaces); instance.ip, if set, must
+//     be an IP address an instance can advertise, and
+//     instance.advertise-address must hold one;
 //   - redis.addrs must hold at least one host:port; redis.db must not be
 //     negative, and must be 0 with Redis Cluster; redis.cluster cannot be
 //     combined with redis.master-name; redis.key-prefix must not be empty
-//     or contain '{' or '}'.
+//     or contain '{' or '}'; the redis timeouts must be positive and
+//     redis.pool-size not negative; redis.tls-cert-file and
+//     redis.tls-key-file go together, and the TLS files must load.
 //
 // Load does not require instance.app and instance.port: programs often
 // set them in code (a constant app name, the port of their listener).
-// instanceid.Detect requires them, and checks the full rules of an
-// instance ID (allowed characters, usable addresses) when it builds one.
+// Config.InstanceID (instanceid.Detect) requires them, naming the key
+// that is missing.
 // Passwords and tokens are never shown in messages, String or logs.
 //
 // Config.Validate applies the same rules to a Config built in Go, where a
@@ -143,6 +174,15 @@
 //	    a third of it extends the lease to the hold duration. An instance
 //	    that dies just after it was granted or handed a lock blocks the
 //	    others this long, not the whole hold duration.
+//	job-lock.default-lock-at-most-for
+//	    no default; BATON_JOB_LOCK_DEFAULT_LOCK_AT_MOST_FOR
+//	    Lease of a job lock whose job gives lockAtMostFor 0, as ShedLock's
+//	    defaultLockAtMostFor (schedlock.WithDefaults(cfg.JobLock)). "PT10M"
+//	    or "10m".
+//	job-lock.default-lock-at-least-for
+//	    default 0s; BATON_JOB_LOCK_DEFAULT_LOCK_AT_LEAST_FOR
+//	    How long after its start a run keeps a job lock whose job gives
+//	    lockAtLeastFor 0, as ShedLock's defaultLockAtLeastFor.
 //	instance.app
 //	    no default; BATON_INSTANCE_APP
 //	    Application (service) name, part of the instance ID. Required by
@@ -196,6 +236,31 @@
 //	    default baton; BATON_REDIS_KEY_PREFIX
 //	    First part of every Redis key baton writes, as in
 //	    baton:{tenant:app}:role. Without '{' or '}'.
+//	redis.tls-ca-file
+//	    no default (the system's roots); BATON_REDIS_TLS_CA_FILE
+//	    PEM file of the CAs that sign the servers' certificates. Implies
+//	    redis.tls.
+//	redis.tls-cert-file, redis.tls-key-file
+//	    no default; BATON_REDIS_TLS_CERT_FILE, BATON_REDIS_TLS_KEY_FILE
+//	    Client certificate and key (PEM), for servers that verify
+//	    clients. Both or neither; they imply redis.tls.
+//	redis.dial-timeout-in-milliseconds
+//	    default 5000; BATON_REDIS_DIAL_TIMEOUT_IN_MILLISECONDS
+//	    Longest wait for a connection to a server.
+//	redis.read-timeout-in-milliseconds
+//	    default 5000; BATON_REDIS_READ_TIMEOUT_IN_MILLISECONDS
+//	    Longest wait for a reply; a call's own deadline ends it sooner.
+//	redis.write-timeout-in-milliseconds
+//	    default 5000; BATON_REDIS_WRITE_TIMEOUT_IN_MILLISECONDS
+//	    Longest wait to send a command.
+//	redis.pool-size
+//	    default 0 (go-redis's: 10 per GOMAXPROCS); BATON_REDIS_POOL_SIZE
+//	    Most connections per server.
+//	redis.fail-fast
+//	    default false; BATON_REDIS_FAIL_FAST
+//	    Config.RedisStore pings the store and fails with "store
+//	    unreachable at ADDR" when it does not answer, instead of starting
+//	    as a slave that waits for Redis.
 //	consul.address
 //	    no default (the Consul client's: CONSUL_HTTP_ADDR or
 //	    127.0.0.1:8500); BATON_CONSUL_ADDRESS

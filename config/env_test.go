@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/schedlock"
 )
 
 // clearEnv unsets every BATON_ variable the test process inherited, for
@@ -48,6 +49,7 @@ func TestEnvName(t *testing.T) {
 // testdata/baton.yaml, and expects the same Config.
 func TestEnvEveryKey(t *testing.T) {
 	clearEnv(t)
+	ca, cert, key := writeTLSFiles(t)
 	values := map[string]string{
 		"scheduler-lock.enabled":                                  "false",
 		"scheduler-lock.touch-heartbeat-interval-in-milliseconds": "5000",
@@ -58,31 +60,41 @@ func TestEnvEveryKey(t *testing.T) {
 		"synchronized-lock.hold-duration-in-seconds":              "60",
 		"synchronized-lock.max-retries":                           "3",
 		"synchronized-lock.claim-window-in-milliseconds":          "5000",
-		"instance.app":                      "billing",
-		"instance.tenant":                   "acme",
-		"instance.port":                     "8080",
-		"instance.ip":                       "10.0.0.7",
-		"instance.advertise-address":        "10.0.0.8:8500",
-		"redis.addrs":                       "10.0.0.1:6379,10.0.0.2:6379",
-		"redis.cluster":                     "true",
-		"redis.master-name":                 "",
-		"redis.username":                    "baton",
-		"redis.password":                    "s3cret",
-		"redis.sentinel-username":           "watcher",
-		"redis.sentinel-password":           "s3ntinel",
-		"redis.db":                          "0",
-		"redis.tls":                         "true",
-		"redis.key-prefix":                  "acme-baton",
-		"consul.address":                    "http://127.0.0.1:8500",
-		"consul.token":                      "t0ken",
-		"consul.datacenter":                 "dc1",
-		"consul.tls":                        "true",
-		"consul.tls-ca-file":                "/etc/consul/ca.pem",
-		"consul.tls-cert-file":              "/etc/consul/client.pem",
-		"consul.tls-key-file":               "/etc/consul/client-key.pem",
-		"consul.key-prefix":                 "acme-baton",
-		"consul.session-ttl-min-in-seconds": "5",
-		"consul.lock-delay-in-milliseconds": "250",
+		"instance.app":                        "billing",
+		"instance.tenant":                     "acme",
+		"instance.port":                       "8080",
+		"instance.ip":                         "10.0.0.7",
+		"instance.advertise-address":          "10.0.0.8:8500",
+		"redis.addrs":                         "10.0.0.1:6379,10.0.0.2:6379",
+		"redis.cluster":                       "true",
+		"redis.master-name":                   "",
+		"redis.username":                      "baton",
+		"redis.password":                      "s3cret",
+		"redis.sentinel-username":             "watcher",
+		"redis.sentinel-password":             "s3ntinel",
+		"redis.db":                            "0",
+		"redis.tls":                           "true",
+		"redis.key-prefix":                    "acme-baton",
+		"redis.tls-ca-file":                   ca,
+		"redis.tls-cert-file":                 cert,
+		"redis.tls-key-file":                  key,
+		"redis.dial-timeout-in-milliseconds":  "1500",
+		"redis.read-timeout-in-milliseconds":  "700",
+		"redis.write-timeout-in-milliseconds": "800",
+		"redis.pool-size":                     "4",
+		"redis.fail-fast":                     "yes",
+		"job-lock.default-lock-at-most-for":   "PT10M",
+		"job-lock.default-lock-at-least-for":  "30s",
+		"consul.address":                      "http://127.0.0.1:8500",
+		"consul.token":                        "t0ken",
+		"consul.datacenter":                   "dc1",
+		"consul.tls":                          "true",
+		"consul.tls-ca-file":                  "/etc/consul/ca.pem",
+		"consul.tls-cert-file":                "/etc/consul/client.pem",
+		"consul.tls-key-file":                 "/etc/consul/client-key.pem",
+		"consul.key-prefix":                   "acme-baton",
+		"consul.session-ttl-min-in-seconds":   "5",
+		"consul.lock-delay-in-milliseconds":   "250",
 	}
 	for _, k := range config.Keys() {
 		v, ok := values[k]
@@ -96,6 +108,10 @@ func TestEnvEveryKey(t *testing.T) {
 	want.Consul.TLS = true
 	want.Consul.CAFile, want.Consul.CertFile, want.Consul.KeyFile = "/etc/consul/ca.pem", "/etc/consul/client.pem", "/etc/consul/client-key.pem"
 	want.Consul.KeyPrefix, want.Consul.SessionTTLMin, want.Consul.LockDelay = "acme-baton", 5*time.Second, 250*time.Millisecond
+	want.Redis.CAFile, want.Redis.CertFile, want.Redis.KeyFile = ca, cert, key
+	want.Redis.DialTimeout, want.Redis.ReadTimeout, want.Redis.WriteTimeout = 1500*time.Millisecond, 700*time.Millisecond, 800*time.Millisecond
+	want.Redis.PoolSize, want.Redis.FailFast = 4, true
+	want.JobLock = schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("Load(Env) =\n%#v\nwant\n%#v", c, want)
 	}

@@ -18,6 +18,23 @@ import (
 // be read) do not wrap it; they wrap the underlying error instead.
 var ErrInvalid = errors.New("config: invalid configuration")
 
+// ErrUnreachable is wrapped by the error of a store that did not answer
+// when Config.RedisStore checked it (redis.fail-fast) or RedisStore.Ping
+// was called; the message names the address and the client's error.
+var ErrUnreachable = errors.New("config: store unreachable")
+
+// unreachableError reports a store that did not answer a ping.
+type unreachableError struct {
+	where, key string
+	err        error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("config: store unreachable at %s (%s): %v", e.where, e.key, e.err)
+}
+
+func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }
+
 // Problem is one thing wrong with the configuration.
 type Problem struct {
 	// Key is the configuration key, such as "redis.db". For an

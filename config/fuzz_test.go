@@ -104,3 +104,21 @@ func FuzzLoadMap(f *testing.F) {
 		}
 	})
 }
+
+func FuzzLoadProperties(f *testing.F) {
+	for _, s := range []string{
+		"", "# c\n! c\n", "redis.db=1", "redis.db: 1", "redis.db 1", "redis.db\t=\t1", "redis.db",
+		"redis.key-prefix=a\\\n  b", "redis.key-prefix=a\\", "redis.key-prefix=\\u0041\\uD83D\\uDE00\\uDE00",
+		"redis.key-prefix=\\u12", "redis.addrs[0]=a:1\nredis.addrs[1]=b:1", "redis.addrs[1]=a:1",
+		"redis.addrs=a:1\nredis.addrs[0]=b:1", "baton.redis.tls=on\nbaton.redis.db=0", "\xff\xfe=\xe9",
+		"\uFEFFredis.db=1\r\nredis.tls=yes\rredis.pool-size=3",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := config.Load(config.Bytes(data, config.Properties))
+		checkLoaded(t, c, err)
+		c, err = config.Load(config.Sub("baton", config.Bytes(data, config.Properties)))
+		checkLoaded(t, c, err)
+	})
+}

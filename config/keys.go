@@ -9,19 +9,20 @@ import (
 type kind int
 
 const (
-	kindBool    kind = iota // true or false
-	kindInt                 // a whole number
-	kindMillis              // a whole number of milliseconds
-	kindSeconds             // a whole number of seconds
-	kindString              // a string
-	kindList                // a list of strings, or one comma-separated string
+	kindBool     kind = iota // true or false
+	kindInt                  // a whole number
+	kindMillis               // a whole number of milliseconds
+	kindSeconds              // a whole number of seconds
+	kindString               // a string
+	kindList                 // a list of strings, or one comma-separated string
+	kindDuration             // a duration with a unit: Go's form (30s) or ISO-8601 (PT30S)
 )
 
 // what describes a kind in error messages.
 func (k kind) what() string {
 	switch k {
 	case kindBool:
-		return "true or false"
+		return "true or false (or yes/no, on/off, 1/0)"
 	case kindInt:
 		return "a whole number"
 	case kindMillis:
@@ -30,6 +31,8 @@ func (k kind) what() string {
 		return "a whole number of seconds"
 	case kindList:
 		return "a list of strings or one comma-separated string"
+	case kindDuration:
+		return "a duration such as 30s, 10m or PT30S"
 	default:
 		return "a string"
 	}
@@ -74,6 +77,8 @@ const (
 	keyLockHold          = "synchronized-lock.hold-duration-in-seconds"
 	keyLockMaxRetries    = "synchronized-lock.max-retries"
 	keyLockClaim         = "synchronized-lock.claim-window-in-milliseconds"
+	keyJobLockAtMost     = "job-lock.default-lock-at-most-for"
+	keyJobLockAtLeast    = "job-lock.default-lock-at-least-for"
 	keyInstanceApp       = "instance.app"
 	keyInstanceTenant    = "instance.tenant"
 	keyInstancePort      = "instance.port"
@@ -89,6 +94,14 @@ const (
 	keyRedisDB           = "redis.db"
 	keyRedisTLS          = "redis.tls"
 	keyRedisKeyPrefix    = "redis.key-prefix"
+	keyRedisTLSCAFile    = "redis.tls-ca-file"
+	keyRedisTLSCertFile  = "redis.tls-cert-file"
+	keyRedisTLSKeyFile   = "redis.tls-key-file"
+	keyRedisDialTimeout  = "redis.dial-timeout-in-milliseconds"
+	keyRedisReadTimeout  = "redis.read-timeout-in-milliseconds"
+	keyRedisWriteTimeout = "redis.write-timeout-in-milliseconds"
+	keyRedisPoolSize     = "redis.pool-size"
+	keyRedisFailFast     = "redis.fail-fast"
 	keyConsulAddress     = "consul.address"
 	keyConsulToken       = "consul.token"
 	keyConsulDatacenter  = "consul.datacenter"
@@ -132,6 +145,13 @@ var keys = []key{
 	{name: keyLockClaim, kind: kindMillis,
 		set: func(c *Config, v any) { c.SyncLock.ClaimWindow = count(v, time.Millisecond) },
 		get: func(c *Config) any { return c.SyncLock.ClaimWindow }},
+
+	{name: keyJobLockAtMost, kind: kindDuration,
+		set: func(c *Config, v any) { c.JobLock.LockAtMostFor = v.(time.Duration) },
+		get: func(c *Config) any { return c.JobLock.LockAtMostFor }},
+	{name: keyJobLockAtLeast, kind: kindDuration,
+		set: func(c *Config, v any) { c.JobLock.LockAtLeastFor = v.(time.Duration) },
+		get: func(c *Config) any { return c.JobLock.LockAtLeastFor }},
 
 	{name: keyInstanceApp, kind: kindString,
 		set: func(c *Config, v any) { c.Instance.App = v.(string) },
@@ -179,6 +199,30 @@ var keys = []key{
 	{name: keyRedisKeyPrefix, kind: kindString,
 		set: func(c *Config, v any) { c.Redis.KeyPrefix = v.(string) },
 		get: func(c *Config) any { return c.Redis.KeyPrefix }},
+	{name: keyRedisTLSCAFile, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.CAFile = v.(string) },
+		get: func(c *Config) any { return c.Redis.CAFile }},
+	{name: keyRedisTLSCertFile, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.CertFile = v.(string) },
+		get: func(c *Config) any { return c.Redis.CertFile }},
+	{name: keyRedisTLSKeyFile, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.KeyFile = v.(string) },
+		get: func(c *Config) any { return c.Redis.KeyFile }},
+	{name: keyRedisDialTimeout, kind: kindMillis,
+		set: func(c *Config, v any) { c.Redis.DialTimeout = count(v, time.Millisecond) },
+		get: func(c *Config) any { return c.Redis.DialTimeout }},
+	{name: keyRedisReadTimeout, kind: kindMillis,
+		set: func(c *Config, v any) { c.Redis.ReadTimeout = count(v, time.Millisecond) },
+		get: func(c *Config) any { return c.Redis.ReadTimeout }},
+	{name: keyRedisWriteTimeout, kind: kindMillis,
+		set: func(c *Config, v any) { c.Redis.WriteTimeout = count(v, time.Millisecond) },
+		get: func(c *Config) any { return c.Redis.WriteTimeout }},
+	{name: keyRedisPoolSize, kind: kindInt,
+		set: func(c *Config, v any) { c.Redis.PoolSize = int(v.(int64)) },
+		get: func(c *Config) any { return int64(c.Redis.PoolSize) }},
+	{name: keyRedisFailFast, kind: kindBool,
+		set: func(c *Config, v any) { c.Redis.FailFast = v.(bool) },
+		get: func(c *Config) any { return c.Redis.FailFast }},
 
 	{name: keyConsulAddress, kind: kindString,
 		set: func(c *Config, v any) { c.Consul.Address = v.(string) },
@@ -228,15 +272,20 @@ var (
 	// envSuffixes finds a key by its environment variable name without
 	// the prefix ("REDIS_DB").
 	envSuffixes = make(map[string]*key, len(keys))
+	// relaxed finds a key or section by its relaxed form (relaxedName),
+	// so that files may spell names as Spring's relaxed binding allows.
+	relaxed = map[string]string{}
 )
 
 func init() {
 	for i := range keys {
 		k := &keys[i]
 		keyIndex[k.name] = k
+		addRelaxed(k.name)
 		for j := range len(k.name) {
 			if k.name[j] == '.' {
 				sections[k.name[:j]] = true
+				addRelaxed(k.name[:j])
 			}
 		}
 		s := envSuffix(k.name)
@@ -245,6 +294,43 @@ func init() {
 		}
 		envSuffixes[s] = k
 	}
+}
+
+// addRelaxed indexes a key or section name by its relaxed form.
+func addRelaxed(name string) {
+	r := relaxedName(name)
+	if other, dup := relaxed[r]; dup && other != name {
+		panic("config: keys " + other + " and " + name + " share the relaxed form " + r)
+	}
+	relaxed[r] = name
+}
+
+// relaxedName is the form in which Spring's relaxed binding compares
+// property names: lower case, without '-' and '_', so that
+// "touchHeartbeatIntervalInMilliseconds", "touch_heartbeat_..." and
+// "touch-heartbeat-..." are one name. Dots still separate the parts.
+func relaxedName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '-' || r == '_':
+			return -1
+		case 'A' <= r && r <= 'Z':
+			return r - 'A' + 'a'
+		}
+		return r
+	}, name)
+}
+
+// canonical returns the key or section name that name stands for under
+// relaxed binding, or name itself if it stands for none.
+func canonical(name string) string {
+	if _, ok := keyIndex[name]; ok || sections[name] {
+		return name
+	}
+	if c, ok := relaxed[relaxedName(name)]; ok {
+		return c
+	}
+	return name
 }
 
 // envSuffix is the environment variable name of a key without the prefix:

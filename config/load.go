@@ -84,7 +84,8 @@ type loader struct {
 
 // flatten walks a source's nested map v and stores the value of every
 // known key under its dotted name in out. Keys may be nested, dotted, or
-// both ({"redis": {"tls": true}}, {"redis.tls": true}). It reports unknown
+// both ({"redis": {"tls": true}}, {"redis.tls": true}), and spelled as
+// Spring's relaxed binding allows (redis.keyPrefix, redis.key_prefix). It reports unknown
 // keys, scalars where a section's keys belong, maps where a value
 // belongs, and keys set twice.
 func (l *loader) flatten(v reflect.Value, path string, out map[string]any, origin func(string) string) {
@@ -110,6 +111,8 @@ func (l *loader) flatten(v reflect.Value, path string, out map[string]any, origi
 		rv := reflect.ValueOf(e.val)
 		isMap := rv.Kind() == reflect.Map
 		src := origin(e.name)
+		written := e.name
+		e.name = canonical(e.name) // redis.keyPrefix is redis.key-prefix
 		switch k, known := keyIndex[e.name]; {
 		case known && isMap:
 			l.problems = append(l.problems, Problem{Key: e.name, Value: showRaw(k, e.val), Origin: src,
@@ -127,7 +130,7 @@ func (l *loader) flatten(v reflect.Value, path string, out map[string]any, origi
 			l.problems = append(l.problems, Problem{Key: e.name, Value: show(e.val), Origin: src,
 				Reason: "is a section, not a value; set the keys under it, such as " + firstKeyUnder(e.name)})
 		default:
-			l.problems = append(l.problems, unknownKey(e.name, e.val, src))
+			l.problems = append(l.problems, unknownKey(written, e.val, src))
 		}
 	}
 }
@@ -141,7 +144,17 @@ func unknownKey(name string, val any, origin string) Problem {
 	}
 	sort.Strings(candidates)
 	value := show(val)
-	if s := suggest(name, candidates); s != "" {
+	s := suggest(name, candidates)
+	if s == "" { // a typo in a relaxed spelling, such as redis.keyPrefx
+		forms := make([]string, len(candidates))
+		for i, c := range candidates {
+			forms[i] = relaxedName(c)
+		}
+		if r := suggest(relaxedName(name), forms); r != "" {
+			s = relaxed[r]
+		}
+	}
+	if s != "" {
 		reason += "; did you mean " + s + "?"
 		if k, ok := keyIndex[s]; ok && k.secret {
 			value = redact(value)
@@ -197,21 +210,56 @@ func convert(k *key, raw any) (any, string) {
 		return toCount(k.kind, raw)
 	case kindList:
 		return toList(raw)
+	case kindDuration:
+		return toDuration(raw)
 	default:
 		return toString(raw)
 	}
 }
 
+// toBool converts a bool, or a string as Spring converts one (true, on,
+// yes, 1 and false, off, no, 0, in any case) or as strconv.ParseBool
+// reads one (t, f).
 func toBool(raw any) (any, string) {
 	switch v := raw.(type) {
 	case bool:
 		return v, ""
 	case string:
-		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-			return b, ""
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "on", "yes", "1", "t":
+			return true, ""
+		case "false", "off", "no", "0", "f":
+			return false, ""
 		}
 	}
-	return nil, "must be true or false"
+	return nil, "must be " + kindBool.what()
+}
+
+// toDuration converts a duration written as text in Go's form or
+// ISO-8601 (ParseDuration), or a time.Duration from a Map.
+func toDuration(raw any) (any, string) {
+	if d, ok := raw.(time.Duration); ok {
+		if d < 0 {
+			return nil, "must not be negative"
+		}
+		return d, ""
+	}
+	s, ok := raw.(string)
+	if !ok {
+		if n, reason := toInt(raw); reason == "" && n == 0 {
+			return time.Duration(0), ""
+		}
+		return nil, "must be " + kindDuration.what() + ", with its unit (a number alone is ambiguous)"
+	}
+	d, err := ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		var de *durationError
+		if errors.As(err, &de) {
+			return nil, de.reason
+		}
+		return nil, err.Error()
+	}
+	return d, ""
 }
 
 // durationType is the type of time.Duration, which a Map may hold where a

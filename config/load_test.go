@@ -44,6 +44,9 @@ var full = config.Config{
 		SentinelPassword: "s3ntinel",
 		TLS:              true,
 		KeyPrefix:        "acme-baton",
+		DialTimeout:      config.DefaultDialTimeout,
+		ReadTimeout:      config.DefaultReadTimeout,
+		WriteTimeout:     config.DefaultWriteTimeout,
 	},
 	Consul: config.Consul{
 		Address:       "http://127.0.0.1:8500",
@@ -96,8 +99,9 @@ func TestDefault(t *testing.T) {
 		Instance: instanceid.Options{Tenant: "default"},
 		Role:     role.Config{HeartbeatInterval: 15 * time.Second, HeartbeatExpiration: 45 * time.Second},
 		SyncLock: synclock.Config{RetryInterval: time.Second, HoldDuration: 45 * time.Second},
-		Redis:    config.Redis{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "baton"},
-		Consul:   config.Consul{KeyPrefix: "baton", SessionTTLMin: 10 * time.Second},
+		Redis: config.Redis{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "baton",
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
+		Consul: config.Consul{KeyPrefix: "baton", SessionTTLMin: 10 * time.Second},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() = %v\nwant        %v", d, want)

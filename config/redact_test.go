@@ -79,9 +79,12 @@ func TestString(t *testing.T) {
 		`scheduler-lock.heartbeat-expiration-duration-in-seconds=45 scheduler-lock.safety-margin-in-milliseconds=0 ` +
 		`synchronized-lock.enabled=true synchronized-lock.retry-interval-in-milliseconds=1000 ` +
 		`synchronized-lock.hold-duration-in-seconds=45 synchronized-lock.max-retries=0 synchronized-lock.claim-window-in-milliseconds=0 ` +
+		`job-lock.default-lock-at-most-for=0s job-lock.default-lock-at-least-for=0s ` +
 		`instance.app="my app" instance.tenant=default instance.port=0 instance.ip= instance.advertise-address= ` +
 		`redis.addrs=127.0.0.1:6379 redis.cluster=false redis.master-name= redis.username= redis.password=<redacted> ` +
 		`redis.sentinel-username= redis.sentinel-password=<redacted> redis.db=0 redis.tls=false redis.key-prefix=baton ` +
+		`redis.tls-ca-file= redis.tls-cert-file= redis.tls-key-file= redis.dial-timeout-in-milliseconds=5000 ` +
+		`redis.read-timeout-in-milliseconds=5000 redis.write-timeout-in-milliseconds=5000 redis.pool-size=0 redis.fail-fast=false ` +
 		`consul.address= consul.token=<redacted> consul.datacenter= consul.tls=false consul.tls-ca-file= ` +
 		`consul.tls-cert-file= consul.tls-key-file= consul.key-prefix=baton consul.session-ttl-min-in-seconds=10 ` +
 		`consul.lock-delay-in-milliseconds=0`

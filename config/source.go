@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -24,6 +25,12 @@ const (
 	YAML Format = "yaml"
 	JSON Format = "json"
 	TOML Format = "toml"
+	// Properties is the Java .properties format, as Spring's
+	// application.properties uses it: key=value lines, with the rules of
+	// java.util.Properties (':' or a blank also separates, '#' and '!'
+	// start comments, a trailing backslash continues a line, \uXXXX and
+	// other escapes), and Spring's key[0]=... lists.
+	Properties Format = "properties"
 )
 
 // Source is one place configuration is read from: a file, the environment,
@@ -37,8 +44,10 @@ type Source struct {
 }
 
 // File reads the file at path. Its format follows from the extension:
-// .yaml or .yml for YAML, .json for JSON, .toml for TOML, in any case;
-// Load fails on any other extension. An empty file sets nothing.
+// .yaml or .yml for YAML, .json for JSON, .toml for TOML, .properties for
+// Java properties, in any case; Load fails on any other extension. An
+// empty file sets nothing. To read baton's keys from one part of a larger
+// file, such as Spring's application.yml, wrap it in Sub.
 func File(path string) Source {
 	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
 		format, err := formatOf(path)
@@ -58,8 +67,8 @@ func File(path string) Source {
 	}}
 }
 
-// Bytes reads data written in format (YAML, JSON or TOML, in any case;
-// "yml" is YAML). Empty data sets nothing.
+// Bytes reads data written in format (YAML, JSON, TOML or Properties, in
+// any case; "yml" is YAML). Empty data sets nothing.
 func Bytes(data []byte, format Format) Source {
 	data = append([]byte(nil), data...)
 	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
@@ -68,9 +77,9 @@ func Bytes(data []byte, format Format) Source {
 			f = YAML
 		}
 		switch f {
-		case YAML, JSON, TOML:
+		case YAML, JSON, TOML, Properties:
 		default:
-			return nil, nil, nil, fmt.Errorf("config: unknown format %q (want yaml, json or toml): %w", string(format), ErrInvalid)
+			return nil, nil, nil, fmt.Errorf("config: unknown format %q (want yaml, json, toml or properties): %w", string(format), ErrInvalid)
 		}
 		m, err := parse(data, f)
 		if err != nil {
@@ -173,14 +182,19 @@ func formatOf(path string) (Format, error) {
 		return JSON, nil
 	case ".toml":
 		return TOML, nil
+	case ".properties":
+		return Properties, nil
 	default:
-		return "", fmt.Errorf("config: file %s: unknown format %q (want .yaml, .yml, .json or .toml): %w", path, ext, ErrInvalid)
+		return "", fmt.Errorf("config: file %s: unknown format %q (want .yaml, .yml, .json, .toml or .properties): %w", path, ext, ErrInvalid)
 	}
 }
 
 // parse parses data in format f into a nested map with koanf. A parser
 // that panics on hostile input is reported as a syntax error.
 func parse(data []byte, f Format) (m map[string]any, err error) {
+	if f == Properties {
+		return parseProperties(data)
+	}
 	var p koanf.Parser
 	switch f {
 	case YAML:
@@ -214,3 +228,111 @@ func (e *syntaxError) Error() string {
 }
 
 func (e *syntaxError) Unwrap() []error { return []error{ErrInvalid, e.err} }
+
+// Sub reads only the part of src under path, a dotted key such as "baton"
+// or "acme.baton", and ignores the rest: baton's keys inside a larger
+// file, as Spring's application.yml or application.properties holds the
+// settings of every library beside the application's own.
+//
+//	config.Load(config.Sub("baton", config.File("application.yml")), config.Env("BATON_"))
+//
+// reads
+//
+//	spring:
+//	  application:
+//	    name: billing
+//	baton:
+//	  instance:
+//	    app: billing
+//	  scheduler-lock:
+//	    enabled: yes
+//
+// as instance.app=billing and scheduler-lock.enabled=true, and never looks
+// at spring.*. Under path the usual rules hold: unknown keys there are
+// reported. The part may be nested, dotted ("baton.redis.db: 1", as
+// properties files write it) or both. A source with nothing under path
+// sets nothing. Sub does not apply to Env, whose prefix already selects
+// baton's variables.
+func Sub(path string, src Source) Source {
+	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+		path := strings.Trim(path, ".")
+		if path == "" {
+			return nil, nil, nil, fmt.Errorf("config: Sub needs a path such as \"baton\": %w", ErrInvalid)
+		}
+		if src.read == nil {
+			return nil, nil, nil, errors.New("config: Sub of the zero Source; make sources with File, Env, Map or Bytes")
+		}
+		values, origin, problems, err := src.read()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		out := map[string]any{}
+		sub(values, path, out, &problems, origin)
+		return out, func(key string) string {
+			o := origin(path + "." + key)
+			if o == "" {
+				return "under " + path
+			}
+			return o + " under " + path
+		}, problems, nil
+	}}
+}
+
+// sub copies what m holds under path into out: m's entry path, its
+// entries "path.<key>", and entries under a map whose key starts path.
+func sub(m map[string]any, path string, out map[string]any, problems *[]Problem, origin func(string) string) {
+	put := func(k string, v any) {
+		if _, dup := out[k]; dup {
+			*problems = append(*problems, Problem{Key: k, Value: show(v), Origin: origin(path+"."+k) + " under " + path,
+				Reason: "is set twice in one source (as a nested and a dotted key)"})
+			return
+		}
+		out[k] = v
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := m[k]
+		switch {
+		case k == path:
+			nested, ok := asMap(v)
+			if !ok {
+				if v != nil {
+					*problems = append(*problems, Problem{Key: path, Value: show(v), Origin: origin(path),
+						Reason: "is a value, but baton's keys are expected under it"})
+				}
+				continue
+			}
+			for nk, nv := range nested {
+				put(nk, nv)
+			}
+		case strings.HasPrefix(k, path+"."):
+			put(k[len(path)+1:], v)
+		case strings.HasPrefix(path, k+"."):
+			if nested, ok := asMap(v); ok {
+				sub(nested, path[len(k)+1:], out, problems, origin)
+			}
+		}
+	}
+}
+
+// asMap returns v as a map with string keys, if it is a map of any
+// type.
+func asMap(v any) (map[string]any, bool) {
+	if m, ok := v.(map[string]any); ok {
+		return m, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Map {
+		return nil, false
+	}
+	out := make(map[string]any, rv.Len())
+	iter := rv.MapRange()
+	for iter.Next() {
+		out[fmt.Sprint(iter.Key().Interface())] = iter.Value().Interface()
+	}
+	return out, true
+}

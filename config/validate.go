@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend/consulbackend"
+	"github.com/baton-go/baton/instanceid"
 )
 
 // Validate reports every rule c breaks, under the configuration keys, in
@@ -105,6 +106,7 @@ func check(c *Config, st *state) []Problem {
 			ch.problems = append(ch.problems, Problem{Key: "synchronized-lock", Value: "...", Reason: err.Error()})
 		}
 	}
+	ch.jobLock()
 	ch.instance()
 	ch.redis()
 	ch.consul()
@@ -187,6 +189,47 @@ func (ch *checker) instance() {
 			ch.add(keyInstanceIP, "is not an IP address")
 		}
 	}
+	// The rest of instanceid's rules, which Detect would apply later:
+	// each key on its own, so that the message names it.
+	for _, part := range []struct {
+		name string
+		opts instanceid.Options
+	}{
+		{keyInstanceApp, instanceid.Options{App: in.App}},
+		{keyInstanceTenant, instanceid.Options{Tenant: in.Tenant}},
+		{keyInstanceIP, instanceid.Options{IP: in.IP}},
+		{keyInstanceAdvAddr, instanceid.Options{AdvertiseAddr: in.AdvertiseAddr}},
+	} {
+		if !ch.given(part.name) || ch.reported(part.name) {
+			continue
+		}
+		if err := part.opts.Validate(); err != nil {
+			ch.add(part.name, strings.TrimPrefix(err.Error(), "instanceid: "))
+		}
+	}
+}
+
+// reported reports whether a problem of key was already added.
+func (ch *checker) reported(name string) bool {
+	for _, p := range ch.problems {
+		if p.Key == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (ch *checker) jobLock() {
+	j := ch.c.JobLock
+	if ch.given(keyJobLockAtMost) && j.LockAtMostFor <= 0 {
+		ch.add(keyJobLockAtMost, "must be positive (leave it out to make every job give its own)")
+	}
+	if ch.given(keyJobLockAtLeast) && j.LockAtLeastFor < 0 {
+		ch.add(keyJobLockAtLeast, "must not be negative")
+	}
+	if j.LockAtMostFor > 0 && j.LockAtLeastFor > j.LockAtMostFor {
+		ch.add(keyJobLockAtLeast, fmt.Sprintf("must not exceed %s (%v): a lock cannot be kept longer than its lease", keyJobLockAtMost, j.LockAtMostFor))
+	}
 }
 
 func (ch *checker) redis() {
@@ -222,6 +265,27 @@ func (ch *checker) redis() {
 			ch.add(keyRedisKeyPrefix, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultKeyPrefix))
 		case strings.ContainsAny(r.KeyPrefix, "{}"):
 			ch.add(keyRedisKeyPrefix, "must not contain '{' or '}', which would break the {tenant:app} hash tag of baton's keys")
+		}
+	}
+	ch.positive(keyRedisDialTimeout, r.DialTimeout)
+	ch.positive(keyRedisReadTimeout, r.ReadTimeout)
+	ch.positive(keyRedisWriteTimeout, r.WriteTimeout)
+	if ch.given(keyRedisPoolSize) && r.PoolSize < 0 {
+		ch.add(keyRedisPoolSize, "must not be negative (0 for go-redis's default, 10 per GOMAXPROCS)")
+	}
+	if (r.CertFile == "") != (r.KeyFile == "") {
+		name, other := keyRedisTLSCertFile, keyRedisTLSKeyFile
+		if r.CertFile != "" {
+			name, other = other, name
+		}
+		ch.add(name, "must be set together with "+other)
+	} else if r.CAFile != "" || r.CertFile != "" {
+		if _, err := r.TLSConfig(); err != nil {
+			name := keyRedisTLSCAFile
+			if !strings.Contains(err.Error(), keyRedisTLSCAFile) {
+				name = keyRedisTLSCertFile
+			}
+			ch.add(name, strings.TrimPrefix(err.Error(), "config: "))
 		}
 	}
 }

@@ -314,3 +314,31 @@ func TestStringAllocs(t *testing.T) {
 		t.Errorf("String allocates %v times, want at most 1", n)
 	}
 }
+
+func TestOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		opts instanceid.Options
+		want string // "" for valid
+	}{
+		{instanceid.Options{}, ""},
+		{instanceid.Options{App: "billing", Tenant: "acme", Port: 8080, IP: "10.0.0.7"}, ""},
+		{instanceid.Options{AdvertiseAddr: "10.0.0.7:8500"}, ""},
+		{instanceid.Options{App: "bill:ing"}, `app "bill:ing" contains ':'`},
+		{instanceid.Options{Tenant: "a{b}"}, `tenant "a{b}" contains '{'`},
+		{instanceid.Options{Port: 70000}, `port "70000" is not in 1..65535`},
+		{instanceid.Options{IP: "0.0.0.0"}, "unspecified"},
+		{instanceid.Options{IP: "host.example"}, "host name"},
+		{instanceid.Options{AdvertiseAddr: "consul.local:8500"}, "host name"},
+	} {
+		err := tc.opts.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%+v: %v", tc.opts, err)
+			}
+			continue
+		}
+		if !errors.Is(err, instanceid.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want ErrInvalid mentioning %q", tc.opts, err, tc.want)
+		}
+	}
+}

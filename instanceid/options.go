@@ -23,3 +23,39 @@ type Options struct {
 	// listens on.
 	Port int
 }
+
+// Validate checks the fields of o that are set by the rules Detect
+// applies, without looking at the network interfaces: Tenant and App must
+// be usable names, Port must be in 1..65535, IP must be a usable address
+// and AdvertiseAddr must hold one. A zero field is not checked, so that a
+// program may set App and Port later; Detect requires them. It returns the
+// first problem, as an error that wraps ErrInvalid and names the part and
+// its value.
+func (o Options) Validate() error {
+	if o.Tenant != "" {
+		if err := checkName("tenant", o.Tenant); err != nil {
+			return err
+		}
+	}
+	if o.App != "" {
+		if err := checkName("app", o.App); err != nil {
+			return err
+		}
+	}
+	if o.Port != 0 {
+		if err := checkPort(o.Port); err != nil {
+			return err
+		}
+	}
+	if o.IP != "" {
+		if _, err := parseIP("ip", o.IP); err != nil {
+			return err
+		}
+	}
+	if o.AdvertiseAddr != "" {
+		if _, err := parseAdvertiseAddr(o.AdvertiseAddr); err != nil {
+			return err
+		}
+	}
+	return nil
+}

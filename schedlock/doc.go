@@ -42,6 +42,11 @@
 // fire. Every acquisition has its own owner string (instance ID plus a
 // random nonce) and release is owner-checked, so a late release never
 // frees a newer holder's lock. Each grant carries a fencing token (Token).
+// A job that gives zero durations takes the fleet's defaults, as ShedLock's
+// defaultLockAtMostFor and defaultLockAtLeastFor (WithDefaults; config's
+// job-lock.* keys). A lock needs to know its instance — from
+// WithInstance, the gate's elector or role.SetDefault — and NewJob fails,
+// saying so, when none names it.
 //
 // # While a job runs
 //

@@ -213,3 +213,25 @@ func ExampleNewGate() {
 	// role of the scheduler's gate: master-only
 	// master-only by default
 }
+
+// Job locks take the fleet's default durations where a job gives zero, as
+// a @SchedulerLock without lockAtMostFor takes ShedLock's
+// defaultLockAtMostFor. config's job-lock.* keys fill the defaults
+// (cfg.JobLock).
+func ExampleWithDefaults() {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	defaults := schedlock.WithDefaults(schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second})
+
+	g, err := schedlock.NewGate(schedlock.Any, nil, schedlock.WithInstance(id), defaults,
+		schedlock.WithLock(store, "cleanup", 0, 0))
+	fmt.Println(g.LockKey(), err)
+
+	// Without a default, a zero lockAtMostFor is refused.
+	_, err = schedlock.NewGate(schedlock.Any, nil, schedlock.WithInstance(id), schedlock.WithLock(store, "cleanup", 0, 0))
+	fmt.Println(err)
+	// Output:
+	// {acme:billing}:job:cleanup <nil>
+	// schedlock: invalid gate: job lock "cleanup": lockAtMostFor is 0 and there is no default: give the job its own, or pass WithDefaults (config key job-lock.default-lock-at-most-for)
+}

@@ -98,6 +98,7 @@ type Option func(*settings)
 type settings struct {
 	lock      *jobLock
 	locks     int
+	defaults  Defaults
 	id        instanceid.ID
 	logger    *slog.Logger
 	observer  func(Event)
@@ -112,9 +113,12 @@ type settings struct {
 // schedulers fire a little apart do not run a fast job twice per fire.
 //
 // lockAtMostFor must be at least 1ms and not less than lockAtLeastFor,
-// which may be 0. Set lockAtMostFor well above the job's longest run: the
-// lock lapses after it even if the job still runs (its context is then
-// cancelled; see Context). Durations written as text, in Go's form or
+// which may be 0. A zero duration takes the gate's default (WithDefaults),
+// as a @SchedulerLock without lockAtMostFor takes ShedLock's
+// defaultLockAtMostFor; without a default, a zero lockAtMostFor is an
+// error and a zero lockAtLeastFor keeps nothing. Set lockAtMostFor well
+// above the job's longest run: the lock lapses after it even if the job
+// still runs (its context is then cancelled; see Context). Durations written as text, in Go's form or
 // ISO-8601 ("PT10M", "PT30S"), are read by config.ParseDuration, and
 // configuration structs hold them in config.Duration fields.
 //
@@ -127,6 +131,31 @@ func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor ti
 		s.locks++
 		s.lock = &jobLock{store: store, name: name, atMostFor: lockAtMostFor, atLeastFor: lockAtLeastFor}
 	}
+}
+
+// Defaults are the job-lock durations a gate uses where WithLock (or
+// Locked) is given zero: a fleet's defaults, as ShedLock's
+// @EnableSchedulerLock(defaultLockAtMostFor, defaultLockAtLeastFor) sets
+// them. config's job-lock.default-lock-at-most-for and
+// job-lock.default-lock-at-least-for keys fill them (Config.JobLock).
+type Defaults struct {
+	// LockAtMostFor is the lease of a job lock whose own lockAtMostFor is
+	// zero. Zero means no default: such a lock is then an error.
+	LockAtMostFor time.Duration
+	// LockAtLeastFor is how long after its start a run keeps the lock
+	// when its own lockAtLeastFor is zero. Zero keeps nothing.
+	LockAtLeastFor time.Duration
+}
+
+// WithDefaults gives the gate's job lock the durations of d where
+// WithLock was given zero:
+//
+//	schedlock.Locked(store, "nightly-export", 0, 0, schedlock.WithDefaults(cfg.JobLock))
+//
+// A job that must keep no lock after its run while the default
+// LockAtLeastFor is not zero uses a gate without WithDefaults.
+func WithDefaults(d Defaults) Option {
+	return func(s *settings) { s.defaults = d }
 }
 
 // WithInstance names the instance a gate's job lock belongs to: its tenant
@@ -210,6 +239,19 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 		bad("%d job locks given; a gate has at most one", s.locks)
 	}
 	if l := s.lock; l != nil {
+		if s.defaults.LockAtMostFor < 0 || s.defaults.LockAtLeastFor < 0 {
+			bad("WithDefaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", s.defaults.LockAtMostFor, s.defaults.LockAtLeastFor)
+		}
+		if l.atMostFor == 0 {
+			l.atMostFor = s.defaults.LockAtMostFor
+			if l.atMostFor == 0 {
+				bad("job lock %q: lockAtMostFor is 0 and there is no default: give the job its own, or pass WithDefaults "+
+					"(config key job-lock.default-lock-at-most-for)", l.name)
+			}
+		}
+		if l.atLeastFor == 0 {
+			l.atLeastFor = s.defaults.LockAtLeastFor
+		}
 		errs = append(errs, l.validate(id)...)
 		g.lock = l
 	}
@@ -233,11 +275,15 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	if l.name == "" {
 		bad("the lock name is empty; name the lock (ShedLock's name)")
 	}
-	if err := checkDurations(l.atMostFor, l.atLeastFor); err != nil {
-		bad("%v", err)
+	if l.atMostFor != 0 { // a zero lockAtMostFor was reported with its default
+		if err := checkDurations(l.atMostFor, l.atLeastFor); err != nil {
+			bad("%v", err)
+		}
 	}
 	if id.IsZero() {
-		bad("the instance is unknown: pass WithInstance(id), use a gate with an elector, or call role.SetDefault first")
+		bad("the instance is unknown, so the lock has no key: pass schedlock.WithInstance(id) to this option " +
+			"(Locked(store, name, lockAtMostFor, lockAtLeastFor, schedlock.WithInstance(id))), " +
+			"gate the job by role (MasterOnly(el, WithLock(...))), or call role.SetDefault(el) before NewJob")
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)

@@ -47,12 +47,14 @@ func TestNewGateRejectsBadArguments(t *testing.T) {
 		{"slave without elector", schedlock.Slave, nil, nil, "needs an elector"},
 		{"unknown role", schedlock.Role(9), el, nil, "unknown role"},
 		{"at most below at least", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, time.Minute)}, "lockAtMostFor 1s is less than lockAtLeastFor 1m0s"},
-		{"zero at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", 0, 0)}, "lockAtMostFor"},
+		{"zero at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", 0, 0)}, "lockAtMostFor is 0 and there is no default"},
+		{"negative default", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithDefaults(schedlock.Defaults{LockAtLeastFor: -time.Second})}, "must not be negative"},
+		{"default at least past at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithDefaults(schedlock.Defaults{LockAtLeastFor: time.Minute})}, "lockAtMostFor 1s is less than lockAtLeastFor 1m0s"},
 		{"negative at least", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, -time.Second)}, "negative"},
 		{"empty name", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "", time.Second, 0)}, "name is empty"},
 		{"name with a space", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "nightly export", time.Second, 0)}, "usable key"},
 		{"nil store", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(nil, "x", time.Second, 0)}, "nil store"},
-		{"no instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0)}, "instance is unknown"},
+		{"no instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0)}, "pass schedlock.WithInstance(id)"},
 		{"two locks", schedlock.Master, el, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithLock(store, "y", time.Second, 0)}, "2 job locks"},
 		{"zero timeout", schedlock.Master, el, []schedlock.Option{schedlock.WithOperationTimeout(0)}, "operation timeout"},
 		{"bad instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithInstance(instanceid.ID{App: "x"}), schedlock.WithLock(store, "x", time.Second, 0)}, "instance"},
@@ -65,6 +67,50 @@ func TestNewGateRejectsBadArguments(t *testing.T) {
 			}
 			if !errors.Is(err, schedlock.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q: want ErrInvalid mentioning %q", err, c.want)
+			}
+		})
+	}
+}
+
+// A job lock given zero durations takes the gate's defaults, as a
+// @SchedulerLock without lockAtMostFor takes ShedLock's
+// defaultLockAtMostFor: the lease is the default lockAtMostFor, and the
+// lock is kept for the default lockAtLeastFor after the run.
+func TestLockTakesDefaults(t *testing.T) {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	defaults := schedlock.WithDefaults(schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second})
+	for _, tc := range []struct {
+		name            string
+		atMost, atLeast time.Duration
+		lease, kept     time.Duration
+	}{
+		{"both defaults", 0, 0, 10 * time.Minute, 30 * time.Second},
+		{"own lockAtMostFor", 2 * time.Minute, 0, 2 * time.Minute, 30 * time.Second},
+		{"own lockAtLeastFor", 0, 5 * time.Second, 10 * time.Minute, 5 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tc.name, " ", "-")
+			g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(id), defaults, schedlock.WithLock(store, name, tc.atMost, tc.atLeast))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			lock, err := g.Lock(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := store.Get(ctx, g.LockKey())
+			if err != nil || l.TTL > tc.lease || l.TTL < tc.lease-time.Minute/2 {
+				t.Fatalf("lease while running: %+v, %v; want a TTL of about %v", l, err, tc.lease)
+			}
+			if err := lock.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			l, err = store.Get(ctx, g.LockKey())
+			if err != nil || l.TTL > tc.kept || l.TTL < tc.kept/2 {
+				t.Fatalf("lease after the run: %+v, %v; want it kept about %v", l, err, tc.kept)
 			}
 		})
 	}

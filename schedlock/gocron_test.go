@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/schedlock"
 )
 
@@ -386,5 +388,31 @@ func TestElectorAsSchedulerElector(t *testing.T) {
 	waitFor(t, "the master to run the job", func() bool { return ran[m].Load() >= 3 })
 	if n := ran[1-m].Load(); n != 0 {
 		t.Fatalf("the slave ran %d times under a scheduler-wide elector", n)
+	}
+}
+
+// A Locked job without an instance (no WithInstance, no role.SetDefault)
+// cannot have a lock key: NewJob fails, and the error says what to pass.
+// The README's quick start once ignored this error and its job never ran.
+func TestLockedJobWithoutInstanceFailsNewJob(t *testing.T) {
+	store := membackend.New()
+	defer store.Close()
+	s, err := gocron.NewScheduler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown()
+	_, err = s.NewJob(gocron.DurationJob(time.Hour), gocron.NewTask(func() {}),
+		schedlock.Locked(store, "export", time.Minute, 0))
+	if !errors.Is(err, schedlock.ErrInvalid) {
+		t.Fatalf("NewJob: %v; want ErrInvalid", err)
+	}
+	for _, want := range []string{`job lock "export"`, "schedlock.WithInstance(id)", "role.SetDefault(el) before NewJob"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if len(s.Jobs()) != 0 {
+		t.Errorf("the scheduler holds %d jobs; want none", len(s.Jobs()))
 	}
 }

@@ -2,7 +2,6 @@ package synclock
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 )
 
@@ -15,16 +14,18 @@ func SetDefault(lk *Locker) { defaultLocker.Store(lk) }
 // Default returns the locker set by SetDefault, or nil.
 func Default() *Locker { return defaultLocker.Load() }
 
-// Do is Locker.Do on the locker set by SetDefault, keyed by Do's caller.
-// It returns ErrNoDefault when none is set.
+// Do is Locker.Do on the locker set by SetDefault, keyed by Do's caller;
+// prefer DoKey with a constant key. Do refuses to be called from a
+// closure (ErrUnstableKey), whose name changes with the code around it.
+// It returns ErrNoDefault when no locker is set.
 func Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	lk := defaultLocker.Load()
 	if lk == nil {
 		return ErrNoDefault
 	}
-	key, ok := callerKey(1)
-	if !ok {
-		return errors.New("synclock: cannot name the calling function; use DoKey")
+	key, err := doKey(1)
+	if err != nil {
+		return err
 	}
 	return lk.DoKey(ctx, key, fn)
 }

@@ -48,10 +48,18 @@ func Token(ctx context.Context) (uint64, bool) {
 // qualified function name, such as
 // "github.com/acme/billing/invoice.(*Service).Close" — the Go rendition of
 // the seed's method signature. See DoKey for the rules.
+//
+// Prefer DoKey with a constant key: a key is a contract between every
+// version of the service that runs at once, and a function's name changes
+// when the function is renamed or moved. Do refuses, with an error
+// wrapping ErrUnstableKey and naming a key to use instead, to be called
+// from a closure (or a go/defer wrapper, or a range-over-func body): the
+// compiler numbers those ("Close.func2"), and the number changes when
+// another closure is added above it.
 func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	key, ok := callerKey(1)
-	if !ok {
-		return errors.New("synclock: cannot name the calling function; use DoKey")
+	key, err := doKey(1)
+	if err != nil {
+		return err
 	}
 	return lk.DoKey(ctx, key, fn)
 }

@@ -3,18 +3,30 @@
 // rendition of the seed framework's synchronised method, whose lock key is
 // the method signature and whose value is the instance ID.
 //
-//	lk, _ := synclock.NewLocker(store, id, cfg.SyncLock)
-//	synclock.SetDefault(lk)
-//	err := synclock.Do(ctx, func(ctx context.Context) error { ... })            // key: the caller's function
-//	err = lk.DoKey(ctx, "invoice:42", func(ctx context.Context) error { ... }) // key: chosen
+//	lk, err := synclock.NewLocker(store, id, cfg.SyncLock)
+//	err = lk.DoKey(ctx, "close-invoices", func(ctx context.Context) error { ... }) // a constant key
+//	err = lk.DoKey(ctx, "invoice:"+id, func(ctx context.Context) error { ... })   // one lock per entity
 //	total, err := synclock.DoValue(ctx, lk, "totals", sum)
+//
+// # Naming locks
+//
+// A lock's key is a contract between every instance that runs at once —
+// during a rolling deploy, between two versions of the service. Name it
+// with a constant (or a constant plus an entity's ID) and DoKey, DoValue,
+// TryDo or Mutex, so that it changes only when you change it.
+//
+// Do, the seed's rule, keys the lock by the fully qualified name of the
+// calling function, such as
+// "github.com/acme/billing/invoice.(*Service).Close" (generic functions
+// carry "[...]"). That name changes when the function is renamed or moved,
+// and for a closure it changes when another closure is added above it
+// (the compiler numbers them: ".func1", ".func2"), so Do refuses to be
+// called from a closure with ErrUnstableKey, whose message names a key to
+// give DoKey instead.
 //
 // # The seed's rules, kept
 //
-// The key of Do is the fully qualified name of the calling function, such
-// as "github.com/acme/billing/invoice.(*Service).Close" (closures add
-// ".func1", generic functions carry "[...]"); it is stored as
-// {tenant:app}:lock:<key>. Acquiring is set-if-absent; a waiter tries
+// Every key is stored as {tenant:app}:lock:<key>. Acquiring is set-if-absent; a waiter tries
 // again every RetryInterval (default 1 s) until it succeeds, MaxRetries
 // runs out or its context ends; the section runs; the key is deleted. A
 // holder keeps the lock at most HoldDuration (default 45 s), so a crashed

@@ -31,6 +31,12 @@ var (
 	// ErrNotLocked reports an Unlock of a Mutex that is not locked.
 	ErrNotLocked = errors.New("synclock: unlock of an unlocked mutex")
 
+	// ErrUnstableKey reports a Do whose caller's name cannot serve as a
+	// lock key because it is not stable across versions of the source: a
+	// closure, which the compiler numbers in source order. The message
+	// names the key to pass to DoKey instead.
+	ErrUnstableKey = errors.New("synclock: the calling function's name is not a stable lock key")
+
 	// ErrNoDefault reports a package-level call before SetDefault.
 	ErrNoDefault = errors.New("synclock: no default locker: call synclock.SetDefault first")
 )

@@ -119,3 +119,30 @@ func ExampleLockedError() {
 	// Output:
 	// "nightly-close" is held by 10.0.0.7:acme:billing:8080; errors.Is ErrLocked: true
 }
+
+// Do keys the lock by the calling function's name, and refuses a closure,
+// whose compiler-given name (".func1") changes when another closure is
+// added above it; the error names a key to give DoKey instead.
+func ExampleDo() {
+	store := membackend.New()
+	defer store.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	lk, _ := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithLogger(slog.New(slog.DiscardHandler)))
+	synclock.SetDefault(lk)
+	defer synclock.SetDefault(nil)
+
+	closeInvoices := func() error {
+		return synclock.Do(context.Background(), func(ctx context.Context) error { return nil })
+	}
+	err := closeInvoices()
+	fmt.Println(errors.Is(err, synclock.ErrUnstableKey))
+	fmt.Println(strings.Contains(err.Error(), `DoKey(ctx, "github.com/baton-go/baton/synclock_test.ExampleDo", fn)`))
+
+	// A constant key is what to use.
+	err = synclock.DoKey(context.Background(), "close-invoices", func(ctx context.Context) error { return nil })
+	fmt.Println(err)
+	// Output:
+	// true
+	// true
+	// <nil>
+}

@@ -1,6 +1,7 @@
 package synclock
 
 import (
+	"fmt"
 	"runtime"
 	"strings"
 )
@@ -29,4 +30,66 @@ func callerKey(skip int) (string, bool) {
 	// neither, but guard anyway.
 	name = strings.NewReplacer(" ", "_", "{", "(", "}", ")").Replace(name)
 	return name, true
+}
+
+// doKey names the lock of a Do called skip frames above doKey's caller,
+// or says why the caller's name cannot be a lock key.
+func doKey(skip int) (string, error) {
+	key, ok := callerKey(skip + 1)
+	if !ok {
+		return "", fmt.Errorf("%w: cannot name the calling function; name the lock with DoKey(ctx, \"<constant key>\", fn)", ErrUnstableKey)
+	}
+	if named, ok := compilerNamed(key); ok {
+		return "", fmt.Errorf("%w: Do was called from %q, a function the compiler numbered; the number changes when another closure is added above it, "+
+			"so two versions of the service in a rolling deploy would hold different locks for one section. "+
+			"Name the lock with DoKey(ctx, %q, fn), or call Do from a named function or method", ErrUnstableKey, key, named)
+	}
+	return key, nil
+}
+
+// compilerNamed reports whether name, a function's symbol name, is one the
+// compiler made up by numbering: a closure ("F.func1", "F.func1.2"), a go
+// or defer wrapper ("F.gowrap1", "F.deferwrap1"), the body of a
+// range-over-func loop ("F-range1"), or a package-level closure
+// ("glob..func1", "init.func1"). Such names depend on the source above
+// them, not only on the function. It also returns the name of the named
+// function that holds it, as a suggested constant key.
+func compilerNamed(name string) (string, bool) {
+	pkgEnd := strings.LastIndexByte(name, '/') + 1
+	if i := strings.IndexByte(name[pkgEnd:], '.'); i >= 0 {
+		pkgEnd += i + 1
+	} else {
+		return name, false
+	}
+	// "[...]" stands for a generic function's type arguments; hide its
+	// dots while splitting.
+	const generic = "\x00"
+	parts := strings.Split(strings.ReplaceAll(name[pkgEnd:], "[...]", generic), ".")
+	for i, p := range parts {
+		base, _, ranged := strings.Cut(p, "-range")
+		// The first element is a named function or type: a package-level
+		// function may well be called func1.
+		if !ranged && (i == 0 || p != "" && !numbered(p)) {
+			continue
+		}
+		kept := parts[:i:i]
+		if ranged && base != "" {
+			kept = append(kept, base)
+		}
+		named := name[:pkgEnd] + strings.ReplaceAll(strings.Join(kept, "."), generic, "[...]")
+		return strings.TrimSuffix(named, "."), true
+	}
+	return name, false
+}
+
+// numbered reports whether p is a path element the compiler numbered:
+// "func3", "gowrap1", "deferwrap2" or a bare number (a closure within a
+// closure).
+func numbered(p string) bool {
+	for _, prefix := range []string{"func", "gowrap", "deferwrap", ""} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }

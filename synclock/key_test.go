@@ -37,3 +37,31 @@ func TestCallerKey(t *testing.T) {
 		})
 	}
 }
+
+func TestCompilerNamed(t *testing.T) {
+	tests := []struct {
+		name, named string
+		numbered    bool
+	}{
+		{"github.com/acme/billing/invoice.(*Service).Close", "", false},
+		{"github.com/acme/billing/invoice.Close", "", false},
+		{"github.com/acme/billing/invoice.Max[...]", "", false},
+		{"github.com/acme/bill.v2/invoice.(*Service).Close", "", false},
+		{"github.com/acme/billing/invoice.function1", "", false},
+		{"github.com/acme/billing/invoice.func1", "", false},
+		{"github.com/acme/billing/invoice.(*Service).Close.func1", "github.com/acme/billing/invoice.(*Service).Close", true},
+		{"github.com/acme/billing/invoice.Close.func2.1", "github.com/acme/billing/invoice.Close", true},
+		{"github.com/acme/billing/invoice.Close.gowrap1", "github.com/acme/billing/invoice.Close", true},
+		{"github.com/acme/billing/invoice.Close.deferwrap3", "github.com/acme/billing/invoice.Close", true},
+		{"github.com/acme/billing/invoice.Close-range1", "github.com/acme/billing/invoice.Close", true},
+		{"github.com/acme/billing/invoice.init.func1", "github.com/acme/billing/invoice.init", true},
+		{"github.com/acme/billing/invoice.glob..func1", "github.com/acme/billing/invoice.glob", true},
+		{"main.main.func1", "main.main", true},
+	}
+	for _, tt := range tests {
+		named, ok := compilerNamed(tt.name)
+		if ok != tt.numbered || (ok && named != tt.named) {
+			t.Errorf("compilerNamed(%q) = %q, %v; want %q, %v", tt.name, named, ok, tt.named, tt.numbered)
+		}
+	}
+}

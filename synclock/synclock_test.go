@@ -389,3 +389,41 @@ func waitQueued(t testing.TB, lk *synclock.Locker, key string, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// Do refuses a key derived from a closure's name: the compiler numbers
+// closures in source order, so adding one above would give the same
+// section another lock in the next version of the service, and two
+// versions in a rolling deploy would both run it. The error names the
+// constant key to use with DoKey.
+func TestDoRefusesClosureKeys(t *testing.T) {
+	t.Cleanup(func() { synclock.SetDefault(nil) })
+	store := membackend.New()
+	defer store.Close()
+	lk, _ := synclock.NewLocker(store, idN(t, 1), synclock.Config{}, quiet)
+	synclock.SetDefault(lk)
+	ran := false
+	section := func(context.Context) error { ran = true; return nil }
+	for name, call := range map[string]func() error{
+		"package Do": func() error { return synclock.Do(ctxT(t), section) },
+		"Locker.Do":  func() error { return lk.Do(ctxT(t), section) },
+	} {
+		err := call()
+		if !errors.Is(err, synclock.ErrUnstableKey) {
+			t.Fatalf("%s from a closure: %v, want ErrUnstableKey", name, err)
+		}
+		if want := `DoKey(ctx, "github.com/baton-go/baton/synclock_test.TestDoRefusesClosureKeys", fn)`; !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %q does not suggest %s", name, err, want)
+		}
+	}
+	if ran {
+		t.Fatal("a refused Do ran its section")
+	}
+	// From a named function Do still works.
+	if err := namedSection(ctxT(t), section); err != nil || !ran {
+		t.Fatalf("Do from a named function: %v, ran %v", err, ran)
+	}
+}
+
+func namedSection(ctx context.Context, fn func(context.Context) error) error {
+	return synclock.Do(ctx, fn)
+}
