@@ -20,6 +20,7 @@ import (
 
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/backend/springredis"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
@@ -129,7 +130,26 @@ type Redis struct {
 	// cannot reach it (redis.fail-fast), for a service that would rather
 	// not start than start as a slave that can never win.
 	FailFast bool
+	// Layout is the key layout of the role and locks (redis.layout):
+	// LayoutBaton (the default), or LayoutSpring for a fleet in which
+	// Java instances of the service run beside Go ones during a
+	// migration (Config.SpringRedisStore, package springredis).
+	Layout string
+	// ShedLockEnvironment and ShedLockKeyPrefix are the environment and
+	// key prefix of the Java side's ShedLock Redis provider, for
+	// LayoutSpring (redis.shedlock-environment, default "default";
+	// redis.shedlock-key-prefix, default "job-lock").
+	ShedLockEnvironment, ShedLockKeyPrefix string
 }
+
+// The values of redis.layout.
+const (
+	// LayoutBaton is baton's own key layout (redisbackend).
+	LayoutBaton = "baton"
+	// LayoutSpring is the Spring framework's and ShedLock's key layout,
+	// shared with Java instances (springredis).
+	LayoutSpring = "spring"
+)
 
 // TLSEnabled reports whether connections to Redis use TLS: redis.tls is
 // set, or a CA or client certificate file is given.
@@ -289,9 +309,13 @@ func Default() Config {
 		Redis: Redis{
 			Addrs:        []string{DefaultRedisAddr},
 			KeyPrefix:    DefaultKeyPrefix,
+			Layout:       LayoutBaton,
 			DialTimeout:  DefaultDialTimeout,
 			ReadTimeout:  DefaultReadTimeout,
 			WriteTimeout: DefaultWriteTimeout,
+
+			ShedLockEnvironment: "default",
+			ShedLockKeyPrefix:   "job-lock",
 		},
 		Consul: Consul{
 			KeyPrefix:     DefaultKeyPrefix,
@@ -416,6 +440,10 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 // to Redis, and the role and locks wait for Redis as they would for a
 // restart. The caller closes the store, which closes the client.
 func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*RedisStore, error) {
+	if c.Redis.Layout == LayoutSpring {
+		return nil, &Error{Problems: []Problem{{Key: keyRedisLayout, Value: LayoutSpring,
+			Reason: "asks for the Spring framework's key layout: build the store with Config.SpringRedisStore"}}}
+	}
 	o, err := c.Redis.ClientOptions()
 	if err != nil {
 		return nil, err
@@ -427,15 +455,73 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 		return nil, fmt.Errorf("config: redis store: %w", err)
 	}
 	s := &RedisStore{Store: store, Client: rdb, where: c.Redis.Where()}
-	if c.Redis.FailFast {
-		r := c.Redis
-		bound := cmp.Or(r.DialTimeout, DefaultDialTimeout) + cmp.Or(r.ReadTimeout, DefaultReadTimeout)
-		pctx, cancel := context.WithTimeout(ctx, bound)
-		defer cancel()
-		if err := s.Ping(pctx); err != nil {
-			s.Close()
-			return nil, err
-		}
+	if err := c.failFast(ctx, s.Ping); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// failFast pings a new store with ping when redis.fail-fast is set,
+// bounded by ctx and by the dial and read timeouts.
+func (c Config) failFast(ctx context.Context, ping func(context.Context) error) error {
+	if !c.Redis.FailFast {
+		return nil
+	}
+	r := c.Redis
+	bound := cmp.Or(r.DialTimeout, DefaultDialTimeout) + cmp.Or(r.ReadTimeout, DefaultReadTimeout)
+	pctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	return ping(pctx)
+}
+
+// SpringRedisStore is a springredis store together with the client it
+// runs on, as Config.SpringRedisStore makes them; Close closes both.
+type SpringRedisStore struct {
+	*springredis.Store
+	// Client is the go-redis client the store uses.
+	Client redis.UniversalClient
+	where  string
+}
+
+// Close closes the store and then the client.
+func (s *SpringRedisStore) Close() error {
+	return errors.Join(s.Store.Close(), s.Client.Close())
+}
+
+// Ping checks that the store answers, within ctx (see RedisStore.Ping).
+func (s *SpringRedisStore) Ping(ctx context.Context) error {
+	if err := s.Client.Ping(ctx).Err(); err != nil {
+		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err}
+	}
+	return nil
+}
+
+// SpringRedisStore returns a store in the Spring framework's and
+// ShedLock's key layout (package springredis), for a fleet in which Java
+// and Go instances of one service share one election and one set of locks
+// during a migration: the client as RedisStore makes it, ShedLock's
+// environment and key prefix from redis.shedlock-environment and
+// redis.shedlock-key-prefix, and baton's own records with the options
+// RedisStoreOptions gives, then opts. It refuses a Cluster (the Java
+// side's keys carry no hash tag). redis.fail-fast works as for
+// RedisStore.
+func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Option) (*SpringRedisStore, error) {
+	o, err := c.Redis.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	rdb := redis.NewUniversalClient(o)
+	layout := springredis.Layout{Environment: c.Redis.ShedLockEnvironment, JobKeyPrefix: c.Redis.ShedLockKeyPrefix}
+	store, err := springredis.New(rdb, layout, append(c.RedisStoreOptions(), opts...)...)
+	if err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("config: spring redis store: %w", err)
+	}
+	s := &SpringRedisStore{Store: store, Client: rdb, where: c.Redis.Where()}
+	if err := c.failFast(ctx, s.Ping); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }

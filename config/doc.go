@@ -261,6 +261,19 @@
 //	    Config.RedisStore pings the store and fails with "store
 //	    unreachable at ADDR" when it does not answer, instead of starting
 //	    as a slave that waits for Redis.
+//	redis.layout
+//	    default baton; BATON_REDIS_LAYOUT
+//	    Key layout of the role and locks: baton, or spring for a fleet in
+//	    which Java instances of the service (the Spring framework,
+//	    ShedLock's Redis provider) run beside Go ones during a migration;
+//	    build that store with Config.SpringRedisStore. Not with Cluster.
+//	redis.shedlock-environment
+//	    default default; BATON_REDIS_SHEDLOCK_ENVIRONMENT
+//	    The Java side's ShedLock environment, in job-lock keys
+//	    (job-lock:<environment>:<name>), with redis.layout spring.
+//	redis.shedlock-key-prefix
+//	    default job-lock; BATON_REDIS_SHEDLOCK_KEY_PREFIX
+//	    The Java side's ShedLock key prefix, with redis.layout spring.
 //	consul.address
 //	    no default (the Consul client's: CONSUL_HTTP_ADDR or
 //	    127.0.0.1:8500); BATON_CONSUL_ADDRESS

@@ -83,6 +83,9 @@ func TestEnvEveryKey(t *testing.T) {
 		"redis.write-timeout-in-milliseconds": "800",
 		"redis.pool-size":                     "4",
 		"redis.fail-fast":                     "yes",
+		"redis.layout":                        "baton",
+		"redis.shedlock-environment":          "prod",
+		"redis.shedlock-key-prefix":           "shedlock",
 		"job-lock.default-lock-at-most-for":   "PT10M",
 		"job-lock.default-lock-at-least-for":  "30s",
 		"consul.address":                      "http://127.0.0.1:8500",
@@ -111,6 +114,7 @@ func TestEnvEveryKey(t *testing.T) {
 	want.Redis.CAFile, want.Redis.CertFile, want.Redis.KeyFile = ca, cert, key
 	want.Redis.DialTimeout, want.Redis.ReadTimeout, want.Redis.WriteTimeout = 1500*time.Millisecond, 700*time.Millisecond, 800*time.Millisecond
 	want.Redis.PoolSize, want.Redis.FailFast = 4, true
+	want.Redis.ShedLockEnvironment, want.Redis.ShedLockKeyPrefix = "prod", "shedlock"
 	want.JobLock = schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("Load(Env) =\n%#v\nwant\n%#v", c, want)

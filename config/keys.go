@@ -102,6 +102,9 @@ const (
 	keyRedisWriteTimeout = "redis.write-timeout-in-milliseconds"
 	keyRedisPoolSize     = "redis.pool-size"
 	keyRedisFailFast     = "redis.fail-fast"
+	keyRedisLayout       = "redis.layout"
+	keyRedisShedLockEnv  = "redis.shedlock-environment"
+	keyRedisShedLockPfx  = "redis.shedlock-key-prefix"
 	keyConsulAddress     = "consul.address"
 	keyConsulToken       = "consul.token"
 	keyConsulDatacenter  = "consul.datacenter"
@@ -223,6 +226,15 @@ var keys = []key{
 	{name: keyRedisFailFast, kind: kindBool,
 		set: func(c *Config, v any) { c.Redis.FailFast = v.(bool) },
 		get: func(c *Config) any { return c.Redis.FailFast }},
+	{name: keyRedisLayout, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.Layout = v.(string) },
+		get: func(c *Config) any { return c.Redis.Layout }},
+	{name: keyRedisShedLockEnv, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.ShedLockEnvironment = v.(string) },
+		get: func(c *Config) any { return c.Redis.ShedLockEnvironment }},
+	{name: keyRedisShedLockPfx, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.ShedLockKeyPrefix = v.(string) },
+		get: func(c *Config) any { return c.Redis.ShedLockKeyPrefix }},
 
 	{name: keyConsulAddress, kind: kindString,
 		set: func(c *Config, v any) { c.Consul.Address = v.(string) },

@@ -47,6 +47,10 @@ var full = config.Config{
 		DialTimeout:      config.DefaultDialTimeout,
 		ReadTimeout:      config.DefaultReadTimeout,
 		WriteTimeout:     config.DefaultWriteTimeout,
+
+		Layout:              config.LayoutBaton,
+		ShedLockEnvironment: "default",
+		ShedLockKeyPrefix:   "job-lock",
 	},
 	Consul: config.Consul{
 		Address:       "http://127.0.0.1:8500",
@@ -100,7 +104,8 @@ func TestDefault(t *testing.T) {
 		Role:     role.Config{HeartbeatInterval: 15 * time.Second, HeartbeatExpiration: 45 * time.Second},
 		SyncLock: synclock.Config{RetryInterval: time.Second, HoldDuration: 45 * time.Second},
 		Redis: config.Redis{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "baton",
-			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second},
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
+			Layout: "baton", ShedLockEnvironment: "default", ShedLockKeyPrefix: "job-lock"},
 		Consul: config.Consul{KeyPrefix: "baton", SessionTTLMin: 10 * time.Second},
 	}
 	if !reflect.DeepEqual(d, want) {

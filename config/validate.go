@@ -267,6 +267,17 @@ func (ch *checker) redis() {
 			ch.add(keyRedisKeyPrefix, "must not contain '{' or '}', which would break the {tenant:app} hash tag of baton's keys")
 		}
 	}
+	if ch.given(keyRedisLayout) && r.Layout != LayoutBaton && r.Layout != LayoutSpring {
+		ch.add(keyRedisLayout, fmt.Sprintf("must be %q (baton's keys) or %q (the Spring framework's and ShedLock's, shared with Java instances)", LayoutBaton, LayoutSpring))
+	}
+	if r.Layout == LayoutSpring && cluster {
+		ch.add(keyRedisLayout, "cannot be "+LayoutSpring+" with Redis Cluster: the Java side's keys carry no hash tag")
+	}
+	for _, k := range []struct{ name, v string }{{keyRedisShedLockEnv, r.ShedLockEnvironment}, {keyRedisShedLockPfx, r.ShedLockKeyPrefix}} {
+		if ch.given(k.name) && (k.v == "" || strings.ContainsAny(k.v, " \t\r\n")) {
+			ch.add(k.name, "must be non-empty, without spaces (as the Java side's ShedLock provider is set up)")
+		}
+	}
 	ch.positive(keyRedisDialTimeout, r.DialTimeout)
 	ch.positive(keyRedisReadTimeout, r.ReadTimeout)
 	ch.positive(keyRedisWriteTimeout, r.WriteTimeout)

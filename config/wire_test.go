@@ -193,3 +193,55 @@ func TestRedisStoreTopologies(t *testing.T) {
 		})
 	}
 }
+
+// redis.layout spring makes the store of a mixed Java/Go fleet: the job
+// lock lands on ShedLock's key with the configured environment and
+// prefix, the role on the app's name. RedisStore refuses that layout, so a
+// config switched to it cannot silently keep baton's keys.
+func TestSpringRedisStoreFromConfig(t *testing.T) {
+	r := testenv.NewRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg, err := config.Load(config.Map(map[string]any{
+		"redis.addrs": r.Addr(), "redis.layout": "spring", "redis.fail-fast": true,
+		"redis.shedlock-environment": "prod", "redis.shedlock-key-prefix": "shedlock",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.RedisStore(ctx); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "SpringRedisStore") {
+		t.Fatalf("RedisStore with redis.layout spring: %v; want an error naming SpringRedisStore", err)
+	}
+	s, err := cfg.SpringRedisStore(ctx, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	raw := r.Client(t)
+	for key, want := range map[string]string{
+		backend.AppKey("acme", "billing", "job", "export"): "shedlock:prod:export",
+		backend.AppKey("acme", "billing", "role"):          "billing",
+	} {
+		if _, err := s.Acquire(ctx, key, "10.0.0.7:acme:billing:8080#n", time.Minute, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := raw.Exists(ctx, want).Result(); err != nil || n != 1 {
+			t.Errorf("the lease of %s is not at the Java side's key %s (%d, %v)", key, want, n, err)
+		}
+	}
+}
+
+// redis.layout takes baton or spring, and spring not with a Cluster.
+func TestLayoutChecked(t *testing.T) {
+	for name, m := range map[string]map[string]any{
+		"unknown layout":           {"redis.layout": "java"},
+		"spring on a Cluster":      {"redis.layout": "spring", "redis.cluster": true},
+		"environment with a space": {"redis.shedlock-environment": "a b"},
+		"empty key prefix":         {"redis.shedlock-key-prefix": ""},
+	} {
+		_, err := config.Load(config.Map(m))
+		if !errors.Is(err, config.ErrInvalid) {
+			t.Errorf("%s: %v; want ErrInvalid", name, err)
+		}
+	}
+}
