@@ -114,6 +114,14 @@ type Redis struct {
 	// servers that verify clients (redis.tls-cert-file,
 	// redis.tls-key-file). Both or neither.
 	CertFile, KeyFile string
+	// ServerName is the name the servers' certificates must hold
+	// (redis.tls-server-name), when it is not the host of the address
+	// dialled (a server reached through an IP, a proxy or a tunnel).
+	ServerName string
+	// InsecureSkipVerify accepts any server certificate
+	// (redis.tls-insecure-skip-verify). The connection is encrypted but
+	// anyone on the path can pose as the server: for tests only.
+	InsecureSkipVerify bool
 	// DialTimeout bounds connecting to a server
 	// (redis.dial-timeout-in-milliseconds). Default DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -154,7 +162,7 @@ const (
 // TLSEnabled reports whether connections to Redis use TLS: redis.tls is
 // set, or a CA or client certificate file is given.
 func (r Redis) TLSEnabled() bool {
-	return r.TLS || r.CAFile != "" || r.CertFile != ""
+	return r.TLS || r.CAFile != "" || r.CertFile != "" || r.ServerName != "" || r.InsecureSkipVerify
 }
 
 // TLSConfig returns the TLS configuration of the redis.tls* keys, or nil
@@ -165,7 +173,7 @@ func (r Redis) TLSConfig() (*tls.Config, error) {
 	if !r.TLSEnabled() {
 		return nil, nil
 	}
-	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: r.ServerName, InsecureSkipVerify: r.InsecureSkipVerify}
 	if r.CAFile != "" {
 		pem, err := os.ReadFile(r.CAFile)
 		if err != nil {
@@ -408,6 +416,7 @@ type RedisStore struct {
 	// use it too, until Close.
 	Client redis.UniversalClient
 	where  string
+	tls    bool
 }
 
 // Close closes the store's pub/sub connection and then the client.
@@ -421,7 +430,7 @@ func (s *RedisStore) Close() error {
 // ...: connection refused".
 func (s *RedisStore) Ping(ctx context.Context) error {
 	if err := s.Client.Ping(ctx).Err(); err != nil {
-		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err}
+		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err, tls: s.tls}
 	}
 	return nil
 }
@@ -454,7 +463,7 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 		rdb.Close()
 		return nil, fmt.Errorf("config: redis store: %w", err)
 	}
-	s := &RedisStore{Store: store, Client: rdb, where: c.Redis.Where()}
+	s := &RedisStore{Store: store, Client: rdb, where: c.Redis.Where(), tls: c.Redis.TLSEnabled()}
 	if err := c.failFast(ctx, s.Ping); err != nil {
 		s.Close()
 		return nil, err
@@ -482,6 +491,7 @@ type SpringRedisStore struct {
 	// Client is the go-redis client the store uses.
 	Client redis.UniversalClient
 	where  string
+	tls    bool
 }
 
 // Close closes the store and then the client.
@@ -492,7 +502,7 @@ func (s *SpringRedisStore) Close() error {
 // Ping checks that the store answers, within ctx (see RedisStore.Ping).
 func (s *SpringRedisStore) Ping(ctx context.Context) error {
 	if err := s.Client.Ping(ctx).Err(); err != nil {
-		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err}
+		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err, tls: s.tls}
 	}
 	return nil
 }
@@ -518,7 +528,7 @@ func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Optio
 		rdb.Close()
 		return nil, fmt.Errorf("config: spring redis store: %w", err)
 	}
-	s := &SpringRedisStore{Store: store, Client: rdb, where: c.Redis.Where()}
+	s := &SpringRedisStore{Store: store, Client: rdb, where: c.Redis.Where(), tls: c.Redis.TLSEnabled()}
 	if err := c.failFast(ctx, s.Ping); err != nil {
 		s.Close()
 		return nil, err

@@ -244,6 +244,14 @@
 //	    no default; BATON_REDIS_TLS_CERT_FILE, BATON_REDIS_TLS_KEY_FILE
 //	    Client certificate and key (PEM), for servers that verify
 //	    clients. Both or neither; they imply redis.tls.
+//	redis.tls-server-name
+//	    no default (the host dialled); BATON_REDIS_TLS_SERVER_NAME
+//	    Name the servers' certificates must hold, when it is not the
+//	    host of the address dialled. Implies redis.tls.
+//	redis.tls-insecure-skip-verify
+//	    default false; BATON_REDIS_TLS_INSECURE_SKIP_VERIFY
+//	    Accept any server certificate: encrypted, but anyone on the path
+//	    can pose as the server. For tests only. Implies redis.tls.
 //	redis.dial-timeout-in-milliseconds
 //	    default 5000; BATON_REDIS_DIAL_TIMEOUT_IN_MILLISECONDS
 //	    Longest wait for a connection to a server.

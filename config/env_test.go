@@ -78,6 +78,8 @@ func TestEnvEveryKey(t *testing.T) {
 		"redis.tls-ca-file":                   ca,
 		"redis.tls-cert-file":                 cert,
 		"redis.tls-key-file":                  key,
+		"redis.tls-server-name":               "localhost",
+		"redis.tls-insecure-skip-verify":      "no",
 		"redis.dial-timeout-in-milliseconds":  "1500",
 		"redis.read-timeout-in-milliseconds":  "700",
 		"redis.write-timeout-in-milliseconds": "800",
@@ -112,6 +114,7 @@ func TestEnvEveryKey(t *testing.T) {
 	want.Consul.CAFile, want.Consul.CertFile, want.Consul.KeyFile = "/etc/consul/ca.pem", "/etc/consul/client.pem", "/etc/consul/client-key.pem"
 	want.Consul.KeyPrefix, want.Consul.SessionTTLMin, want.Consul.LockDelay = "acme-baton", 5*time.Second, 250*time.Millisecond
 	want.Redis.CAFile, want.Redis.CertFile, want.Redis.KeyFile = ca, cert, key
+	want.Redis.ServerName = "localhost"
 	want.Redis.DialTimeout, want.Redis.ReadTimeout, want.Redis.WriteTimeout = 1500*time.Millisecond, 700*time.Millisecond, 800*time.Millisecond
 	want.Redis.PoolSize, want.Redis.FailFast = 4, true
 	want.Redis.ShedLockEnvironment, want.Redis.ShedLockKeyPrefix = "prod", "shedlock"

@@ -1,12 +1,16 @@
 package config
 
 import (
+	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 )
@@ -27,10 +31,34 @@ var ErrUnreachable = errors.New("config: store unreachable")
 type unreachableError struct {
 	where, key string
 	err        error
+	tls        bool // the client spoke TLS
 }
 
 func (e *unreachableError) Error() string {
-	return fmt.Sprintf("config: store unreachable at %s (%s): %v", e.where, e.key, e.err)
+	return fmt.Sprintf("config: store unreachable at %s (%s): %v%s", e.where, e.key, e.err, tlsHint(e.err, e.tls))
+}
+
+// tlsHint says which key to look at when err is a TLS handshake's
+// failure, or a failure that a TLS mismatch explains; else "". tls says
+// whether the client spoke TLS.
+func tlsHint(err error, tls bool) string {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &unknown):
+		return "; the server's certificate is not signed by a CA of " + keyRedisTLSCAFile + " (or of the system's roots, without it)"
+	case errors.As(err, &host):
+		return "; the server's certificate is not for that host: set " + keyRedisTLSServer + " to a name it holds"
+	case strings.Contains(msg, "certificate required"), strings.Contains(msg, "bad certificate"), strings.Contains(msg, "unknown certificate authority"):
+		return "; the server wants a client certificate that its CA signed: " + keyRedisTLSCertFile + " and " + keyRedisTLSKeyFile
+	case strings.Contains(msg, "does not look like a TLS handshake"),
+		tls && errors.Is(err, context.DeadlineExceeded):
+		return "; no TLS handshake: does the server speak TLS on that port? (" + keyRedisTLS + ")"
+	case !tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		return "; the server closed the connection: does it want TLS on that port? (" + keyRedisTLS + ")"
+	}
+	return ""
 }
 
 func (e *unreachableError) Unwrap() []error { return []error{ErrUnreachable, e.err} }

@@ -97,6 +97,8 @@ const (
 	keyRedisTLSCAFile    = "redis.tls-ca-file"
 	keyRedisTLSCertFile  = "redis.tls-cert-file"
 	keyRedisTLSKeyFile   = "redis.tls-key-file"
+	keyRedisTLSServer    = "redis.tls-server-name"
+	keyRedisTLSInsecure  = "redis.tls-insecure-skip-verify"
 	keyRedisDialTimeout  = "redis.dial-timeout-in-milliseconds"
 	keyRedisReadTimeout  = "redis.read-timeout-in-milliseconds"
 	keyRedisWriteTimeout = "redis.write-timeout-in-milliseconds"
@@ -211,6 +213,12 @@ var keys = []key{
 	{name: keyRedisTLSKeyFile, kind: kindString,
 		set: func(c *Config, v any) { c.Redis.KeyFile = v.(string) },
 		get: func(c *Config) any { return c.Redis.KeyFile }},
+	{name: keyRedisTLSServer, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.ServerName = v.(string) },
+		get: func(c *Config) any { return c.Redis.ServerName }},
+	{name: keyRedisTLSInsecure, kind: kindBool,
+		set: func(c *Config, v any) { c.Redis.InsecureSkipVerify = v.(bool) },
+		get: func(c *Config) any { return c.Redis.InsecureSkipVerify }},
 	{name: keyRedisDialTimeout, kind: kindMillis,
 		set: func(c *Config, v any) { c.Redis.DialTimeout = count(v, time.Millisecond) },
 		get: func(c *Config) any { return c.Redis.DialTimeout }},

@@ -83,7 +83,8 @@ func TestString(t *testing.T) {
 		`instance.app="my app" instance.tenant=default instance.port=0 instance.ip= instance.advertise-address= ` +
 		`redis.addrs=127.0.0.1:6379 redis.cluster=false redis.master-name= redis.username= redis.password=<redacted> ` +
 		`redis.sentinel-username= redis.sentinel-password=<redacted> redis.db=0 redis.tls=false redis.key-prefix=baton ` +
-		`redis.tls-ca-file= redis.tls-cert-file= redis.tls-key-file= redis.dial-timeout-in-milliseconds=5000 ` +
+		`redis.tls-ca-file= redis.tls-cert-file= redis.tls-key-file= redis.tls-server-name= redis.tls-insecure-skip-verify=false ` +
+		`redis.dial-timeout-in-milliseconds=5000 ` +
 		`redis.read-timeout-in-milliseconds=5000 redis.write-timeout-in-milliseconds=5000 redis.pool-size=0 redis.fail-fast=false ` +
 		`redis.layout=baton redis.shedlock-environment=default redis.shedlock-key-prefix=job-lock ` +
 		`consul.address= consul.token=<redacted> consul.datacenter= consul.tls=false consul.tls-ca-file= ` +

@@ -1,12 +1,16 @@
 package config_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"maps"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -14,7 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/internal/testenv"
 )
 
 // writeTLSFiles writes a self-signed CA and a client certificate it
@@ -92,4 +99,102 @@ func TestRedisTLSFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A store over TLS to a real redis-server that the test starts with a CA
+// and certificates of its own: the client verifies the server and, with
+// tls-auth-clients, shows its own certificate (mutual TLS), with every
+// redis.tls-* key read from a file or the environment. Each mistake (no
+// client certificate, another CA, a name the certificate does not hold,
+// plain TCP to the TLS port) fails fast with an error naming the key to
+// look at.
+func TestRedisTLS(t *testing.T) {
+	certs := testenv.NewTLSCerts(t)
+	other := testenv.NewTLSCerts(t) // a CA the server's certificate is not from
+	r := testenv.NewRedis(t, testenv.RedisOptions{TLS: certs, TLSAuthClients: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	base := map[string]any{"redis.addrs": r.TLSAddr(), "redis.fail-fast": true,
+		"redis.dial-timeout-in-milliseconds": 2000, "redis.read-timeout-in-milliseconds": 1000}
+	with := func(extra map[string]any) map[string]any {
+		m := maps.Clone(base)
+		maps.Copy(m, extra)
+		return m
+	}
+	store := func(t *testing.T, src config.Source) (*config.RedisStore, error) {
+		t.Helper()
+		cfg, err := config.Load(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+	}
+
+	t.Run("File", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "baton.yaml")
+		yaml := fmt.Sprintf("redis:\n  addrs: %q\n  fail-fast: true\n  tls-ca-file: %q\n  tls-cert-file: %q\n  tls-key-file: %q\n",
+			r.TLSAddr(), certs.CAFile, certs.ClientCert, certs.ClientKey)
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := store(t, config.File(file))
+		if err != nil {
+			t.Fatalf("mutual TLS from a file: %v", err)
+		}
+		defer s.Close()
+		key := backend.AppKey("acme", "billing", "lock", "tls")
+		if _, err := s.Acquire(ctx, key, "a", time.Minute, 0); err != nil {
+			t.Fatalf("Acquire over TLS: %v", err)
+		}
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatalf("Release over TLS: %v", err)
+		}
+	})
+	t.Run("Env", func(t *testing.T) {
+		clearEnv(t)
+		t.Setenv("BATON_REDIS_ADDRS", r.TLSAddr())
+		t.Setenv("BATON_REDIS_FAIL_FAST", "true")
+		t.Setenv("BATON_REDIS_TLS_CA_FILE", certs.CAFile)
+		t.Setenv("BATON_REDIS_TLS_CERT_FILE", certs.ClientCert)
+		t.Setenv("BATON_REDIS_TLS_KEY_FILE", certs.ClientKey)
+		t.Setenv("BATON_REDIS_TLS_SERVER_NAME", "localhost") // a name the certificate holds
+		s, err := store(t, config.Env("BATON_"))
+		if err != nil {
+			t.Fatalf("mutual TLS from the environment: %v", err)
+		}
+		s.Close()
+	})
+	for _, c := range []struct {
+		name  string
+		extra map[string]any
+		hint  string
+	}{
+		{"NoClientCert", map[string]any{"redis.tls-ca-file": certs.CAFile}, "redis.tls-cert-file"},
+		{"WrongCA", map[string]any{"redis.tls-ca-file": other.CAFile, "redis.tls-cert-file": certs.ClientCert, "redis.tls-key-file": certs.ClientKey}, "redis.tls-ca-file"},
+		{"WrongName", map[string]any{"redis.tls-ca-file": certs.CAFile, "redis.tls-cert-file": certs.ClientCert, "redis.tls-key-file": certs.ClientKey,
+			"redis.tls-server-name": "not-the-server"}, "redis.tls-server-name"},
+		{"PlainToTLSPort", nil, "redis.tls"},
+		{"TLSToPlainPort", map[string]any{"redis.addrs": r.Addr(), "redis.tls-ca-file": certs.CAFile}, "redis.tls"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := store(t, config.Map(with(c.extra)))
+			if err == nil {
+				s.Close()
+				t.Fatal("the store started; want a fail-fast error")
+			}
+			if !errors.Is(err, config.ErrUnreachable) || !strings.Contains(err.Error(), "store unreachable at") || !strings.Contains(err.Error(), c.hint) {
+				t.Fatalf("error %q; want ErrUnreachable naming the address and %q", err, c.hint)
+			}
+		})
+	}
+	t.Run("InsecureSkipVerify", func(t *testing.T) {
+		// Any CA, or none: the connection is made, unverified.
+		s, err := store(t, config.Map(with(map[string]any{"redis.tls-insecure-skip-verify": true,
+			"redis.tls-cert-file": certs.ClientCert, "redis.tls-key-file": certs.ClientKey})))
+		if err != nil {
+			t.Fatalf("insecure-skip-verify: %v", err)
+		}
+		s.Close()
+	})
 }

@@ -54,6 +54,14 @@ type RedisOptions struct {
 	// StartTimeout bounds how long a start or restart waits for the server to
 	// answer PING. Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
+
+	// TLS, when set, makes the server also listen with TLS on a second
+	// port (TLSAddr), with the server certificate of TLS. The plain port
+	// stays, for testenv's own commands.
+	TLS *TLSCerts
+	// TLSAuthClients makes the TLS port require a client certificate
+	// signed by TLS's CA (mutual TLS).
+	TLSAuthClients bool
 }
 
 func (o RedisOptions) startTimeout() time.Duration {
@@ -75,6 +83,7 @@ type Redis struct {
 	outPath string
 	port    int
 	busPort int // cluster bus port, 0 outside cluster mode
+	tlsPort int // RedisOptions.TLS's port, 0 without TLS
 	timeout time.Duration
 
 	process
@@ -191,6 +200,21 @@ func (r *Redis) writeConfig(spec serverSpec) error {
 		"loglevel notice",
 	}
 	lines = append(lines, own...)
+	if c := spec.opts.TLS; c != nil {
+		if r.tlsPort, err = pickPort(); err != nil {
+			return err
+		}
+		auth := "no"
+		if spec.opts.TLSAuthClients {
+			auth = "yes"
+		}
+		lines = append(lines,
+			"tls-port "+strconv.Itoa(r.tlsPort),
+			"tls-cert-file "+strconv.Quote(c.ServerCert),
+			"tls-key-file "+strconv.Quote(c.ServerKey),
+			"tls-ca-cert-file "+strconv.Quote(c.CAFile),
+			"tls-auth-clients "+auth)
+	}
 	lines = append(lines, spec.opts.Config...)
 	if err := os.WriteFile(r.conf, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		return fmt.Errorf("testenv: write %s: %w", r.conf, err)
@@ -256,6 +280,15 @@ func waitReady(ctx context.Context, addr string, p *proc) error {
 func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
 
 // Port returns the TCP port, the same across Restart.
+// TLSAddr returns the address of the server's TLS port (RedisOptions.TLS),
+// or "" without one.
+func (r *Redis) TLSAddr() string {
+	if r.tlsPort == 0 {
+		return ""
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.tlsPort))
+}
+
 func (r *Redis) Port() int { return r.port }
 
 // Dir returns the server's private directory (config, log, data files).
