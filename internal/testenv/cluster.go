@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -192,4 +193,101 @@ func (c *Cluster) checkReady(ctx context.Context) error {
 // Close kills every node and removes their directories.
 func (c *Cluster) Close() error {
 	return closeAll(c.nodes)
+}
+
+// nodeID returns the cluster node ID of n.
+func nodeID(ctx context.Context, n *Redis) (string, error) {
+	cl := n.adminClient()
+	defer cl.Close()
+	id, err := cl.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return "", fmt.Errorf("testenv: CLUSTER MYID on %s: %w", n.Addr(), err)
+	}
+	return id, nil
+}
+
+// SlotOwner returns the node that serves slot, as the first node sees it.
+func (c *Cluster) SlotOwner(ctx context.Context, slot int) (*Redis, error) {
+	cl := c.nodes[0].adminClient()
+	defer cl.Close()
+	slots, err := cl.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("testenv: CLUSTER SLOTS: %w", err)
+	}
+	for _, s := range slots {
+		if s.Start <= slot && slot <= s.End && len(s.Nodes) > 0 {
+			for _, n := range c.nodes {
+				if n.Addr() == s.Nodes[0].Addr {
+					return n, nil
+				}
+			}
+			return nil, fmt.Errorf("testenv: slot %d is served by %s, not one of ours", slot, s.Nodes[0].Addr)
+		}
+	}
+	return nil, fmt.Errorf("testenv: no node serves slot %d", slot)
+}
+
+// MigrateSlot moves slot, with its keys, from the node that serves it to
+// to, as redis-cli --cluster reshard does: to imports it, the owner
+// migrates it, the keys move with MIGRATE a batch at a time (clients get
+// ASK redirections meanwhile), and then every node is told the new owner
+// (MOVED from then on).
+func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to *Redis) error {
+	from, err := c.SlotOwner(ctx, slot)
+	if err != nil {
+		return err
+	}
+	if from == to {
+		return nil
+	}
+	fromID, err := nodeID(ctx, from)
+	if err != nil {
+		return err
+	}
+	toID, err := nodeID(ctx, to)
+	if err != nil {
+		return err
+	}
+	src, dst := from.adminClient(), to.adminClient()
+	defer src.Close()
+	defer dst.Close()
+	if err := dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID).Err(); err != nil {
+		return fmt.Errorf("testenv: SETSLOT %d IMPORTING on %s: %w", slot, to.Addr(), err)
+	}
+	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID).Err(); err != nil {
+		return fmt.Errorf("testenv: SETSLOT %d MIGRATING on %s: %w", slot, from.Addr(), err)
+	}
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
+		if err != nil {
+			return fmt.Errorf("testenv: GETKEYSINSLOT %d on %s: %w", slot, from.Addr(), err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", "127.0.0.1", to.Port(), "", 0, 5000, "REPLACE", "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil && !errors.Is(err, redis.Nil) && err.Error() != "NOKEY" {
+			return fmt.Errorf("testenv: MIGRATE of slot %d from %s to %s: %w", slot, from.Addr(), to.Addr(), err)
+		}
+	}
+	// The new owner first, then the old one, then the rest, as
+	// redis-cli does.
+	order := []*Redis{to, from}
+	for _, n := range c.nodes {
+		if n != to && n != from {
+			order = append(order, n)
+		}
+	}
+	for _, n := range order {
+		cl := n.adminClient()
+		err := cl.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err()
+		_ = cl.Close()
+		if err != nil {
+			return fmt.Errorf("testenv: SETSLOT %d NODE on %s: %w", slot, n.Addr(), err)
+		}
+	}
+	return nil
 }
