@@ -98,9 +98,13 @@ type counting struct {
 	acquires atomic.Int64
 }
 
+// Acquire counts a claim once the store has answered it: a count the test
+// waits for is a decided claim (refused, the holder still holding), not
+// one still on its way, which a release could overtake.
 func (c *counting) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	l, err := c.Store.Acquire(ctx, key, owner, ttl, floor)
 	c.acquires.Add(1)
-	return c.Store.Acquire(ctx, key, owner, ttl, floor)
+	return l, err
 }
 
 // A waiter is woken by the release, not by its poll: with a one-hour retry
