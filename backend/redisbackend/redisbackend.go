@@ -35,6 +35,13 @@
 // Redis's scripting rules require and as Redis-compatible servers enforce.
 // Expiry is decided by the server's clock alone.
 //
+// # ACL
+//
+// ACLRules gives the rules of a least-privilege Redis user for a store:
+// keys and pub/sub channels under the prefix, and the commands the store
+// and its scripts use. Refusals (WRONGPASS, NOPERM) come back as errors
+// that name the client's user.
+//
 // # Fencing tokens
 //
 // A grant's token is max(counter, floor, the server's clock in µs, from
@@ -213,7 +220,8 @@ type Store struct {
 	replicaWait time.Duration // and how long to wait for them
 	guard       time.Duration // WithRestartGuard; negative: WithoutRestartGuard
 
-	sharded  bool // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	sharded  bool   // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	user     string // the ACL user the client logs in as, for errors
 	scripts  *scriptSet
 	settings []any   // the first arguments of every script (scriptSettings)
 	marker   *marker // keeps watched keys marked
@@ -309,7 +317,7 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redisbackend: %w: nil client", backend.ErrInvalidArgument)
 	}
 	_, sharded := rdb.(*redis.ClusterClient)
-	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second, marks: defaultMarkerTTL, sharded: sharded, subs: make(map[string]*subscriber)}
+	s := &Store{rdb: rdb, prefix: DefaultPrefix, health: 15 * time.Second, marks: defaultMarkerTTL, sharded: sharded, user: username(rdb), subs: make(map[string]*subscriber)}
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -525,7 +533,7 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = errors.Join(err, backend.ContextError(ctx))
 	}
-	return fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+	return fmt.Errorf("redisbackend: %s %q: %w", op, key, s.aclError(err))
 }
 
 // status is the first element of a script's array reply: what happened.
