@@ -533,6 +533,12 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = errors.Join(err, backend.ContextError(ctx))
 	}
+	if strings.Contains(err.Error(), "WRONGTYPE") {
+		// A script met a key of K's that holds another type than baton
+		// keeps there: not baton's data.
+		return fmt.Errorf("redisbackend: %s %q: %w: one of the Redis keys of %s (the lease, %s, %s, %s, %s, %s) holds a value of another type than baton keeps there; delete the foreign one: %w",
+			op, key, backend.ErrCorrupt, s.LeaseKey(key), fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix, err)
+	}
 	return fmt.Errorf("redisbackend: %s %q: %w", op, key, s.aclError(err))
 }
 

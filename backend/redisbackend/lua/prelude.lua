@@ -153,8 +153,8 @@ local function lib()
 
   -- live reports whether a waiter's request (or nil) holds a place at ms.
   local function live(req, ms)
-    local due = req and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
-    return due ~= nil and due > ms
+    local due = type(req) == 'string' and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
+    return due and due > ms or false
   end
 
   -- first returns the first waiter in line whose place has not lapsed, and

@@ -1,0 +1,156 @@
+package redisbackend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+)
+
+var ctxBg = context.Background()
+
+// foreign writes a value of a Redis type into name.
+var foreign = map[string]func(rdb *redis.Client, name string) error{
+	"garbage string": func(rdb *redis.Client, name string) error {
+		return rdb.Set(ctxBg, name, "\x00\xffnot baton's", time.Minute).Err()
+	},
+	"huge string": func(rdb *redis.Client, name string) error {
+		return rdb.Set(ctxBg, name, strings.Repeat("x", 1<<20), time.Minute).Err()
+	},
+	"list": func(rdb *redis.Client, name string) error { return rdb.RPush(ctxBg, name, "a", "b").Err() },
+	"hash": func(rdb *redis.Client, name string) error { return rdb.HSet(ctxBg, name, "f", "v").Err() },
+	"set":  func(rdb *redis.Client, name string) error { return rdb.SAdd(ctxBg, name, "m").Err() },
+	"zset": func(rdb *redis.Client, name string) error {
+		return rdb.ZAdd(ctxBg, name, redis.Z{Score: 1, Member: "m"}).Err()
+	},
+	"stream": func(rdb *redis.Client, name string) error {
+		return rdb.XAdd(ctxBg, &redis.XAddArgs{Stream: name, Values: []any{"f", "v"}}).Err()
+	},
+}
+
+// Foreign values of every type in every Redis key a store keeps for a
+// lock — the lease, its counter, its line and requests, its watch marker,
+// its mailbox — and in a member group's keys: no call panics or hangs;
+// each either works or fails with an error that wraps backend.ErrCorrupt
+// and names the Redis key to delete; and the foreign value is left alone.
+func TestHostileForeignValues(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	suffixes := map[string]func(key string) string{
+		"lease":    s.LeaseKey,
+		"counter":  s.FenceKey,
+		"line":     func(k string) string { l, _ := s.LineKeys(k); return l },
+		"requests": func(k string) string { _, r := s.LineKeys(k); return r },
+		"marker":   s.MarkerKey,
+		"mailbox":  s.MailboxKey,
+	}
+	i := 0
+	for which, name := range suffixes {
+		for kind, write := range foreign {
+			i++
+			t.Run(which+"/"+kind, func(t *testing.T) {
+				key := fmt.Sprintf("{hostile:%d}:lock:k", i)
+				target := name(key)
+				if err := write(rdb, target); err != nil {
+					t.Fatal(err)
+				}
+				check := func(op string, err error) {
+					t.Helper()
+					if err != nil && !errors.Is(err, backend.ErrCorrupt) && !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrNotHeld) && !errors.Is(err, backend.ErrNotFound) {
+						t.Errorf("%s with a %s in the %s key: %v; want success or an error wrapping ErrCorrupt", op, kind, which, err)
+					}
+					if errors.Is(err, backend.ErrCorrupt) && !strings.Contains(err.Error(), target) && !strings.Contains(err.Error(), key) {
+						t.Errorf("%s: %v; want the error to name %s", op, err, target)
+					}
+				}
+				_, err := s.Acquire(ctx, key, "me", time.Second, 0)
+				check("Acquire", err)
+				_, err = s.AcquireQueued(ctx, key, "other", time.Second, 0, time.Second)
+				check("AcquireQueued", err)
+				_, err = s.Renew(ctx, key, "me", time.Second)
+				check("Renew", err)
+				_, err = s.Get(ctx, key)
+				check("Get", err)
+				check("Dequeue", s.Dequeue(ctx, key, "other"))
+				check("Release", s.Release(ctx, key, "me", 0))
+				if w, err := s.Watch(ctx, key); err == nil {
+					w.Close()
+				} else {
+					check("Watch", err)
+				}
+				if which != "lease" && which != "counter" {
+					return // a script may clean up a key it owns
+				}
+				if typ, _ := rdb.Type(ctx, target).Result(); typ == "none" {
+					t.Errorf("the foreign %s in the %s key was deleted", kind, which)
+				}
+			})
+		}
+	}
+}
+
+// Odd bytes in lock names that users pass (unicode, punctuation, braces
+// after the tag, very long names) round-trip: the lease is granted,
+// read back under the same name and released.
+func TestHostileKeyNames(t *testing.T) {
+	s := newStore(t, server.Client(t))
+	ctx := ctxT(t)
+	for _, name := range []string{
+		"发票:42", "invoice/42?x=1&y=%20", "a}b{c", "'quoted'\"double\"", "emoji-🔒", strings.Repeat("k", 500), "tab\u00a0nbsp", "back\\slash",
+	} {
+		key := backend.AppKey("acme", "billing", "lock", name)
+		l, err := s.Acquire(ctx, key, "me", time.Minute, 0)
+		if err != nil {
+			if errors.Is(err, backend.ErrInvalidArgument) {
+				continue // refused up front: fine
+			}
+			t.Fatalf("Acquire(%q): %v", name, err)
+		}
+		if g, err := s.Get(ctx, key); err != nil || g.Token != l.Token {
+			t.Errorf("Get(%q) = %+v, %v; want token %d", name, g, err, l.Token)
+		}
+		if err := s.Release(ctx, key, "me", 0); err != nil {
+			t.Errorf("Release(%q): %v", name, err)
+		}
+	}
+}
+
+// FLUSHALL and SCRIPT FLUSH mid-run: the store reloads its scripts, a
+// lease the flush took is gone (not renewable), and the next grant's token
+// is still above every earlier one.
+func TestHostileFlushes(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	key := backend.AppKey("hostile", "flush", "lock", "k")
+	l1, err := s.Acquire(ctx, key, "a", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Renew(ctx, key, "a", time.Minute); err != nil {
+		t.Fatalf("Renew after SCRIPT FLUSH: %v; want the script reloaded", err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Renew(ctx, key, "a", time.Minute); !errors.Is(err, backend.ErrNotHeld) {
+		t.Fatalf("Renew after FLUSHALL: %v; want ErrNotHeld (the lease is gone)", err)
+	}
+	l2, err := s.Acquire(ctx, key, "b", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Token <= l1.Token {
+		t.Fatalf("token after FLUSHALL %d, not above %d from before it", l2.Token, l1.Token)
+	}
+}
