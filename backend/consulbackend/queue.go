@@ -204,10 +204,17 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 			return backend.Lease{}, fmt.Errorf("consulbackend: acquire queued %q: %w", key, backend.ContextError(ctx))
 		}
 	}
+	// Every attempt lost a race with other clients' writes to the key
+	// or its line: under contention, a refusal like any other, and the
+	// caller asks again as it would after one.
+	he := &backend.HeldError{Holder: backend.Lease{Key: key}}
 	if last.lease != nil {
-		return backend.Lease{}, &backend.HeldError{Holder: last.lease.rec.lease(key)}
+		he.Holder = last.lease.rec.lease(key)
 	}
-	return backend.Lease{}, fmt.Errorf("consulbackend: acquire queued %q: the key or its line changed under %d attempts in a row; try again", key, grantAttempts)
+	if first := last.first(); first != nil {
+		he.Next = first.owner
+	}
+	return backend.Lease{}, he
 }
 
 // queued makes one attempt of AcquireQueued on what st read. retry
@@ -303,9 +310,15 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 		return false, err
 	}
 	var ops api.TxnOps
-	if st.leaseKV != nil {
+	switch {
+	case st.lease != nil:
+		// Still the same lease: its session, which a renewal keeps and a
+		// release or handover ends. (Its index changes with every
+		// renewal, which must not turn waiters away.)
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}})
+	case st.leaseKV != nil:
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
-	} else {
+	default:
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}})
 	}
 	if first := st.first(); first != nil && first != mine {
