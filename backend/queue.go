@@ -68,6 +68,10 @@ type Handover interface {
 
 	// AwaitHandover waits until a Release or Dequeue hands key to owner,
 	// until max passes (then ok is false and err nil), or until ctx ends.
+	// A store may also return ok false sooner when it sees the key free
+	// and not handed to owner (released while owner was not yet in line,
+	// or expired): nothing will hand it over then, and the caller asks
+	// again.
 	// A handover that happened before the call is returned at once; one
 	// whose lease ended before it was collected is not returned. The
 	// lease's TTL is, as everywhere, what was left of it when the store

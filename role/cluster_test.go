@@ -3,7 +3,6 @@ package role_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 	c := testenv.NewCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	newStore := func() *redisbackend.Store {
+	newStore := func() backend.Store {
 		s, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithoutRestartGuard()) // new servers
 		if err != nil {
 			t.Fatal(err)
@@ -33,42 +32,10 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 	}
 	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
 	var ts tenures
-	var els []*role.Elector
-	for i := range 3 {
-		els = append(els, startElector(t, newStore(), 7700+i, cfg, &ts))
-	}
-	defer stopAll(t, els...)
-	waitFor(t, "a master", func() bool { return master(els) != nil }, els...)
-
-	var (
-		mu        sync.Mutex
-		lastToken uint64
-		grants    int
-		backwards []string
-	)
+	els := startElectors(t, 3, 7700, cfg, &ts, newStore)
 	locks := newStore()
-	key := backend.AppKey("acme", "billing", "lock", "load")
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Go(func() {
-		for loadCtx.Err() == nil {
-			l, err := locks.Acquire(loadCtx, key, "loader", time.Second, lastToken)
-			if err != nil {
-				time.Sleep(5 * time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			if l.Token <= lastToken {
-				backwards = append(backwards, fmt.Sprintf("token %d after %d", l.Token, lastToken))
-			}
-			lastToken = l.Token
-			grants++
-			mu.Unlock()
-			_ = locks.Release(loadCtx, key, "loader", 0)
-		}
-	})
-	defer func() { stopLoad(); load.Wait() }()
-	grantsNow := func() int { mu.Lock(); defer mu.Unlock(); return grants }
+	load := startGrantLoop(ctx, locks, backend.AppKey("acme", "billing", "lock", "load"))
+	defer load.stop()
 
 	slot := c.ClusterClient(t).ClusterKeySlot(ctx, "{acme:billing}").Val()
 	home, err := c.SlotOwner(ctx, int(slot))
@@ -83,12 +50,12 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 		}
 	}
 	for i, to := range []*testenv.Redis{away, home} {
-		before := grantsNow()
+		before := load.count()
 		if err := c.MigrateSlot(ctx, int(slot), to); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, fmt.Sprintf("lock grants and a master after move %d", i+1), func() bool {
-			return grantsNow() > before+20 && master(els) != nil
+			return load.count() > before+20 && master(els) != nil
 		}, els...)
 	}
 
@@ -115,13 +82,7 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 		}
 	}
 
-	stopLoad()
-	load.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(backwards) > 0 {
-		t.Errorf("lock tokens went back through the slot moves: %v", backwards)
-	}
+	load.stopAndCheck(t, "through the slot moves")
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if len(ts.overlaps) > 0 {

@@ -49,6 +49,8 @@ type Store struct {
 	counterKeep time.Duration // WithCounterKeep
 	keep        keepers
 
+	afterLook func() // tests: runs between a release's read and its write
+
 	mu       sync.Mutex
 	done     bool
 	watches  sync.WaitGroup // the watches' goroutines
@@ -183,6 +185,17 @@ type record struct {
 	// Kept marks a lease released with a keep time: it can no longer be
 	// renewed.
 	Kept bool `json:"kept,omitempty"`
+	// Mark changes with every renewal and with every waiter that joins
+	// the line: Consul skips a write that changes nothing, and these
+	// writes must change the key's index, so that watchers see the
+	// renewal and a release that read the line before the join retries.
+	Mark uint64 `json:"mark,omitempty"`
+}
+
+// marked returns r with the next Mark.
+func (r record) marked() record {
+	r.Mark++
+	return r
 }
 
 func (r record) lease(key string) backend.Lease {
@@ -500,7 +513,7 @@ func (s *Store) entry(key string, p *api.KVPair) (*entry, error) {
 }
 
 // Renew implements backend.Store. It renews the lease's session, which
-// Consul then keeps for at least ttl, and rewrites the lease key as it is,
+// Consul then keeps for at least ttl, and rewrites the lease key with its next mark,
 // so that watchers see the renewal (EventRenewed). A lease cannot change
 // its TTL on Consul: a ttl other than the one granted moves the lease to
 // a new session with that TTL.
@@ -535,12 +548,13 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		// lease is gone (or going) with it.
 		return backend.Lease{}, notHeld(key, owner, nil)
 	}
-	// Rewrite the lease as it is, so that watchers learn of the renewal
+	// Rewrite the lease with its next mark (Consul skips a write that
+	// changes nothing), so that watchers learn of the renewal
 	// (EventRenewed) and count their wait from it: a session renewal
 	// alone changes nothing they can see.
 	ok, resp, _, err := s.txn.Txn(api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(cur.rec), Session: cur.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(cur.rec.marked()), Session: cur.session}},
 	}, s.queryOpts(ctx))
 	if err != nil {
 		return backend.Lease{}, s.transport("renew", key, ctx, err)
@@ -680,6 +694,9 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 	cur := st.lease
 	if cur == nil || cur.rec.Owner != owner {
 		return notHeld(key, owner, cur)
+	}
+	if s.afterLook != nil {
+		s.afterLook()
 	}
 	if w := st.first(); w != nil {
 		retry, err := s.handOver(ctx, "release", key, st, w, nil)

@@ -205,3 +205,32 @@ func TestEndedKeeperIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// A renewal reaches watchers as EventRenewed. Consul skips a write that
+// changes nothing, so the rewrite of the lease must change it (its mark):
+// the key rewritten as it was did not wake them.
+func TestRenewalWakesWatchers(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	const key = "renewal-seen"
+	if _, err := s.Acquire(ctx, key, "a", 10*time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := s.Renew(ctx, key, "a", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.C():
+		if ev.Kind != backend.EventRenewed || ev.TTL != 10*time.Second {
+			t.Fatalf("after a renewal the watch says %v (ttl %v); want EventRenewed for 10s", ev.Kind, ev.TTL)
+		}
+	case <-time.After(patience):
+		t.Fatal("the watch did not see the renewal")
+	}
+}

@@ -313,9 +313,15 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 	switch {
 	case st.lease != nil:
 		// Still the same lease: its session, which a renewal keeps and a
-		// release or handover ends. (Its index changes with every
-		// renewal, which must not turn waiters away.)
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}})
+		// release or handover ends (its index changes with every
+		// renewal, which must not turn waiters away). The lease is then
+		// written again with its next mark, so that a release that read
+		// the line before this join fails its transaction, reads again
+		// and hands the key over instead of freeing it with a waiter in
+		// line.
+		ops = append(ops,
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}},
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
 	case st.leaseKV != nil:
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
 	default:
@@ -424,10 +430,20 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	return fmt.Errorf("consulbackend: dequeue %q: the key or its line changed under %d attempts in a row; try again", key, grantAttempts)
 }
 
+// freeLook is how long AwaitHandover waits on a key it finds free at its
+// first look before it lets the caller ask again.
+const freeLook = 20 * time.Millisecond
+
 // AwaitHandover implements backend.Handover with blocking queries on the
 // lease key. The lease it returns has the TTL its waiter asked for:
 // Consul cannot say how much of it is left, and the caller counts it from
 // before the handover.
+//
+// A free key is not handed to anyone: when the key is free at the first
+// look (after a short wait for a release in flight) or falls free while
+// it waits (a release that found owner not yet in line, or an expiry),
+// AwaitHandover returns ok false at once, so that the caller asks again
+// instead of waiting for max.
 func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
 	if err := s.begin(ctx, "await handover", key); err != nil {
 		return backend.Lease{}, false, err
@@ -438,8 +454,13 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	wctx, cancel := context.WithTimeout(ctx, max)
 	defer cancel()
 	var index uint64
+	freeAtFirst := false
 	for {
-		q := (&api.QueryOptions{WaitIndex: index, WaitTime: max}).WithContext(wctx)
+		wait := max
+		if freeAtFirst {
+			wait = min(max, freeLook)
+		}
+		q := (&api.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(wctx)
 		p, meta, err := s.lookLease(key, q)
 		switch {
 		case ctx.Err() != nil:
@@ -453,11 +474,17 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		if err != nil {
 			return backend.Lease{}, false, err
 		}
-		if cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
+		switch {
+		case cur != nil && cur.rec.Owner == owner && !cur.rec.Kept:
 			return cur.rec.lease(key), true, nil
+		case cur == nil && index != 0:
+			return backend.Lease{}, false, nil // free after a look: ask again
+		case cur == nil:
+			freeAtFirst = true
 		}
 		if meta.LastIndex < index {
 			index = 0 // the agent lost its data: start over
+			freeAtFirst = false
 		} else {
 			index = meta.LastIndex
 		}

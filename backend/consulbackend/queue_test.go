@@ -179,3 +179,65 @@ func awaitKind(t testing.TB, w backend.Watch, kind backend.EventKind) {
 		}
 	}
 }
+
+// A waiter that joins the line between a release's read of the key and
+// its write (the release saw nobody in line) is not left in the line of a
+// key that was freed: the release reads again and hands the key over.
+func TestReleaseSeesAJoinAfterItsRead(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	h, w := newStore(t, a), newStore(t, a)
+	const key, ttl = "release-after-join", 10 * time.Second
+	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	once := true
+	consulbackend.SetAfterLook(h, func() {
+		if once {
+			once = false
+			if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Errorf("the waiter's AcquireQueued while the holder holds the key: %v; want ErrHeld", err)
+			}
+		}
+	})
+	if err := h.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := w.AwaitHandover(ctx, key, "waiter", time.Second)
+	if err != nil || !ok || l.Owner != "waiter" {
+		t.Fatalf("AwaitHandover of the waiter that joined during the release: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+	}
+}
+
+// A key that falls free without being handed to the waiter (it was not
+// in line when the release read it) ends the waiter's AwaitHandover at
+// once, ok false, so that it asks again instead of waiting for max.
+func TestAwaitHandoverEndsWhenTheKeyFallsFree(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	const key, max = "falls-free", time.Minute
+	if _, err := s.Acquire(ctx, key, "holder", 10*time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, ok, err := s.AwaitHandover(ctx, key, "waiter", max) // not in line
+		done <- result{ok, err}
+	}()
+	if err := s.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.ok || r.err != nil {
+			t.Fatalf("AwaitHandover of a key that fell free: ok %v, err %v; want ok false", r.ok, r.err)
+		}
+	case <-time.After(max / 2):
+		t.Fatalf("AwaitHandover still waits %v after the key fell free (max %v)", max/2, max)
+	}
+}
