@@ -40,13 +40,18 @@
 // TTL is half the waiter's patience (Consul keeps a session for twice its
 // TTL) or the servers' minimum, written in a transaction that holds only
 // if the key and the waiter first in line are as the refusal read them,
-// so that a release cannot slip between the refusal and the join. A call
-// with the same patience renews that session. Release with a live waiter
+// so that a release cannot slip between the refusal and the join; the
+// join also rewrites the lease with a new mark, so that a release that
+// read the line before it reads again. A call with the same patience
+// renews that session. Release with a live waiter
 // in line does not free the key: in one transaction it deletes the lease,
 // moves the counter to the waiter's token, takes the waiter out of the
 // line and locks the key with a new session of the ttl the waiter asked
 // for. Watchers see the key held (EventRenewed); the waiter's
-// AwaitHandover, a blocking query on the lease key, returns the lease. A
+// AwaitHandover, a blocking query on the lease key, returns the lease, or
+// returns at once, ok false, when the key falls free without being handed
+// to it (an expiry, a release that found it not yet in line), so that the
+// waiter asks again. A
 // contended key thus passes from holder to holder without the waiters
 // racing for it, each race costing Raft writes.
 //
