@@ -50,9 +50,9 @@ const (
 // file, synced every second (syncing every write makes a loaded machine's
 // disk the bottleneck of the run). server_restart stops the server
 // cleanly, so it comes back with every write; server_restart_empty kills
-// it and deletes its files.
-// A restart writes a new AOF base file before it answers; on a loaded
-// machine (make test-stress) that took longer than testenv's default 10 s.
+// it and deletes its files. A restart writes a new AOF base file before it
+// answers; on a loaded machine (make test-stress) that took longer than
+// testenv's default 10 s.
 var persistent = testenv.RedisOptions{AppendOnly: true, Config: []string{"appendfsync everysec"}, StartTimeout: 30 * time.Second}
 
 // cluster is one chaos run's world: the coordination servers (standalone
