@@ -1,5 +1,3 @@
-//go:build sentinelload
-
 package role_test
 
 import (
@@ -65,6 +63,7 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 	var (
 		mu        sync.Mutex
 		noMasters [][2]time.Time
+		lastSeen  time.Time // when the sampler last saw a master
 	)
 	sampleCtx, stopSampler := context.WithCancel(ctx)
 	var sampler sync.WaitGroup
@@ -84,6 +83,9 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 				noMasters = append(noMasters, [2]time.Time{since, now})
 				since = time.Time{}
 			}
+			if has {
+				lastSeen = now
+			}
 			mu.Unlock()
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -91,10 +93,17 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 	defer func() { stopSampler(); sampler.Wait() }()
 	// gaps returns, for the fault at from, the longest stretch without a
 	// master and the longest gap between lock grants that ended after
-	// from, once a master and a grant are back.
+	// from, once a master and a grant are back and the sampler has seen
+	// the master (so that it has noted the stretch that ended).
 	gaps := func(from time.Time) (noMaster, noGrant time.Duration) {
 		waitLong(t, "a master and a lock grant after the fault", func() bool {
 			return master(els) != nil && load.since(from.Add(100*time.Millisecond))
+		}, els...)
+		back := time.Now()
+		waitLong(t, "the sampler to see the master", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return lastSeen.After(back)
 		}, els...)
 		mu.Lock()
 		defer mu.Unlock()

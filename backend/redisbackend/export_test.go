@@ -11,3 +11,6 @@ func UseScriptShim(s *Store, shim string) {
 	s.scripts = loadScripts(shim)
 	s.marker.scripts = s.scripts
 }
+
+// GroupKeys returns the Redis keys of member group group.
+func (s *Store) GroupKeys(group string) []string { return s.groupKeys(group) }

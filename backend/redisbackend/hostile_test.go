@@ -36,9 +36,10 @@ var foreign = map[string]func(rdb *redis.Client, name string) error{
 
 // Foreign values of every type in every Redis key a store keeps for a
 // lock — the lease, its counter, its line and requests, its watch marker,
-// its mailbox — and in a member group's keys: no call panics or hangs;
-// each either works or fails with an error that wraps backend.ErrCorrupt
-// and names the Redis key to delete; and the foreign value is left alone.
+// its mailbox (a member group's keys: TestHostileMemberKeys): no call
+// panics or hangs; each either works or fails with an error that wraps
+// backend.ErrCorrupt and names the Redis key to delete; and the foreign
+// value is left alone.
 func TestHostileForeignValues(t *testing.T) {
 	rdb := server.Client(t)
 	s := newStore(t, rdb)
@@ -91,6 +92,46 @@ func TestHostileForeignValues(t *testing.T) {
 				if typ, _ := rdb.Type(ctx, target).Result(); typ == "none" {
 					t.Errorf("the foreign %s in the %s key was deleted", kind, which)
 				}
+			})
+		}
+	}
+}
+
+// Foreign values of every type in each of a member group's three keys:
+// Heartbeat, Members and Leave either work or fail with an error that
+// wraps backend.ErrCorrupt and names the Redis key to delete, and never
+// panic or hang.
+func TestHostileMemberKeys(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	i := 0
+	for which := range 3 {
+		for kind, write := range foreign {
+			i++
+			group := backend.AppKey("hostile", fmt.Sprint(i), "members")
+			target := s.GroupKeys(group)[which]
+			t.Run(fmt.Sprintf("%d/%s", which, kind), func(t *testing.T) {
+				if err := write(rdb, target); err != nil {
+					t.Fatal(err)
+				}
+				check := func(op string, err error) {
+					t.Helper()
+					if err == nil {
+						return
+					}
+					if !errors.Is(err, backend.ErrCorrupt) {
+						t.Errorf("%s with a %s in %s: %v; want success or an error wrapping ErrCorrupt", op, kind, target, err)
+					} else if !strings.Contains(err.Error(), target) {
+						t.Errorf("%s: %v; want the error to name the Redis key %s", op, err, target)
+					}
+				}
+				m := backend.Member{Name: "n1", Identity: "10.0.0.1:acme:billing:80"}
+				_, err := s.Heartbeat(ctx, group, m, time.Minute)
+				check("Heartbeat", err)
+				_, err = s.Members(ctx, group)
+				check("Members", err)
+				check("Leave", s.Leave(ctx, group, "n1"))
 			})
 		}
 	}

@@ -530,16 +530,28 @@ func (s *Store) undo(ctx context.Context, key, owner string) {
 // transport wraps an error from the client. When ctx ended, the context's
 // error is joined so errors.Is finds it.
 func (s *Store) transport(op, key string, ctx context.Context, err error) error {
+	return s.transportOn(op, key, s.lockKeyNames(key), ctx, err)
+}
+
+// transportOn is transport for a call whose script touches the Redis keys
+// named in keys (for an error to point at).
+func (s *Store) transportOn(op, key, keys string, ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = errors.Join(err, backend.ContextError(ctx))
 	}
 	if strings.Contains(err.Error(), "WRONGTYPE") {
-		// A script met a key of K's that holds another type than baton
-		// keeps there: not baton's data.
-		return fmt.Errorf("redisbackend: %s %q: %w: one of the Redis keys of %s (the lease, %s, %s, %s, %s, %s) holds a value of another type than baton keeps there; delete the foreign one: %w",
-			op, key, backend.ErrCorrupt, s.LeaseKey(key), fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix, err)
+		// A script met a key that holds another type than baton keeps
+		// there: not baton's data.
+		return fmt.Errorf("redisbackend: %s %q: %w: one of the Redis keys %s holds a value of another type than baton keeps there; delete the foreign one: %w",
+			op, key, backend.ErrCorrupt, keys, err)
 	}
 	return fmt.Errorf("redisbackend: %s %q: %w", op, key, s.aclError(err))
+}
+
+// lockKeyNames names the Redis keys of lock key, for errors.
+func (s *Store) lockKeyNames(key string) string {
+	k := s.LeaseKey(key)
+	return fmt.Sprintf("of %s (the lease, %s, %s, %s, %s, %s)", k, fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix)
 }
 
 // status is the first element of a script's array reply: what happened.

@@ -60,7 +60,7 @@ func (s *Store) Heartbeat(ctx context.Context, group string, m backend.Member, t
 	res, err := heartbeatScript.Run(ctx, s.rdb, s.groupKeys(group),
 		m.Name, m.Identity, string(m.Data), backend.RoundUpMillis(ttl).Milliseconds()).StringSlice()
 	if err != nil {
-		return nil, s.transport("heartbeat", group, ctx, err)
+		return nil, s.groupTransport("heartbeat", group, ctx, err)
 	}
 	if len(res) < 1 || res[0] != "ok" {
 		return nil, corruptReply("heartbeat", group, res)
@@ -80,7 +80,7 @@ func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, er
 	}
 	res, err := membersScript.Run(ctx, s.rdb, s.groupKeys(group)).StringSlice()
 	if err != nil {
-		return nil, s.transport("members", group, ctx, err)
+		return nil, s.groupTransport("members", group, ctx, err)
 	}
 	return parseMembers(group, res)
 }
@@ -138,9 +138,14 @@ func (s *Store) Leave(ctx context.Context, group, name string) error {
 		return fmt.Errorf("redisbackend: leave: %w", err)
 	}
 	if err := leaveScript.Run(ctx, s.rdb, s.groupKeys(group), name).Err(); err != nil {
-		return s.transport("leave", group, ctx, err)
+		return s.groupTransport("leave", group, ctx, err)
 	}
 	return nil
+}
+
+// groupTransport is transport for a call on group's keys.
+func (s *Store) groupTransport(op, group string, ctx context.Context, err error) error {
+	return s.transportOn(op, group, strings.Join(s.groupKeys(group), ", "), ctx, err)
 }
 
 func corruptReply(op, key string, res []string) error {

@@ -224,10 +224,11 @@ func (s *Sentinel) FailoverClient(t testing.TB) *redis.Client {
 }
 
 // Failover forces a failover (SENTINEL FAILOVER) and returns the new
-// master's address once every running sentinel reports it and it has taken
-// the master role. The old master, if it is still up, is then made a replica
-// of the new one (as Sentinel itself would do some seconds later), so that
-// the topology is whole again and Failover can be called again. Without a
+// master's address once every running sentinel reports it, it has taken
+// the master role and every sentinel has ended the failover. The old
+// master, if it is still up, is made a replica of the new one (as Sentinel
+// itself would do some seconds later), so that the topology is whole again
+// and Failover can be called again, or the new master killed. Without a
 // deadline on ctx, Failover gives up after DefaultTopologyTimeout.
 func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	ctx, cancel := withDefaultTimeout(ctx, DefaultTopologyTimeout)
@@ -298,7 +299,32 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	if err := poll(ctx, "wait for every sentinel to end the failover", s.checkFailoverEnded); err != nil {
+		return "", err
+	}
 	return newAddr, nil
+}
+
+// checkFailoverEnded fails while a running sentinel still has a failover of
+// the master in progress. Until it ends, the sentinel that led it answers
+// the promoted replica's address; and should that replica die before the
+// end, the leader never ends it (it waits for the promoted replica to be
+// reachable) and goes on answering the dead address even after the other
+// sentinels have failed over again (seen with Redis 7.0.15), so a client
+// that asks it dials a dead master.
+func (s *Sentinel) checkFailoverEnded(ctx context.Context) error {
+	for _, sn := range running(s.sentinels) {
+		c := redis.NewSentinelClient(sn.adminOptions())
+		m, err := c.Master(ctx, s.name).Result()
+		_ = c.Close()
+		if err != nil {
+			return fmt.Errorf("SENTINEL MASTER %s on %s: %w", s.name, sn.Addr(), err)
+		}
+		if strings.Contains(m["flags"], "failover_in_progress") {
+			return fmt.Errorf("sentinel %s: failover of %s still in progress (flags %s, state %s)", sn.Addr(), s.name, m["flags"], m["failover-state"])
+		}
+	}
+	return nil
 }
 
 // reattach makes r a replica of master the way Sentinel reconfigures an

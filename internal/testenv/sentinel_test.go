@@ -2,8 +2,11 @@ package testenv_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/internal/testenv"
 )
@@ -37,6 +40,16 @@ func TestSentinelFailoverChangesMaster(t *testing.T) {
 	}
 	if got, err := s.MasterAddr(ctx); err != nil || got != newAddr {
 		t.Fatalf("MasterAddr after Failover = %s, %v; want %s", got, err, newAddr)
+	}
+	// Failover returns once every sentinel has ended it: a leader still in
+	// the failover would go on naming the promoted replica should it die.
+	for _, sn := range s.Sentinels() {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr(), Protocol: 2})
+		m, err := sc.Master(ctx, s.MasterName()).Result()
+		_ = sc.Close()
+		if err != nil || strings.Contains(m["flags"], "failover_in_progress") {
+			t.Fatalf("sentinel %s after Failover: flags %q, state %q, %v; want the failover ended", sn.Addr(), m["flags"], m["failover-state"], err)
+		}
 	}
 
 	// The failover client follows the switch; until it has, a write may hit
