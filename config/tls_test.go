@@ -158,3 +158,67 @@ func TestRedisTLS(t *testing.T) {
 		s.Close()
 	})
 }
+
+// Sentinel over TLS: the servers replicate and the sentinels monitor over
+// TLS, and a store made from the redis.* keys finds the master through the
+// sentinels' TLS ports with mutual TLS, holds a lease and follows a
+// failover; with another CA it fails fast naming redis.tls-ca-file.
+func TestRedisTLSSentinel(t *testing.T) {
+	certs := testenv.NewTLSCerts(t)
+	other := testenv.NewTLSCerts(t)
+	sn := testenv.NewSentinel(t, testenv.SentinelOptions{Redis: testenv.RedisOptions{TLS: certs, TLSAuthClients: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	load := func(ca string) (*config.RedisStore, error) {
+		cfg, err := config.Load(config.Map(map[string]any{
+			"redis.addrs":         strings.Join(sn.SentinelTLSAddrs(), ","),
+			"redis.master-name":   sn.MasterName(),
+			"redis.fail-fast":     true,
+			"redis.tls-ca-file":   ca,
+			"redis.tls-cert-file": certs.ClientCert,
+			"redis.tls-key-file":  certs.ClientKey,
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+	}
+
+	s, err := load(certs.CAFile)
+	if err != nil {
+		t.Fatalf("Sentinel over mutual TLS: %v", err)
+	}
+	defer s.Close()
+	key := backend.AppKey("acme", "billing", "lock", "tls-sentinel")
+	l, err := s.Acquire(ctx, key, "a", time.Minute, 0)
+	if err != nil {
+		t.Fatalf("Acquire over TLS via Sentinel: %v", err)
+	}
+	newMaster, err := sn.Failover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lease was replicated before the failover (SENTINEL FAILOVER
+	// waits for the replica to catch up); the client finds the new master.
+	var got backend.Lease
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if got, err = s.Get(ctx, key); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil || got.Token != l.Token {
+		t.Fatalf("Get after the failover to %s = %+v, %v; want the lease of token %d", newMaster, got, err, l.Token)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatalf("Release on the new master over TLS: %v", err)
+	}
+
+	if s, err := load(other.CAFile); err == nil {
+		s.Close()
+		t.Fatal("a store trusting another CA started; want a fail-fast error")
+	} else if !errors.Is(err, config.ErrUnreachable) || !strings.Contains(err.Error(), "redis.tls-ca-file") {
+		t.Fatalf("another CA: %v; want ErrUnreachable naming redis.tls-ca-file", err)
+	}
+}

@@ -279,7 +279,6 @@ func waitReady(ctx context.Context, addr string, p *proc) error {
 // Addr returns "127.0.0.1:port".
 func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
 
-// Port returns the TCP port, the same across Restart.
 // TLSAddr returns the address of the server's TLS port (RedisOptions.TLS),
 // or "" without one.
 func (r *Redis) TLSAddr() string {
@@ -289,7 +288,21 @@ func (r *Redis) TLSAddr() string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.tlsPort))
 }
 
+// Port returns the TCP port, the same across Restart.
 func (r *Redis) Port() int { return r.port }
+
+// linkPort is the port the other servers of a topology reach r on: its
+// TLS port when it has one (replication and sentinels then speak TLS),
+// else its port.
+func (r *Redis) linkPort() int {
+	if r.tlsPort != 0 {
+		return r.tlsPort
+	}
+	return r.port
+}
+
+// linkAddr is linkPort's address.
+func (r *Redis) linkAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.linkPort())) }
 
 // Dir returns the server's private directory (config, log, data files).
 func (r *Redis) Dir() string { return r.dir }

@@ -37,7 +37,12 @@ type SentinelOptions struct {
 	DownAfter time.Duration
 	// FailoverTimeout is sentinel failover-timeout. Default 10 s.
 	FailoverTimeout time.Duration
-	// Redis configures the master and the replicas.
+	// Redis configures the master and the replicas. With Redis.TLS set the
+	// whole topology speaks TLS: the replicas replicate and the sentinels
+	// monitor over the servers' TLS ports, the sentinels listen with TLS
+	// too (SentinelTLSAddrs) with the same certificates, and they report
+	// the servers' TLS addresses. The plain ports stay, for testenv's own
+	// commands.
 	Redis RedisOptions
 	// StartTimeout bounds the wait for the whole topology to be ready.
 	// Default DefaultTopologyTimeout.
@@ -88,12 +93,17 @@ func StartSentinel(opts SentinelOptions) (*Sentinel, error) {
 		}
 	}()
 
+	var sentinelTLS []string
+	if o.Redis.TLS != nil {
+		sentinelTLS = []string{"tls-replication yes"}
+		o.Redis.Config = append(slices.Clone(o.Redis.Config), sentinelTLS...)
+	}
 	master, err := StartRedis(o.Redis)
 	if err != nil {
 		return nil, err
 	}
 	s.servers = append(s.servers, master)
-	replicaOf := fmt.Sprintf("replicaof 127.0.0.1 %d", master.Port())
+	replicaOf := fmt.Sprintf("replicaof 127.0.0.1 %d", master.linkPort())
 	for range o.Replicas {
 		r, err := startServer(serverSpec{
 			program: "redis-server",
@@ -119,7 +129,7 @@ func StartSentinel(opts SentinelOptions) (*Sentinel, error) {
 	}
 
 	monitor := []string{
-		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", o.MasterName, master.Port(), o.Sentinels/2+1),
+		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", o.MasterName, master.linkPort(), o.Sentinels/2+1),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", o.MasterName, o.DownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", o.MasterName, o.FailoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", o.MasterName),
@@ -127,8 +137,8 @@ func StartSentinel(opts SentinelOptions) (*Sentinel, error) {
 	for range o.Sentinels {
 		sn, err := startServer(serverSpec{
 			program: "redis-sentinel",
-			opts:    RedisOptions{StartTimeout: o.Redis.StartTimeout},
-			config:  func(*Redis) ([]string, error) { return monitor, nil },
+			opts:    RedisOptions{StartTimeout: o.Redis.StartTimeout, TLS: o.Redis.TLS, TLSAuthClients: o.Redis.TLSAuthClients},
+			config:  func(*Redis) ([]string, error) { return append(sentinelTLS, monitor...), nil },
 		})
 		if err != nil {
 			return nil, err
@@ -157,6 +167,18 @@ func NewSentinel(t testing.TB, opts ...SentinelOptions) *Sentinel {
 // MasterName returns the name the sentinels monitor.
 func (s *Sentinel) MasterName() string { return s.name }
 
+// SentinelTLSAddrs returns the sentinels' TLS addresses, for a topology
+// started with Redis.TLS; nil otherwise.
+func (s *Sentinel) SentinelTLSAddrs() []string {
+	var out []string
+	for _, sn := range s.sentinels {
+		if a := sn.TLSAddr(); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // SentinelAddrs returns the addresses of the sentinels.
 func (s *Sentinel) SentinelAddrs() []string { return addrs(s.sentinels) }
 
@@ -167,10 +189,11 @@ func (s *Sentinel) Sentinels() []*Redis { return slices.Clone(s.sentinels) }
 // after a failover any of them may be.
 func (s *Sentinel) Servers() []*Redis { return slices.Clone(s.servers) }
 
-// Server returns the data server listening on addr, or nil.
+// Server returns the data server listening on addr (its plain or its TLS
+// address), or nil.
 func (s *Sentinel) Server(addr string) *Redis {
 	for _, r := range s.servers {
-		if r.Addr() == addr {
+		if r.Addr() == addr || r.TLSAddr() == addr {
 			return r
 		}
 	}
@@ -335,7 +358,7 @@ func reattach(ctx context.Context, r, master *Redis) error {
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	c := r.adminClient()
 	_, err := c.TxPipelined(short, func(p redis.Pipeliner) error {
-		p.ReplicaOf(short, "127.0.0.1", strconv.Itoa(master.Port()))
+		p.ReplicaOf(short, "127.0.0.1", strconv.Itoa(master.linkPort()))
 		p.ConfigRewrite(short)
 		p.ClientKillByFilter(short, "TYPE", "normal")
 		p.ClientKillByFilter(short, "TYPE", "pubsub")
@@ -430,7 +453,7 @@ func (s *Sentinel) checkSentinelView(ctx context.Context, sn *Redis, replicas []
 func countHealthy(entries []map[string]string, only *Redis) int {
 	n := 0
 	for _, e := range entries {
-		if only != nil && net.JoinHostPort(e["ip"], e["port"]) != only.Addr() {
+		if only != nil && net.JoinHostPort(e["ip"], e["port"]) != only.linkAddr() {
 			continue
 		}
 		flags := e["flags"]
@@ -462,7 +485,7 @@ func checkReplication(ctx context.Context, master *Redis, replicas []*Redis) err
 		if err != nil {
 			return err
 		}
-		if f["role"] != "slave" || f["master_port"] != strconv.Itoa(master.Port()) || f["master_link_status"] != "up" {
+		if f["role"] != "slave" || f["master_port"] != strconv.Itoa(master.linkPort()) || f["master_link_status"] != "up" {
 			return fmt.Errorf("%s: role %q, master port %q, link %q; want replica of %s with link up",
 				r.Addr(), f["role"], f["master_port"], f["master_link_status"], master.Addr())
 		}

@@ -57,14 +57,14 @@ func makeTLSCerts(dir string) (*TLSCerts, error) {
 		}
 		return path, nil
 	}
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage, server bool) (cert, key string, err error) {
+	leaf := func(serial int64, name string, server bool, usage ...x509.ExtKeyUsage) (cert, key string, err error) {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			return "", "", err
 		}
 		tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "baton testenv " + name},
 			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, KeyUsage: x509.KeyUsageDigitalSignature}
+			ExtKeyUsage: usage, KeyUsage: x509.KeyUsageDigitalSignature}
 		if server {
 			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 			tmpl.DNSNames = []string{"localhost"}
@@ -87,10 +87,12 @@ func makeTLSCerts(dir string) (*TLSCerts, error) {
 	if c.CAFile, err = write("ca.pem", "CERTIFICATE", caDER); err != nil {
 		return nil, err
 	}
-	if c.ServerCert, c.ServerKey, err = leaf(2, "server", x509.ExtKeyUsageServerAuth, true); err != nil {
+	// Servers also dial each other with their certificate (replication,
+	// sentinels): it serves as a client certificate too.
+	if c.ServerCert, c.ServerKey, err = leaf(2, "server", true, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth); err != nil {
 		return nil, err
 	}
-	if c.ClientCert, c.ClientKey, err = leaf(3, "client", x509.ExtKeyUsageClientAuth, false); err != nil {
+	if c.ClientCert, c.ClientKey, err = leaf(3, "client", false, x509.ExtKeyUsageClientAuth); err != nil {
 		return nil, err
 	}
 	return c, nil
