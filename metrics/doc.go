@@ -55,9 +55,9 @@
 //
 //	baton_backend_errors_total           counter    component role, lock or job; op acquire, renew or release
 //
-// The role gauges (is_master, epoch) and the masterless counter exist
-// from the call of Role (or RoleObserver) on; the other series from their
-// first event.
+// An elector's series, and the store-error series of each observer,
+// exist (at 0) from the call of Role, Lock or Job (or the observer
+// functions) on; a lock's or a job's series from its first event.
 //
 // # Label cardinality
 //

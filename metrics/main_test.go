@@ -9,15 +9,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/baton-go/baton/internal/testenv"
+	"go.uber.org/goleak"
 )
 
-// server is the package's private redis-server; each test uses its own
-// app name, so keys never collide.
-var server *testenv.Redis
-
-func TestMain(m *testing.M) { testenv.MainWithRedis(m, &server) }
+// The tests start their servers through internal/storetest; goleak checks
+// that the electors, lockers and schedulers they start are all stopped.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const patience = 15 * time.Second
 

@@ -17,8 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/metrics"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
@@ -64,18 +64,6 @@ func newID(t testing.TB, app string, port int) instanceid.ID {
 		t.Fatal(err)
 	}
 	return id
-}
-
-// redisStore returns a store on a client of its own, as a separate
-// process has.
-func redisStore(t testing.TB) *redisbackend.Store {
-	t.Helper()
-	s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 func startElector(t *testing.T, el *role.Elector) {
@@ -126,11 +114,20 @@ func schedule(t *testing.T, name string, gate gocron.JobOption) {
 	s.Start()
 }
 
-// Two instances of one service on a real redis-server share one Metrics:
-// after an election, a contended lock and jobs that run on one instance
-// and are skipped on the other, the registry holds the values of what
-// happened; after the master stops, those of the handover.
+// Two instances of one service, each with a client of its own of a real
+// redis-server (and of a Consul agent, and of the in-memory store), share
+// one Metrics: after an election, a contended lock and jobs that run on
+// one instance and are skipped on the other, the registry holds the
+// values of what happened; after the master stops, those of the
+// handover.
 func TestMetricsOfARealElectionLocksAndJobs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, store storetest.Backend) {
+		newStore := store.Open(t)
+		electionLocksAndJobs(t, newStore(t), newStore(t))
+	})
+}
+
+func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.WithLockKeys("nightly-export"))
 	if err != nil {
@@ -138,7 +135,6 @@ func TestMetricsOfARealElectionLocksAndJobs(t *testing.T) {
 	}
 	app := fmt.Sprintf("metrics%d", appCounter.Add(1))
 	idA, idB := newID(t, app, 8081), newID(t, app, 8082)
-	storeA, storeB := redisStore(t), redisStore(t)
 	// The long TTL gives each renewal seconds to land, so a busy machine
 	// does not cost the master its role; the short heartbeat renews often.
 	cfg := role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 10 * time.Second}
