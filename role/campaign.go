@@ -92,6 +92,9 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 		}
 		start := e.now()
 		l, err := c.acquire(ctx)
+		if ctx.Err() == nil {
+			c.report(Event{Kind: EventClaim, Latency: time.Duration(e.now() - start), Err: err})
+		}
 		var held *backend.HeldError
 		switch {
 		case err == nil:
@@ -187,26 +190,32 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 		// the store does not honour the context.
 		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline()-sent)))
 		r, out := c.await(ctx, k)
+		took := time.Duration(e.now() - sent)
 		switch {
 		case out == stopped:
 			c.stepDown(ctx)
 			return
 		case out == expired:
+			c.renewFailed(l.Token, took, r.err)
 			c.expire("no renewal came back before the safety deadline", r.err)
 			return
 		case r.err == nil:
 			if !c.renewed(sent) {
+				c.renewFailed(l.Token, took, nil)
 				c.expire("the deadline passed as the renewal came back", nil)
 				return
 			}
+			c.report(Event{Kind: EventRenewed, Epoch: l.Token, Latency: took})
 			next = sent + interval
 		case ctx.Err() != nil:
 			c.stepDown(ctx)
 			return
 		case errors.Is(r.err, backend.ErrNotHeld):
+			c.renewFailed(l.Token, took, r.err)
 			c.lost(r.err)
 			return
 		default:
+			c.renewFailed(l.Token, took, r.err)
 			e.setErr(r.err)
 			e.logger.Warn("role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", l.Token, "err", r.err)
 			next = e.now() + retry
@@ -228,8 +237,8 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int6
 	e.since = e.clock.Now()
 	e.mu.Unlock()
 	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
-	c.ev.push(event{kind: evElected, ctx: tctx})
-	c.ev.push(event{kind: evMasterChange, id: e.idText})
+	c.ev.push(event{kind: evElected, ctx: tctx, epoch: l.Token})
+	c.ev.push(event{kind: evMasterChange, id: e.idText, epoch: l.Token})
 	e.roleChanged()
 }
 
@@ -408,13 +417,14 @@ func (c *campaign) endTenure() {
 		c.tenureCancel = nil
 	}
 	e.mu.Lock()
+	epoch := e.tenureEpoch
 	e.tenure, e.tenureEpoch = nil, 0
 	if e.master == e.idText {
 		e.master = ""
 	}
 	e.since = e.clock.Now()
 	e.mu.Unlock()
-	c.ev.push(event{kind: evDemoted})
+	c.ev.push(event{kind: evDemoted, epoch: epoch})
 	e.roleChanged()
 }
 
@@ -465,7 +475,7 @@ func (c *campaign) seeMaster(owner string) {
 		e.reportDuplicate(c.ev, owner)
 	}
 	if changed {
-		c.ev.push(event{kind: evMasterChange, id: id})
+		c.ev.push(event{kind: evMasterChange, id: id, epoch: e.epoch.Load()})
 	}
 }
 

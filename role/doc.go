@@ -43,6 +43,11 @@
 //     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on
 //     one goroutine per elector, never concurrently, and a slow callback
 //     never delays a renewal or a claim.
+//   - WithObserver reports every step of the election (claims, elections,
+//     demotions, renewals with their round trip, failed renewals with their
+//     error) for metrics; the metrics package turns them into Prometheus
+//     metrics. Reports are queued like the callbacks and never hold up the
+//     heartbeat.
 //   - A store that grants nothing for a while (one that may have lost data
 //     refuses claims until every lease it may have granted before has
 //     ended: a refusal without a holder) makes slaves wait that long, or

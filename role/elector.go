@@ -303,6 +303,7 @@ func (e *Elector) run(ctx context.Context) {
 	}
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)
+	c.report(Event{Kind: EventStopped})
 }
 
 func (e *Elector) now() int64 {

@@ -12,12 +12,15 @@ const (
 	evDemoted
 	evMasterChange
 	evDuplicate
+	evObserved // for the observer only
 )
 
 type event struct {
-	kind eventKind
-	ctx  context.Context // evElected: the tenure's context
-	id   string          // evMasterChange: the new master; evDuplicate: the other owner
+	kind  eventKind
+	ctx   context.Context // evElected: the tenure's context
+	id    string          // evMasterChange: the new master; evDuplicate: the other owner
+	epoch uint64          // evElected, evDemoted: the tenure's epoch
+	obs   Event           // evObserved
 }
 
 // events delivers callbacks in order on one goroutine, so a slow callback
@@ -82,6 +85,18 @@ func (ev *events) deliver() {
 }
 
 func (ev *events) call(e event) {
+	if f := ev.hooks.observer; f != nil {
+		switch e.kind {
+		case evObserved:
+			f(e.obs)
+		case evElected:
+			f(Event{Kind: EventElected, Epoch: e.epoch})
+		case evDemoted:
+			f(Event{Kind: EventDemoted, Epoch: e.epoch})
+		case evMasterChange:
+			f(Event{Kind: EventMasterChange, Epoch: e.epoch, Master: e.id})
+		}
+	}
 	switch e.kind {
 	case evElected:
 		if ev.hooks.elected != nil {

@@ -13,6 +13,7 @@ type hooks struct {
 	demoted      func()
 	masterChange func(string)
 	duplicate    func(string)
+	observer     func(Event)
 }
 
 // Option configures an Elector.

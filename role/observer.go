@@ -1,0 +1,117 @@
+package role
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// EventKind says what an elector reports to its observer.
+type EventKind int
+
+const (
+	// EventClaim: a claim of the role came back. Event.Err is nil when
+	// the store granted it (EventElected follows, unless the grant came
+	// back too late to begin a tenure), wraps backend.ErrHeld when
+	// another instance holds the role (or the store grants it to nobody
+	// for a while), and is otherwise the store's error. Event.Latency is
+	// the claim's round trip.
+	EventClaim EventKind = iota + 1
+	// EventElected: this instance became master; Event.Epoch is the
+	// tenure's epoch.
+	EventElected
+	// EventDemoted: this instance's tenure ended; Event.Epoch is the
+	// ended tenure's epoch.
+	EventDemoted
+	// EventMasterChange: this instance learnt that the master changed;
+	// Event.Master names the new one, possibly this instance.
+	EventMasterChange
+	// EventRenewed: the master renewed its lease in time; Event.Latency
+	// is the renewal's round trip.
+	EventRenewed
+	// EventRenewFailed: a renewal failed. Event.Err is the store's error,
+	// wraps backend.ErrNotHeld when the store says the lease is gone, or
+	// wraps context.DeadlineExceeded when no reply came back before the
+	// tenure's deadline. Event.Latency is the time from sending the
+	// renewal to its reply or to the deadline.
+	EventRenewFailed
+	// EventStopped: the election ended (Stop, or the end of Run's
+	// context). A master reports EventDemoted first.
+	EventStopped
+)
+
+// String returns "claim", "elected", "demoted", "master-change",
+// "renewed", "renew-failed" or "stopped".
+func (k EventKind) String() string {
+	switch k {
+	case EventClaim:
+		return "claim"
+	case EventElected:
+		return "elected"
+	case EventDemoted:
+		return "demoted"
+	case EventMasterChange:
+		return "master-change"
+	case EventRenewed:
+		return "renewed"
+	case EventRenewFailed:
+		return "renew-failed"
+	case EventStopped:
+		return "stopped"
+	}
+	return "unknown"
+}
+
+// Event is one step of an election, for metrics (see WithObserver).
+type Event struct {
+	Kind EventKind
+	// Epoch is the tenure's epoch for EventElected, EventDemoted,
+	// EventRenewed and EventRenewFailed, and otherwise the highest epoch
+	// the elector had seen when the step happened.
+	Epoch uint64
+	// Master: see EventMasterChange.
+	Master string
+	// Latency: see EventClaim, EventRenewed and EventRenewFailed.
+	Latency time.Duration
+	// Err: see EventClaim and EventRenewFailed.
+	Err error
+}
+
+// WithObserver makes the elector report every step of its election to f:
+// claims, elections, demotions, changes of master, renewals and their
+// failures, and the end of the election. f is for metrics and logs. The
+// elector queues each report without I/O and without waiting, so neither
+// a renewal nor a claim is ever held up by f: f runs later, on the
+// elector's callback goroutine, in order with OnElected, OnDemoted,
+// OnMasterChange and OnDuplicateID (before each of them for the same
+// step), and never concurrently with them. f must return quickly, or it
+// delays those callbacks.
+func WithObserver(f func(Event)) Option {
+	return func(e *Elector) { e.hooks.observer = f }
+}
+
+// observed reports whether the elector has an observer.
+func (c *campaign) observed() bool { return c.e.hooks.observer != nil }
+
+// report queues ev for the observer, if there is one.
+func (c *campaign) report(ev Event) {
+	if !c.observed() {
+		return
+	}
+	if ev.Epoch == 0 {
+		ev.Epoch = c.e.epoch.Load()
+	}
+	c.ev.push(event{kind: evObserved, obs: ev})
+}
+
+// renewFailed reports a failed renewal of the tenure with epoch; err nil
+// means that no reply came back before the tenure's deadline.
+func (c *campaign) renewFailed(epoch uint64, took time.Duration, err error) {
+	if !c.observed() {
+		return
+	}
+	if err == nil {
+		err = fmt.Errorf("role: no renewal of %s came back before the tenure's deadline: %w", c.e.key, context.DeadlineExceeded)
+	}
+	c.report(Event{Kind: EventRenewFailed, Epoch: epoch, Latency: took, Err: err})
+}
