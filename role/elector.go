@@ -105,7 +105,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	}
 	e.realClock = e.clock == clock.Real
 	e.base = e.clock.Now()
-	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText)
+	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText, "backend", backend.StoreName(store))
 	return e, nil
 }
 

@@ -258,8 +258,11 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	if g.idText != "" {
-		g.logger = g.logger.With("instance", g.idText)
+	if !id.IsZero() {
+		g.logger = g.logger.With("app", id.App, "tenant", id.Tenant, "instance", g.idText)
+	}
+	if g.lock != nil {
+		g.logger = g.logger.With("backend", backend.StoreName(g.lock.store))
 	}
 	return g, nil
 }

@@ -1,6 +1,10 @@
 package synclock
 
-import "time"
+import (
+	"context"
+	"log/slog"
+	"time"
+)
 
 // EventKind says what a Locker reports to its observer.
 type EventKind int
@@ -72,7 +76,32 @@ func WithObserver(f func(Event)) Option {
 	return func(lk *Locker) { lk.observer = f }
 }
 
+// report logs e and reports it to the observer. A lost lease is logged
+// as a warning; the other steps, which happen on every lock, at debug
+// level, so that a production log kept at info shows no lock traffic.
 func (lk *Locker) report(e Event) {
+	level := slog.LevelDebug
+	if e.Kind == EventLost {
+		level = slog.LevelWarn
+	}
+	if ctx := context.Background(); lk.logger.Enabled(ctx, level) {
+		attrs := []slog.Attr{slog.String("key", e.Key)}
+		if e.Token != 0 {
+			attrs = append(attrs, slog.Uint64("token", e.Token))
+		}
+		switch e.Kind {
+		case EventAcquired:
+			attrs = append(attrs, slog.Duration("wait", e.Wait), slog.Int("tries", e.Tries), slog.Bool("handed", e.Handed))
+		case EventRefused:
+			attrs = append(attrs, slog.Duration("wait", e.Wait), slog.Int("tries", e.Tries))
+		case EventLost, EventReleased:
+			attrs = append(attrs, slog.Duration("held", e.Held))
+		}
+		if e.Err != nil {
+			attrs = append(attrs, slog.Any("err", e.Err))
+		}
+		lk.logger.LogAttrs(ctx, level, "synclock: lock "+e.Kind.String(), attrs...)
+	}
 	if lk.observer != nil {
 		lk.observer(e)
 	}

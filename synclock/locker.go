@@ -122,7 +122,7 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	// outlives that three times over, so only a waiter that is gone
 	// loses it, and the lock waits at most that long for a dead one.
 	lk.patience = 3 * lk.cfg.RetryInterval
-	lk.logger = lk.logger.With("instance", lk.idText)
+	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
 }
 
