@@ -97,8 +97,9 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 // writes until the replica has caught up with its replication stream, so
 // no write the old master acknowledged is lost: no two tenures overlap
 // and lock tokens never go back. A master is elected throughout or again
-// soon, lock grants resume, and watchers, one made before the failovers
-// and one after, are woken by a release.
+// soon (the test logs the longest time without one), lock grants resume,
+// and watchers, one made before the failovers and one after, are woken by
+// a release.
 func TestClusterFailoverUnderLoad(t *testing.T) {
 	c := testenv.NewCluster(t, testenv.ClusterOptions{Replicas: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -124,6 +125,9 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 	}
 	defer early.Close()
 
+	masters := startMasterSampler(ctx, els)
+	defer masters.close()
+
 	slot := int(c.ClusterClient(t).ClusterKeySlot(ctx, "{acme:billing}").Val())
 	for i := range 2 {
 		owner, err := c.SlotOwner(ctx, slot)
@@ -141,7 +145,8 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 		waitFor(t, fmt.Sprintf("lock grants and a master after failover %d", i+1), func() bool {
 			return load.count() > before+20 && master(els) != nil
 		}, els...)
-		t.Logf("failover %d: longest time without a lock grant %v", i+1, load.longestGapAfter(fault).Round(time.Millisecond))
+		t.Logf("failover %d: longest time without a master %v, without a lock grant %v", i+1,
+			masters.longestWithoutAfter(fault).Round(time.Millisecond), load.longestGapAfter(fault).Round(time.Millisecond))
 	}
 
 	late, err := newStore().Watch(ctx, watched)

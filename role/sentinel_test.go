@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,34 +60,8 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 	load := startGrantLoop(ctx, newStore(opts...), backend.AppKey("acme", "billing", "lock", "load"))
 	defer load.stop()
 
-	// A sampler of whether anyone is master, noting each stretch without.
-	var (
-		mu        sync.Mutex
-		noMasters [][2]time.Time
-	)
-	sampleCtx, stopSampler := context.WithCancel(ctx)
-	var sampler sync.WaitGroup
-	sampler.Go(func() {
-		var since time.Time // start of the current stretch without a master
-		for sampleCtx.Err() == nil {
-			now := time.Now()
-			has := false
-			for _, el := range els {
-				has = has || el.IsMaster()
-			}
-			mu.Lock()
-			switch {
-			case !has && since.IsZero():
-				since = now
-			case has && !since.IsZero():
-				noMasters = append(noMasters, [2]time.Time{since, now})
-				since = time.Time{}
-			}
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-		}
-	})
-	defer func() { stopSampler(); sampler.Wait() }()
+	masters := startMasterSampler(ctx, els)
+	defer masters.close()
 	// gaps returns, for the fault at from, the longest stretch without a
 	// master and the longest gap between lock grants that ended after
 	// from, once a master and a grant are back.
@@ -96,14 +69,7 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 		waitLong(t, "a master and a lock grant after the fault", func() bool {
 			return master(els) != nil && load.since(from.Add(100*time.Millisecond))
 		}, els...)
-		mu.Lock()
-		defer mu.Unlock()
-		for _, g := range noMasters {
-			if g[1].After(from) {
-				noMaster = max(noMaster, g[1].Sub(g[0]))
-			}
-		}
-		return noMaster, load.longestGapAfter(from)
+		return masters.longestWithoutAfter(from), load.longestGapAfter(from)
 	}
 
 	// 1. SENTINEL FAILOVER.
