@@ -10,8 +10,9 @@
 #   make bench        benchmarks (root module and nested modules such as bench/), then
 #                     bench/'s lockbench: baton vs redsync, redislock, two references and
 #                     the seed's sleep-and-retry on a private redis-server, and baton vs
-#                     Consul's lock recipe and a bare KV cycle on a private Consul agent
-#                     (~10 min); writes bench/results.json
+#                     Consul's lock recipe and a bare KV cycle on a private Consul agent,
+#                     lock throughput on a Redis Cluster of 1 master vs 3 and the cost of
+#                     WithReplicaAck(1) (~12 min); writes bench/results.json
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)

@@ -40,6 +40,21 @@
 // handoff. With H holders served in turn, each waits about H (cs + 2 RTT),
 // the fair share.
 //
+// Redis Cluster (RunCluster): Workers goroutines (default 48), each
+// locking and unlocking a key of its own app, whose hash tags spread
+// evenly over three masters' slots, on a cluster of one master and on
+// one of three, in turns of 1 s; the same client code on both (one
+// go-redis ClusterClient, redisbackend, a synclock.Locker per app). Beside
+// ops/s it reports each master's and the client's CPU use, and ops/s at
+// a busy server (ops/s over the busiest master's CPU use), which is how
+// the rate would grow with the masters if each had a CPU of its own.
+//
+// Replica acknowledgement (RunReplicaAck): one goroutine's uncontended
+// lock+unlock cycles on a master with one replica (a Sentinel topology),
+// with a store made with redisbackend.WithReplicaAck(1) (every grant
+// waits for the replica with WAIT) and with one made without, in turns
+// of 250 ms.
+//
 // # What is measured
 //
 // All times are read from the wall clock of one machine, so the processes

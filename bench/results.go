@@ -30,6 +30,12 @@ type Results struct {
 	Targets   []Target `json:"targets,omitempty"`
 	// Consul holds the Consul figures of the same run (RunConsul).
 	Consul *ConsulResults `json:"consul,omitempty"`
+	// Cluster holds lock throughput on a Redis Cluster of one master and
+	// of three (RunCluster).
+	Cluster *ClusterResults `json:"cluster,omitempty"`
+	// ReplicaAck holds the cost of redisbackend.WithReplicaAck(1)
+	// (RunReplicaAck).
+	ReplicaAck *ReplicaAckResults `json:"replica_ack,omitempty"`
 }
 
 // RunResult is one implementation in one scenario.
@@ -305,6 +311,36 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
 			c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)
+	}
+	if c := r.Cluster; c != nil {
+		fmt.Fprintf(&b, "\nRedis Cluster: %d workers, each locking its own app's key, the keys spread over the masters' slots:\n", c.Workers)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "masters\tops/s\tserver CPU (each)\tclient CPU\tops/s at a busy server\t")
+		for _, run := range c.Runs {
+			cpus := make([]string, len(run.ServerCPU))
+			for i, v := range run.ServerCPU {
+				cpus[i] = fmt.Sprintf("%.2f", v)
+			}
+			fmt.Fprintf(tw, "%d\t%.1f\t%s\t%.2f\t%.0f\t\n", run.Masters, run.OpsPerS, strings.Join(cpus, " "), run.ClientCPU, run.ServerBoundOpsPerS)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "3 masters / 1 master: %.2fx measured on %d CPUs shared by the client and every server; %.2fx at a busy server\n"+
+			"(CPU in CPUs used while measured; ops/s at a busy server = ops/s / the busiest server's CPU)\n",
+			c.Ratio, c.CPUs, c.ServerBoundRatio)
+	}
+	if a := r.ReplicaAck; a != nil && len(a.Runs) == 2 {
+		b.WriteString("\nWithReplicaAck(1) on a master with one replica, one goroutine uncontended:\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "store\tops/s\tcycle µs\tmaster µs/op\treplica µs/op\t")
+		for _, run := range a.Runs {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", run.Name, run.OpsPerS, run.CycleUS, run.MasterCPUUSPerOp, run.ReplicaCPUUSPerOp)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(&b, "with / without: %.2fx\n", a.Ratio)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -118,3 +118,71 @@ func (g *grantLoop) stopAndCheck(t *testing.T, what string) {
 		t.Errorf("lock tokens went back %s: %v", what, g.backwards)
 	}
 }
+
+// masterSampler looks, every 2 ms, whether any of a set of electors is
+// master, and notes each stretch of time without one.
+type masterSampler struct {
+	mu        sync.Mutex
+	stretches [][2]time.Time // start and end of each stretch without a master
+	lastSeen  time.Time      // when a sample last found a master
+
+	stop context.CancelFunc
+	done sync.WaitGroup
+}
+
+// startMasterSampler starts sampling els; close ends it.
+func startMasterSampler(ctx context.Context, els []*role.Elector) *masterSampler {
+	s := &masterSampler{}
+	ctx, s.stop = context.WithCancel(ctx)
+	s.done.Go(func() {
+		var since time.Time // start of the current stretch without a master
+		for ctx.Err() == nil {
+			now := time.Now()
+			has := false
+			for _, el := range els {
+				has = has || el.IsMaster()
+			}
+			s.mu.Lock()
+			switch {
+			case !has && since.IsZero():
+				since = now
+			case has && !since.IsZero():
+				s.stretches = append(s.stretches, [2]time.Time{since, now})
+				since = time.Time{}
+			}
+			if has {
+				s.lastSeen = now
+			}
+			s.mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	return s
+}
+
+// longestWithoutAfter returns the longest stretch without a master that
+// ended after from. Call it once a master is back: it first waits for a
+// sample that finds one, so that the stretch that just ended is noted.
+func (s *masterSampler) longestWithoutAfter(t testing.TB, from time.Time) time.Duration {
+	t.Helper()
+	back := time.Now()
+	waitFor(t, "the sampler to see the master", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.lastSeen.After(back)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d time.Duration
+	for _, g := range s.stretches {
+		if g[1].After(from) {
+			d = max(d, g[1].Sub(g[0]))
+		}
+	}
+	return d
+}
+
+func (s *masterSampler) close() {
+	s.stop()
+	s.done.Wait()
+}

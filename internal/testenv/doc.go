@@ -1,7 +1,8 @@
 // Package testenv starts real, private servers for baton's tests: a
 // standalone redis-server (Redis), a Sentinel topology (Sentinel), a Redis
-// Cluster (Cluster) and a Consul dev agent (Consul). baton's adapters are
-// tested against real servers, never against mocks.
+// Cluster of masters with or without replicas (Cluster) and a Consul dev
+// agent (Consul). baton's adapters are tested against real servers, never
+// against mocks.
 //
 // The consul binary is the server pinned by tools/consul, which `make
 // deps` builds into .cache/bin at the top of the checkout; LookPath finds
@@ -35,7 +36,9 @@
 // Sentinel's own failure detection runs on wall-clock timers inside
 // redis-sentinel, so automatic failovers (after Kill or Pause of a master)
 // take about SentinelOptions.DownAfter plus a few seconds; use
-// Sentinel.Failover for a prompt, forced one. Process control needs a unix
+// Sentinel.Failover for a prompt, forced one. Cluster.Failover promotes a
+// replica with CLUSTER FAILOVER, which waits for the replica to catch up:
+// it is the graceful handover, not a crash's. Process control needs a unix
 // system.
 //
 // # Use

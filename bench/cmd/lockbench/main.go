@@ -2,8 +2,10 @@
 // bsm/redislock, a minimal fenced lock, a 1 ms poller and the seed's
 // sleep-and-retry loop on a private
 // redis-server: uncontended lock+unlock cycles, and a contended run of
-// several processes with several goroutines each. It prints a table and
-// writes results.json. See the bench package for what is measured.
+// several processes with several goroutines each. It then measures baton
+// on Consul, lock throughput on a Redis Cluster of one master and of
+// three, and the cost of WithReplicaAck(1). It prints a table and writes
+// results.json. See the bench package for what is measured.
 //
 //	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes
 //	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s
@@ -55,6 +57,7 @@ func run() int {
 		clients    = fs.String("clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
 		consul     = fs.Bool("consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
 		terms      = fs.Int("terms", 5, "-consul: role handovers and crash failovers timed")
+		cluster    = fs.Bool("cluster", true, "also measure lock throughput on a Redis Cluster of 1 master and of 3, and the cost of WithReplicaAck(1) on a master with one replica")
 	)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -97,6 +100,14 @@ func run() int {
 	if err == nil && res != nil && *consul {
 		res.Consul, err = bench.RunConsul(ctx, bench.ConsulOptions{
 			Duration: *duration, Procs: *procs, Goroutines: *goroutines, CS: *cs, Terms: *terms, Progress: os.Stderr})
+	}
+	if err == nil && res != nil && *cluster {
+		// As long as the rounds of the other runs together.
+		d := *duration * time.Duration(*rounds)
+		res.Cluster, err = bench.RunCluster(ctx, bench.ClusterOptions{Duration: d, Progress: os.Stderr})
+		if err == nil {
+			res.ReplicaAck, err = bench.RunReplicaAck(ctx, bench.ReplicaAckOptions{Duration: d, Progress: os.Stderr})
+		}
 	}
 	if res != nil {
 		fmt.Println()
