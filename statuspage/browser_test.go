@@ -130,20 +130,18 @@ type chromedriver struct {
 	chromium string // the browser binary
 }
 
-// browserBinary finds one of names on PATH or in /usr/bin, or fails t
-// saying to run make deps.
-func browserBinary(t *testing.T, names ...string) string {
-	t.Helper()
+// browserBinary finds one of names on PATH or in /usr/bin, or says to
+// run make deps.
+func browserBinary(names ...string) (string, error) {
 	for _, name := range names {
 		if p, err := exec.LookPath(name); err == nil {
-			return p
+			return p, nil
 		}
 		if p := filepath.Join("/usr/bin", name); isExecutable(p) {
-			return p
+			return p, nil
 		}
 	}
-	t.Fatalf("%s not found: run `make deps`, which installs Debian's chromium and chromium-driver", strings.Join(names, " or "))
-	return ""
+	return "", fmt.Errorf("%s not found: run `make deps`, which installs Debian's chromium and chromium-driver", strings.Join(names, " or "))
 }
 
 func isExecutable(path string) bool {
@@ -155,10 +153,17 @@ func isExecutable(path string) bool {
 // process group of its own that t.Cleanup kills (the browser with it).
 func startChromedriver(t *testing.T) *chromedriver {
 	t.Helper()
-	wd := &chromedriver{chromium: browserBinary(t, "chromium", "chromium-browser")}
-	driver := browserBinary(t, "chromedriver")
-	var lastErr error
-	for range 3 {
+	chromium, err := browserBinary("chromium", "chromium-browser")
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver, err := browserBinary("chromedriver")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd := &chromedriver{chromium: chromium}
+	// A port taken between freePort and chromedriver's bind is retried.
+	for try := 1; ; try++ {
 		port, err := freePort()
 		if err != nil {
 			t.Fatal(err)
@@ -180,15 +185,16 @@ func startChromedriver(t *testing.T) *chromedriver {
 			<-exited
 		})
 		wd.base = "http://127.0.0.1:" + strconv.Itoa(port)
-		if lastErr = wd.waitReady(exited); lastErr == nil {
+		err = wd.waitReady(exited)
+		if err == nil {
 			return wd
 		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
-		lastErr = fmt.Errorf("%w; its output: %s", lastErr, out.String())
+		if try == 3 {
+			t.Fatalf("chromedriver did not start: %v; its output: %s", err, out.String())
+		}
 	}
-	t.Fatalf("chromedriver did not start: %v", lastErr)
-	return nil
 }
 
 // freePort returns a loopback port that was free a moment ago.

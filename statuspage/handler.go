@@ -21,6 +21,8 @@ const (
 	DefaultRefresh = 5 * time.Second
 )
 
+var _ http.Handler = (*Handler)(nil)
+
 // Handler serves the health and status of one instance of a service:
 // /healthz, /status and the page. Create it with New. It starts no
 // goroutine; each request reads the elector and the store.
