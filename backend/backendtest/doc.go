@@ -91,6 +91,11 @@
 //     takes one, a place lapses once its patience has run out (and not
 //     before), and Dequeue takes a waiter out, waking watchers with the
 //     new first waiter when the key is free.
+//   - for stores that also implement backend.Inspector (the Leases
+//     subtests are added only for them): Leases lists exactly the leases
+//     held under a prefix, sorted, as Get reports them, with the live
+//     waiters of each line in order, and nothing the store keeps beside
+//     its leases (counters, lines, markers, member groups).
 //
 // It does not check that watchers of other keys stay silent (stores may
 // signal spuriously), that expiry is signalled to watchers (stores need not
