@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/hook"
 )
 
 // ErrNoRegistry reports that the store keeps no member list.
@@ -41,7 +42,7 @@ type memberData struct {
 // alerts. f runs on the callback goroutine, in order with the other
 // callbacks, so a slow f never holds up the election.
 func OnDuplicateID(f func(otherOwner string)) Option {
-	return func(e *Elector) { e.hooks.duplicate = f }
+	return func(e *Elector) { e.hooks.duplicate = hook.Join(e.hooks.duplicate, f) }
 }
 
 // Members lists the live instances of this elector's service: every

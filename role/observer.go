@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/baton-go/baton/internal/hook"
 )
 
 // EventKind says what an elector reports to its observer.
@@ -85,9 +87,10 @@ type Event struct {
 // elector's callback goroutine, in order with OnElected, OnDemoted,
 // OnMasterChange and OnDuplicateID (before each of them for the same
 // step), and never concurrently with them. f must return quickly, or it
-// delays those callbacks.
+// delays those callbacks. Given more than once, every observer gets every
+// report, in the order given.
 func WithObserver(f func(Event)) Option {
-	return func(e *Elector) { e.hooks.observer = f }
+	return func(e *Elector) { e.hooks.observer = hook.Join(e.hooks.observer, f) }
 }
 
 // observed reports whether the elector has an observer.

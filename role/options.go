@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/internal/hook"
 )
 
 type hooks struct {
@@ -16,7 +17,9 @@ type hooks struct {
 	observer     func(Event)
 }
 
-// Option configures an Elector.
+// Option configures an Elector. The callback options (OnElected,
+// OnDemoted, OnMasterChange, OnDuplicateID, WithObserver) add to each
+// other: given twice, both callbacks run, in the order given.
 type Option func(*Elector)
 
 // OnElected registers f to be called when this instance becomes master.
@@ -28,7 +31,7 @@ type Option func(*Elector)
 // never resumed: when this instance is master again, f is called with a
 // new context and a larger epoch.
 func OnElected(f func(ctx context.Context)) Option {
-	return func(e *Elector) { e.hooks.elected = f }
+	return func(e *Elector) { e.hooks.elected = hook.Join(e.hooks.elected, f) }
 }
 
 // OnDemoted registers f to be called when this instance stops being
@@ -38,14 +41,14 @@ func OnElected(f func(ctx context.Context)) Option {
 // goroutine. Use it to record or report the loss; stop the tenure's work
 // by watching the tenure's context.
 func OnDemoted(f func()) Option {
-	return func(e *Elector) { e.hooks.demoted = f }
+	return func(e *Elector) { e.hooks.demoted = hook.Join0(e.hooks.demoted, f) }
 }
 
 // OnMasterChange registers f to be called with the instance ID of the
 // master each time this instance learns that the master changed,
 // including to itself.
 func OnMasterChange(f func(instanceID string)) Option {
-	return func(e *Elector) { e.hooks.masterChange = f }
+	return func(e *Elector) { e.hooks.masterChange = hook.Join(e.hooks.masterChange, f) }
 }
 
 // WithLogger sets the logger (default slog.Default()).

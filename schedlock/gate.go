@@ -14,6 +14,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/hook"
 	"github.com/baton-go/baton/role"
 )
 
@@ -179,9 +180,10 @@ func WithLogger(l *slog.Logger) Option {
 // WithObserver makes the gate report every decision to f: admitted and
 // skipped runs, released locks, lost runs. f is for metrics: it is called
 // synchronously on the goroutine that decided (gocron's executor, a timer)
-// and must return quickly.
+// and must return quickly. Given more than once, every observer gets
+// every decision, in the order given.
 func WithObserver(f func(Event)) Option {
-	return func(s *settings) { s.observer = f }
+	return func(s *settings) { s.observer = hook.Join(s.observer, f) }
 }
 
 // WithOperationTimeout bounds each call to the lock store (default

@@ -105,11 +105,8 @@ func (ev *Events) Jobs() []Event {
 }
 
 // RoleOptions returns the elector options that record its transitions:
-// OnElected, OnDemoted, OnMasterChange and OnDuplicateID. Each replaces
-// an earlier option of the same kind given to role.NewElector, so pass
-// them first and your own after only if you do not need both; to keep
-// your own callbacks, call Elected, Demoted, MasterChanged and
-// DuplicateID from them instead.
+// OnElected, OnDemoted, OnMasterChange and OnDuplicateID. They add to
+// the callbacks of the same kind given to role.NewElector; both run.
 func (ev *Events) RoleOptions() []role.Option {
 	return []role.Option{
 		role.OnElected(ev.Elected),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/baton-go/baton/internal/hook"
 )
 
 // EventKind says what a Locker reports to its observer.
@@ -71,9 +73,11 @@ type Event struct {
 // WithObserver makes the Locker report every step of its locks to f:
 // acquisitions, refusals, extensions, lost leases and releases. f is for
 // metrics and logs: it is called synchronously on the goroutine that took
-// the step (the caller's, or a timer's) and must return quickly.
+// the step (the caller's, or a timer's) and must return quickly. Given
+// more than once (metrics and a status page), every observer gets every
+// step, in the order given.
 func WithObserver(f func(Event)) Option {
-	return func(lk *Locker) { lk.observer = f }
+	return func(lk *Locker) { lk.observer = hook.Join(lk.observer, f) }
 }
 
 // report logs e and reports it to the observer. A lost lease is logged
