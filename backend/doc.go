@@ -38,6 +38,14 @@
 // are hints: a waiter must still Acquire, and must re-check at the holder's
 // remaining TTL because stores need not signal expiry.
 //
+// # Breaking a lease
+//
+// Stores that implement Breaker can end a lease whoever holds it, for an
+// operator freeing a lock whose holder is stuck (batonctl release
+// --force). The broken holder is not told and may still be running; the
+// next grant's fencing token is above the broken one, so a resource that
+// checks tokens turns the old holder away.
+//
 // # Keys
 //
 // Keys are opaque strings. A key may carry one Redis-style hash tag such as

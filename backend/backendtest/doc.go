@@ -91,6 +91,13 @@
 //     takes one, a place lapses once its patience has run out (and not
 //     before), and Dequeue takes a waiter out, waking watchers with the
 //     new first waiter when the key is free.
+//   - for stores that also implement backend.Breaker (the Break subtests
+//     are skipped for the others): Break returns the lease it ended,
+//     whoever held it, kept leases included; the key is free at once, or
+//     with a waiter in line passes to it as a release would; watchers are
+//     woken; the old holder's Renew and Release are refused with
+//     ErrNotHeld; the next grant's token is above the broken one and
+//     every earlier one; a free key gives ErrNotFound.
 //
 // It does not check that watchers of other keys stay silent (stores may
 // signal spuriously), that expiry is signalled to watchers (stores need not
