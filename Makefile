@@ -1,6 +1,7 @@
 # baton — build, test and benchmark entry points.
 #
-#   make deps         install redis-server, redis-sentinel and redis-cli (apt) if missing, and
+#   make deps         install redis-server, redis-sentinel and redis-cli, and chromium and
+#                     chromedriver for the status page's browser test (apt) if missing, and
 #                     build the pinned Consul server (tools/consul) into .cache/bin (~7 min cold)
 #   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
 #                     module and every nested module
@@ -57,6 +58,9 @@ MODULES := . $(NESTED_MODULES)
 
 REDIS_BINS   := redis-server redis-sentinel redis-cli
 APT_PACKAGES := redis-server redis-sentinel redis-tools
+# The headless browser of statuspage's browser test (Debian's packages).
+BROWSER_BINS := chromium chromedriver
+BROWSER_PACKAGES := chromium chromium-driver
 # Where the tests look for the binaries besides PATH (see internal/testenv).
 REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 
@@ -78,15 +82,20 @@ help:
 
 deps:
 	@missing=()
+	packages=()
 	for bin in $(REDIS_BINS); do
 		PATH="$(REDIS_PATH)" command -v "$$bin" >/dev/null 2>&1 || missing+=("$$bin")
 	done
+	(( $${#missing[@]} == 0 )) || packages+=($(APT_PACKAGES))
+	for bin in $(BROWSER_BINS); do
+		PATH="$(REDIS_PATH)" command -v "$$bin" >/dev/null 2>&1 || { missing+=("$$bin"); packages+=($(BROWSER_PACKAGES)); break; }
+	done
 	if (( $${#missing[@]} == 0 )); then
-		echo "deps: $(REDIS_BINS) already installed"
+		echo "deps: $(REDIS_BINS) $(BROWSER_BINS) already installed"
 	else
-		echo "deps: missing: $${missing[*]}; installing Debian packages: $(APT_PACKAGES)"
+		echo "deps: missing: $${missing[*]}; installing Debian packages: $${packages[*]}"
 		if ! command -v apt-get >/dev/null 2>&1; then
-			echo "deps: apt-get not found: install Redis >= 7.0 ($(REDIS_BINS)) by other means" >&2
+			echo "deps: apt-get not found: install Redis >= 7.0 ($(REDIS_BINS)) and Chromium with its driver ($(BROWSER_BINS)) by other means" >&2
 			exit 1
 		fi
 		sudo=()
@@ -94,18 +103,20 @@ deps:
 			if command -v sudo >/dev/null 2>&1; then
 				sudo=(sudo)
 			else
-				echo "deps: not root and no sudo: cannot install $(APT_PACKAGES)" >&2
+				echo "deps: not root and no sudo: cannot install $${packages[*]}" >&2
 				exit 1
 			fi
 		fi
 		echo "+ $${sudo[*]:+$${sudo[*]} }apt-get update"
 		"$${sudo[@]}" apt-get update
-		echo "+ $${sudo[*]:+$${sudo[*]} }apt-get install -y --no-install-recommends $(APT_PACKAGES)"
-		"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(APT_PACKAGES)
-		echo "deps: note: the package may have started a system redis-server on 6379;" \
-			"tests start their own servers and do not use it"
+		echo "+ $${sudo[*]:+$${sudo[*]} }apt-get install -y --no-install-recommends $${packages[*]}"
+		"$${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$${packages[@]}"
+		if [[ " $${packages[*]} " == *" redis-server "* ]]; then
+			echo "deps: note: the package may have started a system redis-server on 6379;" \
+				"tests start their own servers and do not use it"
+		fi
 	fi
-	for bin in $(REDIS_BINS); do
+	for bin in $(REDIS_BINS) $(BROWSER_BINS); do
 		PATH="$(REDIS_PATH)" command -v "$$bin" >/dev/null 2>&1 || {
 			echo "deps: $$bin still not found after installing" >&2; exit 1; }
 	done
@@ -113,6 +124,8 @@ deps:
 	echo "deps: $$(redis-server --version)"
 	echo "deps: $$(redis-sentinel --version) (sentinel)"
 	echo "deps: $$(redis-cli --version)"
+	echo "deps: $$(chromium --version 2>/dev/null || echo chromium)"
+	echo "deps: $$(chromedriver --version 2>/dev/null | head -n 1 || echo chromedriver)"
 	echo "deps: $$($(GO) version)"
 	$(MAKE) -C "$(CURDIR)" consul
 

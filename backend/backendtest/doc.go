@@ -98,6 +98,11 @@
 //     woken; the old holder's Renew and Release are refused with
 //     ErrNotHeld; the next grant's token is above the broken one and
 //     every earlier one; a free key gives ErrNotFound.
+//   - for stores that also implement backend.Inspector (the Leases
+//     subtests are added only for them): Leases lists exactly the leases
+//     held under a prefix, sorted, as Get reports them, with the live
+//     waiters of each line in order, and nothing the store keeps beside
+//     its leases (counters, lines, markers, member groups).
 //
 // It does not check that watchers of other keys stay silent (stores may
 // signal spuriously), that expiry is signalled to watchers (stores need not

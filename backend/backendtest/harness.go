@@ -117,8 +117,14 @@ func Run(t *testing.T, h Harness) {
 
 	// t.Run returns only once every parallel subtest of the group has
 	// finished, so the Sequential group never overlaps them.
+	parallel := s.parallelCases()
+	if _, ok := s.store(t).(backend.Inspector); ok {
+		parallel = append(parallel, s.inspectCases()...)
+	} else {
+		t.Logf("backendtest: the store does not implement backend.Inspector (optional): no Leases subtests")
+	}
 	t.Run("Parallel", func(t *testing.T) {
-		for _, c := range s.parallelCases() {
+		for _, c := range parallel {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				c.run(t)

@@ -11,14 +11,15 @@ import (
 // aclCommands are the commands a store sends or its scripts call: the
 // scripts (EVALSHA, and EVAL when the server does not have them yet), the
 // commands inside them, the handover mailbox's transaction, the replica
-// acknowledgement, pub/sub, and the connection's own (HELLO and PING;
-// go-redis also sends CLIENT SETINFO, whose refusal it ignores).
+// acknowledgement, pub/sub, the key walk of Leases (SCAN), and the
+// connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,
+// whose refusal it ignores).
 var aclCommands = []string{
 	"evalsha", "eval",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
 	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin",
-	"multi", "exec", "wait",
+	"multi", "exec", "wait", "scan",
 	"publish", "spublish", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
 	"hello", "ping",
 }

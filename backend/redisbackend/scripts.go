@@ -30,7 +30,7 @@ var luaFiles embed.FS
 
 // scriptSet is the lease scripts.
 type scriptSet struct {
-	acquire, acquireQueued, dequeue, renew, release, mark, get, breakLease *redis.Script
+	acquire, acquireQueued, dequeue, renew, release, mark, get, breakLease, inspect *redis.Script
 }
 
 // leaseScripts are the scripts every store runs.
@@ -50,6 +50,7 @@ func loadScripts(shim string) *scriptSet {
 		mark:          script("mark"),
 		get:           script("get"),
 		breakLease:    script("break"),
+		inspect:       script("inspect"),
 	}
 }
 

@@ -58,6 +58,12 @@
 //     hands over to a Java instance at that instance's next heartbeat.
 //   - No waiting line (backend.Queue), no restart guard (the Java side
 //     has none), and no Redis Cluster: the shared keys carry no hash tag.
+//   - No listing of held leases (backend.Inspector): the shared keys are
+//     the Java side's (a service name, a method signature,
+//     job-lock:<env>:<name>) with no prefix in common, and Layout maps
+//     baton's keys to them one way only, so a walk of the server could
+//     neither find the Java side's locks nor name the baton key of what
+//     it found. Get reads any key whose name is known.
 //   - Java instances are not members (role.Elector.Members lists Go
 //     instances only); IsMasterOf compares the role key's value with an
 //     instance ID, for either side.

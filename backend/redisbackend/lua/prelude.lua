@@ -111,7 +111,7 @@ local function grantFree(owner, ttl, floor)
 end
 
 -- lib returns the functions the slow paths share: now, classify,
--- holder, first, join, leave and pass.
+-- holder, live, first, join, leave and pass.
 local function lib()
   local K, L, R, M = KEYS[1], KEYS[3], KEYS[4], KEYS[6]
   local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
@@ -232,5 +232,5 @@ local function lib()
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. first())
   end
 
-  return {now = now, classify = classify, holder = holder, first = first, join = join, leave = leave, pass = pass}
+  return {now = now, classify = classify, holder = holder, live = live, first = first, join = join, leave = leave, pass = pass}
 end

@@ -1,0 +1,159 @@
+package backendtest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// inspectorStore is a client of a store that lists its leases.
+type inspectorStore interface {
+	backend.Store
+	backend.Inspector
+}
+
+// inspectCases are the properties of backend.Inspector, checked only for
+// stores that implement it (Run asks a first client).
+func (s *suite) inspectCases() []testCase {
+	return []testCase{
+		{"LeasesListsHeld", s.testLeasesListsHeld},
+		{"LeasesArguments", s.testLeasesArguments},
+	}
+}
+
+// inspector returns a new client of the store under test as an
+// inspectorStore; Run adds the Leases subtests only for such stores.
+func (s *suite) inspector(t *testing.T) inspectorStore {
+	t.Helper()
+	st := s.store(t)
+	in, ok := st.(inspectorStore)
+	if !ok {
+		t.Fatalf("backendtest: a client of the store (%T) does not implement backend.Inspector, but the first one did", st)
+	}
+	return in
+}
+
+// leases calls Leases and fails t on error or if the list is not sorted
+// by key.
+func leases(t testing.TB, ctx context.Context, in backend.Inspector, prefix string) []backend.LeaseInfo {
+	t.Helper()
+	got, err := in.Leases(ctx, prefix)
+	if err != nil {
+		t.Fatalf("Leases(%q): %v", prefix, err)
+	}
+	if !slices.IsSortedFunc(got, func(a, b backend.LeaseInfo) int { return strings.Compare(a.Key, b.Key) }) {
+		t.Errorf("Leases(%q) are not sorted by key: %v", prefix, leaseKeys(got))
+	}
+	return got
+}
+
+func leaseKeys(ls []backend.LeaseInfo) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.Key
+	}
+	return out
+}
+
+// testLeasesListsHeld checks that Leases lists exactly the held leases
+// under a prefix, sorted by key, each as Get reports it (owner, token, a
+// TTL within what it was given) with the live waiters of its line in
+// order: a released key, a key outside the prefix that shares its first
+// bytes, a member group under the prefix and the fencing counters, lines
+// and markers the store keeps beside its leases are not listed; a lease
+// released with a keep time is, until its keep time ends.
+func (s *suite) testLeasesListsHeld(t *testing.T) {
+	ctx := testCtx(t)
+	in := s.inspector(t)
+	prefix := s.key("leases") + ":"
+	a, b, freed, kept := prefix+"a", prefix+"b", prefix+"freed", prefix+"kept"
+	outside := s.key("leases-outside")
+
+	sent := time.Now()
+	la := s.acquire(t, ctx, in, a, "owner-a", longTTL, 0)
+	lb := s.acquire(t, ctx, s.store(t), b, "owner-b", longTTL, 0)
+	s.acquire(t, ctx, in, freed, "owner-f", longTTL, 0)
+	release(t, ctx, in, freed, "owner-f", 0)
+	lk := s.acquire(t, ctx, in, kept, "owner-k", longTTL, 0)
+	release(t, ctx, in, kept, "owner-k", longTTL)
+	s.acquire(t, ctx, in, outside, "owner-o", longTTL, 0)
+	w := watch(t, ctx, in, b) // a watch marker beside b, on stores that keep one
+
+	var waiters []string
+	if q, ok := backend.Store(in).(backend.Queue); ok {
+		waiters = []string{"waiter-1", "waiter-2"}
+		for _, owner := range waiters {
+			_, err := q.AcquireQueued(ctx, a, owner, longTTL, 0, waitPatience)
+			checkHeldBy(t, owner+"'s AcquireQueued of the held key", err, la, longTTL)
+		}
+	}
+	if r, ok := backend.Store(in).(backend.Registry); ok {
+		heartbeat(t, ctx, r, prefix+"group", backend.Member{Name: "m", Identity: "i"}, longTTL)
+	}
+
+	got := leases(t, ctx, in, prefix)
+	if want := []string{a, b, kept}; !slices.Equal(leaseKeys(got), want) {
+		t.Fatalf("Leases(%q) lists %q; want %q (held, or kept after release)", prefix, leaseKeys(got), want)
+	}
+	for i, want := range []backend.Lease{la, lb, lk} {
+		l := got[i]
+		if l.Owner != want.Owner || l.Token != want.Token {
+			t.Errorf("Leases lists %q held by %q (token %d); want %q (token %d)", l.Key, l.Owner, l.Token, want.Owner, want.Token)
+		}
+		if s.h.GivenTTL {
+			if l.TTL <= 0 || l.TTL > longTTL {
+				t.Errorf("Leases lists %q with TTL %v; want one in (0, %v]", l.Key, l.TTL, longTTL)
+			}
+		} else {
+			s.checkTTL(t, "Leases of "+l.Key, l.TTL, longTTL, sent)
+		}
+	}
+	if !slices.Equal(got[0].Waiters, waiters) {
+		t.Errorf("Leases lists %q with waiters %q; want %q, in the order they joined", a, got[0].Waiters, waiters)
+	}
+	for _, l := range got[1:] {
+		if len(l.Waiters) != 0 {
+			t.Errorf("Leases lists %q with waiters %q; nobody waits for it", l.Key, l.Waiters)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("closing the watch of %q: %v", b, err)
+	}
+
+	// A narrower prefix lists only its keys; one that matches nothing,
+	// nothing.
+	if got := leases(t, ctx, in, a); !slices.Equal(leaseKeys(got), []string{a}) {
+		t.Errorf("Leases(%q) lists %q; want only %q", a, leaseKeys(got), a)
+	}
+	if got := leases(t, ctx, in, prefix+"none"); len(got) != 0 {
+		t.Errorf("Leases(%q) lists %q; want nothing", prefix+"none", leaseKeys(got))
+	}
+	// Once a lease is released it is no longer listed.
+	release(t, ctx, in, b, "owner-b", 0)
+	if got := leases(t, ctx, in, prefix); slices.Contains(leaseKeys(got), b) {
+		t.Errorf("after b's release, Leases(%q) still lists it: %q", prefix, leaseKeys(got))
+	}
+}
+
+// testLeasesArguments checks that Leases refuses a prefix with a space or
+// a control character with ErrInvalidArgument and fails with the
+// context's error when the context has ended.
+func (s *suite) testLeasesArguments(t *testing.T) {
+	ctx := testCtx(t)
+	in := s.inspector(t)
+	for _, prefix := range []string{"a b", "tab\t", "nl\n"} {
+		if _, err := in.Leases(ctx, prefix); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("Leases(%q): err = %v; want ErrInvalidArgument", prefix, err)
+		}
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := in.Leases(ended, s.key("leases-args")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Leases with an ended context: err = %v; want one matching context.Canceled", err)
+	}
+}
