@@ -92,7 +92,7 @@
 //     before), and Dequeue takes a waiter out, waking watchers with the
 //     new first waiter when the key is free.
 //   - for stores that also implement backend.Breaker (the Break subtests
-//     are skipped for the others): Break returns the lease it ended,
+//     are added only for them): Break returns the lease it ended,
 //     whoever held it, kept leases included; the key is free at once, or
 //     with a waiter in line passes to it as a release would; watchers are
 //     woken; the old holder's Renew and Release are refused with

@@ -9,20 +9,29 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// breakerStore is a store with the optional backend.Breaker.
-type breakerStore interface {
-	backend.Store
-	backend.Breaker
+// breakCases are the parallel subtests of stores that implement
+// backend.Breaker (Run adds them only for those); BreakWithWaiter only
+// with queue, for stores that also implement backend.Queue.
+func (s *suite) breakCases(queue bool) []testCase {
+	cases := []testCase{
+		{"Break", s.testBreak},
+		{"BreakKept", s.testBreakKept},
+		{"BreakArguments", s.testBreakArguments},
+	}
+	if queue {
+		cases = append(cases, testCase{"BreakWithWaiter", s.testBreakWithWaiter})
+	}
+	return cases
 }
 
-// breaker returns a new client of the store under test as a breakerStore,
-// and skips t if the store does not implement backend.Breaker, which is
-// optional.
-func (s *suite) breaker(t *testing.T) breakerStore {
+// breaker returns a new client of the store under test as a
+// backend.Breaker; Run calls the Break subtests only for stores that
+// implement it.
+func (s *suite) breaker(t *testing.T) backend.Breaker {
 	t.Helper()
-	b, ok := s.store(t).(breakerStore)
+	b, ok := s.store(t).(backend.Breaker)
 	if !ok {
-		t.Skip("the store does not implement backend.Breaker (optional)")
+		t.Fatal("backendtest: a Break subtest ran on a store without backend.Breaker")
 	}
 	return b
 }
