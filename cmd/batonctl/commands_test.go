@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"encoding/json"
 	"net"
 	"os"
@@ -11,6 +13,10 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/backend/springredis"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/role"
 )
 
 // status, members and master against a service with a master, a slave
@@ -144,6 +150,19 @@ func TestRelease(t *testing.T) {
 		r.want(t, exitNo, "release of a free key")
 		golden(t, fx.name+"-release-free", r.stderr)
 
+		// A key with a waiter in line passes to it, as a release would.
+		waiter := owner(app, 8083, "00000000000000cc")
+		held = acquire(t, holder, app, "lock:queued", o)
+		if _, err := fx.newStore(t).(backend.Queue).AcquireQueued(t.Context(), backend.AppKey(tenant, app, "lock:queued"), waiter, time.Minute, 0, time.Minute); err == nil {
+			t.Fatal("the waiter was granted the held lock")
+		}
+		r = fx.ctl(t, "", "--app", app, "--yes", "--force", "release", "lock:queued")
+		r.want(t, exitOK, "release of a key with a waiter")
+		golden(t, fx.name+"-release-waiter", r.stdout)
+		if l, err := holder.Get(t.Context(), backend.AppKey(tenant, app, "lock:queued")); err != nil || l.Owner != waiter || l.Token <= held.Token {
+			t.Errorf("after the forced release the key is %+v, %v; want the waiter %s's with a token above %d", l, err, waiter, held.Token)
+		}
+
 		// The role: the master steps down and a new tenure begins.
 		before := m.Epoch()
 		r = fx.ctl(t, "", "--app", app, "--yes", "--force", "release", "role")
@@ -267,4 +286,121 @@ func writeConfig(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// watch without a key follows the role: no master, then the master an
+// elector became, then no master again once it stopped.
+func TestWatchRole(t *testing.T) {
+	eachFixture(t, func(t *testing.T, fx fixture) {
+		const app = "elected"
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		var out, errOut syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- run(ctx, []string{"--config", fx.config, "--app", app, "--interval", "50ms", "watch"}, strings.NewReader(""), &out, &errOut)
+		}()
+		lines := func(n int) func() bool {
+			return func() bool { return strings.Count(out.String(), "\n") >= n }
+		}
+		waitFor(t, "the first line of watch", lines(1))
+		id, err := instanceid.New("127.0.0.1", tenant, app, 8081)
+		if err != nil {
+			t.Fatal(err)
+		}
+		el, err := role.NewElector(fx.newStore(t), id, roleConfig, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := el.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the line of the election", lines(2))
+		sctx, scancel := context.WithTimeout(t.Context(), patience)
+		defer scancel()
+		if err := el.Stop(sctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the line of the step-down", lines(3))
+		cancel()
+		select {
+		case code := <-done:
+			if code != exitOK {
+				t.Errorf("watch ended with exit code %d, want 0; stderr:\n%s", code, errOut.String())
+			}
+		case <-time.After(patience):
+			t.Fatal("watch did not end with its context")
+		}
+		golden(t, fx.name+"-watch-role", out.String())
+	})
+}
+
+// The environment configures batonctl as it configures the library
+// (BATON_*), and --tenant overrides instance.tenant.
+func TestEnvironment(t *testing.T) {
+	fx := fixtures(t)[0]
+	const app = "configured"
+	m := startElector(t, fx.newStore(t), app, 8081)
+	waitFor(t, "master", m.IsMaster)
+	t.Setenv("BATON_REDIS_ADDRS", redisServer.Addr())
+	t.Setenv("BATON_INSTANCE_APP", app)
+	t.Setenv("BATON_INSTANCE_TENANT", "other")
+	var out, errOut bytes.Buffer
+	code := run(t.Context(), []string{"--tenant", tenant, "master"}, strings.NewReader(""), &out, &errOut)
+	if code != exitOK || !strings.HasPrefix(out.String(), m.ID().String()+" epoch ") {
+		t.Errorf("master from the environment: exit %d, stdout %q, stderr %q; want %s", code, out.String(), errOut.String(), m.ID())
+	}
+	out.Reset()
+	errOut.Reset()
+	code = run(t.Context(), []string{"master"}, strings.NewReader(""), &out, &errOut)
+	if code != exitNo || !strings.Contains(errOut.String(), "other/configured has no master") {
+		t.Errorf("master of tenant other (BATON_INSTANCE_TENANT): exit %d, stderr %q; want 3 and no master", code, errOut.String())
+	}
+	t.Setenv("BATON_REDIS_BOGUS", "1")
+	errOut.Reset()
+	code = run(t.Context(), []string{"master"}, strings.NewReader(""), &out, &errOut)
+	if code != exitError || !strings.Contains(errOut.String(), "BATON_REDIS_BOGUS") {
+		t.Errorf("an unknown BATON_ variable: exit %d, stderr %q; want 1 naming it", code, errOut.String())
+	}
+}
+
+// The Spring layout (redis.layout=spring), shared with Java instances:
+// status, master and members read the Java side's role key and baton's
+// members; locks cannot list the Java side's keys (exit 1, saying so);
+// release ends a Java instance's lock.
+func TestSpringLayout(t *testing.T) {
+	const app = "legacy"
+	cfg := writeConfig(t, fmt.Sprintf("instance:\n  tenant: %s\nredis:\n  addrs: [%q]\n  layout: spring\n", tenant, redisServer.Addr()))
+	fx := fixture{name: "spring", config: cfg, newStore: func(t testing.TB) backend.Store {
+		s, err := springredis.New(redisServer.Client(t), springredis.Layout{}, redisbackend.WithoutRestartGuard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}}
+	service(t, fx, app)
+	for _, c := range []struct{ name, cmd string }{{"status", "status"}, {"master", "master"}, {"members", "members"}} {
+		r := fx.ctl(t, "", "--app", app, c.cmd)
+		r.want(t, exitOK, c.name)
+		golden(t, "spring-"+c.name, r.stdout)
+	}
+	r := fx.ctl(t, "", "--app", app, "locks")
+	r.want(t, exitError, "locks on the Spring layout")
+	if !strings.Contains(r.stderr, "the redis (spring layout) store cannot list leases") {
+		t.Errorf("locks on the Spring layout: stderr %q does not say why", r.stderr)
+	}
+	// A Java instance holds a synchronized lock: SET NX of the method's
+	// signature with its instance ID.
+	rdb := redisServer.Client(t)
+	const method = "com.acme.Legacy.close()"
+	if ok, err := rdb.SetNX(t.Context(), method, "10.0.0.9:acme:legacy:8080", time.Minute).Result(); err != nil || !ok {
+		t.Fatalf("the Java side's SET NX: %v, %v", ok, err)
+	}
+	r = fx.ctl(t, "", "--app", app, "--force", "--yes", "release", "lock:"+method)
+	r.want(t, exitOK, "release of a Java instance's lock")
+	golden(t, "spring-release", r.stdout)
+	if n, err := rdb.Exists(t.Context(), method).Result(); err != nil || n != 0 {
+		t.Errorf("the Java side's key after the release: exists %d, %v; want it gone", n, err)
+	}
 }

@@ -37,9 +37,9 @@
 //
 // On Consul the lease times shown are the TTLs the leases were given:
 // Consul cannot say how much of a session's TTL is left. On the Spring
-// layout, locks and release are not available (the store cannot list
-// leases or end another owner's lease), and status shows the locks as
-// unknown.
+// layout locks is not available (the Java side's keys share no prefix to
+// list them by) and status shows the locks as unknown; release ends a
+// Java instance's lease too.
 //
 // # Flags
 //
