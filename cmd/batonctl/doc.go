@@ -57,6 +57,28 @@
 //
 // Flags may come before or after the command and its arguments.
 //
+// # Output
+//
+// Tables are for people; --output json is for scripts, with these
+// fields (times in ms; a token or epoch is a fencing token, a large
+// integer that only increases):
+//
+//	status   {tenant, app, backend, store, master, members, locks_held}
+//	         master: {id, owner, epoch, ttl_ms, key} or null;
+//	         locks_held: null when the store cannot list leases
+//	members  [{id, owner, master, last_seen_ms, ttl_ms, started}]
+//	         (last_seen_ms absent on Consul, which cannot tell)
+//	master   {id, owner, epoch, ttl_ms, key}, or null with exit 3
+//	locks    [{key, id, owner, token, ttl_ms, waiters}]
+//	release  {key, released: {key, id, owner, token, ttl_ms}, now}
+//	         now: the lease right after (the waiter the key was handed
+//	         to) or null
+//	watch    one object per line: {time, key, held, id, owner, token,
+//	         ttl_ms}
+//
+// id is the instance ID part of an owner ("ip:tenant:app:port"); owner
+// adds the per-process nonce after '#'.
+//
 // # Releasing a stuck lock
 //
 // release refuses without --force and says who holds the key. With
