@@ -10,6 +10,12 @@
 // Sentinel, Cluster). The conformance suite in backendtest runs against
 // every adapter on real servers.
 //
+// Stores may also implement optional interfaces, which the packages above
+// look for with a type assertion: Registry (a list of live members per
+// group), Queue and Handover (waiting lines, and handing a released key
+// to the first waiter) and Inspector (listing the leases held under a
+// prefix, for status pages and operators' tools).
+//
 // # What is promised
 //
 //   - At most one owner holds a key at any instant of the store's clock.

@@ -8,12 +8,22 @@
 //	go run ./examples/cluster -redis 127.0.0.1:6379  # a real Redis
 //	go run ./examples/cluster -consul                # a Consul dev agent it starts
 //	go run ./examples/cluster -consul -consul-addr 127.0.0.1:8500 -ttl 10s  # a running Consul agent
+//	go run ./examples/cluster -http 127.0.0.1:8080   # also serve each instance's status page
 //
 // With -consul and no -consul-addr, the demo starts a private Consul dev
 // agent from the consul binary that `make deps` builds (.cache/bin), or
 // from PATH, and stops it at the end. Its sessions may be as short as 1 s;
 // a running agent keeps Consul's minimum of 10 s unless its servers were
 // configured otherwise (-consul-ttl-min).
+//
+// With -http ADDR (port 0 picks a free one) the demo serves the status
+// page (package statuspage) of each instance at http://ADDR/<port>/, for
+// instance 127.0.0.1:acme:billing:<port>, with links to all three at
+// http://ADDR/, and prints the URL. After the timeline it keeps the last
+// master and the pages running until interrupted (Ctrl-C), so that the
+// pages can be looked at: the first master's page says its elector is
+// not running and names the third master, as the third's own page does;
+// the crashed instance's page says its store is unreachable.
 package main
 
 import (
@@ -22,7 +32,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +52,7 @@ import (
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/statuspage"
 )
 
 func main() {
@@ -46,12 +62,19 @@ func main() {
 	consulMin := flag.Duration("consul-ttl-min", consulbackend.DefaultSessionTTLMin, "with -consul-addr: the servers' session_ttl_min")
 	ttl := flag.Duration("ttl", 3*time.Second, "role key TTL (scheduler-lock.heartbeat-expiration-duration-in-seconds)")
 	verbose := flag.Bool("v", false, "also print the electors' own log")
+	httpAddr := flag.String("http", "", "serve each instance's status page on this address (host:port, port 0 picks one); empty: no pages")
 	flag.Parse()
 	open := func() (backend.Store, string, func(), error) { return connectRedis(*addr) }
 	if *useConsul {
 		open = func() (backend.Store, string, func(), error) { return connectConsul(*consulAddr, *consulMin) }
 	}
-	if err := run(open, *ttl, *verbose); err != nil {
+	opts := options{ttl: *ttl, verbose: *verbose, http: *httpAddr, hold: func(url string) {
+		fmt.Printf("\nstatus pages stay up at %s until Ctrl-C\n", url)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		defer stop()
+		<-ctx.Done()
+	}}
+	if err := run(open, opts); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster demo failed:", err)
 		os.Exit(1)
 	}
@@ -61,13 +84,27 @@ func main() {
 // play a crash: the process stops talking to Redis and never releases.
 type instance struct {
 	id      instanceid.ID
+	store   *crashable
 	el      *role.Elector
+	events  *statuspage.Events // for its status page
 	crashed atomic.Bool
+}
+
+// options are the demo's settings.
+type options struct {
+	ttl     time.Duration // the role key's TTL
+	verbose bool          // print the electors' log too
+	// http, if not empty, is the address to serve the status pages on;
+	// hold is then called with their URL once the timeline is over, and
+	// the demo stops the instances when it returns.
+	http string
+	hold func(url string)
 }
 
 // run plays the demo on the store open returns (with a description of
 // it, and a function that closes it and whatever it started).
-func run(open func() (backend.Store, string, func(), error), ttl time.Duration, verbose bool) error {
+func run(open func() (backend.Store, string, func(), error), o options) error {
+	ttl, verbose := o.ttl, o.verbose
 	store, where, stop, err := open()
 	if err != nil {
 		return err
@@ -96,21 +133,37 @@ func run(open func() (backend.Store, string, func(), error), ttl time.Duration, 
 		if err != nil {
 			return err
 		}
-		in := &instance{id: id}
-		el, err := role.NewElector(&crashable{Store: store, crashed: &in.crashed}, id, cfg,
+		in := &instance{id: id, events: statuspage.NewEvents(0)}
+		in.store = &crashable{Store: store, crashed: &in.crashed}
+		el, err := role.NewElector(in.store, id, cfg,
 			role.WithLogger(log),
 			role.OnElected(func(ctx context.Context) {
 				epoch, _ := role.EpochFromContext(ctx)
 				at := time.Now()
 				tl.say("%s is MASTER (epoch %d)", id, epoch)
+				in.events.Elected(ctx)
 				elected <- tenure{who: in, epoch: epoch, at: at, ctx: ctx}
 			}),
-			role.OnDemoted(func() { tl.say("%s is no longer master", id) }))
+			role.OnDemoted(func() {
+				tl.say("%s is no longer master", id)
+				in.events.Demoted()
+			}),
+			role.OnMasterChange(in.events.MasterChanged),
+			role.OnDuplicateID(in.events.DuplicateID))
 		if err != nil {
 			return err
 		}
 		in.el = el
 		instances = append(instances, in)
+	}
+	var url string
+	if o.http != "" {
+		var stopPages func()
+		if url, stopPages, err = servePages(o.http, instances); err != nil {
+			return err
+		}
+		defer stopPages()
+		fmt.Printf("status pages: %s (one per instance)\n\n", url)
 	}
 
 	// Start the instances a little apart: the first one claims the role.
@@ -180,6 +233,9 @@ func run(open func() (backend.Store, string, func(), error), ttl time.Duration, 
 	failover := third.at.Sub(crashAt)
 	tl.say("failover took %v after the crash (TTL %v): the slave claimed as soon as the store let the key go", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
 
+	if o.http != "" && o.hold != nil {
+		o.hold(url)
+	}
 	tl.say("stopping the remaining instances")
 	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
 	for _, in := range instances {
@@ -321,10 +377,17 @@ func (t *timeline) say(format string, args ...any) {
 }
 
 // crashable is a store that fails every call once its instance crashed.
+// It passes on the member list (backend.Registry) and the listing of
+// locks (backend.Inspector) of the store it wraps, for the status pages.
 type crashable struct {
 	backend.Store
 	crashed *atomic.Bool
 }
+
+var (
+	_ backend.Registry  = (*crashable)(nil)
+	_ backend.Inspector = (*crashable)(nil)
+)
 
 var errCrashed = errors.New("instance crashed (demo)")
 
@@ -354,4 +417,76 @@ func (c *crashable) Watch(ctx context.Context, key string) (backend.Watch, error
 		return nil, errCrashed
 	}
 	return c.Store.Watch(ctx, key)
+}
+
+func (c *crashable) Get(ctx context.Context, key string) (backend.Lease, error) {
+	if c.crashed.Load() {
+		return backend.Lease{}, errCrashed
+	}
+	return c.Store.Get(ctx, key)
+}
+
+func (c *crashable) Heartbeat(ctx context.Context, group string, m backend.Member, ttl time.Duration) ([]string, error) {
+	if c.crashed.Load() {
+		return nil, errCrashed
+	}
+	return c.Store.(backend.Registry).Heartbeat(ctx, group, m, ttl)
+}
+
+func (c *crashable) Members(ctx context.Context, group string) ([]backend.Member, error) {
+	if c.crashed.Load() {
+		return nil, errCrashed
+	}
+	return c.Store.(backend.Registry).Members(ctx, group)
+}
+
+func (c *crashable) Leave(ctx context.Context, group, name string) error {
+	if c.crashed.Load() {
+		return errCrashed
+	}
+	return c.Store.(backend.Registry).Leave(ctx, group, name)
+}
+
+func (c *crashable) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo, error) {
+	if c.crashed.Load() {
+		return nil, errCrashed
+	}
+	return c.Store.(backend.Inspector).Leases(ctx, prefix)
+}
+
+// servePages serves the status page of each instance at /<port>/ on addr,
+// with an index at /, until the returned stop is called. It returns the
+// index's URL.
+func servePages(addr string, instances []*instance) (url string, stop func(), err error) {
+	mux := http.NewServeMux()
+	var index []string
+	for _, in := range instances {
+		page, err := statuspage.New(in.store, in.el, statuspage.WithEvents(in.events))
+		if err != nil {
+			return "", nil, err
+		}
+		path := "/" + strconv.Itoa(int(in.id.Port))
+		mux.Handle(path+"/", http.StripPrefix(path, page))
+		index = append(index, fmt.Sprintf(`<li><a href="%s/">%s</a></li>`, path, in.id))
+	}
+	mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>baton cluster demo</title></head>`+
+			`<body style="font-family:system-ui,sans-serif;margin:1rem"><h1>baton cluster demo: acme/billing</h1><p>The status page of each instance:</p><ul>%s</ul></body></html>`,
+			strings.Join(index, ""))
+	})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("serving the status pages on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(l)
+	}()
+	return "http://" + l.Addr().String() + "/", func() {
+		srv.Close()
+		<-done
+	}, nil
 }

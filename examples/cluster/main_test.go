@@ -1,12 +1,17 @@
 package main
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/statuspage"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TTL/10): a shorter one lets a busy machine cost a master its role, and
 // the demo then crashes an instance that is no longer master.
 func TestDemoRuns(t *testing.T) {
-	if err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, 2*time.Second, false); err != nil {
+	if err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, options{ttl: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -26,7 +31,84 @@ func TestDemoRuns(t *testing.T) {
 // The demo runs end to end on a Consul dev agent it starts, as
 // `go run ./examples/cluster -consul` does.
 func TestDemoRunsOnConsul(t *testing.T) {
-	if err := run(func() (backend.Store, string, func(), error) { return connectConsul("", 0) }, 2*time.Second, false); err != nil {
+	if err := run(func() (backend.Store, string, func(), error) { return connectConsul("", 0) }, options{ttl: 2 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// With -http, the demo serves each instance's status page; once the
+// timeline is over (where -http holds the pages up), the index links the
+// three pages; one instance reports itself master, the first master's
+// page says its elector is not running (it was stopped) and names the
+// master with its epoch, as the master's own page does, and the crashed
+// instance's page says that its store is unreachable.
+func TestDemoServesPages(t *testing.T) {
+	held := false
+	hold := func(url string) {
+		held = true
+		body := fetch(t, url)
+		for _, port := range []string{"8081", "8082", "8083"} {
+			if !strings.Contains(body, `href="/`+port+`/"`) {
+				t.Errorf("the index %s does not link /%s/", url, port)
+			}
+		}
+		var master, stopped, crashed []string
+		var named []statuspage.Status
+		for _, port := range []string{"8081", "8082", "8083"} {
+			var s statuspage.Status
+			if err := json.Unmarshal([]byte(fetch(t, url+port+"/status")), &s); err != nil {
+				t.Fatalf("/%s/status: %v", port, err)
+			}
+			problems := strings.Join(s.Problems, "; ")
+			switch {
+			case strings.Contains(problems, "store unreachable"):
+				crashed = append(crashed, s.Instance.ID)
+			case problems == "the elector is not running":
+				stopped = append(stopped, s.Instance.ID)
+				named = append(named, s)
+			case s.Healthy && s.Instance.Role == "master":
+				master = append(master, s.Instance.ID)
+				named = append(named, s)
+			default:
+				t.Errorf("/%s/status: role %s, problems %q; want the master, the stopped or the crashed instance", port, s.Instance.Role, s.Problems)
+			}
+			if page := fetch(t, url+port+"/"); !strings.Contains(page, s.Instance.ID) {
+				t.Errorf("the page /%s/ does not name its instance %s", port, s.Instance.ID)
+			}
+		}
+		if len(master) != 1 || len(stopped) != 1 || len(crashed) != 1 {
+			t.Fatalf("the pages report masters %q, stopped instances %q and crashed instances %q; want one of each", master, stopped, crashed)
+		}
+		for _, s := range named {
+			if s.Master == nil || s.Master.ID != master[0] || s.Master.Epoch == 0 {
+				t.Errorf("%s's page names master %+v; want %s with its epoch", s.Instance.ID, s.Master, master[0])
+			}
+			if s.MembersError != "" || s.LocksError != "" || len(s.Members) == 0 {
+				t.Errorf("%s's page: members %+v (error %q), locks error %q; want the members listed and the locks read",
+					s.Instance.ID, s.Members, s.MembersError, s.LocksError)
+			}
+		}
+	}
+	err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, options{ttl: 2 * time.Second, http: "127.0.0.1:0", hold: hold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !held {
+		t.Error("the demo never held its pages up")
+	}
+}
+
+// fetch GETs url and returns the body, failing t on a transport error.
+func fetch(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return string(body)
 }

@@ -1,0 +1,164 @@
+package statuspage
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/role"
+)
+
+// Default settings of a Handler.
+const (
+	// DefaultTimeout bounds each store read of a request.
+	DefaultTimeout = 2 * time.Second
+	// DefaultRefresh is how often the page reloads itself.
+	DefaultRefresh = 5 * time.Second
+)
+
+var _ http.Handler = (*Handler)(nil)
+
+// Handler serves the health and status of one instance of a service:
+// /healthz, /status and the page. Create it with New. It starts no
+// goroutine; each request reads the elector and the store.
+type Handler struct {
+	store   backend.Store
+	el      *role.Elector
+	events  *Events
+	prefix  string
+	timeout time.Duration
+	refresh time.Duration
+	now     func() time.Time
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithEvents makes the page list the recent transitions and skipped jobs
+// that ev records (see Events). Without it those lists are empty.
+func WithEvents(ev *Events) Option {
+	return func(h *Handler) { h.events = ev }
+}
+
+// WithLockPrefix sets the prefix of the lease keys the page lists as
+// locks (default: the service's, backend.AppKey(tenant, app) + ":", which
+// covers its synclock locks and schedlock job locks). The role key is
+// never listed among them.
+func WithLockPrefix(prefix string) Option {
+	return func(h *Handler) { h.prefix = prefix }
+}
+
+// WithTimeout bounds each store read of a request (default
+// DefaultTimeout).
+func WithTimeout(d time.Duration) Option {
+	return func(h *Handler) { h.timeout = d }
+}
+
+// WithRefresh sets how often the page reloads itself in the browser
+// (default DefaultRefresh); 0 turns reloading off.
+func WithRefresh(d time.Duration) Option {
+	return func(h *Handler) { h.refresh = d }
+}
+
+// New returns a Handler for the instance that el elects for, on store,
+// the store el was made with (or another client of the same data): the
+// page reads the role key, the members and the locks from it. Locks are
+// listed when store implements backend.Inspector (redisbackend,
+// consulbackend and membackend do).
+func New(store backend.Store, el *role.Elector, opts ...Option) (*Handler, error) {
+	if store == nil || el == nil {
+		return nil, errors.New("statuspage: New needs the store and the elector")
+	}
+	id := el.ID()
+	h := &Handler{
+		store:   store,
+		el:      el,
+		prefix:  backend.AppKey(id.Tenant, id.App) + ":",
+		timeout: DefaultTimeout,
+		refresh: DefaultRefresh,
+		now:     time.Now,
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	if h.timeout <= 0 {
+		return nil, fmt.Errorf("statuspage: timeout %v must be positive", h.timeout)
+	}
+	if h.refresh < 0 {
+		return nil, fmt.Errorf("statuspage: refresh %v must not be negative", h.refresh)
+	}
+	if err := backend.ValidatePrefix(h.prefix); err != nil {
+		return nil, fmt.Errorf("statuspage: lock %w", err)
+	}
+	return h, nil
+}
+
+// ServeHTTP serves, by the end of the request's path:
+//
+//	.../healthz   200 "ok", or 503 with one problem per line
+//	.../status    the Status as JSON (200, or 503 when not healthy)
+//	.../          the status page (HTML)
+//
+// Mount it under a path that ends in a slash, such as
+// mux.Handle("/baton/", http.StripPrefix("/baton", h)): the page links
+// to status and healthz relative to itself. Other paths get 404, methods
+// other than GET and HEAD 405.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	switch p := r.URL.Path; {
+	case strings.HasSuffix(p, "/healthz") || p == "healthz":
+		h.serveHealth(w, r)
+	case strings.HasSuffix(p, "/status") || p == "status":
+		h.serveStatus(w, r)
+	case p == "" || strings.HasSuffix(p, "/"):
+		h.servePage(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
+	problems, _ := h.health(r.Context())
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(problems) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, strings.Join(problems, "\n"))
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
+	s := h.Status(r.Context())
+	body, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		http.Error(w, "statuspage: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !s.Healthy {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	w.Write(append(body, '\n'))
+}
+
+func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	s := h.Status(r.Context())
+	var buf bytes.Buffer
+	if err := page.Execute(&buf, pageData{Status: s, Refresh: refreshSeconds(h.refresh), Prefix: h.prefix}); err != nil {
+		http.Error(w, "statuspage: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(buf.Bytes())
+}

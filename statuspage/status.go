@@ -1,0 +1,298 @@
+package statuspage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/role"
+)
+
+// Status is what /status serves as JSON and the page shows: one
+// instance's view of its service. Durations are whole milliseconds.
+type Status struct {
+	// Service is the tenant and app the instance serves.
+	Service Service `json:"service"`
+	// Instance is this instance's own view.
+	Instance Instance `json:"instance"`
+	// Healthy is false when Problems is not empty; /healthz then answers
+	// 503.
+	Healthy bool `json:"healthy"`
+	// Problems say why this instance is not healthy: the elector is not
+	// running, another live process claims its instance ID, or the store
+	// cannot be reached.
+	Problems []string `json:"problems,omitempty"`
+	// Master is the service's master as the store has it, nil when
+	// nobody holds the role or the store could not be read.
+	Master *Master `json:"master"`
+	// Members are the live instances of the service, sorted by owner.
+	Members []Member `json:"members"`
+	// MembersError says why Members could not be read, if so.
+	MembersError string `json:"members_error,omitempty"`
+	// Locks are the leases held under the page's lock prefix (the role
+	// key aside), sorted by key.
+	Locks []Lock `json:"locks"`
+	// LocksError says why Locks could not be read, if so (for instance, a
+	// store that does not implement backend.Inspector).
+	LocksError string `json:"locks_error,omitempty"`
+	// Transitions are recent role transitions and lock troubles seen by
+	// this process, newest first (see Events).
+	Transitions []Event `json:"transitions"`
+	// Jobs are recent skipped jobs and job troubles seen by this process,
+	// newest first (see Events).
+	Jobs []Event `json:"jobs"`
+	// GeneratedAt is when the status was read, on this process's clock.
+	GeneratedAt time.Time `json:"generated_at"`
+}
+
+// Service names the service.
+type Service struct {
+	Tenant string `json:"tenant"`
+	App    string `json:"app"`
+}
+
+// Instance is this instance's view, from role.Elector.Status.
+type Instance struct {
+	// ID is the instance ID.
+	ID string `json:"id"`
+	// Role is "master", "slave", "disabled" (the role feature is off) or
+	// "stopped" (the elector does not run).
+	Role string `json:"role"`
+	// Since is when this instance last became master or slave.
+	Since time.Time `json:"since"`
+	// Epoch is the highest role epoch this instance has seen.
+	Epoch uint64 `json:"epoch"`
+	// LastError is the elector's last store error, and LastErrorAt when
+	// it happened; empty if none.
+	LastError   string     `json:"last_error,omitempty"`
+	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
+	// Duplicate is the owner string of another live process that claims
+	// this instance's ID, if one was ever seen.
+	Duplicate string `json:"duplicate,omitempty"`
+}
+
+// Master is the holder of the role key.
+type Master struct {
+	// ID is the master's instance ID; Owner adds its process nonce.
+	ID    string `json:"id"`
+	Owner string `json:"owner"`
+	// Epoch is the tenure's fencing token.
+	Epoch uint64 `json:"epoch"`
+	// LeaseMillis is what is left of the role key's lease (on Consul, the
+	// TTL it was last given).
+	LeaseMillis int64 `json:"lease_ms"`
+	// Since is when this instance learned that the master took over, nil
+	// if it did not see that happen (it started later, or keeps no
+	// Events).
+	Since *time.Time `json:"since,omitempty"`
+	// HeldAtLeastMillis is a lower bound of the tenure's length read from
+	// the epoch, which is at least the store's clock in µs when the
+	// tenure began (see backend.Inspector); 0 when the epoch tells
+	// nothing (it lies ahead of this process's clock).
+	HeldAtLeastMillis int64 `json:"held_at_least_ms,omitempty"`
+}
+
+// Member is one live instance of the service.
+type Member struct {
+	ID    string `json:"id"`
+	Owner string `json:"owner"`
+	// Master and Self say whether the member holds the role key and
+	// whether it is this instance.
+	Master bool `json:"master"`
+	Self   bool `json:"self"`
+	// StartedAt is when the member's elector started, on its clock.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// LastHeartbeatMillis is how long ago the store received its last
+	// heartbeat (Consul cannot tell: 0).
+	LastHeartbeatMillis int64 `json:"last_heartbeat_ms"`
+}
+
+// Lock is one held lease under the page's lock prefix.
+type Lock struct {
+	// Key is the lease key; Kind is "lock" (synclock), "job" (schedlock)
+	// or "other", and Name the key without the service's prefix and kind.
+	Key  string `json:"key"`
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Holder is the holder's instance ID (its owner string without the
+	// process nonce); Owner is the owner string as stored.
+	Holder string `json:"holder"`
+	Owner  string `json:"owner"`
+	// Token is the grant's fencing token.
+	Token uint64 `json:"token"`
+	// LeaseMillis is what is left of the lease (on Consul, the TTL it was
+	// last given).
+	LeaseMillis int64 `json:"lease_ms"`
+	// HeldAtLeastMillis is a lower bound of how long the lease has been
+	// held, read from its token; stores do not record when a lease was
+	// granted. 0 when the token tells nothing.
+	HeldAtLeastMillis int64 `json:"held_at_least_ms,omitempty"`
+	// Waiters are the owners in the key's waiting line, first first.
+	Waiters []string `json:"waiters"`
+}
+
+// health returns the problems that make this instance unhealthy, reading
+// the role key once to see that the store answers; master is what it
+// read, nil if the key is free or could not be read.
+func (h *Handler) health(ctx context.Context) (problems []string, master *backend.Lease) {
+	st := h.el.Status()
+	if !st.Running {
+		problems = append(problems, "the elector is not running")
+	}
+	if st.Duplicate != "" {
+		problems = append(problems, fmt.Sprintf("duplicate instance ID: another live process (%s) claims %s; instance IDs must be unique", st.Duplicate, st.Instance))
+	}
+	rctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	l, err := h.store.Get(rctx, h.el.Key())
+	switch {
+	case err == nil:
+		master = &l
+	case !errors.Is(err, backend.ErrNotFound):
+		problems = append(problems, "store unreachable: "+err.Error())
+	}
+	return problems, master
+}
+
+// Status reads the status of the service as this instance sees it: its
+// elector's view, the role key, the members, the locks and the recent
+// events. It asks the store three times (the role key, the members, the
+// locks), each bounded by the handler's timeout; a part that cannot be
+// read says why in the Status.
+func (h *Handler) Status(ctx context.Context) Status {
+	now := h.now()
+	est := h.el.Status()
+	id := h.el.ID()
+	problems, held := h.health(ctx)
+	s := Status{
+		Service:     Service{Tenant: id.Tenant, App: id.App},
+		Instance:    instanceOf(est),
+		Healthy:     len(problems) == 0,
+		Problems:    problems,
+		Members:     []Member{},
+		Locks:       []Lock{},
+		Transitions: []Event{},
+		Jobs:        []Event{},
+		GeneratedAt: now,
+	}
+	if h.events != nil {
+		s.Transitions, s.Jobs = h.events.Transitions(), h.events.Jobs()
+	}
+	if held != nil {
+		s.Master = masterOf(*held, est, s.Transitions, now)
+	}
+
+	mctx, cancel := context.WithTimeout(ctx, h.timeout)
+	members, err := h.el.Members(mctx)
+	cancel()
+	if err != nil {
+		s.MembersError = err.Error()
+	}
+	for _, m := range members {
+		s.Members = append(s.Members, Member{
+			ID: m.ID, Owner: m.Owner, Master: m.Master, Self: m.Self,
+			StartedAt: m.StartedAt, LastHeartbeatMillis: m.LastSeen.Milliseconds(),
+		})
+	}
+
+	in, ok := h.store.(backend.Inspector)
+	if !ok {
+		s.LocksError = fmt.Sprintf("the store (%T) cannot list its locks: it does not implement backend.Inspector", h.store)
+		return s
+	}
+	lctx, cancel := context.WithTimeout(ctx, h.timeout)
+	leases, err := in.Leases(lctx, h.prefix)
+	cancel()
+	if err != nil {
+		s.LocksError = err.Error()
+	}
+	for _, l := range leases {
+		if l.Key == h.el.Key() {
+			continue
+		}
+		s.Locks = append(s.Locks, h.lockOf(l, now))
+	}
+	return s
+}
+
+func instanceOf(st role.Status) Instance {
+	in := Instance{ID: st.Instance, Role: "slave", Since: st.Since, Epoch: st.Epoch, Duplicate: st.Duplicate}
+	switch {
+	case !st.Enabled:
+		in.Role = "disabled"
+	case !st.Running:
+		in.Role = "stopped"
+	case st.IsMaster:
+		in.Role = "master"
+	}
+	if st.LastError != nil {
+		at := st.LastErrorAt
+		in.LastError, in.LastErrorAt = st.LastError.Error(), &at
+	}
+	return in
+}
+
+// masterOf describes the role lease l. Since is this instance's own
+// tenure start when it is the master, or else when it saw the master
+// change to l's holder (the newest such event).
+func masterOf(l backend.Lease, st role.Status, transitions []Event, now time.Time) *Master {
+	m := &Master{
+		ID: ownerID(l.Owner), Owner: l.Owner, Epoch: l.Token,
+		LeaseMillis: l.TTL.Milliseconds(), HeldAtLeastMillis: heldAtLeast(l.Token, now).Milliseconds(),
+	}
+	if st.IsMaster && m.ID == st.Instance {
+		since := st.Since
+		m.Since = &since
+		return m
+	}
+	for _, e := range transitions {
+		if e.Kind == "master" && e.Subject == m.ID {
+			since := e.Time
+			m.Since = &since
+			break
+		}
+	}
+	return m
+}
+
+func (h *Handler) lockOf(l backend.LeaseInfo, now time.Time) Lock {
+	lk := Lock{
+		Key: l.Key, Kind: "other", Name: strings.TrimPrefix(l.Key, h.prefix),
+		Holder: ownerID(l.Owner), Owner: l.Owner, Token: l.Token,
+		LeaseMillis: l.TTL.Milliseconds(), HeldAtLeastMillis: heldAtLeast(l.Token, now).Milliseconds(),
+		Waiters: l.Waiters,
+	}
+	if lk.Waiters == nil {
+		lk.Waiters = []string{}
+	}
+	for _, kind := range []string{"lock", "job"} {
+		if name, ok := strings.CutPrefix(lk.Name, kind+":"); ok {
+			lk.Kind, lk.Name = kind, name
+			break
+		}
+	}
+	return lk
+}
+
+// heldAtLeast is how long a lease whose fencing token is token has been
+// held at least: every store makes a token at least its clock in µs at
+// the grant, so the grant came no later than the token read as a time.
+// It is 0 when that time is not in the past of now.
+func heldAtLeast(token uint64, now time.Time) time.Duration {
+	if token > backend.MaxToken {
+		return 0
+	}
+	return max(now.Sub(time.UnixMicro(int64(token))), 0)
+}
+
+// ownerID returns the instance ID part of an owner string: what comes
+// before the process nonce ("#...").
+func ownerID(owner string) string {
+	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
+		return owner[:i]
+	}
+	return owner
+}

@@ -1,0 +1,355 @@
+package statuspage_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/schedlock"
+	"github.com/baton-go/baton/statuspage"
+	"github.com/baton-go/baton/synclock"
+)
+
+var server *testenv.Redis
+
+func TestMain(m *testing.M) { testenv.MainWithRedis(m, &server) }
+
+// patience bounds every wait for something that must happen; reaching it
+// means the thing was missed, not that the machine was slow.
+const patience = 30 * time.Second
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// fastRole is a role configuration whose failover after a crash takes a
+// few seconds, with room for a renewal to land on a busy machine.
+var fastRole = role.Config{HeartbeatExpiration: 3 * time.Second, HeartbeatInterval: time.Second, SafetyMargin: 300 * time.Millisecond}
+
+// instance is one process of a service: its own Redis client and store,
+// its elector, its events and its status page.
+type instance struct {
+	id     instanceid.ID
+	rdb    *redis.Client
+	store  *redisbackend.Store
+	el     *role.Elector
+	events *statuspage.Events
+	page   *statuspage.Handler
+	srv    *httptest.Server
+}
+
+// newApp returns an app name of its own for a test, so tests sharing the
+// server never see each other's keys.
+func newApp() string { return "app" + strings.ToLower(rand.Text()[:10]) }
+
+// start starts an instance of app on port, on the shared redis-server (or
+// srv if given), serving its page under /baton/. t.Cleanup stops it.
+func start(t *testing.T, srv *testenv.Redis, app string, port int) *instance {
+	t.Helper()
+	if srv == nil {
+		srv = server
+	}
+	id, err := instanceid.New("127.0.0.1", "acme", app, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &instance{id: id, rdb: redis.NewClient(srv.Options()), events: statuspage.NewEvents(0)}
+	if in.store, err = redisbackend.New(in.rdb, redisbackend.WithoutRestartGuard()); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(in.events.RoleOptions(), role.WithLogger(quiet))
+	if in.el, err = role.NewElector(in.store, id, fastRole, opts...); err != nil {
+		t.Fatal(err)
+	}
+	if in.page, err = statuspage.New(in.store, in.el, statuspage.WithEvents(in.events)); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/baton/", http.StripPrefix("/baton", in.page))
+	in.srv = httptest.NewServer(mux)
+	if err := in.el.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), patience)
+		defer cancel()
+		in.el.Stop(ctx)
+		in.srv.Close()
+		in.store.Close()
+		in.rdb.Close()
+	})
+	return in
+}
+
+// waitFor polls cond until it holds, and fails t after patience.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for: %s", patience, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// get fetches path from in's page and returns the status code and body.
+func get(t *testing.T, in *instance, path string) (int, string) {
+	t.Helper()
+	res, err := http.Get(in.srv.URL + "/baton/" + path)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", path, err)
+	}
+	return res.StatusCode, string(body)
+}
+
+// status fetches and decodes in's /status.
+func status(t *testing.T, in *instance) statuspage.Status {
+	t.Helper()
+	code, body := get(t, in, "status")
+	var s statuspage.Status
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatalf("/status answered %d with %q: %v", code, body, err)
+	}
+	if want := http.StatusOK; !s.Healthy {
+		want = http.StatusServiceUnavailable
+		if code != want {
+			t.Errorf("/status of an unhealthy instance answered %d; want %d", code, want)
+		}
+	} else if code != want {
+		t.Errorf("/status of a healthy instance answered %d; want %d", code, want)
+	}
+	return s
+}
+
+func memberIDs(s statuspage.Status) []string {
+	var ids []string
+	for _, m := range s.Members {
+		ids = append(ids, m.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestStatusOnRedis runs two instances of a service on a real
+// redis-server and checks what their /status, /healthz and page say: the
+// master with its epoch, both members, a lock held by one instance with
+// the other waiting in its line, a job the slave skipped, and the master
+// change after the master stops.
+func TestStatusOnRedis(t *testing.T) {
+	app := newApp()
+	a := start(t, nil, app, 8081)
+	waitFor(t, "a is master and its election recorded", func() bool {
+		return a.el.IsMaster() && slices.ContainsFunc(a.events.Transitions(), func(e statuspage.Event) bool { return e.Kind == "elected" })
+	})
+	b := start(t, nil, app, 8082)
+	waitFor(t, "b sees a as master", func() bool { return b.el.Master() == a.id.String() })
+	waitFor(t, "both members listed", func() bool { ms, _ := a.el.Members(t.Context()); return len(ms) == 2 })
+
+	// a holds a lock; b waits for it in line.
+	lockA, err := synclock.NewLocker(a.store, a.id, synclock.Config{}, synclock.WithLogger(quiet), synclock.WithObserver(a.events.Lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockB, err := synclock.NewLocker(b.store, b.id, synclock.Config{}, synclock.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		aDone <- lockA.DoKey(t.Context(), "invoice:42", func(context.Context) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	go func() {
+		bDone <- lockB.DoKey(t.Context(), "invoice:42", func(context.Context) error { return nil })
+	}()
+	var s statuspage.Status
+	waitFor(t, "the lock listed with b waiting", func() bool {
+		s = status(t, a)
+		return len(s.Locks) == 1 && len(s.Locks[0].Waiters) == 1
+	})
+
+	// b skips a master-only job.
+	gate, err := schedlock.NewGate(schedlock.Master, b.el, schedlock.WithObserver(b.events.Job), schedlock.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gate.Lock(t.Context(), "nightly-report"); !errors.Is(err, schedlock.ErrSkipped) {
+		t.Fatalf("a slave's master-only gate: err = %v; want a skip", err)
+	}
+
+	if !s.Healthy || len(s.Problems) != 0 {
+		t.Errorf("a is not healthy: %q", s.Problems)
+	}
+	if s.Service != (statuspage.Service{Tenant: "acme", App: app}) {
+		t.Errorf("service %+v; want acme/%s", s.Service, app)
+	}
+	if s.Master == nil || s.Master.ID != a.id.String() || s.Master.Epoch != a.el.Epoch() || s.Master.Since == nil {
+		t.Errorf("master %+v; want %s with epoch %d, since its election", s.Master, a.id, a.el.Epoch())
+	}
+	if s.Instance.ID != a.id.String() || s.Instance.Role != "master" {
+		t.Errorf("instance %+v; want %s, master", s.Instance, a.id)
+	}
+	if got, want := memberIDs(s), []string{a.id.String(), b.id.String()}; !slices.Equal(got, want) {
+		t.Errorf("members %q; want %q", got, want)
+	}
+	for _, m := range s.Members {
+		if m.Master != (m.ID == a.id.String()) || m.Self != (m.ID == a.id.String()) {
+			t.Errorf("member %+v: master and self should be true for a only", m)
+		}
+	}
+	lk := s.Locks[0]
+	if lk.Kind != "lock" || lk.Name != "invoice:42" || lk.Holder != a.id.String() || lk.Token == 0 || lk.LeaseMillis <= 0 {
+		t.Errorf("lock %+v; want lock invoice:42 held by %s with a token and a lease", lk, a.id)
+	}
+	if !strings.HasPrefix(lk.Waiters[0], b.id.String()+"#") {
+		t.Errorf("lock waiters %q; want b (%s)", lk.Waiters, b.id)
+	}
+	if !slices.ContainsFunc(s.Transitions, func(e statuspage.Event) bool { return e.Kind == "elected" }) {
+		t.Errorf("a's transitions %+v lack its election", s.Transitions)
+	}
+
+	code, body := get(t, a, "healthz")
+	if code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz answered %d %q; want 200 ok", code, body)
+	}
+	code, html := get(t, b, "")
+	if code != http.StatusOK {
+		t.Fatalf("the page answered %d", code)
+	}
+	for _, want := range []string{`<meta name="viewport"`, `id="master-id">` + a.id.String(), b.id.String(), "invoice:42", "nightly-report", "not-master"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("b's page lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "<script") || strings.Contains(html, "<link") || strings.Contains(html, "src=") {
+		t.Errorf("the page loads outside assets or scripts")
+	}
+
+	close(release)
+	if err := <-aDone; err != nil {
+		t.Errorf("a's section: %v", err)
+	}
+	if err := <-bDone; err != nil {
+		t.Errorf("b's section: %v", err)
+	}
+
+	// a stops: b becomes master, and b's status says so with a larger
+	// epoch and the change among its transitions.
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	if err := a.el.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The store names b before b's elector has taken the tenure, and the
+	// callbacks that record it run after that: wait for all three.
+	waitFor(t, "b's status names b master, b says so, and its transitions have its election", func() bool {
+		s = status(t, b)
+		return s.Master != nil && s.Master.ID == b.id.String() && s.Instance.Role == "master" &&
+			slices.ContainsFunc(s.Transitions, func(e statuspage.Event) bool { return e.Kind == "elected" })
+	})
+	if s.Master.Epoch <= a.el.Epoch() {
+		t.Errorf("b's epoch %d is not above a's %d", s.Master.Epoch, a.el.Epoch())
+	}
+	if s.Master.Since == nil {
+		t.Errorf("b's status after the handover does not say since when b is master: %+v", s.Master)
+	}
+	if i := slices.IndexFunc(s.Jobs, func(e statuspage.Event) bool { return e.Kind == "skipped" && e.Subject == "nightly-report" }); i < 0 {
+		t.Errorf("b's jobs %+v lack the skipped run", s.Jobs)
+	}
+}
+
+// TestHealthzDuplicateID checks that two live processes with one instance
+// ID make /healthz answer 503, naming the duplicate.
+func TestHealthzDuplicateID(t *testing.T) {
+	app := newApp()
+	a := start(t, nil, app, 8081)
+	b := start(t, nil, app, 8081)
+	waitFor(t, "a duplicate reported", func() bool { return a.el.Status().Duplicate != "" || b.el.Status().Duplicate != "" })
+	in := a
+	if a.el.Status().Duplicate == "" {
+		in = b
+	}
+	code, body := get(t, in, "healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "duplicate instance ID") {
+		t.Errorf("/healthz answered %d %q; want 503 naming the duplicate instance ID", code, body)
+	}
+	if s := status(t, in); s.Healthy || s.Instance.Duplicate == "" {
+		t.Errorf("/status says healthy %v, duplicate %q; want unhealthy with the duplicate", s.Healthy, s.Instance.Duplicate)
+	}
+}
+
+// TestHealthzStoreUnreachable checks that /healthz answers 503 saying the
+// store is unreachable once the instance's redis-server is gone, that the
+// page still renders, saying so, and that /healthz is 200 again once the
+// server is back.
+func TestHealthzStoreUnreachable(t *testing.T) {
+	srv := testenv.NewRedis(t)
+	in := start(t, srv, newApp(), 8081)
+	waitFor(t, "master", in.el.IsMaster)
+	if code, body := get(t, in, "healthz"); code != http.StatusOK {
+		t.Fatalf("/healthz with the server up answered %d %q", code, body)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, in, "healthz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "store unreachable") {
+		t.Errorf("/healthz with the server gone answered %d %q; want 503, store unreachable", code, body)
+	}
+	code, html := get(t, in, "")
+	if code != http.StatusOK || !strings.Contains(html, "store unreachable") || !strings.Contains(html, "unhealthy") {
+		t.Errorf("the page with the server gone answered %d and does not say the store is unreachable", code)
+	}
+
+	// Once the server is back, so is the health (and the client's pool
+	// stops redialling in the background).
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "/healthz answers 200 again", func() bool { code, _ := get(t, in, "healthz"); return code == http.StatusOK })
+}
+
+// TestRoutes checks the paths and methods the handler answers.
+func TestRoutes(t *testing.T) {
+	in := start(t, nil, newApp(), 8081)
+	for path, want := range map[string]int{"": 200, "status": 200, "healthz": 200, "nope": 404} {
+		if path == "status" || path == "healthz" || path == "" {
+			waitFor(t, "master", in.el.IsMaster)
+		}
+		if code, _ := get(t, in, path); code != want {
+			t.Errorf("GET /baton/%s answered %d; want %d", path, code, want)
+		}
+	}
+	res, err := http.Post(in.srv.URL+"/baton/status", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /baton/status answered %d; want 405", res.StatusCode)
+	}
+}
