@@ -13,8 +13,9 @@
 // Stores may also implement optional interfaces, which the packages above
 // look for with a type assertion: Registry (a list of live members per
 // group), Queue and Handover (waiting lines, and handing a released key
-// to the first waiter) and Inspector (listing the leases held under a
-// prefix, for status pages and operators' tools).
+// to the first waiter), Inspector (listing the leases held under a
+// prefix, for status pages and operators' tools) and Breaker (ending a
+// lease whoever holds it, for an operator freeing a stuck lock).
 //
 // # What is promised
 //
