@@ -370,6 +370,7 @@ func TestEnvironment(t *testing.T) {
 // release ends a Java instance's lock.
 func TestSpringLayout(t *testing.T) {
 	const app = "legacy"
+	wipe(t)
 	cfg := writeConfig(t, fmt.Sprintf("instance:\n  tenant: %s\nredis:\n  addrs: [%q]\n  layout: spring\n", tenant, redisServer.Addr()))
 	fx := fixture{name: "spring", config: cfg, newStore: func(t testing.TB) backend.Store {
 		s, err := springredis.New(redisServer.Client(t), springredis.Layout{}, redisbackend.WithoutRestartGuard())

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/config"
 )
@@ -25,11 +27,21 @@ const (
 )
 
 func main() {
+	quietRedis()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// quietRedis keeps go-redis's own log lines (a failed dial, retried)
+// off stderr: batonctl reports the error that ends a command, with the
+// address, once.
+func quietRedis() { redis.SetLogger(discardLogger{}) }
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
 
 // options are the command line's flags.
 type options struct {

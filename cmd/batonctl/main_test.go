@@ -36,6 +36,7 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	quietRedis()
 	var err error
 	if redisServer, err = testenv.StartRedis(testenv.RedisOptions{}); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
@@ -73,9 +74,25 @@ type fixture struct {
 	newStore func(t testing.TB) backend.Store // a client as another process
 }
 
-// fixtures returns the Redis and Consul fixtures, with configuration
-// files in t's temporary directory.
+// wipe empties the shared servers, so that a test (run again with
+// -count, or after one that failed) starts from nothing. The tests do not
+// run in parallel.
+func wipe(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), patience)
+	defer cancel()
+	if err := redisServer.FlushAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := consulServer.DeleteAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixtures empties the servers and returns the Redis and Consul
+// fixtures, with configuration files in t's temporary directory.
 func fixtures(t *testing.T) []fixture {
+	wipe(t)
 	dir := t.TempDir()
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
