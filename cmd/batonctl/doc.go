@@ -60,8 +60,8 @@
 // # Output
 //
 // Tables are for people; --output json is for scripts, with these
-// fields (times in ms; a token or epoch is a fencing token, a large
-// integer that only increases):
+// fields (durations in ms, times in RFC 3339; a token or epoch is a
+// fencing token, a large integer that only increases):
 //
 //	status   {tenant, app, backend, store, master, members, locks_held}
 //	         master: {id, owner, epoch, ttl_ms, key} or null;
