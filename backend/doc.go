@@ -13,8 +13,9 @@
 // Stores may also implement optional interfaces, which the packages above
 // look for with a type assertion: Registry (a list of live members per
 // group), Queue and Handover (waiting lines, and handing a released key
-// to the first waiter) and Inspector (listing the leases held under a
-// prefix, for status pages and operators' tools).
+// to the first waiter), Inspector (listing the leases held under a
+// prefix, for status pages and operators' tools) and Breaker (ending a
+// lease whoever holds it, for an operator freeing a stuck lock).
 //
 // # What is promised
 //
@@ -43,6 +44,14 @@
 // writes carrying a token older than one it has seen. Release notifications
 // are hints: a waiter must still Acquire, and must re-check at the holder's
 // remaining TTL because stores need not signal expiry.
+//
+// # Breaking a lease
+//
+// Stores that implement Breaker can end a lease whoever holds it, for an
+// operator freeing a lock whose holder is stuck (batonctl release
+// --force). The broken holder is not told and may still be running; the
+// next grant's fencing token is above the broken one, so a resource that
+// checks tokens turns the old holder away.
 //
 // # Keys
 //

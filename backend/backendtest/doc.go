@@ -91,6 +91,13 @@
 //     takes one, a place lapses once its patience has run out (and not
 //     before), and Dequeue takes a waiter out, waking watchers with the
 //     new first waiter when the key is free.
+//   - for stores that also implement backend.Breaker (the Break subtests
+//     are added only for them): Break returns the lease it ended,
+//     whoever held it, kept leases included; the key is free at once, or
+//     with a waiter in line passes to it as a release would; watchers are
+//     woken; the old holder's Renew and Release are refused with
+//     ErrNotHeld; the next grant's token is above the broken one and
+//     every earlier one; a free key gives ErrNotFound.
 //   - for stores that also implement backend.Inspector (the Leases
 //     subtests are added only for them): Leases lists exactly the leases
 //     held under a prefix, sorted, as Get reports them, with the live

@@ -123,6 +123,12 @@ func Run(t *testing.T, h Harness) {
 	} else {
 		t.Logf("backendtest: the store does not implement backend.Inspector (optional): no Leases subtests")
 	}
+	if st, ok := s.store(t).(backend.Breaker); ok {
+		_, queue := st.(backend.Queue)
+		parallel = append(parallel, s.breakCases(queue)...)
+	} else {
+		t.Logf("backendtest: the store does not implement backend.Breaker (optional): no Break subtests")
+	}
 	t.Run("Parallel", func(t *testing.T) {
 		for _, c := range parallel {
 			t.Run(c.name, func(t *testing.T) {

@@ -139,6 +139,9 @@
 //	contended of W    Dequeue by W (handed to it)  as Release by W
 //	free, W first     Dequeue by W                 the next waiter's, as above            renewed ... / released - <next>
 //	any, in line      Dequeue by O                 O leaves the line                      -
+//	any held          Break (backend.Breaker)      counter past the token and the clock;  renewed <token> <ttl> W /
+//	                                               then as Release by its owner, also     released <token> <next>,
+//	                                               when plain or released                 also when plain
 //	plain             Watch (mark)                 contended; marker set (WithMarkerTTL)  -
 //	any held          PX runs out                  free                                   - (waiters wake at the TTL)
 //

@@ -30,7 +30,7 @@ var luaFiles embed.FS
 
 // scriptSet is the lease scripts.
 type scriptSet struct {
-	acquire, acquireQueued, dequeue, renew, release, mark, get, inspect *redis.Script
+	acquire, acquireQueued, dequeue, renew, release, mark, get, breakLease, inspect *redis.Script
 }
 
 // leaseScripts are the scripts every store runs.
@@ -49,6 +49,7 @@ func loadScripts(shim string) *scriptSet {
 		release:       script("release"),
 		mark:          script("mark"),
 		get:           script("get"),
+		breakLease:    script("break"),
 		inspect:       script("inspect"),
 	}
 }

@@ -64,6 +64,10 @@
 //     baton's keys to them one way only, so a walk of the server could
 //     neither find the Java side's locks nor name the baton key of what
 //     it found. Get reads any key whose name is known.
+//   - Break (backend.Breaker, batonctl release --force) ends any lease,
+//     a Java instance's too; the Java holder is not told and, when its
+//     method returns, deletes the key whoever holds it then, as its
+//     release always does.
 //   - Java instances are not members (role.Elector.Members lists Go
 //     instances only); IsMasterOf compares the role key's value with an
 //     instance ID, for either side.

@@ -1,0 +1,101 @@
+package consulbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+)
+
+var _ backend.Breaker = (*Store)(nil)
+
+// Break implements backend.Breaker. It reads the key, its counter and its
+// line in one transaction and then, in another that holds only if the
+// lease and the counter are as read, either hands the key to the first
+// live waiter (whose token, from the counter and the clock, is above the
+// broken one) or deletes the lease and moves the counter past the broken
+// token and this client's clock, recording the broken token in the
+// counter's flags as Release does, so that watchers see a release. The
+// broken lease's session is destroyed afterwards. The lease's TTL is the
+// one it was last given (a session's remaining time cannot be read).
+func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
+	if err := s.begin(ctx, "break", key); err != nil {
+		return backend.Lease{}, err
+	}
+	for attempt := range grantAttempts {
+		l, retry, err := s.breakOnce(ctx, key)
+		if !retry {
+			return l, err
+		}
+		if !backoff(ctx, attempt) {
+			return backend.Lease{}, fmt.Errorf("consulbackend: break %q: %w", key, backend.ContextError(ctx))
+		}
+	}
+	return backend.Lease{}, fmt.Errorf("consulbackend: break %q: the key changed under %d attempts in a row; try again", key, grantAttempts)
+}
+
+// breakOnce makes one attempt of Break; retry reports that the key, its
+// counter or its line changed between the read and the write.
+func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, retry bool, err error) {
+	st, err := s.look(ctx, "break", key, true)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	cur := st.lease
+	if cur == nil {
+		return backend.Lease{}, false, fmt.Errorf("consulbackend: break %q: %w", key, backend.ErrNotFound)
+	}
+	broken := cur.rec.lease(key)
+	if w := st.first(); w != nil {
+		retry, err := s.handOver(ctx, "break", key, st, w, nil)
+		switch {
+		case err == nil:
+			s.destroyLater(cur.session)
+			return broken, false, nil
+		case retry:
+			return backend.Lease{}, true, nil
+		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
+			return backend.Lease{}, false, err
+		}
+		// The waiter cannot be granted the key now: free it, and the
+		// waiter asks again.
+	}
+	counter, err := parseCounter(key, st.fenceKV)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	bumped, err := s.nextToken(key, max(counter, cur.rec.Token), 0)
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
+	}
+	value := []byte(strconv.FormatUint(bumped, 10))
+	if fence := st.fenceKV; fence != nil {
+		// The counter keeps the keeper session that locks it.
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
+	} else {
+		// The counter ended while its key was held: write it again,
+		// kept as a grant keeps it.
+		keeper, err := s.keeper(ctx, "break", key, time.Duration(cur.rec.TTLMillis)*time.Millisecond)
+		if err != nil {
+			return backend.Lease{}, false, err
+		}
+		set := s.setCounter(key, nil, bumped, keeper)
+		set[len(set)-1].KV.Flags = cur.rec.Token
+		ops = append(ops, set...)
+	}
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if retry, err := s.txnRetry("break", key, ctx, ok, resp, err); err != nil || retry {
+		return backend.Lease{}, retry, err
+	}
+	s.destroyLater(cur.session)
+	return broken, false, nil
+}

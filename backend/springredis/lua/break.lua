@@ -1,0 +1,34 @@
+-- Break: end the lease on K whoever holds it, a Java instance's too, and
+-- move the fencing counter F past its token and the clock, so that every
+-- later grant is above it; watchers are told of a release.
+-- KEYS: K, O, F (see acquire.lua)
+-- ARGV: the channel of K's watchers and the start of a release message
+-- Reply: {'ok', K's value, K's pttl, O or ''} of the lease ended,
+--        {'free'} or {'corrupt', what}
+local K, O, F = KEYS[1], KEYS[2], KEYS[3]
+local v = redis.pcall('GET', K)
+if type(v) == 'table' then
+  return {'corrupt', K .. ' is a ' .. redis.call('TYPE', K).ok .. ', not a string'}
+end
+if not v then return {'free'} end
+local o = redis.pcall('GET', O)
+if type(o) ~= 'string' then o = '' end
+local pttl = redis.call('PTTL', K)
+local c = redis.pcall('GET', F)
+local cn = 0
+if c then
+  cn = type(c) == 'string' and string.match(c, '^%d+$') and tonumber(c)
+  if not cn or cn > 9007199254740991 then
+    return {'corrupt', 'fencing counter ' .. F .. ' is not a token (an integer up to 2^53-1)'}
+  end
+end
+local tok = string.match(o, '^(%d+) ') or string.match(o, '^kept (%d+) ')
+local t = redis.call('TIME')
+local n = math.max(cn, tonumber(tok or '0'), tonumber(t[1]) * 1000000 + tonumber(t[2])) + 1
+if n > 9007199254740991 then
+  return {'corrupt', 'fencing counter ' .. F .. ' is at the largest token; delete it'}
+end
+redis.call('SET', F, string.format('%d', n), 'PX', math.max(pttl, 3600000))
+redis.call('DEL', K, O)
+redis.call('PUBLISH', ARGV[1], ARGV[2] .. (tok or '-'))
+return {'ok', v, pttl, o}

@@ -1,0 +1,121 @@
+// Command batonctl shows and fixes what baton keeps in its store: the
+// master of a service, its members, the locks held, and a lock stuck with
+// a holder that will not release it.
+//
+// Usage:
+//
+//	batonctl [flags] COMMAND [ARGS]
+//
+// It reads the configuration the library reads (package config): the
+// file named by --config (.yaml, .yml, .json, .toml or .properties), then
+// the BATON_* environment variables, then --app and --tenant, which
+// override instance.app and instance.tenant. The service is
+// {tenant:app}; its keys are {tenant:app}:role, {tenant:app}:lock:NAME
+// (synclock) and {tenant:app}:job:NAME (schedlock). The store is Redis
+// (redis.*; in the Spring framework's layout with redis.layout=spring)
+// or Consul (consul.*): --backend redis|consul chooses; without it,
+// Consul when the configuration sets consul.address and not redis.addrs.
+//
+// # Commands
+//
+//	status          the master (instance ID, epoch, lease left), the
+//	                number of locks held, and the members
+//	members         the live instances: ID, whether master, last
+//	                heartbeat (Redis), start time, owner string
+//	master          the master's instance ID and epoch; exit 3 if none
+//	locks [PREFIX]  the leases held under the service's keys, or those
+//	                starting with {tenant:app}:PREFIX: key, holder,
+//	                fencing token, lease left, waiters in line
+//	release KEY     end the lease on KEY whoever holds it (see below)
+//	watch [KEY]     print KEY's holder (default: the role key, i.e. the
+//	                master), then a line for every change, until
+//	                interrupted (SIGINT, SIGTERM)
+//
+// KEY is a full key such as {acme:billing}:lock:nightly, or the part of
+// the service's key after {tenant:app}: (lock:nightly, job:report, role).
+// A PREFIX with a hash tag ({) is taken as a full key prefix.
+//
+// On Consul the lease times shown are the TTLs the leases were given:
+// Consul cannot say how much of a session's TTL is left. On the Spring
+// layout locks is not available (the Java side's keys share no prefix to
+// list them by) and status shows the locks as unknown; release ends a
+// Java instance's lease too.
+//
+// # Flags
+//
+//	--config FILE     configuration file
+//	--app NAME        the service (instance.app); required if not configured
+//	--tenant NAME     the tenant (instance.tenant, default "default")
+//	--backend NAME    redis or consul
+//	--output FORMAT   table (default) or json; watch writes one JSON
+//	                  object per line
+//	--force           let release end a lease its holder did not release
+//	--yes             release without asking for confirmation
+//	--timeout D       longest wait for the store per request (default 10s)
+//	--interval D      watch: how often to look when no event comes
+//	                  (default 1s; a grant of a free key is not signalled)
+//
+// Flags may come before or after the command and its arguments.
+//
+// # Output
+//
+// Tables are for people; --output json is for scripts, with these
+// fields (durations in ms, times in RFC 3339; a token or epoch is a
+// fencing token, a large integer that only increases):
+//
+//	status   {tenant, app, backend, store, master, members, locks_held}
+//	         master: {id, owner, epoch, ttl_ms, key} or null;
+//	         locks_held: null when the store cannot list leases
+//	members  [{id, owner, master, last_seen_ms, ttl_ms, started}]
+//	         (last_seen_ms absent on Consul, which cannot tell)
+//	master   {id, owner, epoch, ttl_ms, key}, or null with exit 3
+//	locks    [{key, id, owner, token, ttl_ms, waiters}]
+//	release  {key, released: {key, id, owner, token, ttl_ms}, now}
+//	         now: the lease right after (the waiter the key was handed
+//	         to) or null
+//	watch    one object per line: {time, key, held, id, owner, token,
+//	         ttl_ms}
+//
+// id is the instance ID part of an owner ("ip:tenant:app:port"); owner
+// adds the per-process nonce after '#'.
+//
+// # Releasing a stuck lock
+//
+// release refuses without --force and says who holds the key. With
+// --force it asks for confirmation on stdin (yes or y) unless --yes is
+// given, and then ends the lease through backend.Breaker: the key is freed
+// (or handed to the waiter first in its line, as a release would) and its
+// fencing counter is moved past the broken token, so every later holder's
+// token is above it. The old holder is not told: it learns at its next
+// renewal or release, which the store refuses, and until then it may
+// still be running its section. Resources that check fencing tokens turn
+// it away; others do not, so end a lease only when its holder is gone or
+// stuck. Releasing the role key makes the master step down at its next
+// renewal and another election happen at once.
+//
+// # Exit codes
+//
+//	0  done
+//	1  error: the store is unreachable or failed, the configuration is
+//	   invalid (every problem is listed, with the key to fix)
+//	2  the command line is wrong (unknown command or flag, missing
+//	   argument, no service named)
+//	3  the answer is no: master found no master, release was refused
+//	   (no --force) or not confirmed, or the key was free
+//
+// Results go to stdout; messages and the confirmation prompt go to
+// stderr.
+//
+// # No purge
+//
+// There is no purge command: the stores keep no leftover counters of
+// dynamic lock names. A key's fencing counter expires by itself, at the
+// earliest an hour (or the lease's ttl if longer) after the key's last
+// grant: on Redis with PX, on Consul through the keeper session that
+// locks it (consulbackend.WithCounterKeep), in memory by the same rule.
+// Waiting lines and watch markers expire with their last waiter or
+// watcher, and member entries with their heartbeats. The one counter that
+// stays is one a caller's floor pushed further ahead of the store's clock
+// than its life: the clock alone would give smaller tokens once it
+// expired, so it must stay, and deleting it would break fencing.
+package main

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/config"
+)
+
+// Exit codes (see the package documentation).
+const (
+	exitOK    = 0 // done
+	exitError = 1 // the store or the configuration failed
+	exitUsage = 2 // the command line is wrong
+	exitNo    = 3 // the answer is no: no master, a refused or declined release, a free key
+)
+
+func main() {
+	quietRedis()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// quietRedis keeps go-redis's own log lines (a failed dial, retried)
+// off stderr: batonctl reports the error that ends a command, with the
+// address, once.
+func quietRedis() { redis.SetLogger(discardLogger{}) }
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(context.Context, string, ...any) {}
+
+// options are the command line's flags.
+type options struct {
+	configFile string
+	app        string
+	tenant     string
+	backend    string
+	output     string
+	yes        bool
+	force      bool
+	timeout    time.Duration
+	interval   time.Duration
+}
+
+// usageError is a wrong command line (exit 2).
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// noError is a "no" answer (exit 3): the message says what was not so.
+type noError struct{ msg string }
+
+func (e *noError) Error() string { return e.msg }
+
+func nof(format string, args ...any) error {
+	return &noError{msg: fmt.Sprintf(format, args...)}
+}
+
+// run runs batonctl with args (without the program name) and returns its
+// exit code. Results go to stdout, messages and prompts to stderr; a
+// confirmation is read from stdin. ctx ends watch.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	err := runErr(ctx, args, stdin, stdout, stderr)
+	var ue *usageError
+	var ne *noError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "batonctl: %v\nRun 'batonctl help' for usage.\n", err)
+		return exitUsage
+	case errors.As(err, &ne):
+		fmt.Fprintf(stderr, "batonctl: %v\n", err)
+		return exitNo
+	}
+	fmt.Fprintf(stderr, "batonctl: %v\n", err)
+	return exitError
+}
+
+func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("batonctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&o.configFile, "config", "", "configuration `file` (.yaml, .yml, .json, .toml, .properties)")
+	fs.StringVar(&o.app, "app", "", "the service's `name` (overrides instance.app)")
+	fs.StringVar(&o.tenant, "tenant", "", "the `tenant` (overrides instance.tenant)")
+	fs.StringVar(&o.backend, "backend", "", "the store: redis or consul (default: consul when the configuration sets consul.address and not redis.addrs, else redis)")
+	fs.StringVar(&o.output, "output", "table", "output `format`: table or json")
+	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fs.BoolVar(&o.force, "force", false, "allow release to end a lease its holder did not release")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "longest wait for the store, per request")
+	fs.DurationVar(&o.interval, "interval", time.Second, "watch: how often to look when no event comes")
+	pos, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout, fs)
+		return err
+	}
+	if err != nil {
+		return usagef("%v", err)
+	}
+	if len(pos) == 0 {
+		return usagef("no command given")
+	}
+	name, rest := pos[0], pos[1:]
+	if name == "help" {
+		usage(stdout, fs)
+		return nil
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		return usagef("unknown command %q (commands: status, members, master, locks, release, watch)", name)
+	}
+	if len(rest) < cmd.minArgs || len(rest) > cmd.maxArgs {
+		return usagef("usage: batonctl [flags] %s", cmd.usage)
+	}
+	if o.output != "table" && o.output != "json" {
+		return usagef("--output %q: want table or json", o.output)
+	}
+	if o.backend != "" && o.backend != "redis" && o.backend != "consul" {
+		return usagef("--backend %q: want redis or consul", o.backend)
+	}
+	if o.timeout <= 0 || o.interval <= 0 {
+		return usagef("--timeout and --interval must be positive")
+	}
+	s, err := open(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	s.stdin, s.stdout, s.stderr = stdin, stdout, stderr
+	return cmd.run(ctx, s, rest)
+}
+
+// parseArgs parses flags before, between and after the positional
+// arguments, and returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// command is one of batonctl's commands.
+type command struct {
+	usage            string
+	minArgs, maxArgs int
+	run              func(ctx context.Context, s *session, args []string) error
+}
+
+var commands = map[string]command{
+	"status":  {usage: "status", run: status},
+	"members": {usage: "members", run: members},
+	"master":  {usage: "master", run: master},
+	"locks":   {usage: "locks [PREFIX]", maxArgs: 1, run: locks},
+	"release": {usage: "release KEY", minArgs: 1, maxArgs: 1, run: release},
+	"watch":   {usage: "watch [KEY]", maxArgs: 1, run: watch},
+}
+
+func usage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage: batonctl [flags] COMMAND [ARGS]
+
+Commands:
+  status          the service's master (epoch, lease left), members and locks held
+  members         the live instances of the service
+  master          the master's instance ID and epoch; exit 3 when there is none
+  locks [PREFIX]  the leases held under the service's keys (KEY starting with PREFIX)
+  release KEY     end the lease on KEY whoever holds it (needs --force; asks unless --yes)
+  watch [KEY]     print every change of holder of KEY (default: the role) until interrupted
+
+KEY is a full key such as {tenant:app}:lock:nightly, or the part after
+{tenant:app}: of the service's keys (lock:nightly, job:report, role).
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	fmt.Fprint(w, `
+Configuration: --config FILE, then the BATON_* environment variables, then
+--app and --tenant, as the library reads it (package config).
+
+Exit codes: 0 done; 1 error (store unreachable, bad configuration);
+2 wrong command line; 3 no (no master, release refused or declined, key free).
+`)
+}
+
+// session is what a command works with: the service, the store and the
+// output.
+type session struct {
+	o        options
+	cfg      *config.Config
+	tenant   string
+	app      string
+	store    backend.Store
+	kind     string // "redis", "redis (spring layout)" or "consul"
+	where    string // the store's address, for messages
+	closeAll func() error
+
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func (s *session) close() {
+	if s.closeAll != nil {
+		_ = s.closeAll()
+	}
+}
+
+// json reports whether the output is JSON.
+func (s *session) json() bool { return s.o.output == "json" }
+
+// call returns a context for one request to the store, bounded by
+// --timeout.
+func (s *session) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.o.timeout)
+}
+
+// key returns the full key that arg names: arg itself when it has a hash
+// tag, else the service's key arg ({tenant:app}:arg).
+func (s *session) key(arg string) string {
+	if strings.Contains(arg, "{") {
+		return arg
+	}
+	return backend.AppKey(s.tenant, s.app, arg)
+}
+
+// roleKey is the service's role key.
+func (s *session) roleKey() string { return backend.AppKey(s.tenant, s.app, "role") }
+
+// service names the service in messages: tenant/app.
+func (s *session) service() string { return s.tenant + "/" + s.app }

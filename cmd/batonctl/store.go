@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/baton-go/baton/config"
+)
+
+// loadConfig reads the configuration as the library does: the file named
+// by --config, the BATON_* environment, then --app and --tenant.
+func loadConfig(o options) (*config.Config, error) {
+	var sources []config.Source
+	if o.configFile != "" {
+		sources = append(sources, config.File(o.configFile))
+	}
+	sources = append(sources, config.Env("BATON_"))
+	flags := map[string]any{}
+	if o.app != "" {
+		flags["instance.app"] = o.app
+	}
+	if o.tenant != "" {
+		flags["instance.tenant"] = o.tenant
+	}
+	if len(flags) > 0 {
+		sources = append(sources, config.Map(flags))
+	}
+	return config.Load(sources...)
+}
+
+// backendOf is the store the configuration names: --backend if given,
+// else Consul when consul.address is set and redis.addrs is not, else
+// Redis.
+func backendOf(o options, cfg *config.Config) string {
+	if o.backend != "" {
+		return o.backend
+	}
+	if cfg.Consul.Address != "" && slices.Equal(cfg.Redis.Addrs, config.Default().Redis.Addrs) {
+		return "consul"
+	}
+	return "redis"
+}
+
+// open loads the configuration and opens the store it names. A Redis
+// store is pinged first, so that an unreachable server fails at once with
+// its address.
+func open(ctx context.Context, o options) (*session, error) {
+	cfg, err := loadConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Instance.App == "" {
+		return nil, usagef("which service? pass --app NAME, or set instance.app in --config FILE or BATON_INSTANCE_APP")
+	}
+	s := &session{o: o, cfg: cfg, tenant: cfg.Instance.Tenant, app: cfg.Instance.App}
+	if s.tenant == "" {
+		s.tenant = config.DefaultTenant
+	}
+	pctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	switch backendOf(o, cfg) {
+	case "consul":
+		st, err := cfg.ConsulStore()
+		if err != nil {
+			return nil, err
+		}
+		s.store, s.kind, s.where, s.closeAll = st, "consul", consulWhere(cfg), st.Close
+	default:
+		if cfg.Redis.Layout == config.LayoutSpring {
+			st, err := cfg.SpringRedisStore(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := st.Ping(pctx); err != nil {
+				st.Close()
+				return nil, err
+			}
+			s.store, s.kind, s.where, s.closeAll = st, "redis (spring layout)", cfg.Redis.Where(), st.Close
+			break
+		}
+		st, err := cfg.RedisStore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Ping(pctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+		s.store, s.kind, s.where, s.closeAll = st, "redis", cfg.Redis.Where(), st.Close
+	}
+	return s, nil
+}
+
+// consulWhere names the Consul agent the configuration points at.
+func consulWhere(cfg *config.Config) string {
+	a := cfg.Consul.APIConfig()
+	return fmt.Sprintf("%s://%s", a.Scheme, a.Address)
+}
