@@ -222,3 +222,71 @@ func TestRedisTLSSentinel(t *testing.T) {
 		t.Fatalf("another CA: %v; want ErrUnreachable naming redis.tls-ca-file", err)
 	}
 }
+
+// Cluster over TLS: the nodes talk TLS among themselves and report their
+// TLS ports to TLS clients; a store made from the redis.* keys with the
+// nodes' TLS addresses holds leases on keys spread over every shard, with
+// mutual TLS, and a watcher is woken by a release (sharded pub/sub over
+// TLS); with another CA it fails fast naming redis.tls-ca-file.
+func TestRedisTLSCluster(t *testing.T) {
+	certs := testenv.NewTLSCerts(t)
+	other := testenv.NewTLSCerts(t)
+	c := testenv.NewCluster(t, testenv.ClusterOptions{Redis: testenv.RedisOptions{TLS: certs, TLSAuthClients: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	load := func(ca string) (*config.RedisStore, error) {
+		cfg, err := config.Load(config.Map(map[string]any{
+			"redis.addrs":         strings.Join(c.TLSAddrs(), ","),
+			"redis.fail-fast":     true,
+			"redis.tls-ca-file":   ca,
+			"redis.tls-cert-file": certs.ClientCert,
+			"redis.tls-key-file":  certs.ClientKey,
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+	}
+
+	s, err := load(certs.CAFile)
+	if err != nil {
+		t.Fatalf("Cluster over mutual TLS: %v", err)
+	}
+	defer s.Close()
+	for i := range 12 { // twelve apps: their {tenant:app} tags land on every shard
+		key := backend.AppKey("acme", fmt.Sprintf("app%d", i), "lock", "tls-cluster")
+		if _, err := s.Acquire(ctx, key, "a", time.Minute, 0); err != nil {
+			t.Fatalf("Acquire %s over TLS on a Cluster: %v", key, err)
+		}
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatalf("Release %s: %v", key, err)
+		}
+	}
+	key := backend.AppKey("acme", "billing", "lock", "watched")
+	if _, err := s.Acquire(ctx, key, "a", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatalf("Watch over TLS on a Cluster: %v", err)
+	}
+	defer w.Close()
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-w.C():
+		if e.Kind != backend.EventReleased {
+			t.Fatalf("watch event %v; want a release", e)
+		}
+	case <-ctx.Done():
+		t.Fatal("the watcher was not woken by the release")
+	}
+
+	if s, err := load(other.CAFile); err == nil {
+		s.Close()
+		t.Fatal("a store trusting another CA started; want a fail-fast error")
+	} else if !errors.Is(err, config.ErrUnreachable) || !strings.Contains(err.Error(), "redis.tls-ca-file") {
+		t.Fatalf("another CA: %v; want ErrUnreachable naming redis.tls-ca-file", err)
+	}
+}

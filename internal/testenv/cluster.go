@@ -29,7 +29,10 @@ type ClusterOptions struct {
 	// NodeTimeout is cluster-node-timeout: how long a node may be silent
 	// before the others flag it as failing. Default 5 s.
 	NodeTimeout time.Duration
-	// Redis configures every node.
+	// Redis configures every node. With Redis.TLS set the nodes also
+	// speak TLS to each other (tls-cluster, tls-replication) and report
+	// their TLS ports to clients that connect with TLS (TLSAddrs); the
+	// plain ports stay, for testenv's own commands.
 	Redis RedisOptions
 	// StartTimeout bounds the wait for the cluster to be ready.
 	// Default DefaultTopologyTimeout.
@@ -83,7 +86,11 @@ func StartCluster(opts ClusterOptions) (*Cluster, error) {
 					return nil, err
 				}
 				r.busPort = bus
-				return append(dataConfig(o.Redis),
+				var tlsLinks []string
+				if o.Redis.TLS != nil {
+					tlsLinks = []string{"tls-cluster yes", "tls-replication yes"}
+				}
+				return append(append(dataConfig(o.Redis), tlsLinks...),
 					"cluster-enabled yes",
 					"cluster-config-file nodes.conf",
 					"cluster-node-timeout "+strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
@@ -177,6 +184,18 @@ func NewCluster(t testing.TB, opts ...ClusterOptions) *Cluster {
 
 // Addrs returns the addresses of the nodes.
 func (c *Cluster) Addrs() []string { return addrs(c.nodes) }
+
+// TLSAddrs returns the nodes' TLS addresses, for a cluster started with
+// Redis.TLS; nil otherwise.
+func (c *Cluster) TLSAddrs() []string {
+	var out []string
+	for _, n := range c.nodes {
+		if a := n.TLSAddr(); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // Nodes returns the node processes, for fault injection: the masters
 // first (ClusterOptions.Masters of them), then the replicas of the first
