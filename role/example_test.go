@@ -120,7 +120,14 @@ func ExampleWithAnnouncer() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	el.Stop(ctx)
-	fmt.Println(<-c.changes)
+	// Stepping down, it may announce itself as a slave before it
+	// withdraws; Stop returns once it has withdrawn.
+	for change := range c.changes {
+		if change == "deregistered" {
+			fmt.Println(change)
+			break
+		}
+	}
 	// Output:
 	// registered as master
 	// deregistered

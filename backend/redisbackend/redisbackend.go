@@ -63,8 +63,23 @@
 // the ttl asked for, or WithRestartGuard if longer: set that to the
 // longest lease the fleet keeps. WithoutRestartGuard turns it off, for
 // tests on fresh servers. A fresh server looks the same as one restarted
-// empty, so the first grants on a new server wait too. The guard does not
-// cover a FLUSHALL, nor a failover to a replica that missed writes (see
+// empty, so the first grants on a new server wait too.
+//
+// Data can also go without a restart (FLUSHALL, FLUSHDB), which leaves
+// the uptime as it was. For a key with a hash tag of its own, as every key
+// of role, synclock and schedlock has ({tenant:app}), the tag keeps a
+// marker, "<prefix>:{T}:intact" (IntactKey), that records since when its
+// data is known whole. A grant that finds no counter and no marker writes
+// the marker and refuses for the guard as after a restart; with the
+// marker there, keys of the tag are granted at once. So the first use of
+// an app on a server that has been up longer than the guard waits the
+// guard once, as Consul's first use does (consulbackend's restart guard);
+// a flush that took the marker makes the next grant wait again. Keys
+// without a tag of their own get no marker (it would be one permanent key
+// each) and only the uptime check.
+//
+// The guard does not cover a DEL of a lease key by hand (its counter and
+// the marker stay), nor a failover to a replica that missed writes (see
 // WithReplicaAck), nor servers that report no uptime (miniredis), nor a
 // restart from a stale RDB snapshot: the snapshot brings the counter back,
 // and a lease renewed after the snapshot and lost with the restart is then
@@ -205,11 +220,12 @@ const (
 	requestSuffix = ":line-req"
 	watchedSuffix = ":watch-mark"
 	mailboxSuffix = ":mailbox"
+	intactSuffix  = ":intact"
 )
 
 // reservedSuffixes end the Redis keys a store writes beside a lease key;
 // keys passed to the store must not end in them.
-var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix, memberDataSuffix, memberIDsSuffix}
+var reservedSuffixes = []string{fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix, intactSuffix, memberDataSuffix, memberIDsSuffix}
 
 // Store is a backend.Store on Redis. Create it with New; call Close to
 // release its pub/sub connection. The client is not closed by Close.
@@ -376,6 +392,22 @@ func (s *Store) LineKeys(key string) (line, requests string) {
 // waiter in line (backend.Handover) leaves a copy of the waiter's lease,
 // "<token> <owner>", expiring with it.
 func (s *Store) MailboxKey(key string) string { return s.LeaseKey(key) + mailboxSuffix }
+
+// IntactKey returns the Redis key that records since when the data of
+// key's hash tag is known whole (see Restart guard): "<prefix>:{T}:intact"
+// for a key with a hash tag T of its own, as every key of role, synclock
+// and schedlock has ({tenant:app}); "" for a key without one.
+func (s *Store) IntactKey(key string) string {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return "" // no tag, or an empty one: Redis hashes the whole key
+	}
+	return s.prefix + ":" + key[i:i+j+2] + intactSuffix
+}
 
 // MarkerKey returns the Redis key that marks key as watched (see
 // Notifications).

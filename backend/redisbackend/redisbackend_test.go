@@ -894,3 +894,85 @@ func TestFirstWaiterClaimCommands(t *testing.T) {
 		"get": 2, "set": 2, "hdel": 1, "zrem": 1,
 	})
 }
+
+// A FLUSHALL leaves the server's uptime as it was, so the uptime alone
+// does not show the loss: the tag's intact marker does. On a server up
+// for longer than the guard, the first grant of a key of a tag whose
+// marker is missing (the tag's first use, or its data flushed) is refused
+// as recovering for max(ttl, guard), and writes the marker; after that,
+// new keys of the tag are granted at once, as are keys without a tag of
+// their own. A foreign value in the marker fails with ErrCorrupt naming it.
+func TestRestartGuardAfterFlush(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx := ctxT(t)
+	const ttl = 300 * time.Millisecond
+	s := newStore(t, rdb, redisbackend.WithRestartGuard(0))
+	// Wait until the server is older than the guard plus Redis's second.
+	for {
+		info, err := rdb.Info(ctx, "server").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := strings.Cut(info, "uptime_in_seconds:")
+		if up, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])); up >= 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the server's uptime did not reach 2 s")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	key := "{flush:guard}:lock:a"
+	waitGranted := func(what string) {
+		t.Helper()
+		before := time.Now() // the marker is written after this, by the server's clock
+		var he *backend.HeldError
+		_, err := s.Acquire(ctx, key, "a", ttl, 0)
+		if !errors.As(err, &he) || !he.Recovering || he.Holder.TTL <= 0 || he.Holder.TTL > ttl {
+			t.Fatalf("%s: Acquire = %v; want a recovering refusal of at most %v", what, err, ttl)
+		}
+		if n, err := rdb.Exists(ctx, s.IntactKey(key)).Result(); err != nil || n != 1 {
+			t.Fatalf("%s: marker %s exists %d, %v; want it written", what, s.IntactKey(key), n, err)
+		}
+		for {
+			_, err := s.Acquire(ctx, key, "a", ttl, 0)
+			if err == nil {
+				if recv := time.Now(); recv.Before(before.Add(ttl)) {
+					t.Fatalf("%s: granted %v after the first refusal; the guard is %v", what, recv.Sub(before), ttl)
+				}
+				break
+			}
+			if !errors.As(err, &he) || !he.Recovering {
+				t.Fatalf("%s: Acquire while recovering: %v", what, err)
+			}
+			time.Sleep(min(he.Holder.TTL, 20*time.Millisecond))
+		}
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitGranted("the tag's first use")
+	for _, other := range []string{"{flush:guard}:lock:b", "untagged-key"} {
+		if _, err := s.Acquire(ctx, other, "a", ttl, 0); err != nil {
+			t.Errorf("Acquire(%q) once the tag's marker is written: %v; want it granted at once", other, err)
+		}
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitGranted("after FLUSHALL")
+
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, s.IntactKey(key), "garbage", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, key, "a", ttl, 0); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.IntactKey(key)) {
+		t.Fatalf("Acquire with a foreign value in the marker: %v; want ErrCorrupt naming %s", err, s.IntactKey(key))
+	}
+}

@@ -46,7 +46,7 @@ func (s *Store) grant(ctx context.Context, script *redis.Script, key string, arg
 	if s.replicas == 0 {
 		return s.run(ctx, script, key, args...).Result()
 	}
-	keys, args := leaseKeys(s.LeaseKey(key)), scriptArgs(s.settings, args...)
+	keys, args := s.leaseKeys(key), scriptArgs(s.settings, args...)
 	res, acked, err := s.grantAndWait(ctx, script, keys, args...)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		if err := script.Load(ctx, s.rdb).Err(); err != nil {

@@ -137,12 +137,25 @@ func TestForeignValuesAreRefused(t *testing.T) {
 }
 
 func TestLeaseKeys(t *testing.T) {
-	got := leaseKeys("baton:{a}:lock")
-	want := []string{"baton:{a}:lock", "baton:{a}:lock:fence", "baton:{a}:lock:line", "baton:{a}:lock:line-req", "baton:{a}:lock:watch-mark", "baton:{a}:lock:mailbox"}
+	got := leaseKeys("baton:{a}:lock", "baton:{a}:intact")
+	want := []string{"baton:{a}:lock", "baton:{a}:lock:fence", "baton:{a}:lock:line", "baton:{a}:lock:line-req", "baton:{a}:lock:watch-mark", "baton:{a}:lock:mailbox", "baton:{a}:intact"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("leaseKeys = %q, want %q", got, want)
 	}
-	if n := testing.AllocsPerRun(100, func() { leaseKeys("baton:{a}:lock") }); n > 2 {
+	if n := testing.AllocsPerRun(100, func() { leaseKeys("baton:{a}:lock", "baton:{a}:intact") }); n > 2 {
 		t.Errorf("leaseKeys allocates %v times, want at most 2", n)
+	}
+	s := &Store{prefix: "baton"}
+	for key, want := range map[string]string{
+		"{acme:billing}:lock:x": "baton:{acme:billing}:intact",
+		"{acme:billing}:role":   "baton:{acme:billing}:intact",
+		"a{b}c":                 "baton:{b}:intact",
+		"invoice:42":            "",
+		"{}x":                   "",
+		"x{y":                   "",
+	} {
+		if got := s.IntactKey(key); got != want {
+			t.Errorf("IntactKey(%q) = %q, want %q", key, got, want)
+		}
 	}
 }

@@ -78,14 +78,15 @@ func scriptSettings(guard int64, sharded, hands bool) []any {
 	return []any{strconv.FormatInt(guard, 10), publish, hand}
 }
 
-// keySuffixes follow a lease's Redis key in the six keys of its scripts,
-// in the order the prelude names them.
+// keySuffixes follow a lease's Redis key in the first six keys of its
+// scripts, in the order the prelude names them.
 var keySuffixes = [...]string{"", fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix}
 
-// leaseKeys returns the six keys of the lease whose Redis key is name. They
-// share one string, so that a script call allocates twice for its keys,
-// not seven times.
-func leaseKeys(name string) []string {
+// leaseKeys returns the seven keys of the lease whose Redis key is name:
+// the six of keySuffixes, which share one string, so that a script call
+// allocates twice for them, not seven times, and intact, the tag's marker
+// (name itself for none).
+func leaseKeys(name, intact string) []string {
 	var b strings.Builder
 	b.Grow(len(keySuffixes)*len(name) + len(fenceSuffix+lineSuffix+requestSuffix+watchedSuffix+mailboxSuffix))
 	var ends [len(keySuffixes)]int
@@ -94,18 +95,29 @@ func leaseKeys(name string) []string {
 		b.WriteString(suffix)
 		ends[i] = b.Len()
 	}
-	all, keys := b.String(), make([]string, len(keySuffixes))
+	all, keys := b.String(), make([]string, len(keySuffixes)+1)
 	start := 0
 	for i, end := range ends {
 		keys[i], start = all[start:end], end
 	}
+	keys[len(keySuffixes)] = intact
 	return keys
 }
 
 // run runs a lease script on key with the store's settings in front of
 // args.
 func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) *redis.Cmd {
-	return script.Run(ctx, s.rdb, leaseKeys(s.LeaseKey(key)), scriptArgs(s.settings, args...)...)
+	return script.Run(ctx, s.rdb, s.leaseKeys(key), scriptArgs(s.settings, args...)...)
+}
+
+// leaseKeys returns the seven keys of key's scripts.
+func (s *Store) leaseKeys(key string) []string {
+	name := s.LeaseKey(key)
+	intact := s.IntactKey(key)
+	if intact == "" {
+		intact = name
+	}
+	return leaseKeys(name, intact)
 }
 
 // scriptArgs returns a lease script's arguments: the store's settings

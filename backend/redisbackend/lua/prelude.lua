@@ -10,6 +10,9 @@
 --   W  K:watch-mark, set while a store watches K
 --   M  K:mailbox: a copy "<token> <owner>" of the lease the last release
 --      handed over, expiring with it
+--   I  "<prefix>:{T}:intact" for a K in hash tag T: the server's time in
+--      ms since when the tag's data is known whole; no expiry, one per
+--      tag. For a K without a tag of its own, K again: no marker.
 --
 -- ARGV[1..3], the store's settings, the same on every call: the restart
 -- guard in ms (-1: off), the publish command (PUBLISH, or SPUBLISH on a
@@ -27,7 +30,7 @@
 -- and the rest are made by lib() only when a slow path asks for them.
 
 -- For the scripts' own text (the functions below do not capture them).
-local K, F, L, R, W, M = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local K, F, L, R, W, M, I = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local PUBLISH = ARGV[2]
 
 -- read returns K's token, owner and flag ('', ' contended' or
@@ -48,8 +51,12 @@ end
 -- A missing counter means K was never granted, was idle past the
 -- counter's life, or the server lost its data: unless the guard is off,
 -- grant refuses while the server's uptime is below max(ttl, guard) plus a
--- second (Redis counts whole seconds). Such a lease is flagged contended,
--- since a data loss erased watch markers too. The counter lives
+-- second (Redis counts whole seconds), and while less than that has passed
+-- since the tag's marker I says its data was last found lost. A missing I
+-- means the data went without a restart (FLUSHALL, a DEL of baton's keys)
+-- or the tag was never used: grant writes I (the server's start, if that
+-- is nearer than the guard, else now) and refuses. Such a lease is flagged
+-- contended, since a data loss erased watch markers too. The counter lives
 -- max(ttl, 1 h) after the grant, or forever when a floor put it further
 -- ahead of the clock than that. Tokens stay at most 2^53 - 1, where Lua
 -- numbers are exact.
@@ -69,7 +76,24 @@ local function grant(owner, ttl, floor, flag, c, t)
       local info = redis.pcall('INFO', 'server')
       local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
       if up then
-        local left = math.max(tonumber(ttl), guard) + 1000 - up * 1000
+        local need = math.max(tonumber(ttl), guard)
+        local left = need + 1000 - up * 1000
+        if KEYS[7] ~= K then
+          local time = redis.call('TIME')
+          t = tonumber(time[1]) * 1000000 + tonumber(time[2])
+          local now = math.floor(t / 1000)
+          local since = redis.pcall('GET', KEYS[7])
+          if type(since) == 'table' or (since and not string.match(since, '^%d+$')) then
+            return nil, {'corrupt', 'marker ' .. KEYS[7] .. ' is not a time in ms'}
+          end
+          since = tonumber(since)
+          if not since then
+            since = now
+            if up * 1000 < need then since = now - up * 1000 end
+            redis.call('SET', KEYS[7], string.format('%d', since))
+          end
+          left = math.max(left, since + need - now)
+        end
         if left > 0 then return nil, {'recovering', string.format('%d', left)} end
       end
     end
