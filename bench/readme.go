@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+
+)
+
+// ReadmeLockRows renders the lock rows of the top-level README's
+// Benchmarks table, and the sentence under it that dates them, from r:
+// the figures there come from results.json, and a test in this package
+// fails when they differ (go test -run TestReadmeFigures -update writes
+// them).
+func ReadmeLockRows(r *Results) string {
+	var b strings.Builder
+	run := func(impl, scenario string) RunResult { v, _ := r.Run(impl, scenario); return v }
+	baton, rl, fm := run("baton", "uncontended"), run("redislock", "uncontended"), run("fenced-min", "uncontended")
+	fmt.Fprintf(&b, "| lock, uncontended | %s cycles/s = %.0f %% of the round-trip limit, %.2f× redislock (%s), %.2f× the minimal fenced lock (%s); redsync %s, seed %s | ≥ the best owner-checked peer and the minimal fenced lock |\n",
+		thousands(baton.OpsPerS), 100*baton.OpsPerS/r.RTTLimit, baton.OpsPerS/rl.OpsPerS, thousands(rl.OpsPerS),
+		baton.OpsPerS/fm.OpsPerS, thousands(fm.OpsPerS),
+		thousands(run("redsync", "uncontended").OpsPerS), thousands(run("seed-sleep", "uncontended").OpsPerS))
+	bc, rc, pc := run("baton", "contended"), run("redislock", "contended"), run("poller-1ms", "contended")
+	fmt.Fprintf(&b, "| lock, contended (%d processes × %d goroutines, %g ms section) | %s ops/s = %.0f %% of ideal (%s needed), %.2f× redislock (%s), %.2f× a plain 1 ms poller (%s; %s needed); wait p99 %s ms, max %s ms (redislock %s / %s ms, the poller %s / %s ms) | ≥ 90 %%, ≥ 1.3× best peer, p99 ≤ 2× fair share (%.0f ms) |\n",
+		r.Setup.Procs, r.Setup.Goroutines, r.Setup.CSMS,
+		thousands(bc.OpsPerS), 100*bc.OpsPerS/r.IdealContended, thousands(0.9*r.IdealContended),
+		bc.OpsPerS/rc.OpsPerS, thousands(rc.OpsPerS), bc.OpsPerS/pc.OpsPerS, thousands(pc.OpsPerS), thousands(1.3*pc.OpsPerS),
+		fmtMS(bc.WaitP99MS), fmtMS(bc.WaitMaxMS), fmtMS(rc.WaitP99MS), fmtMS(rc.WaitMaxMS), fmtMS(pc.WaitP99MS), fmtMS(pc.WaitMaxMS),
+		2*r.FairShareWaitMS)
+	overlaps := "0 for every implementation"
+	if n := r.Overlaps(); n > 0 {
+		overlaps = fmt.Sprintf("%d in all (see bench/README.md)", n)
+	}
+	fmt.Fprintf(&b, "| overlapping holders | %s | 0 |\n", overlaps)
+	if c := r.Cluster; c != nil && len(c.Runs) == 2 {
+		fmt.Fprintf(&b, "| lock on a Redis Cluster, 1 master → 3 (%d goroutines, keys spread over the shards) | %.2f× (%s → %s cycles/s) with the client and all servers on %d CPUs; %.2f× in cycles/s per CPU of the busiest master | close to linear (issue 20): not measurable on %d CPUs, see [Redis in production](#redis-in-production) |\n",
+			c.Workers, c.Ratio, thousands(c.Runs[0].OpsPerS), thousands(c.Runs[1].OpsPerS), c.CPUs, c.ServerBoundRatio, c.CPUs)
+	}
+	if a := r.ReplicaAck; a != nil && len(a.Runs) == 2 {
+		fmt.Fprintf(&b, "| `WithReplicaAck(1)`, uncontended, master + 1 replica | %.2f× the rate without (%.0f µs a cycle against %.0f µs) | measured, no target |\n",
+			a.Ratio, a.Runs[1].CycleUS, a.Runs[0].CycleUS)
+	}
+	var met, missed []string
+	for _, t := range r.Targets {
+		if t.Pass {
+			met = append(met, t.Name)
+		} else {
+			missed = append(missed, t.Name)
+		}
+	}
+	fmt.Fprintf(&b, "\nThese lock figures are bench/results.json's, from the run of %s, whose round trip was %.1f µs on a shared\nvirtual machine; compare ratios within the run. Met: %s. Missed: %s.\n",
+		r.Setup.Date, r.RTTMicros, orNone(met), orNone(missed))
+	return b.String()
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, "; ")
+}
+
+// thousands formats v rounded to a whole number, with commas between
+// groups of three digits.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
