@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"strings"
-
 )
 
 // ReadmeLockRows renders the lock rows of the top-level README's
