@@ -170,18 +170,8 @@ func TestRedisTLSSentinel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	load := func(ca string) (*config.RedisStore, error) {
-		cfg, err := config.Load(config.Map(map[string]any{
-			"redis.addrs":         strings.Join(sn.SentinelTLSAddrs(), ","),
-			"redis.master-name":   sn.MasterName(),
-			"redis.fail-fast":     true,
-			"redis.tls-ca-file":   ca,
-			"redis.tls-cert-file": certs.ClientCert,
-			"redis.tls-key-file":  certs.ClientKey,
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+		return tlsStore(ctx, t, certs, ca, map[string]any{
+			"redis.addrs": strings.Join(sn.SentinelTLSAddrs(), ","), "redis.master-name": sn.MasterName()})
 	}
 
 	s, err := load(certs.CAFile)
@@ -215,12 +205,7 @@ func TestRedisTLSSentinel(t *testing.T) {
 		t.Fatalf("Release on the new master over TLS: %v", err)
 	}
 
-	if s, err := load(other.CAFile); err == nil {
-		s.Close()
-		t.Fatal("a store trusting another CA started; want a fail-fast error")
-	} else if !errors.Is(err, config.ErrUnreachable) || !strings.Contains(err.Error(), "redis.tls-ca-file") {
-		t.Fatalf("another CA: %v; want ErrUnreachable naming redis.tls-ca-file", err)
-	}
+	refusesOtherCA(t, load, other)
 }
 
 // Cluster over TLS: the nodes talk TLS among themselves and report their
@@ -235,17 +220,7 @@ func TestRedisTLSCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	load := func(ca string) (*config.RedisStore, error) {
-		cfg, err := config.Load(config.Map(map[string]any{
-			"redis.addrs":         strings.Join(c.TLSAddrs(), ","),
-			"redis.fail-fast":     true,
-			"redis.tls-ca-file":   ca,
-			"redis.tls-cert-file": certs.ClientCert,
-			"redis.tls-key-file":  certs.ClientKey,
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+		return tlsStore(ctx, t, certs, ca, map[string]any{"redis.addrs": strings.Join(c.TLSAddrs(), ",")})
 	}
 
 	s, err := load(certs.CAFile)
@@ -283,10 +258,33 @@ func TestRedisTLSCluster(t *testing.T) {
 		t.Fatal("the watcher was not woken by the release")
 	}
 
-	if s, err := load(other.CAFile); err == nil {
+	refusesOtherCA(t, load, other)
+}
+
+// tlsStore makes a store, failing fast, from keys and the TLS keys of
+// certs' client certificate and the CA file ca.
+func tlsStore(ctx context.Context, t *testing.T, certs *testenv.TLSCerts, ca string, keys map[string]any) (*config.RedisStore, error) {
+	t.Helper()
+	m := map[string]any{"redis.fail-fast": true, "redis.tls-ca-file": ca,
+		"redis.tls-cert-file": certs.ClientCert, "redis.tls-key-file": certs.ClientKey}
+	maps.Copy(m, keys)
+	cfg, err := config.Load(config.Map(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+}
+
+// refusesOtherCA checks that a store trusting other's CA fails fast with
+// an error naming redis.tls-ca-file.
+func refusesOtherCA(t *testing.T, load func(ca string) (*config.RedisStore, error), other *testenv.TLSCerts) {
+	t.Helper()
+	s, err := load(other.CAFile)
+	if err == nil {
 		s.Close()
 		t.Fatal("a store trusting another CA started; want a fail-fast error")
-	} else if !errors.Is(err, config.ErrUnreachable) || !strings.Contains(err.Error(), "redis.tls-ca-file") {
+	}
+	if !errors.Is(err, config.ErrUnreachable) || !strings.Contains(err.Error(), "redis.tls-ca-file") {
 		t.Fatalf("another CA: %v; want ErrUnreachable naming redis.tls-ca-file", err)
 	}
 }

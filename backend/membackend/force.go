@@ -2,7 +2,6 @@ package membackend
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -12,26 +11,12 @@ var _ backend.Breaker = (*Store)(nil)
 
 // Break implements backend.Breaker.
 func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
-	if err := s.check(ctx, "break", key); err != nil {
-		return backend.Lease{}, err
-	}
-	if err := backend.ValidateKey(key); err != nil {
-		return backend.Lease{}, fmt.Errorf("membackend: break: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.openLocked(); err != nil {
-		return backend.Lease{}, err
-	}
-	now := s.clock.Now()
-	e := s.liveLocked(key, now)
-	if e == nil {
-		return backend.Lease{}, fmt.Errorf("membackend: break %q: %w", key, backend.ErrNotFound)
-	}
-	broken := e.lease(key, now)
-	s.bumpLocked(key, e.token, now)
-	s.freeLocked(key, e, now)
-	return broken, nil
+	return s.onLive(ctx, "break", key, func(e *entry, now time.Time) backend.Lease {
+		broken := e.lease(key, now)
+		s.bumpLocked(key, e.token, now)
+		s.freeLocked(key, e, now)
+		return broken
+	})
 }
 
 // bumpLocked moves key's fencing counter past token and the clock, so

@@ -275,11 +275,17 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 
 // Get implements backend.Store.
 func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
-	if err := s.check(ctx, "get", key); err != nil {
+	return s.onLive(ctx, "get", key, func(e *entry, now time.Time) backend.Lease { return e.lease(key, now) })
+}
+
+// onLive runs f, under the store's lock, on the live lease of key and
+// returns what f returns, for op; a free key is backend.ErrNotFound.
+func (s *Store) onLive(ctx context.Context, op, key string, f func(e *entry, now time.Time) backend.Lease) (backend.Lease, error) {
+	if err := s.check(ctx, op, key); err != nil {
 		return backend.Lease{}, err
 	}
 	if err := backend.ValidateKey(key); err != nil {
-		return backend.Lease{}, fmt.Errorf("membackend: get: %w", err)
+		return backend.Lease{}, fmt.Errorf("membackend: %s: %w", op, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -289,9 +295,9 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	now := s.clock.Now()
 	e := s.liveLocked(key, now)
 	if e == nil {
-		return backend.Lease{}, fmt.Errorf("membackend: get %q: %w", key, backend.ErrNotFound)
+		return backend.Lease{}, fmt.Errorf("membackend: %s %q: %w", op, key, backend.ErrNotFound)
 	}
-	return e.lease(key, now), nil
+	return f(e, now), nil
 }
 
 // Watch implements backend.Store. The in-memory store reports releases,

@@ -42,7 +42,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 
@@ -50,6 +49,7 @@ import (
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"
@@ -334,34 +334,11 @@ func redisClient(addr string) (rdb *redis.Client, where string, stop func(), err
 		}
 		return rdb, "Redis at " + addr, func() {}, nil
 	}
-	m := miniredis.NewMiniRedis()
-	if err := m.Start(); err != nil {
-		return nil, "", nil, fmt.Errorf("starting the embedded Redis: %w", err)
+	m, err := embedredis.Start(2 * time.Millisecond)
+	if err != nil {
+		return nil, "", nil, err
 	}
-	// miniredis expires keys only when told that time passed.
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		last := time.Now()
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				m.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	stop = func() {
-		close(done)
-		wg.Wait()
-		m.Close()
-	}
+	stop = m.Close
 	return redis.NewClient(&redis.Options{Addr: m.Addr()}), "an embedded in-process Redis (miniredis)", stop, nil
 }
 

@@ -34,13 +34,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 )
@@ -116,14 +116,12 @@ func (d *demo) note(inst, job, what, detail string) {
 // about length, writing to out.
 func run(ctx context.Context, addr string, length time.Duration, out io.Writer) error {
 	if addr == "" {
-		m := miniredis.NewMiniRedis()
-		if err := m.Start(); err != nil {
-			return fmt.Errorf("embedded Redis: %w", err)
+		m, err := embedredis.Start(10 * time.Millisecond)
+		if err != nil {
+			return err
 		}
 		defer m.Close()
 		addr = m.Addr()
-		stopClock := tickMiniredis(m)
-		defer stopClock()
 	}
 	d := &demo{start: time.Now(), out: out, counts: map[[3]string]int{}, ran: make(chan [2]string, 256)}
 	fmt.Fprintf(out, "baton gocron demo: 3 instances of acme/billing on Redis at %s, jobs every %v\n\n", addr, every)
@@ -302,25 +300,4 @@ func (d *demo) summary(fleet []*instance) {
 			fmt.Fprintf(d.out, "%-9s %-7s %s\n", in.name, job, strings.Join(parts, ", "))
 		}
 	}
-}
-
-// tickMiniredis tells the embedded Redis that time passes (it expires
-// keys only when told), until the returned function is called.
-func tickMiniredis(m *miniredis.Miniredis) (stop func()) {
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for last := time.Now(); ; {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				m.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
 }

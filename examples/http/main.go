@@ -36,11 +36,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/metrics"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"
@@ -73,14 +73,12 @@ func main() {
 // if ready is not nil, sends their base URLs on it once all serve.
 func run(ctx context.Context, addr string, ports []int, out io.Writer, ready chan<- []string) error {
 	if addr == "" {
-		m := miniredis.NewMiniRedis()
-		if err := m.Start(); err != nil {
-			return fmt.Errorf("embedded Redis: %w", err)
+		m, err := embedredis.Start(10 * time.Millisecond)
+		if err != nil {
+			return err
 		}
 		defer m.Close()
 		addr = m.Addr()
-		stopClock := tickMiniredis(m)
-		defer stopClock()
 	}
 	// One Metrics for the process; each instance's series carry its ID.
 	m, err := metrics.New(nil)
@@ -228,25 +226,4 @@ func orNone(id string) string {
 		return "not known yet"
 	}
 	return id
-}
-
-// tickMiniredis tells the embedded Redis that time passes (it expires
-// keys only when told), until the returned function is called.
-func tickMiniredis(m *miniredis.Miniredis) (stop func()) {
-	done, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for last := time.Now(); ; {
-			select {
-			case <-done:
-				return
-			case now := <-tick.C:
-				m.FastForward(now.Sub(last))
-				last = now
-			}
-		}
-	}()
-	return func() { close(done); <-stopped }
 }
