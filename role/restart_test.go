@@ -219,6 +219,9 @@ func TestRestartEmptyWithNewInstance(t *testing.T) {
 	// that the callbacks run in the order of the tenures.
 	for range 2 {
 		waitFor(t, "OnElected of the master", func() bool { return ev.has(m.Epoch()) })
+		// The ended tenure's epoch, read before the restart: once
+		// started, m may win again before a later read.
+		prev := m.Epoch()
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		err := m.Stop(ctx)
 		cancel()
@@ -228,7 +231,6 @@ func TestRestartEmptyWithNewInstance(t *testing.T) {
 		if err := m.Start(); err != nil {
 			t.Fatal(err)
 		}
-		prev := m.Epoch()
 		waitFor(t, "a master after a handover", func() bool { m = master(old); return m != nil && m.Epoch() > prev }, old...)
 	}
 	before := m.Epoch()
