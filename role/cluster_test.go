@@ -12,6 +12,23 @@ import (
 	"github.com/baton-go/baton/role"
 )
 
+// clusterRole is the election timing of the Cluster tests: quick enough to
+// see a master come back within their runs.
+var clusterRole = role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+
+// clusterStores returns a maker of stores on c, each on its own client as
+// separate processes have, closed when t ends.
+func clusterStores(t *testing.T, c *testenv.Cluster) func() backend.Store {
+	return func() backend.Store {
+		s, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithoutRestartGuard()) // new servers
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
 // An app's keys share one Cluster slot (the {tenant:app} hash tag). The
 // test moves that slot, keys and all, to another master while three
 // electors and a loop of lock grants run on it, and then moves it back:
@@ -22,17 +39,9 @@ func TestClusterSlotMigrationUnderLoad(t *testing.T) {
 	c := testenv.NewCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	newStore := func() backend.Store {
-		s, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithoutRestartGuard()) // new servers
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	newStore := clusterStores(t, c)
 	var ts tenures
-	els := startElectors(t, 3, 7700, cfg, &ts, newStore)
+	els := startElectors(t, 3, 7700, clusterRole, &ts, newStore)
 	locks := newStore()
 	load := startGrantLoop(ctx, locks, backend.AppKey("acme", "billing", "lock", "load"))
 	defer load.stop()
@@ -104,17 +113,9 @@ func TestClusterFailoverUnderLoad(t *testing.T) {
 	c := testenv.NewCluster(t, testenv.ClusterOptions{Replicas: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	newStore := func() backend.Store {
-		s, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithoutRestartGuard()) // new servers
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	newStore := clusterStores(t, c)
 	var ts tenures
-	els := startElectors(t, 3, 7800, cfg, &ts, newStore)
+	els := startElectors(t, 3, 7800, clusterRole, &ts, newStore)
 	locks := newStore()
 	load := startGrantLoop(ctx, locks, backend.AppKey("acme", "billing", "lock", "load"))
 	defer load.stop()
