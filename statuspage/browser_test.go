@@ -4,7 +4,6 @@ package statuspage_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -20,8 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/baton-go/baton/synclock"
 )
 
 // TestBrowser loads the status page in headless Chromium (Debian's
@@ -44,27 +41,7 @@ func TestBrowser(t *testing.T) {
 	waitFor(t, "both members listed", func() bool { ms, _ := b.el.Members(t.Context()); return len(ms) == 2 })
 
 	// a holds a lock that b waits for, so the page has one to show.
-	lockA, err := synclock.NewLocker(a.store, a.id, synclock.Config{}, synclock.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockB, err := synclock.NewLocker(b.store, b.id, synclock.Config{}, synclock.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, release := make(chan struct{}), make(chan struct{})
-	aDone, bDone := make(chan error, 1), make(chan error, 1)
-	go func() {
-		aDone <- lockA.DoKey(t.Context(), "invoice:42", func(context.Context) error {
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
-	go func() {
-		bDone <- lockB.DoKey(t.Context(), "invoice:42", func(context.Context) error { return nil })
-	}()
+	endSections := holdWithWaiter(t, a, b)
 	waitFor(t, "b in the lock's line", func() bool {
 		s := status(t, b)
 		return len(s.Locks) == 1 && len(s.Locks[0].Waiters) == 1
@@ -90,12 +67,7 @@ func TestBrowser(t *testing.T) {
 	}
 	s.screenshot(t, "before-phone.png")
 
-	close(release)
-	for _, done := range []chan error{aDone, bDone} {
-		if err := <-done; err != nil {
-			t.Errorf("a section: %v", err)
-		}
-	}
+	endSections()
 
 	// The master crashes: its store is closed, so it never renews nor
 	// releases, and the role key runs out on the server's clock.

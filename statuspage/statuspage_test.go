@@ -165,27 +165,7 @@ func TestStatusOnRedis(t *testing.T) {
 	waitFor(t, "both members listed", func() bool { ms, _ := a.el.Members(t.Context()); return len(ms) == 2 })
 
 	// a holds a lock; b waits for it in line.
-	lockA, err := synclock.NewLocker(a.store, a.id, synclock.Config{}, synclock.WithLogger(quiet), synclock.WithObserver(a.events.Lock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lockB, err := synclock.NewLocker(b.store, b.id, synclock.Config{}, synclock.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	held, release := make(chan struct{}), make(chan struct{})
-	aDone, bDone := make(chan error, 1), make(chan error, 1)
-	go func() {
-		aDone <- lockA.DoKey(t.Context(), "invoice:42", func(context.Context) error {
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
-	go func() {
-		bDone <- lockB.DoKey(t.Context(), "invoice:42", func(context.Context) error { return nil })
-	}()
+	endSections := holdWithWaiter(t, a, b)
 	var s statuspage.Status
 	waitFor(t, "the lock listed with b waiting", func() bool {
 		s = status(t, a)
@@ -249,13 +229,7 @@ func TestStatusOnRedis(t *testing.T) {
 		t.Errorf("the page loads outside assets or scripts")
 	}
 
-	close(release)
-	if err := <-aDone; err != nil {
-		t.Errorf("a's section: %v", err)
-	}
-	if err := <-bDone; err != nil {
-		t.Errorf("b's section: %v", err)
-	}
+	endSections()
 
 	// a stops: b becomes master, and b's status says so with a larger
 	// epoch and the change among its transitions.
@@ -351,5 +325,43 @@ func TestRoutes(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /baton/status answered %d; want 405", res.StatusCode)
+	}
+}
+
+// holdWithWaiter makes a hold the lock "invoice:42" (its locker reporting
+// to a's events) and b wait for it; the returned function ends a's
+// section and checks that both sections ran.
+func holdWithWaiter(t *testing.T, a, b *instance) (end func()) {
+	t.Helper()
+	lockA, err := synclock.NewLocker(a.store, a.id, synclock.Config{}, synclock.WithLogger(quiet), synclock.WithObserver(a.events.Lock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lockB, err := synclock.NewLocker(b.store, b.id, synclock.Config{}, synclock.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, release := make(chan struct{}), make(chan struct{})
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		aDone <- lockA.DoKey(t.Context(), "invoice:42", func(context.Context) error {
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	<-held
+	go func() {
+		bDone <- lockB.DoKey(t.Context(), "invoice:42", func(context.Context) error { return nil })
+	}()
+	return func() {
+		t.Helper()
+		close(release)
+		if err := <-aDone; err != nil {
+			t.Errorf("a's section: %v", err)
+		}
+		if err := <-bDone; err != nil {
+			t.Errorf("b's section: %v", err)
+		}
 	}
 }
