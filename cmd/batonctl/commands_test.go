@@ -182,17 +182,8 @@ func TestWatch(t *testing.T) {
 				const app = "watched"
 				st := fx.newStore(t)
 				key := backend.AppKey(tenant, app, "lock:"+output)
-				ctx, cancel := context.WithCancel(t.Context())
-				defer cancel()
-				var out, errOut syncBuffer
-				done := make(chan int, 1)
-				go func() {
-					done <- run(ctx, []string{"--config", fx.config, "--app", app, "--output", output, "--interval", "50ms", "watch", "lock:" + output}, strings.NewReader(""), &out, &errOut)
-				}()
-				lines := func(n int) func() bool {
-					return func() bool { return strings.Count(out.String(), "\n") >= n }
-				}
-				waitFor(t, "the first line of watch", lines(1))
+				w := startWatch(t, "--config", fx.config, "--app", app, "--output", output, "--interval", "50ms", "watch", "lock:"+output)
+				lines := w.lines
 				o := owner(app, 8081, "00000000000000aa")
 				if _, err := st.Acquire(t.Context(), key, o, time.Minute, 0); err != nil {
 					t.Fatal(err)
@@ -202,16 +193,7 @@ func TestWatch(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitFor(t, "the line of the release", lines(3))
-				cancel()
-				select {
-				case code := <-done:
-					if code != exitOK {
-						t.Errorf("watch ended with exit code %d, want 0; stderr:\n%s", code, errOut.String())
-					}
-				case <-time.After(patience):
-					t.Fatal("watch did not end with its context")
-				}
-				golden(t, fx.name+"-watch-"+output, out.String())
+				golden(t, fx.name+"-watch-"+output, w.stop(t))
 			})
 		}
 	})
@@ -293,17 +275,8 @@ func writeConfig(t *testing.T, text string) string {
 func TestWatchRole(t *testing.T) {
 	eachFixture(t, func(t *testing.T, fx fixture) {
 		const app = "elected"
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		var out, errOut syncBuffer
-		done := make(chan int, 1)
-		go func() {
-			done <- run(ctx, []string{"--config", fx.config, "--app", app, "--interval", "50ms", "watch"}, strings.NewReader(""), &out, &errOut)
-		}()
-		lines := func(n int) func() bool {
-			return func() bool { return strings.Count(out.String(), "\n") >= n }
-		}
-		waitFor(t, "the first line of watch", lines(1))
+		w := startWatch(t, "--config", fx.config, "--app", app, "--interval", "50ms", "watch")
+		lines := w.lines
 		id, err := instanceid.New("127.0.0.1", tenant, app, 8081)
 		if err != nil {
 			t.Fatal(err)
@@ -322,16 +295,7 @@ func TestWatchRole(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "the line of the step-down", lines(3))
-		cancel()
-		select {
-		case code := <-done:
-			if code != exitOK {
-				t.Errorf("watch ended with exit code %d, want 0; stderr:\n%s", code, errOut.String())
-			}
-		case <-time.After(patience):
-			t.Fatal("watch did not end with its context")
-		}
-		golden(t, fx.name+"-watch-role", out.String())
+		golden(t, fx.name+"-watch-role", w.stop(t))
 	})
 }
 
@@ -404,4 +368,43 @@ func TestSpringLayout(t *testing.T) {
 	if n, err := rdb.Exists(t.Context(), method).Result(); err != nil || n != 0 {
 		t.Errorf("the Java side's key after the release: exists %d, %v; want it gone", n, err)
 	}
+}
+
+// watching is a batonctl watch running on its own goroutine.
+type watching struct {
+	cancel      context.CancelFunc
+	done        chan int
+	out, errOut syncBuffer
+}
+
+// startWatch runs batonctl with args (a watch command) until stop, and
+// waits for its first line.
+func startWatch(t *testing.T, args ...string) *watching {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	w := &watching{cancel: cancel, done: make(chan int, 1)}
+	go func() { w.done <- run(ctx, args, strings.NewReader(""), &w.out, &w.errOut) }()
+	waitFor(t, "the first line of watch", w.lines(1))
+	return w
+}
+
+// lines reports whether watch has printed n lines.
+func (w *watching) lines(n int) func() bool {
+	return func() bool { return strings.Count(w.out.String(), "\n") >= n }
+}
+
+// stop ends the watch, checks that it exited 0, and returns its output.
+func (w *watching) stop(t *testing.T) string {
+	t.Helper()
+	w.cancel()
+	select {
+	case code := <-w.done:
+		if code != exitOK {
+			t.Errorf("watch ended with exit code %d, want 0; stderr:\n%s", code, w.errOut.String())
+		}
+	case <-time.After(patience):
+		t.Fatal("watch did not end with its context")
+	}
+	return w.out.String()
 }
