@@ -21,6 +21,8 @@
 #                     plus the broken-fencing proof; writes chaos-report.json (<= 5 min; make test runs it)
 #   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
 #                     CHAOS_SEED=n replays a schedule; writes chaos-report.json
+#                     (to publish one: copy it and its .txt to docs/, then
+#                     go test ./internal/chaos -run TestReadmeTable -update)
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
 #

@@ -124,3 +124,105 @@ func (r Report) Table() string {
 	}
 	return b.String()
 }
+
+// ReadmeTable renders the top-level README's chaos table, and the
+// sentence that introduces it, from the reports of one run (what
+// docs/chaos-report.json holds): the figures there come from that file,
+// and TestReadmeTable fails when they differ (go test ./internal/chaos
+// -run TestReadmeTable -update writes them).
+func ReadmeTable(reports []Report) string {
+	var b strings.Builder
+	if len(reports) == 0 {
+		return "No chaos report yet: run `make chaos` and copy its chaos-report.json to docs/.\n"
+	}
+	first := reports[0]
+	faultTime := time.Duration(first.DurationS * float64(time.Second))
+	flag, words := fmt.Sprintf("%.0fs", faultTime.Seconds()), fmt.Sprintf("%.0f s", faultTime.Seconds())
+	if m := int(faultTime.Round(time.Minute).Minutes()); m >= 1 {
+		flag, words = fmt.Sprintf("%dm", m), fmt.Sprintf("%d minutes", m)
+	}
+	fmt.Fprintf(&b, "The latest long run (`make chaos CHAOS_DURATION=%s CHAOS_SEED=%d`, %s of faults per topology; the whole\n", flag, first.Seed, words)
+	b.WriteString("report is [docs/chaos-report.json](docs/chaos-report.json), its table [docs/chaos-report.txt](docs/chaos-report.txt)):\n\n")
+
+	row := func(name string, cell func(r Report) string) {
+		b.WriteString(strings.TrimSpace("| "+name) + " |")
+		for _, r := range reports {
+			b.WriteString(" " + cell(r) + " |")
+		}
+		b.WriteByte('\n')
+	}
+	row("", func(r Report) string { return topologyName(r) })
+	b.WriteString("|---|" + strings.Repeat("---|", len(reports)) + "\n")
+	row("faults injected", func(r Report) string {
+		n := 0
+		for _, k := range FaultKinds {
+			n += r.Faults[k]
+		}
+		return count(n)
+	})
+	row("kill -9 / SIGSTOP / restart / restart empty / cut / server pause / failover", func(r Report) string {
+		var s []string
+		for _, k := range FaultKinds {
+			if n := r.Faults[k]; n > 0 {
+				s = append(s, count(n))
+			} else {
+				s = append(s, "–")
+			}
+		}
+		return strings.Join(s, " / ")
+	})
+	row("node processes (restarts included)", func(r Report) string { return count(r.Nodes) })
+	row("fenced operations attempted (reads and writes)", func(r Report) string { return count(r.Operations) })
+	row("counter vs acknowledged increments", func(r Report) string {
+		rel := "="
+		if r.FinalCounter != int64(r.Increments) {
+			rel = "≠"
+		}
+		s := fmt.Sprintf("%s %s %s", count(int(r.FinalCounter)), rel, count(r.Increments))
+		if r.Indeterminate > 0 {
+			s += fmt.Sprintf(" (+ %s indeterminate)", count(r.Indeterminate))
+		}
+		return s
+	})
+	row("stale operations the ledger refused", func(r Report) string { return count(r.StaleRejected) })
+	row("longest with two masters", func(r Report) string { return millis(r.MaxTwoMastersMs) })
+	row("longest with no master", func(r Report) string { return millis(r.MaxNoMasterMs) })
+	row("longest with no lock increment", func(r Report) string { return millis(r.MaxLockUnavailableMs) })
+	row("heals checked for recovery", func(r Report) string { return count(r.HealsChecked) })
+	row("violations", func(r Report) string { return count(r.Violations) })
+	for _, r := range reports {
+		for _, v := range r.ViolationDetails {
+			fmt.Fprintf(&b, "\n%s: [%s] %s", topologyName(r), v.Check, v.Message)
+		}
+	}
+	return b.String()
+}
+
+// topologyName names a report's column: the Redis topology, or the
+// backend when it has only one.
+func topologyName(r Report) string {
+	switch {
+	case r.Backend == "consul":
+		return "Consul"
+	case r.Topology == "sentinel":
+		return "Sentinel"
+	case r.Topology == "cluster":
+		return "Cluster"
+	}
+	return r.Topology
+}
+
+// count formats n with commas between groups of three digits.
+func count(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// millis formats a time in milliseconds, whole.
+func millis(v float64) string { return count(int(math.Round(v))) + " ms" }
