@@ -5,21 +5,21 @@ import (
 	"strings"
 )
 
-// ReadmeLockRows renders the lock rows of the top-level README's
-// Benchmarks table, and the sentence under it that dates them, from r:
-// the figures there come from results.json, and a test in this package
-// fails when they differ (go test -run TestReadmeFigures -update writes
-// them).
-func ReadmeLockRows(r *Results) string {
+// ReadmeLockFigures renders the top-level README's table of lock figures
+// against the targets of DESIGN.md, and the sentence under it that dates
+// them, from r: the figures there come from results.json, and
+// TestReadmeFigures fails when they differ (-update writes them).
+func ReadmeLockFigures(r *Results) string {
 	var b strings.Builder
+	b.WriteString("| lock | figure | goal (DESIGN §5) |\n|---|---|---|\n")
 	run := func(impl, scenario string) RunResult { v, _ := r.Run(impl, scenario); return v }
 	baton, rl, fm := run("baton", "uncontended"), run("redislock", "uncontended"), run("fenced-min", "uncontended")
-	fmt.Fprintf(&b, "| lock, uncontended | %s cycles/s = %.0f %% of the round-trip limit, %.2f× redislock (%s), %.2f× the minimal fenced lock (%s); redsync %s, seed %s | ≥ the best owner-checked peer and the minimal fenced lock |\n",
+	fmt.Fprintf(&b, "| uncontended | %s cycles/s = %.0f %% of the round-trip limit, %.2f× redislock (%s), %.2f× the minimal fenced lock (%s); redsync %s, seed %s | ≥ the best owner-checked peer and the minimal fenced lock |\n",
 		thousands(baton.OpsPerS), 100*baton.OpsPerS/r.RTTLimit, baton.OpsPerS/rl.OpsPerS, thousands(rl.OpsPerS),
 		baton.OpsPerS/fm.OpsPerS, thousands(fm.OpsPerS),
 		thousands(run("redsync", "uncontended").OpsPerS), thousands(run("seed-sleep", "uncontended").OpsPerS))
 	bc, rc, pc := run("baton", "contended"), run("redislock", "contended"), run("poller-1ms", "contended")
-	fmt.Fprintf(&b, "| lock, contended (%d processes × %d goroutines, %g ms section) | %s ops/s = %.0f %% of ideal (%s needed), %.2f× redislock (%s), %.2f× a plain 1 ms poller (%s; %s needed); wait p99 %s ms, max %s ms (redislock %s / %s ms, the poller %s / %s ms) | ≥ 90 %%, ≥ 1.3× best peer, p99 ≤ 2× fair share (%.0f ms) |\n",
+	fmt.Fprintf(&b, "| contended (%d processes × %d goroutines, %g ms section) | %s ops/s = %.0f %% of ideal (%s needed), %.2f× redislock (%s), %.2f× a plain 1 ms poller (%s; %s needed); wait p99 %s ms, max %s ms (redislock %s / %s ms, the poller %s / %s ms) | ≥ 90 %%, ≥ 1.3× best peer, p99 ≤ 2× fair share (%.0f ms) |\n",
 		r.Setup.Procs, r.Setup.Goroutines, r.Setup.CSMS,
 		thousands(bc.OpsPerS), 100*bc.OpsPerS/r.IdealContended, thousands(0.9*r.IdealContended),
 		bc.OpsPerS/rc.OpsPerS, thousands(rc.OpsPerS), bc.OpsPerS/pc.OpsPerS, thousands(pc.OpsPerS), thousands(1.3*pc.OpsPerS),
@@ -31,7 +31,7 @@ func ReadmeLockRows(r *Results) string {
 	}
 	fmt.Fprintf(&b, "| overlapping holders | %s | 0 |\n", overlaps)
 	if c := r.Cluster; c != nil && len(c.Runs) == 2 {
-		fmt.Fprintf(&b, "| lock on a Redis Cluster, 1 master → 3 (%d goroutines, keys spread over the shards) | %.2f× (%s → %s cycles/s) with the client and all servers on %d CPUs; %.2f× in cycles/s per CPU of the busiest master | close to linear (issue 20): not measurable on %d CPUs, see [Redis in production](#redis-in-production) |\n",
+		fmt.Fprintf(&b, "| on a Redis Cluster, 1 master → 3 (%d goroutines, keys spread over the shards) | %.2f× (%s → %s cycles/s) with the client and all servers on %d CPUs; %.2f× in cycles/s per CPU of the busiest master | close to linear (issue 20): not measurable on %d CPUs, see [Redis in production](#redis-in-production) |\n",
 			c.Workers, c.Ratio, thousands(c.Runs[0].OpsPerS), thousands(c.Runs[1].OpsPerS), c.CPUs, c.ServerBoundRatio, c.CPUs)
 	}
 	if a := r.ReplicaAck; a != nil && len(a.Runs) == 2 {
@@ -48,6 +48,65 @@ func ReadmeLockRows(r *Results) string {
 	}
 	fmt.Fprintf(&b, "\nThese lock figures are bench/results.json's, from the run of %s, whose round trip was %.1f µs on a shared\nvirtual machine; compare ratios within the run. Met: %s. Missed: %s.\n",
 		r.Setup.Date, r.RTTMicros, orNone(met), orNone(missed))
+	return b.String()
+}
+
+// ReadmeComparison renders the top-level README's measured comparison
+// with the peers, from r: every figure in it comes from one lockbench run,
+// and TestReadmeFigures fails when README and results.json differ.
+func ReadmeComparison(r *Results) string {
+	var b strings.Builder
+	peers := []string{"baton", "redsync", "redislock", "poller-1ms"}
+	b.WriteString("| measured in one run | baton | redsync (gocron's Redis locker is redsync) | bsm/redislock | a plain 1 ms poller | Consul's lock recipe |\n|---|---|---|---|---|---|\n")
+	// onRedis writes a row of the Redis peers' figures for scenario; the
+	// Consul recipe's cell is empty.
+	onRedis := func(label, scenario string, cell func(RunResult) string) {
+		b.WriteString("| " + label + " |")
+		for _, impl := range peers {
+			if v, ok := r.Run(impl, scenario); ok {
+				b.WriteString(" " + cell(v) + " |")
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		b.WriteString(" – |\n")
+	}
+	ops := func(v RunResult) string { return thousands(v.OpsPerS) }
+	onRedis("Redis, uncontended: lock+unlock cycles/s", "uncontended", ops)
+	onRedis(fmt.Sprintf("Redis, contended (%d processes × %d goroutines, %g ms section): ops/s, ideal %s", r.Setup.Procs, r.Setup.Goroutines, r.Setup.CSMS, thousands(r.IdealContended)), "contended", ops)
+	onRedis("Redis, contended: wait p99 / max", "contended", func(v RunResult) string { return fmtMS(v.WaitP99MS) + " / " + fmtMS(v.WaitMaxMS) + " ms" })
+	onRedis("Redis, contended: server commands per acquisition", "contended", func(v RunResult) string { return fmt.Sprintf("%.1f", v.RedisCallsPerOp) })
+	overlaps := make([]int, len(peers)+1)
+	for i, impl := range peers {
+		for _, sc := range []string{"uncontended", "contended"} {
+			v, _ := r.Run(impl, sc)
+			overlaps[i] += v.Overlaps
+		}
+	}
+	if c := r.Consul; c != nil {
+		// onConsul writes a row of baton's and the recipe's figures on
+		// Consul.
+		onConsul := func(label string, runs []ConsulRun) {
+			cells := map[string]string{"baton": "–", "consul-lock": "–"}
+			for _, run := range runs {
+				cells[run.Impl] = thousands(run.OpsPerS)
+				switch run.Impl {
+				case "baton":
+					overlaps[0] += run.Overlaps
+				case "consul-lock":
+					overlaps[len(peers)] += run.Overlaps
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | – | – | – | %s |\n", label, cells["baton"], cells["consul-lock"])
+		}
+		onConsul("Consul "+c.Version+", uncontended: cycles/s", c.Uncontended)
+		onConsul("Consul "+c.Version+", contended: ops/s", c.Contended)
+	}
+	b.WriteString("| overlapping holders |")
+	for _, n := range overlaps {
+		fmt.Fprintf(&b, " %d |", n)
+	}
+	fmt.Fprintf(&b, "\n\nFrom the lockbench run of %s (bench/results.json). A server command per acquisition counts a script\nand each command it calls, and includes the harness's 3.\n", r.Setup.Date)
 	return b.String()
 }
 

@@ -2,10 +2,11 @@ package config
 
 import (
 	"flag"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/baton-go/baton/internal/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's configuration reference from Reference")
@@ -13,33 +14,8 @@ var update = flag.Bool("update", false, "rewrite the README's configuration refe
 // The README's reference table is ReferenceTable("BATON_"), byte for
 // byte; with -update the test writes it there.
 func TestReadmeReference(t *testing.T) {
-	const path = "../README.md"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	start := strings.Index(readme, "| Key | Default | Environment variable | Meaning |\n")
-	if start < 0 {
-		t.Fatalf("%s has no configuration reference table", path)
-	}
-	end := start + strings.Index(readme[start:], "\n\n") + 1
-	want := ReferenceTable("BATON_")
-	if got := readme[start:end]; got != want {
-		if *update {
-			if err := os.WriteFile(path, []byte(readme[:start]+want+readme[end:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-		for i := range min(len(gl), len(wl)) {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s's reference differs from config.Reference at row %d:\nREADME: %s\nconfig: %s\n(run go test ./config -run TestReadmeReference -update)", path, i, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("%s's reference has %d rows, config.Reference %d (run go test ./config -run TestReadmeReference -update)", path, len(gl), len(wl))
-	}
+	docgen.Check(t, "../README.md", "configuration reference", "go test ./config -run TestReadmeReference -update",
+		ReferenceTable("BATON_"), *update)
 }
 
 // Every key is documented, and a default written as one literal is the

@@ -6,60 +6,29 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/baton-go/baton/internal/docgen"
 )
 
 var updateReadme = flag.Bool("update", false, "rewrite the top-level README's chaos table from docs/chaos-report.json")
 
-const (
-	readmePath   = "../../README.md"
-	reportPath   = "../../docs/chaos-report.json"
-	tableBegins  = "<!-- chaos table: generated from docs/chaos-report.json; go test ./internal/chaos -run TestReadmeTable -update rewrites it -->\n"
-	tableEndsTag = "<!-- end of the chaos table -->"
-)
-
 // The chaos table in the README's Safety section is ReadmeTable of
-// docs/chaos-report.json, between two comment lines; with -update the test writes it there.
+// docs/chaos-report.json; with -update the test writes it there.
 func TestReadmeTable(t *testing.T) {
-	data, err := os.ReadFile(reportPath)
+	const path = "../../docs/chaos-report.json"
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var reports []Report
 	if err := json.Unmarshal(data, &reports); err != nil {
-		t.Fatalf("%s: %v", reportPath, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	if len(reports) == 0 {
-		t.Fatalf("%s holds no report", reportPath)
+		t.Fatalf("%s holds no report", path)
 	}
-	raw, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(raw)
-	start := strings.Index(readme, tableBegins)
-	end := strings.Index(readme, tableEndsTag)
-	if start < 0 || end < start {
-		t.Fatalf("%s has no chaos table between %q and %q", readmePath, strings.TrimSpace(tableBegins), tableEndsTag)
-	}
-	start += len(tableBegins)
-	// Blank lines around it keep the markers out of the table's block.
-	got, want := readme[start:end], "\n"+ReadmeTable(reports)+"\n"
-	if got == want {
-		return
-	}
-	if *updateReadme {
-		if err := os.WriteFile(readmePath, []byte(readme[:start]+want+readme[end:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	gl, wl := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := range min(len(gl), len(wl)) {
-		if gl[i] != wl[i] {
-			t.Fatalf("%s's chaos table differs from %s at line %d:\nREADME: %s\nreport: %s\n(run go test ./internal/chaos -run TestReadmeTable -update)", readmePath, reportPath, i+1, gl[i], wl[i])
-		}
-	}
-	t.Fatalf("%s's chaos table has %d lines, the report's %d (run go test ./internal/chaos -run TestReadmeTable -update)", readmePath, len(gl), len(wl))
+	docgen.Check(t, "../../README.md", "chaos table", "go test ./internal/chaos -run TestReadmeTable -update",
+		ReadmeTable(reports), *updateReadme)
 }
 
 // A run that lost an increment or broke a check shows it: the table is
