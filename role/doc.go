@@ -73,8 +73,9 @@
 // the role. After such an end the elector campaigns again as a slave; if
 // it wins, that is a new tenure with a new epoch and a new OnElected.
 //   - Duplicate instance IDs are detected: a process that sees the role held
-//     by another process with its own instance ID logs an error and reports
-//     it in Status.
+//     by another process with its own instance ID, or finds one in the
+//     member list, logs an error and reports it in Status until that
+//     process has been gone for the role TTL and two heartbeat intervals.
 //
 // # What is not promised
 //

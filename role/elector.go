@@ -44,14 +44,15 @@ type Elector struct {
 	deadline atomic.Int64
 	epoch    atomic.Uint64 // highest role token seen: own tenure's while master
 
-	mu        sync.Mutex // guards the fields below
-	running   bool
-	cancelRun context.CancelFunc
-	runDone   chan struct{}
-	master    string // last known master's instance ID
-	lastErr   error
-	lastErrAt time.Time
-	duplicate string // owner string of another live process with our ID
+	mu          sync.Mutex // guards the fields below
+	running     bool
+	cancelRun   context.CancelFunc
+	runDone     chan struct{}
+	master      string // last known master's instance ID
+	lastErr     error
+	lastErrAt   time.Time
+	duplicate   string    // owner string of another live process with our ID
+	duplicateAt time.Time // when it was last seen
 	// the current tenure's context (the one OnElected gets) and epoch
 	tenure      context.Context
 	tenureEpoch uint64

@@ -417,6 +417,48 @@ func TestDuplicateInstanceIDIsReported(t *testing.T) {
 	}
 }
 
+// A duplicate is reported while the other process lives and for a while
+// after, not until this one restarts: once the other has been gone for the
+// role TTL and two heartbeat intervals, Status no longer names it, and a
+// new one with the same ID is reported again.
+func TestDuplicateReportEndsWhenTheOtherStops(t *testing.T) {
+	store := newStore(t)
+	id := mustID(t, 1)
+	var reports atomic.Int32
+	a, _ := NewElector(store, id, fast, quiet)
+	b, _ := NewElector(store, id, fast, quiet, OnDuplicateID(func(string) { reports.Add(1) }))
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a elected", a.IsMaster)
+	start(t, b)
+	eventually(t, "b reports the duplicate", func() bool { return b.Status().Duplicate != "" })
+	if seen := b.Status().DuplicateSeen; seen.IsZero() {
+		t.Fatal("Status names a duplicate but not when it was seen")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := a.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	eventually(t, "b's report of a ends", func() bool { return b.Status().Duplicate == "" })
+	if gone := time.Since(stopped); gone < fast.HeartbeatExpiration {
+		t.Errorf("the report ended %v after the other process stopped; want it kept for at least the role TTL (%v)", gone, fast.HeartbeatExpiration)
+	}
+	if st := b.Status(); !st.DuplicateSeen.IsZero() {
+		t.Errorf("Status names no duplicate but says one was seen at %v", st.DuplicateSeen)
+	}
+	if n := reports.Load(); n != 1 {
+		t.Errorf("OnDuplicateID ran %d times for one other process; want once", n)
+	}
+
+	c, _ := NewElector(store, id, fast, quiet)
+	start(t, c)
+	eventually(t, "b reports the new duplicate", func() bool { return b.Status().Duplicate != "" && reports.Load() == 2 })
+}
+
 func TestDisabledWritesNothing(t *testing.T) {
 	store := newStore(t)
 	cfg := fast

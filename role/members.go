@@ -38,8 +38,9 @@ type memberData struct {
 
 // OnDuplicateID registers f to be called with the owner string of another
 // live process that claims this instance's ID. The elector also logs the
-// duplicate at error level and reports it in Status; use f for metrics or
-// alerts. f runs on the callback goroutine, in order with the other
+// duplicate at error level and reports it in Status until it has not been
+// seen for the role TTL and two heartbeat intervals (then f is called
+// again if it comes back); use f for metrics or alerts. f runs on the callback goroutine, in order with the other
 // callbacks, so a slow f never holds up the election.
 func OnDuplicateID(f func(otherOwner string)) Option {
 	return func(e *Elector) { e.hooks.duplicate = hook.Join(e.hooks.duplicate, f) }
@@ -128,12 +129,15 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 }
 
 // reportDuplicate records and reports another live process with this
-// instance's ID, once per other process. OnDuplicateID is queued on ev,
-// so it runs on the callback goroutine and never holds up the caller.
+// instance's ID, once per other process and sighting: it is reported again
+// only after it had not been seen for duplicateWindow. OnDuplicateID is
+// queued on ev, so it runs on the callback goroutine and never holds up
+// the caller.
 func (e *Elector) reportDuplicate(ev *events, other string) {
 	e.mu.Lock()
-	seen := e.duplicate == other
-	e.duplicate = other
+	now := e.clock.Now()
+	seen := e.duplicateLocked(now) == other
+	e.duplicate, e.duplicateAt = other, now
 	e.mu.Unlock()
 	if seen {
 		return
@@ -141,4 +145,22 @@ func (e *Elector) reportDuplicate(ev *events, other string) {
 	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
 		"other", other, "self", e.owner)
 	ev.push(event{kind: evDuplicate, id: other})
+}
+
+// duplicateWindow is how long a duplicate stays reported after it was last
+// seen. A live one is seen again at each member heartbeat (every two
+// heartbeat intervals) and while it holds the role; a process that has
+// stopped leaves a member entry that lasts the role TTL and one interval
+// more. So after this long without a sighting the other process is gone.
+func (e *Elector) duplicateWindow() time.Duration {
+	return e.cfg.HeartbeatExpiration + 2*e.cfg.HeartbeatInterval
+}
+
+// duplicateLocked returns the duplicate seen within duplicateWindow of
+// now, or "". e.mu must be held.
+func (e *Elector) duplicateLocked(now time.Time) string {
+	if e.duplicate == "" || now.Sub(e.duplicateAt) >= e.duplicateWindow() {
+		return ""
+	}
+	return e.duplicate
 }

@@ -21,25 +21,34 @@ type Status struct {
 	LastError   error
 	LastErrorAt time.Time
 	// Duplicate names another live process that claims this instance's ID
-	// (its owner string), if one was seen.
-	Duplicate string
+	// (its owner string), if one was seen within the role TTL and two
+	// heartbeat intervals; DuplicateSeen is when it was last seen. Once
+	// that process has stopped, Duplicate is empty again.
+	Duplicate     string
+	DuplicateSeen time.Time
 }
 
 // Status returns a snapshot of the elector's view.
 func (e *Elector) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	dup := e.duplicateLocked(e.clock.Now())
+	var seen time.Time
+	if dup != "" {
+		seen = e.duplicateAt
+	}
 	return Status{
-		Enabled:     !e.cfg.Disabled,
-		Running:     e.running,
-		IsMaster:    e.IsMaster(),
-		Instance:    e.idText,
-		Master:      e.masterLocked(),
-		Epoch:       e.epoch.Load(),
-		Since:       e.since,
-		LastError:   e.lastErr,
-		LastErrorAt: e.lastErrAt,
-		Duplicate:   e.duplicate,
+		Enabled:       !e.cfg.Disabled,
+		Running:       e.running,
+		IsMaster:      e.IsMaster(),
+		Instance:      e.idText,
+		Master:        e.masterLocked(),
+		Epoch:         e.epoch.Load(),
+		Since:         e.since,
+		LastError:     e.lastErr,
+		LastErrorAt:   e.lastErrAt,
+		Duplicate:     dup,
+		DuplicateSeen: seen,
 	}
 }
 

@@ -70,7 +70,8 @@ type Instance struct {
 	LastError   string     `json:"last_error,omitempty"`
 	LastErrorAt *time.Time `json:"last_error_at,omitempty"`
 	// Duplicate is the owner string of another live process that claims
-	// this instance's ID, if one was ever seen.
+	// this instance's ID, if the elector has seen one lately
+	// (role.Status.Duplicate).
 	Duplicate string `json:"duplicate,omitempty"`
 }
 
