@@ -189,8 +189,9 @@ type Session struct {
 	id string
 }
 
-// NewSession opens a headless browser with a window of width x height
-// CSS pixels; t.Cleanup closes it.
+// NewSession opens a headless browser whose pages are laid out in a
+// viewport of width x height CSS pixels (see Resize); t.Cleanup closes
+// it.
 func (d *Driver) NewSession(t testing.TB, width, height int) *Session {
 	t.Helper()
 	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
@@ -198,7 +199,7 @@ func (d *Driver) NewSession(t testing.TB, width, height int) *Session {
 		"goog:chromeOptions": map[string]any{
 			"binary": d.chromium,
 			"args": []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-				"--hide-scrollbars", "--window-size=" + strconv.Itoa(width) + "," + strconv.Itoa(height)},
+				"--hide-scrollbars", "--window-size=1280,900"},
 		},
 	}}}
 	var reply struct {
@@ -211,6 +212,7 @@ func (d *Driver) NewSession(t testing.TB, width, height int) *Session {
 	}
 	s := &Session{d: d, id: reply.Value.SessionID}
 	t.Cleanup(func() { d.call(http.MethodDelete, "/session/"+s.id, nil, nil) })
+	s.Resize(t, width, height)
 	return s
 }
 
@@ -228,10 +230,30 @@ func (s *Session) Navigate(t testing.TB, url string) {
 	s.do(t, http.MethodPost, "/url", map[string]string{"url": url}, nil)
 }
 
-// Resize sets the window's size in CSS pixels.
+// Resize lays pages out in a viewport of width x height CSS pixels, one
+// device pixel each. It emulates the screen rather than resizing the
+// window, since Chromium keeps a window at least 500 pixels wide: a
+// phone's 412 would silently become 500.
 func (s *Session) Resize(t testing.TB, width, height int) {
 	t.Helper()
-	s.do(t, http.MethodPost, "/window/rect", map[string]int{"width": width, "height": height}, nil)
+	s.cdp(t, "Emulation.setDeviceMetricsOverride", map[string]any{
+		"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false,
+	}, nil)
+}
+
+// cdp runs a Chrome DevTools Protocol command through chromedriver and
+// decodes its result into out, if not nil.
+func (s *Session) cdp(t testing.TB, cmd string, params map[string]any, out any) {
+	t.Helper()
+	var reply struct {
+		Value json.RawMessage `json:"value"`
+	}
+	s.do(t, http.MethodPost, "/goog/cdp/execute", map[string]any{"cmd": cmd, "params": params}, &reply)
+	if out != nil {
+		if err := json.Unmarshal(reply.Value, out); err != nil {
+			t.Fatalf("the result of %s, %s: %v", cmd, reply.Value, err)
+		}
+	}
 }
 
 // Script runs JavaScript in the page and decodes what it returns into
@@ -286,30 +308,16 @@ func (s *Session) ReadPage(t testing.TB) Page {
 	return Page{Master: r.Master, Role: r.Role, Members: r.Members, Locks: r.Locks, Transitions: r.Transitions, FitsWidth: r.Fits}
 }
 
-// Screenshot saves a PNG of the whole page as name in t.ArtifactDir()
-// (kept with go test -artifacts) and logs where. It makes the window as
-// tall as the page for the shot (WebDriver shoots the viewport only),
-// then restores it.
+// Screenshot saves a PNG of the whole page, as wide as the viewport and
+// as tall as the page, as name in t.ArtifactDir() (kept with go test
+// -artifacts) and logs where.
 func (s *Session) Screenshot(t testing.TB, name string) {
 	t.Helper()
-	var rect struct {
-		Value struct {
-			Width  float64 `json:"width"`
-			Height float64 `json:"height"`
-		} `json:"value"`
+	var shot struct {
+		Data string `json:"data"`
 	}
-	s.do(t, http.MethodGet, "/window/rect", nil, &rect)
-	var tall float64
-	s.Script(t, "return document.documentElement.scrollHeight + window.outerHeight - window.innerHeight", &tall)
-	if tall > rect.Value.Height {
-		s.Resize(t, int(rect.Value.Width), int(tall))
-		defer s.Resize(t, int(rect.Value.Width), int(rect.Value.Height))
-	}
-	var reply struct {
-		Value string `json:"value"`
-	}
-	s.do(t, http.MethodGet, "/screenshot", nil, &reply)
-	png, err := base64.StdEncoding.DecodeString(reply.Value)
+	s.cdp(t, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &shot)
+	png, err := base64.StdEncoding.DecodeString(shot.Data)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("the screenshot is not a PNG (%v)", err)
 	}
