@@ -8,24 +8,32 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/internal/browsertest"
+	"github.com/baton-go/baton/internal/storetest"
 )
 
 // TestBrowser loads the status page in headless Chromium (package
-// browsertest): two instances of a service run in the test process on a
-// real redis-server; the page of the second shows the first as master and
-// both as members, with a lock the first holds and the second waits for;
-// then the master's store is closed (a crash: it never releases) and the
-// page, reloaded, shows the second instance as master and the first gone
-// from the members. It checks that the page fits a phone's width and saves
-// screenshots before and after in the test's artifact directory (kept
-// with go test -artifacts; see testing.T.ArtifactDir). The demo's own
-// processes are loaded and killed by examples/http's TestBrowserDemo.
+// browsertest), on a real redis-server and on a Consul dev agent: two
+// instances of a service run in the test process; the page of the second
+// shows the first as master and both as members, with a lock the first
+// holds and the second waits for; then the master's store is closed (a
+// crash: it never releases) and the page, reloaded, shows the second
+// instance as master and the first gone from the members (on Consul that
+// takes up to twice the role TTL, as sessions last). It checks that the
+// page fits a phone's width and saves screenshots before and after in
+// each subtest's artifact directory (kept with go test -artifacts; see
+// testing.T.ArtifactDir). The demo's own processes are loaded and killed
+// by examples/http's TestBrowserDemo.
 func TestBrowser(t *testing.T) {
 	d := browsertest.Start(t)
+	storetest.EachServer(t, func(t *testing.T, st storetest.Backend) { testBrowser(t, d, st) })
+}
+
+func testBrowser(t *testing.T, d *browsertest.Driver, st storetest.Backend) {
+	newStore := st.Open(t)
 	app := newApp()
-	a := start(t, nil, app, 8081)
+	a := start(t, newStore, app, 8081)
 	waitFor(t, "a is master", a.el.IsMaster)
-	b := start(t, nil, app, 8082)
+	b := start(t, newStore, app, 8082)
 	waitFor(t, "b sees a as master", func() bool { return b.el.Master() == a.id.String() })
 	waitFor(t, "both members listed", func() bool { ms, _ := b.el.Members(t.Context()); return len(ms) == 2 })
 
@@ -61,9 +69,7 @@ func TestBrowser(t *testing.T) {
 
 	// The master crashes: its store is closed, so it never renews nor
 	// releases, and the role key runs out on the server's clock.
-	if err := a.store.Close(); err != nil {
-		t.Fatal(err)
-	}
+	a.crash(t)
 	// The store names b before b's elector has taken the tenure, and the
 	// callback that records the election runs after that: the page shows
 	// each as it comes.
