@@ -281,12 +281,18 @@ func testStatus(t *testing.T, st storetest.Backend) {
 	}
 }
 
-// TestHealthzDuplicateID checks that two live processes with one instance
-// ID make /healthz answer 503, naming the duplicate.
+// TestHealthzDuplicateID checks, on every store of the table, that two
+// live processes with one instance ID make /healthz answer 503, naming
+// the duplicate.
 func TestHealthzDuplicateID(t *testing.T) {
+	storetest.Each(t, testHealthzDuplicateID)
+}
+
+func testHealthzDuplicateID(t *testing.T, st storetest.Backend) {
+	newStore := st.Open(t)
 	app := newApp()
-	a := start(t, shared, app, 8081)
-	b := start(t, shared, app, 8081)
+	a := start(t, newStore, app, 8081)
+	b := start(t, newStore, app, 8081)
 	waitFor(t, "a duplicate reported", func() bool { return a.el.Status().Duplicate != "" || b.el.Status().Duplicate != "" })
 	in := a
 	if a.el.Status().Duplicate == "" {
