@@ -66,11 +66,13 @@ func TestBrowserDemo(t *testing.T) {
 	// The master's process dies at once: it neither releases the role nor
 	// leaves the members, so both run out on the server's clock.
 	a.kill(t)
-	deadline := time.Now().Add(failover)
+	killed := time.Now()
+	deadline := killed.Add(failover)
 	for {
 		s.Navigate(t, page)
 		p = s.ReadPage(t)
 		if p.Master == b.id && p.Role == "master" && slices.Equal(p.Members, []string{b.id}) {
+			t.Logf("b's page showed b as master and a gone %v after the kill", time.Since(killed).Round(time.Millisecond))
 			break
 		}
 		if time.Now().After(deadline) {
