@@ -18,12 +18,11 @@ import (
 // shows the first as master and both as members, with a lock the first
 // holds and the second waits for; then the master's store is closed (a
 // crash: it never releases) and the page, reloaded, shows the second
-// instance as master and the first gone from the members (on Consul
-// about twice as late as on Redis, as sessions outlive their TTL up to
-// twice: about 7 s instead of 3.5 s, with a role TTL of 3 s and the
-// members' entries outliving the role key). It checks that the
-// page fits a phone's width and saves screenshots before and after in
-// each subtest's artifact directory (kept with go test -artifacts; see
+// instance as master and the first gone from the members: about 3.5 s
+// after the crash on Redis with a role TTL of 3 s, about 7 s on Consul,
+// whose sessions last up to twice their TTL. It checks that the page
+// fits a phone's width and saves screenshots before and after in each
+// subtest's artifact directory (kept with go test -artifacts; see
 // testing.T.ArtifactDir). The demo's own processes are loaded and killed
 // by examples/http's TestBrowserDemo.
 func TestBrowser(t *testing.T) {
