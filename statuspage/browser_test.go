@@ -18,7 +18,7 @@ import (
 // shows the first as master and both as members, with a lock the first
 // holds and the second waits for; then the master's store is closed (a
 // crash: it never releases) and the page, reloaded, shows the second
-// instance as master and the first gone from the members: about 3.5 s
+// instance as master and the first gone from the members: about 3 s
 // after the crash on Redis with a role TTL of 3 s, about 7 s on Consul,
 // whose sessions last up to twice their TTL. It checks that the page
 // fits a phone's width and saves screenshots before and after in each
