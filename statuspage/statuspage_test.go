@@ -14,10 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
@@ -39,12 +38,11 @@ var quiet = slog.New(slog.DiscardHandler)
 // few seconds, with room for a renewal to land on a busy machine.
 var fastRole = role.Config{HeartbeatExpiration: 3 * time.Second, HeartbeatInterval: time.Second, SafetyMargin: 300 * time.Millisecond}
 
-// instance is one process of a service: its own Redis client and store,
-// its elector, its events and its status page.
+// instance is one process of a service: its own store client, its
+// elector, its events and its status page.
 type instance struct {
 	id     instanceid.ID
-	rdb    *redis.Client
-	store  *redisbackend.Store
+	store  backend.Store
 	el     *role.Elector
 	events *statuspage.Events
 	page   *statuspage.Handler
@@ -55,21 +53,20 @@ type instance struct {
 // server never see each other's keys.
 func newApp() string { return "app" + strings.ToLower(rand.Text()[:10]) }
 
-// start starts an instance of app on port, on the shared redis-server (or
-// srv if given), serving its page under /baton/. t.Cleanup stops it.
-func start(t *testing.T, srv *testenv.Redis, app string, port int) *instance {
+// shared returns a client of the package's shared redis-server, closed
+// when t ends: a storetest.Factory.
+func shared(t testing.TB) backend.Store { return storetest.Redis(t, server) }
+
+// start starts an instance of app on port with a new client from
+// newStore (shared, or a storetest backend's), serving its page under
+// /baton/. t.Cleanup stops it.
+func start(t *testing.T, newStore storetest.Factory, app string, port int) *instance {
 	t.Helper()
-	if srv == nil {
-		srv = server
-	}
 	id, err := instanceid.New("127.0.0.1", "acme", app, port)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{id: id, rdb: redis.NewClient(srv.Options()), events: statuspage.NewEvents(0)}
-	if in.store, err = redisbackend.New(in.rdb, redisbackend.WithoutRestartGuard()); err != nil {
-		t.Fatal(err)
-	}
+	in := &instance{id: id, store: newStore(t), events: statuspage.NewEvents(0)}
 	opts := append(in.events.RoleOptions(), role.WithLogger(quiet))
 	if in.el, err = role.NewElector(in.store, id, fastRole, opts...); err != nil {
 		t.Fatal(err)
@@ -83,15 +80,27 @@ func start(t *testing.T, srv *testenv.Redis, app string, port int) *instance {
 	if err := in.el.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Runs before the store's own cleanup closes it.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		in.el.Stop(ctx)
 		in.srv.Close()
-		in.store.Close()
-		in.rdb.Close()
 	})
 	return in
+}
+
+// crash closes in's store client: the instance never renews nor
+// releases again, and what it held runs out on the server's clock.
+func (in *instance) crash(t *testing.T) {
+	t.Helper()
+	c, ok := in.store.(io.Closer)
+	if !ok {
+		t.Fatalf("the store %T cannot be closed", in.store)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitFor polls cond until it holds, and fails t after patience.
@@ -149,18 +158,24 @@ func memberIDs(s statuspage.Status) []string {
 	return ids
 }
 
-// TestStatusOnRedis runs two instances of a service on a real
-// redis-server and checks what their /status, /healthz and page say: the
-// master with its epoch, both members, a lock held by one instance with
-// the other waiting in its line, a job the slave skipped, and the master
-// change after the master stops.
-func TestStatusOnRedis(t *testing.T) {
+// TestStatus runs two instances of a service on each store of the table
+// (in memory, a real redis-server, a Consul dev agent) and checks what
+// their /status, /healthz and page say: the master with its epoch, both
+// members, a lock held by one instance with the other waiting in its
+// line, a job the slave skipped, and the master change after the master
+// stops.
+func TestStatus(t *testing.T) {
+	storetest.Each(t, testStatus)
+}
+
+func testStatus(t *testing.T, st storetest.Backend) {
+	newStore := st.Open(t)
 	app := newApp()
-	a := start(t, nil, app, 8081)
+	a := start(t, newStore, app, 8081)
 	waitFor(t, "a is master and its election recorded", func() bool {
 		return a.el.IsMaster() && slices.ContainsFunc(a.events.Transitions(), func(e statuspage.Event) bool { return e.Kind == "elected" })
 	})
-	b := start(t, nil, app, 8082)
+	b := start(t, newStore, app, 8082)
 	waitFor(t, "b sees a as master", func() bool { return b.el.Master() == a.id.String() })
 	waitFor(t, "both members listed", func() bool { ms, _ := a.el.Members(t.Context()); return len(ms) == 2 })
 
@@ -190,6 +205,15 @@ func TestStatusOnRedis(t *testing.T) {
 	if s.Master == nil || s.Master.ID != a.id.String() || s.Master.Epoch != a.el.Epoch() || s.Master.Since == nil {
 		t.Errorf("master %+v; want %s with epoch %d, since its election", s.Master, a.id, a.el.Epoch())
 	}
+	// What is left of the role's lease is at most its TTL; Consul cannot
+	// read a session's remaining time and shows the TTL itself.
+	ttl, left := fastRole.HeartbeatExpiration.Milliseconds(), s.Master.LeaseMillis
+	switch {
+	case st.Name == "consul" && left != ttl:
+		t.Errorf("the master's lease left on Consul is %d ms; want the TTL, %d", left, ttl)
+	case left <= 0 || left > ttl:
+		t.Errorf("the master's lease left is %d ms; want in (0, %d]", left, ttl)
+	}
 	if s.Instance.ID != a.id.String() || s.Instance.Role != "master" {
 		t.Errorf("instance %+v; want %s, master", s.Instance, a.id)
 	}
@@ -202,8 +226,9 @@ func TestStatusOnRedis(t *testing.T) {
 		}
 	}
 	lk := s.Locks[0]
-	if lk.Kind != "lock" || lk.Name != "invoice:42" || lk.Holder != a.id.String() || lk.Token == 0 || lk.LeaseMillis <= 0 {
-		t.Errorf("lock %+v; want lock invoice:42 held by %s with a token and a lease", lk, a.id)
+	if lk.Kind != "lock" || lk.Name != "invoice:42" || lk.Holder != a.id.String() || lk.Token == 0 ||
+		lk.LeaseMillis <= 0 || lk.LeaseMillis > synclock.DefaultHoldDuration.Milliseconds() {
+		t.Errorf("lock %+v; want lock invoice:42 held by %s with a token and a lease of at most the hold duration", lk, a.id)
 	}
 	if !strings.HasPrefix(lk.Waiters[0], b.id.String()+"#") {
 		t.Errorf("lock waiters %q; want b (%s)", lk.Waiters, b.id)
@@ -256,12 +281,18 @@ func TestStatusOnRedis(t *testing.T) {
 	}
 }
 
-// TestHealthzDuplicateID checks that two live processes with one instance
-// ID make /healthz answer 503, naming the duplicate.
+// TestHealthzDuplicateID checks, on every store of the table, that two
+// live processes with one instance ID make /healthz answer 503, naming
+// the duplicate.
 func TestHealthzDuplicateID(t *testing.T) {
+	storetest.Each(t, testHealthzDuplicateID)
+}
+
+func testHealthzDuplicateID(t *testing.T, st storetest.Backend) {
+	newStore := st.Open(t)
 	app := newApp()
-	a := start(t, nil, app, 8081)
-	b := start(t, nil, app, 8081)
+	a := start(t, newStore, app, 8081)
+	b := start(t, newStore, app, 8081)
 	waitFor(t, "a duplicate reported", func() bool { return a.el.Status().Duplicate != "" || b.el.Status().Duplicate != "" })
 	in := a
 	if a.el.Status().Duplicate == "" {
@@ -276,13 +307,17 @@ func TestHealthzDuplicateID(t *testing.T) {
 	}
 }
 
-// TestHealthzStoreUnreachable checks that /healthz answers 503 saying the
-// store is unreachable once the instance's redis-server is gone, that the
-// page still renders, saying so, and that /healthz is 200 again once the
-// server is back.
+// TestHealthzStoreUnreachable checks, on Redis and on Consul, that
+// /healthz answers 503 saying the store is unreachable once the
+// instance's server is gone, that the page still renders, saying so, and
+// that /healthz is 200 again once the server is back.
 func TestHealthzStoreUnreachable(t *testing.T) {
-	srv := testenv.NewRedis(t)
-	in := start(t, srv, newApp(), 8081)
+	storetest.EachServer(t, testHealthzStoreUnreachable)
+}
+
+func testHealthzStoreUnreachable(t *testing.T, st storetest.Backend) {
+	newStore, srv := st.Serve(t)
+	in := start(t, newStore, newApp(), 8081)
 	waitFor(t, "master", in.el.IsMaster)
 	if code, body := get(t, in, "healthz"); code != http.StatusOK {
 		t.Fatalf("/healthz with the server up answered %d %q", code, body)
@@ -299,8 +334,8 @@ func TestHealthzStoreUnreachable(t *testing.T) {
 		t.Errorf("the page with the server gone answered %d and does not say the store is unreachable", code)
 	}
 
-	// Once the server is back, so is the health (and the client's pool
-	// stops redialling in the background).
+	// Once the server is back, so is the health (and the Redis client's
+	// pool stops redialling in the background).
 	if err := srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +344,7 @@ func TestHealthzStoreUnreachable(t *testing.T) {
 
 // TestRoutes checks the paths and methods the handler answers.
 func TestRoutes(t *testing.T) {
-	in := start(t, nil, newApp(), 8081)
+	in := start(t, shared, newApp(), 8081)
 	for path, want := range map[string]int{"": 200, "status": 200, "healthz": 200, "nope": 404} {
 		if path == "status" || path == "healthz" || path == "" {
 			waitFor(t, "master", in.el.IsMaster)

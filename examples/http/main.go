@@ -18,6 +18,11 @@
 //	go run ./examples/http                        # embedded in-process Redis, ports 8080 and 8081
 //	go run ./examples/http -redis 127.0.0.1:6379  # a real Redis
 //	go run ./examples/http -ports 9000,9001,9002  # three instances on other ports
+//
+// Two processes on one Redis, one instance each, show a crash: kill -9
+// one and the other's status page names it master within the role TTL.
+//
+//	go run ./examples/http -redis 127.0.0.1:6379 -ports 8080  # and, in another terminal, -ports 8081
 package main
 
 import (

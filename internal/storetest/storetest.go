@@ -9,6 +9,12 @@
 //		...
 //	})
 //
+// Tests that take the server away and bring it back call Serve, which
+// also returns the Server (the in-memory store has none):
+//
+//	newStore, srv := b.Serve(t)
+//	srv.Kill()
+//
 // The servers accept short leases (Consul's session minimum is lowered
 // for them), and the stores skip the restart guard, since the servers
 // are started for the test.
@@ -39,17 +45,30 @@ type Backend struct {
 	// a Factory of clients of it. For the in-memory store every client is
 	// the one store Open made.
 	Open func(t testing.TB) Factory
+	// Serve is Open that also returns the server, for tests that kill
+	// and restart it; nil for the in-memory store, which has no server.
+	Serve func(t testing.TB) (Factory, Server)
 	// ExpiryFactor is how many times its TTL a lease that nobody renews
 	// may last at most: 1, but 2 on Consul, which keeps a session up to
 	// twice its TTL.
 	ExpiryFactor int
 }
 
+// Server is the private server behind a Factory's clients:
+// *testenv.Redis or *testenv.Consul.
+type Server interface {
+	// Kill ends the server at once with SIGKILL, as a crash does.
+	Kill() error
+	// Restart starts it again on the same port, without the data it had
+	// (a Redis without AppendOnly, a Consul dev agent).
+	Restart() error
+}
+
 // Backends are the stores every integration test runs on.
 var Backends = []Backend{
 	{Name: "mem", Open: openMem, ExpiryFactor: 1},
-	{Name: "redis", Open: openRedis, ExpiryFactor: 1},
-	{Name: "consul", Open: openConsul, ExpiryFactor: 2},
+	{Name: "redis", Open: open(serveRedis), Serve: serveRedis, ExpiryFactor: 1},
+	{Name: "consul", Open: open(serveConsul), Serve: serveConsul, ExpiryFactor: 2},
 }
 
 // Each runs f as a subtest for every backend of the table.
@@ -60,20 +79,39 @@ func Each(t *testing.T, f func(t *testing.T, b Backend)) {
 	}
 }
 
+// EachServer runs f as a subtest for every backend of the table that has
+// a server (Serve is not nil): Redis and Consul.
+func EachServer(t *testing.T, f func(t *testing.T, b Backend)) {
+	t.Helper()
+	for _, b := range Backends {
+		if b.Serve != nil {
+			t.Run(b.Name, func(t *testing.T) { f(t, b) })
+		}
+	}
+}
+
 func openMem(t testing.TB) Factory {
 	s := membackend.New()
 	t.Cleanup(func() { s.Close() })
 	return func(testing.TB) backend.Store { return s }
 }
 
-func openRedis(t testing.TB) Factory {
-	r := testenv.NewRedis(t)
-	return func(t testing.TB) backend.Store { return Redis(t, r) }
+// open returns the Open of a Serve: the Factory without the Server.
+func open(serve func(testing.TB) (Factory, Server)) func(testing.TB) Factory {
+	return func(t testing.TB) Factory {
+		f, _ := serve(t)
+		return f
+	}
 }
 
-func openConsul(t testing.TB) Factory {
+func serveRedis(t testing.TB) (Factory, Server) {
+	r := testenv.NewRedis(t)
+	return func(t testing.TB) backend.Store { return Redis(t, r) }, r
+}
+
+func serveConsul(t testing.TB) (Factory, Server) {
 	a := testenv.NewConsul(t)
-	return func(t testing.TB) backend.Store { return Consul(t, a) }
+	return func(t testing.TB) backend.Store { return Consul(t, a) }, a
 }
 
 // Redis returns a new store on r, without the restart guard (the server
