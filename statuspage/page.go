@@ -62,15 +62,15 @@ const pageHTML = `<!DOCTYPE html>
 * { box-sizing: border-box; }
 body { margin:0; font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif; color:var(--fg); background:var(--bg); }
 main { max-width:64rem; margin:0 auto; padding:1rem; }
-h1 { font-size:1.35rem; margin:.2rem 0 .8rem; word-break:break-all; }
+h1 { font-size:1.35rem; margin:.2rem 0 .8rem; overflow-wrap:anywhere; }
 h2 { font-size:1.05rem; margin:0 0 .6rem; }
 section { background:var(--card); border:1px solid var(--line); border-radius:.6rem; padding:.9rem 1rem; margin:0 0 1rem; }
 .badge { display:inline-block; padding:.1rem .55rem; border-radius:1rem; font-size:.8rem; font-weight:600; color:#fff; background:var(--muted); vertical-align:middle; }
 .badge.ok { background:var(--ok); } .badge.bad { background:var(--bad); } .badge.master { background:var(--master); }
 .muted { color:var(--muted); } .bad { color:var(--bad); }
-code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:.88em; word-break:break-all; }
+code, .mono { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:.88em; overflow-wrap:anywhere; }
 dl { display:grid; grid-template-columns:max-content 1fr; gap:.25rem 1rem; margin:0; }
-dt { color:var(--muted); } dd { margin:0; word-break:break-all; }
+dt { color:var(--muted); } dd { margin:0; overflow-wrap:anywhere; }
 table { width:100%; border-collapse:collapse; }
 th, td { text-align:left; padding:.4rem .5rem; border-top:1px solid var(--line); vertical-align:top; }
 th { font-size:.8rem; color:var(--muted); font-weight:600; border-top:0; }
