@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
@@ -58,14 +59,22 @@ func find(recs []map[string]any, msg string) map[string]any {
 	return nil
 }
 
-// An election, a lock and a skipped job on a real redis-server log the
+// An election, a lock and a skipped job on a real redis-server and a real
+// Consul agent log the
 // records an operator looks for, each with the same keys — app, tenant,
 // instance, backend — and its own (key, epoch, token, job, reason); and at
 // info level only the election is logged: locks and skips, which happen on
 // every run, stay at debug.
 func TestLogRecords(t *testing.T) {
-	f := newFleet(t, "redis", 1, fastRole)
+	for _, kind := range []string{"redis", "consul"} {
+		t.Run(kind, func(t *testing.T) { testLogRecords(t, kind) })
+	}
+}
+
+func testLogRecords(t *testing.T, kind string) {
+	f := newFleet(t, kind, 1, fastRole)
 	id, store := f.ids[0], f.stores[0]
+	name := backend.StoreName(store)
 	var debug, info logBuffer
 	debugLog := slog.New(slog.NewJSONHandler(&debug, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	infoLog := slog.New(slog.NewJSONHandler(&info, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -103,9 +112,9 @@ func TestLogRecords(t *testing.T) {
 		msg  string
 		keys map[string]any // value nil: present, any value
 	}{
-		{"role: became master", map[string]any{"backend": "redisbackend", "key": el.Key(), "epoch": nil}},
-		{"synclock: lock acquired", map[string]any{"backend": "redisbackend", "key": "nightly-report", "token": nil, "wait": nil}},
-		{"synclock: lock released", map[string]any{"backend": "redisbackend", "key": "nightly-report", "token": nil, "held": nil}},
+		{"role: became master", map[string]any{"backend": name, "key": el.Key(), "epoch": nil}},
+		{"synclock: lock acquired", map[string]any{"backend": name, "key": "nightly-report", "token": nil, "wait": nil}},
+		{"synclock: lock released", map[string]any{"backend": name, "key": "nightly-report", "token": nil, "held": nil}},
 		{"schedlock: run skipped", map[string]any{"job": "slave-only", "reason": "not-slave"}},
 	}
 	waitFor(t, "the election's record", func() bool { return find(debug.records(t), want[0].msg) != nil })
