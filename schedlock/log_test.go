@@ -59,10 +59,10 @@ func find(recs []map[string]any, msg string) map[string]any {
 	return nil
 }
 
-// An election, a lock and a skipped job on a real redis-server and a real
-// Consul agent log the
-// records an operator looks for, each with the same keys — app, tenant,
-// instance, backend — and its own (key, epoch, token, job, reason); and at
+// An election, a lock and a skipped job on a real redis-server and on a
+// real Consul agent log the records an operator looks for, each with the
+// same keys — app, tenant, instance, backend — and its own (key, epoch,
+// token, job, reason); and at
 // info level only the election is logged: locks and skips, which happen on
 // every run, stay at debug.
 func TestLogRecords(t *testing.T) {
