@@ -62,9 +62,8 @@ func find(recs []map[string]any, msg string) map[string]any {
 // An election, a lock and a skipped job on a real redis-server and on a
 // real Consul agent log the records an operator looks for, each with the
 // same keys — app, tenant, instance, backend — and its own (key, epoch,
-// token, job, reason); and at
-// info level only the election is logged: locks and skips, which happen on
-// every run, stay at debug.
+// token, job, reason); and at info level only the election is logged:
+// locks and skips, which happen on every run, stay at debug.
 func TestLogRecords(t *testing.T) {
 	for _, kind := range []string{"redis", "consul"} {
 		t.Run(kind, func(t *testing.T) { testLogRecords(t, kind) })
