@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -121,7 +122,8 @@ func ReadmeGoFigures(g *GoBenchmarks) (string, error) {
 	var errs []error
 	value := func(name, unit string) float64 {
 		v, err := g.Value(name, unit)
-		if err != nil {
+		// A missing benchmark is named once, not once per figure of it.
+		if err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
 			errs = append(errs, err)
 		}
 		return v

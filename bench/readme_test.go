@@ -100,6 +100,9 @@ func TestReadmeGoFiguresMissing(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
+	if n := strings.Count(err.Error(), "no result of BenchmarkFleet/config"); n != 1 {
+		t.Errorf("BenchmarkFleet/config named %d times in %q, want once", n, err)
+	}
 	if got != "" {
 		t.Errorf("a table beside the error:\n%s", got)
 	}
