@@ -16,10 +16,11 @@
 #                     the cost of WithReplicaAck(1) (~13 min); writes bench/gobench.txt and
 #                     bench/results.json
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
-#   make bench-role   role's benchmarks alone (IsMaster beside a monotonic clock read, handover,
-#                     failover, 10,000 electors, a fleet of 1,000 processes) for
-#                     ROLE_BENCHTIME each (default 10s; ~3 min); writes bench/gobench.txt
-#                     (then: cd bench && go test -run TestReadmeFigures -update)
+#   make bench-role   role's benchmarks alone: IsMaster and a monotonic clock read in turn for
+#                     ROLE_CLOCK_ROUNDS rounds (default 5 of 2s), then handover, failover,
+#                     10,000 electors and a fleet of 1,000 processes for ROLE_BENCHTIME
+#                     (default 10s) (~3 min); writes bench/gobench.txt, the README's Go
+#                     figures' source (then: cd bench && go test -run TestReadmeFigures -update)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
 #   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
