@@ -8,13 +8,19 @@
 #   make test-stress  the race tests STRESS_RUNS times (default 5), then chaos-short once, while
 #                     STRESS_BURNERS busy loops (default: one per CPU) load the machine; stops at the
 #                     first failure
-#   make bench        benchmarks (root module and nested modules such as bench/), then
-#                     bench/'s lockbench: baton vs redsync, redislock, two references and
-#                     the seed's sleep-and-retry on a private redis-server, and baton vs
-#                     Consul's lock recipe and a bare KV cycle on a private Consul agent,
-#                     lock throughput on a Redis Cluster of 1 master vs 3 and the cost of
-#                     WithReplicaAck(1) (~12 min); writes bench/results.json
+#   make bench        benchmarks (root module and nested modules such as bench/; role's by
+#                     bench-role), then bench/'s lockbench: baton vs redsync, redislock, two
+#                     references and the seed's sleep-and-retry on a private redis-server,
+#                     and baton vs Consul's lock recipe and a bare KV cycle on a private
+#                     Consul agent, lock throughput on a Redis Cluster of 1 master vs 3 and
+#                     the cost of WithReplicaAck(1) (~13 min); writes bench/gobench.txt and
+#                     bench/results.json
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
+#   make bench-role   role's benchmarks alone: IsMaster and a monotonic clock read in turn for
+#                     ROLE_CLOCK_ROUNDS rounds (default 5 of 2s), then handover, failover,
+#                     10,000 electors and a fleet of 1,000 processes for ROLE_BENCHTIME
+#                     (default 10s) (~3 min); writes bench/gobench.txt, the README's Go
+#                     figures' source (then: cd bench && go test -run TestReadmeFigures -update)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
 #   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
@@ -40,6 +46,19 @@ FUZZTIME  ?= 30s
 FUZZ_SHORT_TIME ?= 3s
 BENCHTIME ?= 1s
 QUICK_BENCHTIME ?= 100ms
+# -benchtime of role's benchmarks (bench-role). One op of BenchmarkFailover
+# is ten failovers of about 0.4 s, so 10s gives it some thirty samples;
+# Scale10k and Fleet run once whatever it is.
+ROLE_BENCHTIME ?= 10s
+# IsMaster is judged against the clock read measured beside it, on a
+# machine other jobs share: bench-role runs the pair ROLE_CLOCK_ROUNDS
+# times for ROLE_CLOCK_BENCHTIME each, in turn (clock first, then IsMaster
+# first), so that load from elsewhere falls on both alike; the README
+# shows the medians.
+ROLE_CLOCK_ROUNDS ?= 5
+ROLE_CLOCK_BENCHTIME ?= 2s
+ROLE_BENCH_OUT := bench/gobench.txt
+ROLE_PKG       := github.com/baton-go/baton/role
 # Extra flags of bench/cmd/lockbench (bench-quick adds -quick).
 LOCKBENCH_FLAGS ?=
 TEST_TIMEOUT  ?= 15m
@@ -78,7 +97,7 @@ CONSUL_STAMP := $(TOOLS_BIN)/consul.gosum
 STRESS_RUNS    ?= 5
 STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick fuzz fuzz-short chaos chaos-short cover clean
+.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick bench-role fuzz fuzz-short chaos chaos-short cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -226,16 +245,55 @@ fmt:
 	@find . -name '*.go' -not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*/*' \
 		-print0 | xargs -0 -r gofmt -w -l
 
+# bench runs role's benchmarks through bench-role, which keeps their output,
+# and every other package's here.
 bench: deps
-	@for mod in $(MODULES); do
+	@$(MAKE) bench-role
+	for mod in $(MODULES); do
 		echo "== $$mod: benchmarks (-benchtime $(BENCHTIME))"
-		(cd "$$mod" && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...)
+		pkgs=$$(cd "$$mod" && $(GO) list ./... | grep -vx '$(ROLE_PKG)')
+		(cd "$$mod" && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$pkgs)
 	done
 	echo "== bench: go run ./cmd/lockbench -out results.json $(LOCKBENCH_FLAGS)"
 	cd bench && $(GO) run ./cmd/lockbench -out results.json $(LOCKBENCH_FLAGS)
 
 bench-quick:
-	@$(MAKE) bench BENCHTIME=$(QUICK_BENCHTIME) LOCKBENCH_FLAGS="-quick $(LOCKBENCH_FLAGS)"
+	@$(MAKE) bench BENCHTIME=$(QUICK_BENCHTIME) ROLE_BENCHTIME=$(QUICK_BENCHTIME) \
+		ROLE_CLOCK_ROUNDS=1 ROLE_CLOCK_BENCHTIME=$(QUICK_BENCHTIME) LOCKBENCH_FLAGS="-quick $(LOCKBENCH_FLAGS)"
+
+# bench-role writes role's benchmark output to ROLE_BENCH_OUT in the text
+# format of go test -bench (benchstat reads it), after lines that date the
+# run and name redis-server's and Go's versions and the -benchtime; the
+# README's table of Go figures is generated from it (bench.ReadmeGoFigures).
+# Each go test run repeats the header lines and ends with PASS and ok: the
+# file keeps the first of each header line and the results. It is replaced
+# only when every benchmark passed. The benchmarks need redis-server only,
+# so this target does not build Consul (make bench's deps does).
+bench-role:
+	@PATH="$(REDIS_PATH)" command -v redis-server >/dev/null 2>&1 || {
+		echo "bench-role: redis-server not found (make deps installs it)" >&2; exit 1; }
+	raw=$$(mktemp)
+	trap 'rm -f "$$raw"' EXIT
+	{
+		echo "date: $$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+		echo "redis-server: $$(PATH="$(REDIS_PATH)" redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')"
+		echo "go: $$($(GO) env GOVERSION)"
+		echo "benchtime: $(ROLE_BENCHTIME), $(ROLE_CLOCK_BENCHTIME) for IsMaster and MonotonicClock"
+	} > "$$raw"
+	bench() { (cd role && $(GO) test -run '^$$' -benchmem -timeout 30m "$$@" .) | tee -a "$$raw"; }
+	clock='^BenchmarkMonotonicClock$$'
+	ismaster='^BenchmarkIsMaster$$'
+	for round in $$(seq $(ROLE_CLOCK_ROUNDS)); do
+		echo "== role: IsMaster beside the clock read, round $$round of $(ROLE_CLOCK_ROUNDS) (-benchtime $(ROLE_CLOCK_BENCHTIME))"
+		if (( round % 2 == 1 )); then order=("$$clock" "$$ismaster"); else order=("$$ismaster" "$$clock"); fi
+		for b in "$${order[@]}"; do
+			bench -bench "$$b" -benchtime $(ROLE_CLOCK_BENCHTIME)
+		done
+	done
+	echo "== role: the other benchmarks (-benchtime $(ROLE_BENCHTIME))"
+	bench -bench . -skip "$$clock|$$ismaster" -benchtime $(ROLE_BENCHTIME)
+	awk '/^(PASS|ok )/ { next } /^[a-z][^ A-Z]*:/ && seen[$$0]++ { next } { print }' "$$raw" > $(ROLE_BENCH_OUT)
+	echo "bench-role: wrote $(ROLE_BENCH_OUT)"
 
 # fuzz lists the Fuzz* targets of each package (go test -list prints the
 # names, then an "ok <package>" line) and fuzzes each for FUZZTIME. Go

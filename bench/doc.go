@@ -82,6 +82,15 @@
 // round trips. Sleeps shorter than the Go timer's resolution use
 // nanosleep and a short spin.
 //
+// # The README's figures
+//
+// ReadmeLockFigures and ReadmeComparison render parts of the top-level
+// README from results.json; ReadmeGoFigures renders its table of role's
+// Go benchmarks (IsMaster, handover, failover, commands per elector) from
+// gobench.txt, go test's output that make bench-role keeps (read by
+// GoBenchmarks). TestReadmeFigures fails while the README and the files
+// differ.
+//
 // # What is not promised
 //
 // The numbers are from one run on one machine; the targets are judged by

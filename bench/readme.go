@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -108,6 +110,106 @@ func ReadmeComparison(r *Results) string {
 	}
 	fmt.Fprintf(&b, "\n\nFrom the lockbench run of %s (bench/results.json). A server command per acquisition counts a script\nand each command it calls, and includes the harness's 3.\n", r.Setup.Date)
 	return b.String()
+}
+
+// ReadmeGoFigures renders the top-level README's table of role's Go
+// benchmark figures against the targets of DESIGN.md, and the sentence
+// under it that dates them, from g (bench/gobench.txt, which make
+// bench-role writes): TestReadmeFigures fails when README and the file
+// differ (-update writes them). A benchmark or metric the table needs and
+// g lacks is an error naming it, never an empty cell.
+func ReadmeGoFigures(g *GoBenchmarks) (string, error) {
+	var errs []error
+	value := func(name, unit string) float64 {
+		v, err := g.Value(name, unit)
+		// A missing benchmark is named once, not once per figure of it.
+		if err != nil && !slices.ContainsFunc(errs, func(e error) bool { return e.Error() == err.Error() }) {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	config := func(key string) string {
+		v := g.Config[key]
+		if v == "" {
+			errs = append(errs, fmt.Errorf("no %q line (make bench-role writes one)", key+":"))
+		}
+		return v
+	}
+	clock, isMaster := value("BenchmarkMonotonicClock", "ns/op"), value("BenchmarkIsMaster", "ns/op")
+	allocs := value("BenchmarkIsMaster", "allocs/op")
+	handover := value("BenchmarkHandover", "handover-p50-ms")
+	failP50, failP99 := value("BenchmarkFailover", "failover-over-ttl-p50-ms"), value("BenchmarkFailover", "failover-over-ttl-p99-ms")
+	failovers, ttl := value("BenchmarkFailover", "failover-over-ttl-samples"), value("BenchmarkFailover", "ttl-ms")
+	scale, electors := value("BenchmarkScale10k", "cmds/elector/interval"), value("BenchmarkScale10k", "electors")
+	fleet, processes := value("BenchmarkFleet/config", "cmds/elector/interval"), value("BenchmarkFleet/config", "processes")
+	fleetDefaults := value("BenchmarkFleet/store-defaults", "cmds/elector/interval")
+	date, redis := config("date"), config("redis-server")
+	if len(errs) > 0 {
+		return "", fmt.Errorf("bench/gobench.txt: %w", errors.Join(errs...))
+	}
+
+	var b strings.Builder
+	b.WriteString("| what | figure | goal (DESIGN §5) |\n|---|---|---|\n")
+	ratio := isMaster / clock
+	fmt.Fprintf(&b, "| `IsMaster` (`BenchmarkIsMaster` beside `BenchmarkMonotonicClock`) | %.1f ns vs %.1f ns: %.2f×, %g allocs | ≤ 1.2×, 0 allocs |\n",
+		isMaster, clock, ratio, allocs)
+	fmt.Fprintf(&b, "| graceful handover (`BenchmarkHandover`, real Redis) | p50 %s ms | p50 ≤ 5 ms |\n", fmtShortMS(handover))
+	fmt.Fprintf(&b, "| crash failover (`BenchmarkFailover`, TTL %g ms) | p50 %s ms, p99 %s ms after the key expired (%g failovers) | ≤ TTL + 100 ms |\n",
+		ttl, fmtShortMS(failP50), fmtShortMS(failP99), failovers)
+	fmt.Fprintf(&b, "| %s electors, one client (`BenchmarkScale10k`) | %.2f commands per elector per heartbeat interval | ≤ 1 |\n",
+		thousands(electors), scale)
+	fmt.Fprintf(&b, "| a fleet: one client and store per process (`BenchmarkFleet`, %s processes, defaults scaled 7.5×) | %.2f commands per elector per heartbeat interval with `cfg.RedisStoreOptions()` (%.2f with the store's own marker and health-check defaults) | ≤ 1 |\n",
+		thousands(processes), fleet, fleetDefaults)
+
+	var met, missed []string
+	judge := func(name string, pass bool) {
+		if pass {
+			met = append(met, name)
+		} else {
+			missed = append(missed, name)
+		}
+	}
+	judge("IsMaster vs 1.2x the clock read, 0 allocs", ratio <= 1.2 && allocs == 0)
+	judge("handover p50 vs 5 ms", handover <= 5)
+	judge("failover p99 vs TTL + 100 ms", failP99 <= 100)
+	judge(thousands(electors)+" electors vs 1 command per interval", scale <= 1)
+	judge("the fleet with cfg.RedisStoreOptions() vs 1 command per interval", fleet <= 1)
+	var machine []string
+	if v := g.Config["cpu"]; v != "" {
+		machine = append(machine, v)
+	}
+	runs := 0 // of IsMaster
+	for _, r := range g.Results {
+		if r.Name == "BenchmarkIsMaster" {
+			if runs == 0 {
+				machine = append(machine, fmt.Sprintf("GOMAXPROCS %d", r.Procs))
+			}
+			runs++
+		}
+	}
+	if v := g.Config["go"]; v != "" {
+		machine = append(machine, v)
+	}
+	machine = append(machine, "redis-server "+redis)
+	if v := g.Config["benchtime"]; v != "" {
+		date += "\nwith -benchtime " + v
+	}
+	clockNote := "compare IsMaster with the clock read beside it"
+	if runs > 1 {
+		clockNote = fmt.Sprintf("IsMaster and the clock read beside it are the medians of %d runs each, taken in turn", runs)
+	}
+	fmt.Fprintf(&b, "\nThese Go figures are bench/gobench.txt's, from the run of %s (%s) on a shared\nvirtual machine; %s. Met: %s. Missed: %s.\n",
+		date, strings.Join(machine, ", "), clockNote, orNone(met), orNone(missed))
+	return b.String(), nil
+}
+
+// fmtShortMS formats a latency in milliseconds with two decimals below
+// 1 ms and one from there on.
+func fmtShortMS(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.1f", v)
 }
 
 func orNone(s []string) string {
