@@ -49,7 +49,7 @@ type Store struct {
 	counterKeep time.Duration // WithCounterKeep
 	keep        keepers
 
-	afterLook func() // tests: runs between a release's read and its write
+	afterLook func() // tests: runs between a release's, dequeue's or break's read and its write
 
 	mu       sync.Mutex
 	done     bool
@@ -701,11 +701,14 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 	if w := st.first(); w != nil {
 		retry, err := s.handOver(ctx, "release", key, st, w, nil)
 		switch {
+		case retry:
+			// The lease, its counter or the line changed since they
+			// were read (a renewal, a waiter that moved its place):
+			// nothing was handed over, and the lease still holds.
+			return s.releaseAgain(ctx, key, owner, attempt)
 		case err == nil:
 			s.destroyLater(cur.session)
 			return nil
-		case retry:
-			return s.releaseAgain(ctx, key, owner, attempt)
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
 			return err
 		}

@@ -58,6 +58,7 @@ func DecodePlace(s *Store, key, name string, value []byte) (owner string, ok boo
 	return line[0].owner, true, nil
 }
 
-// SetAfterLook makes every release of s run f between its read of the key
-// and its write, as when another client's write lands in between.
+// SetAfterLook makes every release, dequeue and break of s run f between its
+// read of the key and its write, as when another client's write lands in
+// between.
 func SetAfterLook(s *Store, f func()) { s.afterLook = f }

@@ -51,14 +51,17 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		return backend.Lease{}, false, fmt.Errorf("consulbackend: break %q: %w", key, backend.ErrNotFound)
 	}
 	broken := cur.rec.lease(key)
+	if s.afterLook != nil {
+		s.afterLook()
+	}
 	if w := st.first(); w != nil {
 		retry, err := s.handOver(ctx, "break", key, st, w, nil)
 		switch {
+		case retry:
+			return backend.Lease{}, true, nil // nothing was handed over
 		case err == nil:
 			s.destroyLater(cur.session)
 			return broken, false, nil
-		case retry:
-			return backend.Lease{}, true, nil
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
 			return backend.Lease{}, false, err
 		}

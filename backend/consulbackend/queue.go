@@ -243,7 +243,7 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 		out = s.leave(key, mine)
 	}
 	l, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out)
-	if err == nil && mine != nil {
+	if err == nil && !retry && mine != nil {
 		s.destroyLater(mine.session)
 	}
 	return l, retry, err
@@ -370,7 +370,7 @@ func (s *Store) txnRetry(op, key string, ctx context.Context, ok bool, resp *api
 func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, extra api.TxnOps) (retry bool, err error) {
 	ttl := time.Duration(w.rec.TTLMillis) * time.Millisecond
 	_, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...))
-	if err == nil {
+	if err == nil && !retry {
 		s.destroyLater(w.session)
 	}
 	return retry, err
@@ -402,15 +402,18 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 		if mine == nil {
 			return nil
 		}
+		if s.afterLook != nil {
+			s.afterLook()
+		}
 		if st.lease == nil && mine == st.first() && len(st.line) > 1 {
 			// The key is free and was kept for owner: it goes to the next.
 			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], s.leave(key, mine))
+			if retry {
+				continue // nothing was handed over: look again
+			}
 			if err == nil {
 				s.destroyLater(mine.session)
 				return nil
-			}
-			if retry {
-				continue
 			}
 			if !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt) {
 				return err

@@ -241,3 +241,137 @@ func TestAwaitHandoverEndsWhenTheKeyFallsFree(t *testing.T) {
 		t.Fatalf("AwaitHandover still waits %v after the key fell free (max %v)", max/2, max)
 	}
 }
+
+// A handover whose transaction fails because the key or the line changed
+// after its read (a renewal of the lease, a waiter that moved its place)
+// reads again and hands the key over: it neither reports success without
+// handing over nor ends the sessions that still hold the lease and the
+// waiter's place.
+func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl = 10 * time.Second
+
+	t.Run("Release", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "handover-race-release"
+		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		once := true
+		consulbackend.SetAfterLook(s, func() {
+			if once {
+				once = false
+				if _, err := s.Renew(ctx, key, "holder", ttl); err != nil {
+					t.Errorf("the holder's renewal between its release's read and write: %v", err)
+				}
+			}
+		})
+		if err := s.Release(ctx, key, "holder", 0); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := s.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+		if err != nil || !ok || l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover after a release whose first handover lost a race: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+		}
+	})
+
+	t.Run("Dequeue", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "handover-race-dequeue"
+		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"first", "second"} {
+			if _, err := s.AcquireQueued(ctx, key, w, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Fatalf("%s's AcquireQueued of the held key: %v; want ErrHeld", w, err)
+			}
+		}
+		// Free, and kept for "first".
+		destroyLeaseSession(t, a, s, key)
+		once := true
+		consulbackend.SetAfterLook(s, func() {
+			if once {
+				once = false
+				// Another patience moves second's place to a new entry.
+				if _, err := s.AcquireQueued(ctx, key, "second", ttl, 0, 2*time.Minute); !errors.Is(err, backend.ErrHeld) {
+					t.Errorf("second's AcquireQueued between first's dequeue's read and write: %v; want ErrHeld", err)
+				}
+			}
+		})
+		if err := s.Dequeue(ctx, key, "first"); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := s.AwaitHandover(ctx, key, "second", 5*time.Second)
+		if err != nil || !ok || l.Owner != "second" {
+			t.Fatalf("AwaitHandover after a dequeue whose first handover lost a race: %+v, ok %v, err %v; want the key handed to second", l, ok, err)
+		}
+	})
+
+	t.Run("Break", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "handover-race-break"
+		held, err := s.Acquire(ctx, key, "holder", ttl, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		once := true
+		consulbackend.SetAfterLook(s, func() {
+			if once {
+				once = false
+				if _, err := s.Renew(ctx, key, "holder", ttl); err != nil {
+					t.Errorf("the holder's renewal between the break's read and write: %v", err)
+				}
+			}
+		})
+		broken, err := s.Break(ctx, key)
+		if err != nil || broken.Token != held.Token {
+			t.Fatalf("Break: %+v, %v; want the holder's lease", broken, err)
+		}
+		l, ok, err := s.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+		if err != nil || !ok || l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover after a break whose first handover lost a race: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+		}
+	})
+}
+
+// A waiter first in line whose grant of the free key loses a race
+// (another client took the key after the read) keeps its place: the
+// attempt reads again instead of leaving the line.
+func TestQueuedGrantThatLosesARaceKeepsThePlace(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s, ws := newStore(t, a), newStore(t, a)
+	const key, ttl = "grant-race", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	// Free, and kept for the waiter.
+	destroyLeaseSession(t, a, s, key)
+	retry, err := consulbackend.QueuedAfter(ctx, ws, key, "waiter", ttl, time.Minute, func() {
+		// Another client takes the key past the line (Acquire does not
+		// look at it): the counter moves.
+		if _, err := s.Acquire(ctx, key, "other", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil || !retry {
+		t.Fatalf("a grant decided on a read from before the counter moved: retry %v, err %v; want retry", retry, err)
+	}
+	ws.Close() // waits for the sessions it ends
+	p, _, err := client(t, a).KV().Get(s.LineKey(key)+"waiter", nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("the waiter's place after its grant lost a race: %+v, %v; want it still in line", p, err)
+	}
+}
