@@ -359,7 +359,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 		return backend.Lease{}, false, err
 	}
 	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
-	ops := s.setCounter(key, st.fenceKV, token, keeper)
+	ops := s.setCounter(key, st.fenceKV, token, keeper, st.lease == nil)
 	if st.fenceKV == nil && st.bootedKV != nil {
 		// The guard let a key without a counter through because the
 		// store had not lost its data: grant only if that still holds.

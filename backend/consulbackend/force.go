@@ -91,7 +91,7 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		if err != nil {
 			return backend.Lease{}, false, err
 		}
-		set := s.setCounter(key, nil, bumped, keeper)
+		set := s.setCounter(key, nil, bumped, keeper, true)
 		set[len(set)-1].KV.Flags = cur.rec.Token
 		ops = append(ops, set...)
 	}

@@ -314,14 +314,19 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 	case st.lease != nil:
 		// Still the same lease: its session, which a renewal keeps and a
 		// release or handover ends (its index changes with every
-		// renewal, which must not turn waiters away). The lease is then
-		// written again with its next mark, so that a release that read
-		// the line before this join fails its transaction, reads again
-		// and hands the key over instead of freeing it with a waiter in
-		// line.
-		ops = append(ops,
-			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}},
-			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
+		// renewal, which must not turn waiters away). The counter, which
+		// a release that frees the key checks, is then written again as
+		// it is, so that a release that read the line before this join
+		// fails its transaction, reads again and hands the key over
+		// instead of freeing it with a waiter in line. Without a counter
+		// (it ended while the key was held), the lease is written again
+		// with its next mark instead, which wakes its watchers.
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}})
+		if st.fenceKV != nil {
+			ops = append(ops, s.touchCounter(key, st.fenceKV)...)
+		} else {
+			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
+		}
 	case st.leaseKV != nil:
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
 	default:
