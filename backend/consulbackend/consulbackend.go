@@ -57,8 +57,9 @@ type Store struct {
 	keeps    sync.WaitGroup // endKeep's timers that have not ended
 	cleanups sync.WaitGroup // destroyLater
 	timers   map[*time.Timer]struct{}
-	base     context.Context    // the watches' contexts derive from it
-	closeFn  context.CancelFunc // ends base: Close
+	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
+	base     context.Context            // the watches' contexts derive from it
+	closeFn  context.CancelFunc         // ends base: Close
 }
 
 // Option configures a Store.
@@ -133,6 +134,7 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		counterKeep: DefaultCounterKeep,
 		now:         time.Now,
 		timers:      make(map[*time.Timer]struct{}),
+		idle:        make(map[time.Duration][]string),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -147,9 +149,10 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close ends the store's watches and waits for their goroutines. Leases
-// the store granted are left to their sessions' TTLs, kept job locks
-// included (see Release). It is idempotent.
+// Close ends the store's watches and waits for their goroutines, and
+// destroys its idle sessions (sessions.go). Leases the store granted are
+// left to their sessions' TTLs, kept job locks included (see Release). It
+// is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.done = true
@@ -164,6 +167,7 @@ func (s *Store) Close() error {
 	s.watches.Wait()
 	s.keeps.Wait()
 	s.cleanups.Wait()
+	s.dropIdle()
 	return nil
 }
 
@@ -185,10 +189,11 @@ type record struct {
 	// Kept marks a lease released with a keep time: it can no longer be
 	// renewed.
 	Kept bool `json:"kept,omitempty"`
-	// Mark changes with every renewal and with every waiter that joins
-	// the line: Consul skips a write that changes nothing, and these
-	// writes must change the key's index, so that watchers see the
-	// renewal and a release that read the line before the join retries.
+	// Mark changes with every renewal (and with a waiter that joins the
+	// line while the key has no counter, see joinLine): Consul skips a
+	// write that changes nothing, and these writes must change the key's
+	// index, so that watchers see the renewal and a release that read the
+	// line before the join retries.
 	Mark uint64 `json:"mark,omitempty"`
 }
 
@@ -323,17 +328,19 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	if st.lease != nil {
 		return backend.Lease{}, false, &backend.HeldError{Holder: st.lease.rec.lease(key)}
 	}
-	return s.take(ctx, "acquire", key, st, owner, ttl, floor, nil)
+	return s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "")
 }
 
-// take grants key to owner: with a new session of ttl, it moves the
-// counter st read to the next token and locks the key, in one
-// transaction with the extra operations that holds only if the key and
-// its counter are as st read them. A lease st found on the key (its
+// take grants key to owner: it moves the counter st read to the next
+// token and locks the key with a session of ttl, in one transaction with
+// the extra operations that holds only if the key and its counter are as
+// st read them. The session is sess, one the waiter owner made for its
+// lease when it joined the line, or, if sess is empty or Consul ended it,
+// one of the store's (sessionFor). A lease st found on the key (its
 // holder's release handing the key over, or a lease key without a
 // session) is replaced. retry reports that something changed since the
-// read; the new session is then destroyed.
-func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps) (l backend.Lease, retry bool, err error) {
+// read; a session of the store's is then kept idle.
+func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string) (l backend.Lease, retry bool, err error) {
 	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
 		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
@@ -348,14 +355,8 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
-
-	sess, err := s.createSession(ctx, op, key, owner, ttl)
-	if err != nil {
-		return backend.Lease{}, false, err
-	}
 	keeper, err := s.keeper(ctx, op, key, ttl)
 	if err != nil {
-		s.destroyLater(sess)
 		return backend.Lease{}, false, err
 	}
 	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
@@ -372,21 +373,39 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
 	}
 	ops = append(ops, extra...)
-	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
-	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
-	if err != nil || !ok {
-		s.destroyLater(sess)
+	for {
+		own := sess == ""
+		if own {
+			if sess, err = s.sessionFor(ctx, op, key, ttl); err != nil {
+				return backend.Lease{}, false, err
+			}
+		}
+		lock := &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}}
+		ok, resp, _, err := s.txn.Txn(append(ops[:len(ops):len(ops)], lock), s.queryOpts(ctx))
+		if err == nil && ok {
+			return rec.lease(key), false, nil
+		}
 		if err != nil {
+			if own {
+				s.destroyLater(sess) // the grant may have been made: end it
+			}
 			return backend.Lease{}, false, s.transport(op, key, ctx, err)
+		}
+		if own {
+			s.putIdle(ttl, sess)
 		}
 		if len(resp.Errors) == 0 {
 			return backend.Lease{}, false, s.txnFailed(op, key, resp)
 		}
+		ended := false
 		for _, e := range resp.Errors {
 			if strings.Contains(e.What, keeper) {
 				// The keeper session ended (Consul lost its data, or an
 				// operator destroyed it): make another.
 				s.forgetKeeper(keeper)
+			}
+			if !own && strings.Contains(e.What, sess) {
+				ended = true
 			}
 			if strings.Contains(e.What, "lock delay") {
 				// The key's last session was invalidated while it held
@@ -395,9 +414,13 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 				return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
 			}
 		}
-		return backend.Lease{}, true, nil
+		if !ended {
+			return backend.Lease{}, true, nil
+		}
+		// The waiter's session ended while it waited (it waited longer
+		// than its ttl allows without asking again): use the store's.
+		sess = ""
 	}
-	return rec.lease(key), false, nil
 }
 
 // backoff pauses before attempt+1 of a write that lost a race: not at
@@ -485,6 +508,9 @@ func (s *Store) destroyLater(ids ...string) {
 // destroySession ends a session the store no longer needs, also after ctx
 // ended; a failure leaves it to its TTL.
 func (s *Store) destroySession(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.session.Destroy(id, (&api.WriteOptions{}).WithContext(dctx))
@@ -682,8 +708,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 
 // release ends owner's lease on key at once. With a live waiter in the
 // key's line it hands the key to the first one (handOver). Otherwise it
-// deletes the key, then ends its session (a session that ended while it
-// still held the key would put the key under lock-delay); the fencing
+// deletes the key, then keeps its session idle (sessions.go); the fencing
 // counter's flags record the released token, which tells a watcher that
 // this deletion was a release, not an expiry.
 func (s *Store) release(ctx context.Context, key, owner string, attempt int) error {
@@ -707,7 +732,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 			// nothing was handed over, and the lease still holds.
 			return s.releaseAgain(ctx, key, owner, attempt)
 		case err == nil:
-			s.destroyLater(cur.session)
+			s.putIdle(millis(cur.rec.TTLMillis), cur.session)
 			return nil
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
 			return err
@@ -731,7 +756,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 		// read (a racing release, a waiter that joined): look again.
 		return s.releaseAgain(ctx, key, owner, attempt)
 	}
-	s.destroyLater(cur.session)
+	s.putIdle(millis(cur.rec.TTLMillis), cur.session)
 	return nil
 }
 

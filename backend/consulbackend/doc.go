@@ -18,14 +18,18 @@
 //
 // # How a lease lives
 //
-// Acquire reads the key and its counter, creates a session (TTL = the
+// Acquire reads the key and its counter, takes a session (TTL = the
 // lease's ttl, behavior delete, the store's lock-delay, no health checks)
 // and, in one transaction, moves the counter to the new token if nobody
 // changed it since the read and locks the key with the session. Renew
-// renews the session and rewrites the key as it is, so that watchers see
-// the renewal (EventRenewed) and a waiter counts its wait from it; Release
-// deletes the key (owner-checked, in one
-// transaction with the counter's release mark) and destroys the session;
+// renews the session and rewrites the key with its next mark, so that
+// watchers see the renewal (EventRenewed) and a waiter counts its wait
+// from it; Release deletes the key (owner-checked, in one transaction with
+// the counter's release mark) and keeps the session idle. A session that
+// holds nothing any more is not destroyed but kept for the store's next
+// lease or place in line of the same TTL, and renewed when it is taken
+// (creating and destroying a session are Raft writes, a renewal is not),
+// so that a lock cycle is two reads, a renewal and two Raft writes;
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
 // releasing store deletes it when the keep time is over (a timer of the
@@ -41,13 +45,16 @@
 // TTL) or the servers' minimum, written in a transaction that holds only
 // if the key and the waiter first in line are as the refusal read them,
 // so that a release cannot slip between the refusal and the join; the
-// join also rewrites the lease with a new mark, so that a release that
-// read the line before it reads again. A call with the same patience
-// renews that session. Release with a live waiter
+// join also writes the key's counter again as it is, so that a release
+// that read the line before it reads again (the counter, not the lease,
+// so that no watcher wakes for a join). The place carries a second
+// session, of the ttl the waiter asks for, made for its lease. A call with
+// the same patience renews both sessions. Release with a live waiter
 // in line does not free the key: in one transaction it deletes the lease,
 // moves the counter to the waiter's token, takes the waiter out of the
-// line and locks the key with a new session of the ttl the waiter asked
-// for. Watchers see the key held (EventRenewed); the waiter's
+// line and locks the key with the waiter's lease session, so that no
+// session is created between one holder and the next. Watchers see the key
+// held (EventRenewed); the waiter's
 // AwaitHandover, a blocking query on the lease key, returns the lease, or
 // returns at once, ok false, when the key falls free without being handed
 // to it (an expiry, a release that found it not yet in line), so that the

@@ -43,7 +43,9 @@ func QueuedAfter(ctx context.Context, s *Store, key, owner string, ttl, patience
 		return false, err
 	}
 	between()
-	_, retry, err = s.queued(ctx, key, owner, ttl, 0, patience, st)
+	j := &joining{}
+	defer s.unused(j)
+	_, retry, err = s.queued(ctx, key, owner, ttl, 0, patience, st, j)
 	return retry, err
 }
 

@@ -60,6 +60,7 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		case retry:
 			return backend.Lease{}, true, nil // nothing was handed over
 		case err == nil:
+			// Not kept idle: its holder may still renew it.
 			s.destroyLater(cur.session)
 			return broken, false, nil
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):

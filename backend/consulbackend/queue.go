@@ -21,9 +21,10 @@ import (
 // A waiter's place in the line of key K is the KV entry
 // "<prefix>/line/K/<owner>" (the owner path-escaped), locked by a session
 // of the waiter's own whose TTL is its patience, and holding the JSON
-// record {"ttl_ms", "floor", "place_ms", "order"}: the lease it asks for
-// should the key be handed to it, its session's TTL, and its order in the
-// line. The order is the entry's CreateIndex, which Consul makes strictly
+// record {"ttl_ms", "floor", "place_ms", "order", "session"}: the lease it
+// asks for should the key be handed to it, its session's TTL, its order in
+// the line, and the session (of TTL ttl_ms) that the waiter made for that
+// lease. The order is the entry's CreateIndex, which Consul makes strictly
 // increasing, carried in the record when a place moves to a session of
 // another TTL (a waiter that asks again with another patience), so that it
 // keeps its place. When the waiter's session runs out, Consul deletes the
@@ -32,7 +33,8 @@ import (
 // A Release with a live waiter in line hands the key over in one
 // transaction: it deletes the lease, moves the fencing counter to the
 // waiter's token, takes the waiter's place out of the line and locks the
-// key with a new session of the waiter's ttl. AwaitHandover watches the
+// key with the waiter's lease session (or, if Consul ended it, a session
+// of the releasing store's). AwaitHandover watches the
 // lease key with blocking queries until it names the waiter.
 
 var _ backend.Handover = (*Store)(nil)
@@ -51,6 +53,12 @@ type placeRecord struct {
 	// Order is the place's order in the line, when it moved from the
 	// entry it was first written to; 0 means the entry's CreateIndex.
 	Order uint64 `json:"order,omitempty"`
+	// Session is the session, of TTL TTLMillis, that the waiter made for
+	// its lease when it joined, and renews whenever it asks again: a
+	// handover locks the key with it, so that no session is created
+	// between a release and the next grant. Empty: the handover makes
+	// one.
+	Session string `json:"session,omitempty"`
 }
 
 // place is one waiter's place, as read.
@@ -190,13 +198,15 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	}
 	ttl = backend.RoundUpMillis(ttl)
 	var last *state
+	j := &joining{}
+	defer s.unused(j)
 	for attempt := range grantAttempts {
 		st, err := s.look(ctx, "acquire queued", key, true)
 		if err != nil {
 			return backend.Lease{}, err
 		}
 		last = st
-		l, retry, err := s.queued(ctx, key, owner, ttl, floor, patience, st)
+		l, retry, err := s.queued(ctx, key, owner, ttl, floor, patience, st, j)
 		if !retry {
 			return l, err
 		}
@@ -219,34 +229,57 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 
 // queued makes one attempt of AcquireQueued on what st read. retry
 // reports that something it read changed before its write.
-func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state) (backend.Lease, bool, error) {
+func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state, j *joining) (backend.Lease, bool, error) {
 	mine := st.placeOf(owner)
 	if cur := st.lease; cur != nil {
 		if cur.rec.Owner == owner && !cur.rec.Kept {
 			// The key was handed to owner (or owner holds it already).
 			return s.collect(ctx, key, cur)
 		}
-		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine); retry || err != nil {
+		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine, j); retry || err != nil {
 			return backend.Lease{}, retry, err
 		}
 		return backend.Lease{}, false, &backend.HeldError{Holder: cur.rec.lease(key), Next: st.next(owner, patience)}
 	}
 	if first := st.first(); first != nil && first.owner != owner {
 		// Free, but kept for the waiter first in line.
-		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine); retry || err != nil {
+		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine, j); retry || err != nil {
 			return backend.Lease{}, retry, err
 		}
 		return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key}, Next: first.owner}
 	}
 	var out api.TxnOps
+	sess, made := "", ""
 	if mine != nil {
 		out = s.leave(key, mine)
+		// The session made for the lease when owner joined, renewed so
+		// that it lasts ttl from now.
+		var err error
+		if sess, made, err = s.leaseSessionFor(ctx, key, ttl, mine); err != nil {
+			return backend.Lease{}, false, err
+		}
 	}
-	l, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out)
-	if err == nil && !retry && mine != nil {
-		s.destroyLater(mine.session)
+	l, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess)
+	switch {
+	case err == nil && !retry:
+		if mine != nil {
+			s.leftLine(mine, sess)
+		}
+	case retry:
+		s.putIdle(ttl, made)
+	case made != "":
+		s.destroyLater(made) // the grant may have been made with it: end it
 	}
 	return l, retry, err
+}
+
+// leftLine keeps idle the sessions of place p, which left the line, but
+// for used, which now holds the key.
+func (s *Store) leftLine(p *place, used string) {
+	s.putIdle(millis(p.rec.PlaceMillis), p.session)
+	if p.rec.Session != used {
+		s.putIdle(millis(p.rec.TTLMillis), p.rec.Session)
+	}
 }
 
 // next names the waiter first in line once owner, refused, has joined
@@ -279,8 +312,10 @@ func (s *Store) collect(ctx context.Context, key string, cur *entry) (backend.Le
 // place mine and moves its end to patience from now, unless patience is
 // 0. The write holds only if the key and the waiter first in line are as
 // st read them, so that a release between the read and the write cannot
-// pass the newcomer by unseen; retry reports that they were not.
-func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state, mine *place) (retry bool, err error) {
+// pass the newcomer by unseen; retry reports that they were not. The place
+// carries a session for the lease asked for (placeRecord.Session), made
+// or renewed here.
+func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state, mine *place, j *joining) (retry bool, err error) {
 	if patience <= 0 {
 		return false, nil
 	}
@@ -295,19 +330,43 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 			return true, nil // the place lapsed meanwhile: join as a newcomer
 		}
 		rec.Order = mine.rec.Order
+		made := ""
+		if rec.Session, made, err = s.leaseSessionFor(ctx, key, ttl, mine); err != nil {
+			return false, err
+		}
 		if rec == mine.rec {
 			return false, nil
 		}
-		// Asks for another lease should the key be handed to it.
+		// Asks for another lease should the key be handed to it, or
+		// the session for it ended.
 		ok, resp, _, err := s.txn.Txn(api.TxnOps{
 			{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: mine.index}},
 			{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: mine.session}},
 		}, s.queryOpts(ctx))
-		return s.txnRetry("acquire queued", key, ctx, ok, resp, err)
+		retry, err := s.txnRetry("acquire queued", key, ctx, ok, resp, err)
+		switch {
+		case retry:
+			s.putIdle(ttl, made)
+		case err != nil:
+			if made != "" {
+				s.destroyLater(made) // the place may carry it now
+			}
+		case mine.rec.Session != rec.Session:
+			s.putIdle(millis(mine.rec.TTLMillis), mine.rec.Session)
+		}
+		return retry, err
 	}
-	sess, err := s.createSession(ctx, "acquire queued", key, "waiter "+owner, time.Duration(rec.PlaceMillis)*time.Millisecond)
-	if err != nil {
+	placeTTL := millis(rec.PlaceMillis)
+	if err := s.prepare(ctx, key, j, placeTTL, ttl, mine == nil); err != nil {
 		return false, err
+	}
+	sess, made := j.place, ""
+	if mine != nil {
+		if rec.Session, made, err = s.leaseSessionFor(ctx, key, ttl, mine); err != nil {
+			return false, err
+		}
+	} else {
+		rec.Session = j.lease
 	}
 	var ops api.TxnOps
 	switch {
@@ -320,12 +379,15 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 		// fails its transaction, reads again and hands the key over
 		// instead of freeing it with a waiter in line. Without a counter
 		// (it ended while the key was held), the lease is written again
-		// with its next mark instead, which wakes its watchers.
+		// with its next mark instead, if it is as read, which wakes its
+		// watchers.
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}})
 		if st.fenceKV != nil {
 			ops = append(ops, s.touchCounter(key, st.fenceKV)...)
 		} else {
-			ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
+			ops = append(ops,
+				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.lease.index}},
+				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
 		}
 	case st.leaseKV != nil:
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
@@ -344,13 +406,82 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: sess}})
 	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
 	if retry, err := s.txnRetry("acquire queued", key, ctx, ok, resp, err); retry || err != nil {
-		s.destroyLater(sess)
+		if err != nil {
+			// The join may have been made: end the place, and the
+			// session it carries if it is new.
+			s.destroyLater(sess, made, j.lease)
+			*j = joining{}
+		} else {
+			s.putIdle(ttl, made) // the next attempt uses j's sessions again
+		}
 		return retry, err
 	}
+	*j = joining{} // used
 	if mine != nil {
-		s.destroyLater(mine.session)
+		s.leftLine(mine, rec.Session)
 	}
 	return false, nil
+}
+
+// joining holds the sessions that AcquireQueued made (or took idle) for a
+// newcomer's place and lease, so that an attempt that lost a race and
+// reads again does not make them again: the join's next write then
+// follows its read at once. Those not used are kept idle at the end.
+type joining struct {
+	place, lease       string
+	placeTTL, leaseTTL time.Duration
+}
+
+// prepare fills j with a session for a place of placeTTL and, with lease,
+// one for a lease of leaseTTL.
+func (s *Store) prepare(ctx context.Context, key string, j *joining, placeTTL, leaseTTL time.Duration, lease bool) error {
+	if j.place != "" && j.placeTTL != placeTTL {
+		s.putIdle(j.placeTTL, j.place)
+		j.place = ""
+	}
+	if j.place == "" {
+		id, err := s.sessionFor(ctx, "acquire queued", key, placeTTL)
+		if err != nil {
+			return err
+		}
+		j.place, j.placeTTL = id, placeTTL
+	}
+	if j.lease != "" && (!lease || j.leaseTTL != leaseTTL) {
+		s.putIdle(j.leaseTTL, j.lease)
+		j.lease = ""
+	}
+	if lease && j.lease == "" {
+		id, err := s.sessionFor(ctx, "acquire queued", key, leaseTTL)
+		if err != nil {
+			return err
+		}
+		j.lease, j.leaseTTL = id, leaseTTL
+	}
+	return nil
+}
+
+// unused keeps idle the sessions j holds that no join used.
+func (s *Store) unused(j *joining) {
+	s.putIdle(j.placeTTL, j.place)
+	s.putIdle(j.leaseTTL, j.lease)
+}
+
+// leaseSessionFor returns the session for the lease of ttl that a waiter,
+// in line at mine (nil: joining), asks for: mine's, renewed, if it was
+// made for that ttl and Consul has not ended it, or else one of the
+// store's (sessionFor), which it also returns as made.
+func (s *Store) leaseSessionFor(ctx context.Context, key string, ttl time.Duration, mine *place) (sess, made string, err error) {
+	if mine != nil && mine.rec.Session != "" && mine.rec.TTLMillis == ttl.Milliseconds() {
+		entries, _, err := s.session.Renew(mine.rec.Session, s.writeOpts(ctx))
+		if err != nil {
+			return "", "", s.transport("acquire queued", key, ctx, fmt.Errorf("renew the session made for the lease: %w", err))
+		}
+		if entries != nil {
+			return mine.rec.Session, "", nil
+		}
+	}
+	made, err = s.sessionFor(ctx, "acquire queued", key, ttl)
+	return made, made, err
 }
 
 // txnRetry sorts out the answer to a write transaction: an error, a
@@ -373,10 +504,11 @@ func (s *Store) txnRetry(op, key string, ctx context.Context, ok bool, resp *api
 // operations. Watchers see the key held by w (EventRenewed), and w's
 // AwaitHandover returns its lease.
 func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, extra api.TxnOps) (retry bool, err error) {
-	ttl := time.Duration(w.rec.TTLMillis) * time.Millisecond
-	_, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...))
+	ttl := millis(w.rec.TTLMillis)
+	_, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...), w.rec.Session)
 	if err == nil && !retry {
-		s.destroyLater(w.session)
+		// The key holds w's session now, unless Consul had ended it.
+		s.leftLine(w, w.rec.Session)
 	}
 	return retry, err
 }
@@ -417,7 +549,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 				continue // nothing was handed over: look again
 			}
 			if err == nil {
-				s.destroyLater(mine.session)
+				s.leftLine(mine, "")
 				return nil
 			}
 			if !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt) {
@@ -432,7 +564,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 		} else if retry {
 			continue
 		}
-		s.destroyLater(mine.session)
+		s.leftLine(mine, "")
 		return nil
 	}
 	return fmt.Errorf("consulbackend: dequeue %q: the key or its line changed under %d attempts in a row; try again", key, grantAttempts)
