@@ -55,12 +55,13 @@
 // line and locks the key with the waiter's lease session, so that no
 // session is created between one holder and the next. Watchers see the key
 // held (EventRenewed); the waiter's
-// AwaitHandover, a blocking query on the lease key, returns the lease, or
-// returns at once, ok false, when the key falls free without being handed
-// to it (an expiry, a release that found it not yet in line), so that the
-// waiter asks again. A
-// contended key thus passes from holder to holder without the waiters
-// racing for it, each race costing Raft writes.
+// AwaitHandover, a blocking query on the waiter's own place (or, for the
+// waiter first in line, on the lease key), returns the lease; the waiter
+// first in line also returns at once, ok false, when the key falls free
+// without being handed to it (an expiry, a release that found it not yet
+// in line), so that it asks again. A contended key thus passes from holder
+// to holder without the waiters racing for it, each race costing Raft
+// writes, and a handover wakes only the waiter it is for.
 //
 // # What differs from Redis
 //

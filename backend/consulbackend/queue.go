@@ -574,16 +574,17 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 // first look before it lets the caller ask again.
 const freeLook = 20 * time.Millisecond
 
-// AwaitHandover implements backend.Handover with blocking queries on the
-// lease key. The lease it returns has the TTL its waiter asked for:
-// Consul cannot say how much of it is left, and the caller counts it from
-// before the handover.
+// AwaitHandover implements backend.Handover with blocking queries: on the
+// waiter's own place when another waiter is ahead of it (awaitInLine),
+// otherwise on the lease key. The lease it returns has the TTL its waiter
+// asked for: Consul cannot say how much of it is left, and the caller
+// counts it from before the handover.
 //
-// A free key is not handed to anyone: when the key is free at the first
-// look (after a short wait for a release in flight) or falls free while
-// it waits (a release that found owner not yet in line, or an expiry),
-// AwaitHandover returns ok false at once, so that the caller asks again
-// instead of waiting for max.
+// A free key is not handed to anyone: when a waiter first in line (or not
+// in line) finds the key free at the first look (after a short wait for a
+// release in flight) or sees it fall free while it waits (a release that
+// found owner not yet in line, or an expiry), AwaitHandover returns ok
+// false at once, so that the caller asks again instead of waiting for max.
 func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
 	if err := s.begin(ctx, "await handover", key); err != nil {
 		return backend.Lease{}, false, err
@@ -593,6 +594,9 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	}
 	wctx, cancel := context.WithTimeout(ctx, max)
 	defer cancel()
+	if l, ok, done, err := s.awaitInLine(ctx, wctx, key, owner, max); done {
+		return l, ok, err
+	}
 	var index uint64
 	freeAtFirst := false
 	for {
@@ -625,6 +629,62 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		if meta.LastIndex < index {
 			index = 0 // the agent lost its data: start over
 			freeAtFirst = false
+		} else {
+			index = meta.LastIndex
+		}
+	}
+}
+
+// awaitInLine is AwaitHandover for a waiter behind another in line. It
+// blocks on the waiter's own place, which only a handover to it, a
+// Dequeue or a lapse removes, instead of on the lease key, which every
+// handover and renewal changes: a handover then wakes the waiter it is
+// for, not the whole line. Only the waiter first in line, for whom the key
+// is kept should it fall free, watches the lease key. done false: owner
+// is first in line or not in line, and the caller watches the lease key.
+//
+// A waiter behind another does not see the key fall free by an expiry
+// while it waits: it asks again after max, as it does after any wait.
+func (s *Store) awaitInLine(ctx, wctx context.Context, key, owner string, max time.Duration) (l backend.Lease, ok, done bool, err error) {
+	st, err := s.look(ctx, "await handover", key, true)
+	if err != nil {
+		return backend.Lease{}, false, true, err
+	}
+	if cur := st.lease; cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
+		return cur.rec.lease(key), true, true, nil
+	}
+	mine := st.placeOf(owner)
+	if mine == nil || mine == st.first() {
+		return backend.Lease{}, false, false, nil
+	}
+	name := s.placeKey(key, owner)
+	index := mine.index
+	for {
+		q := (&api.QueryOptions{WaitIndex: index, WaitTime: max}).WithContext(wctx)
+		pairs, meta, err := s.kv.List(name, q)
+		switch {
+		case ctx.Err() != nil:
+			return backend.Lease{}, false, true, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
+		case wctx.Err() != nil:
+			return backend.Lease{}, false, true, nil // max passed
+		case err != nil:
+			return backend.Lease{}, false, true, s.transport("await handover", key, ctx, err)
+		}
+		inLine := slices.ContainsFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
+		if !inLine {
+			// Handed the key, or out of the line otherwise.
+			p, _, err := s.lookLease(key, s.queryOpts(ctx))
+			if err != nil {
+				return backend.Lease{}, false, true, s.transport("await handover", key, ctx, err)
+			}
+			cur, err := s.entry(key, p)
+			if err != nil || cur == nil || cur.rec.Owner != owner || cur.rec.Kept {
+				return backend.Lease{}, false, true, err
+			}
+			return cur.rec.lease(key), true, true, nil
+		}
+		if meta.LastIndex < index {
+			index = 0 // the agent lost its data: start over
 		} else {
 			index = meta.LastIndex
 		}

@@ -375,3 +375,50 @@ func TestQueuedGrantThatLosesARaceKeepsThePlace(t *testing.T) {
 		t.Fatalf("the waiter's place after its grant lost a race: %+v, %v; want it still in line", p, err)
 	}
 }
+
+// A waiter behind another in line waits on its own place, not on the
+// lease key: the handover to the waiter ahead of it does not wake it, and
+// the handover to it does.
+func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	b, bc := countingStore(t, a)
+	const key, ttl = "handover-wakes-one", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("a's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	if _, err := b.AcquireQueued(ctx, key, "b", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	type result struct {
+		l   backend.Lease
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		l, ok, err := b.AwaitHandover(ctx, key, "b", patience)
+		done <- result{l, ok, err}
+	}()
+	<-bc.blocks // b waits
+	if err := s.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, err := s.AwaitHandover(ctx, key, "a", 5*time.Second); err != nil || !ok || l.Owner != "a" {
+		t.Fatalf("a's AwaitHandover: %+v, ok %v, err %v; want the key handed to a", l, ok, err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.ok || r.l.Owner != "b" {
+		t.Fatalf("b's AwaitHandover: %+v, ok %v, err %v; want the key handed to b", r.l, r.ok, r.err)
+	}
+	if n := bc.wakeup.Load(); n != 1 {
+		t.Errorf("b's wait returned from %d blocking queries for two handovers; want 1, the one to b", n)
+	}
+}

@@ -14,10 +14,12 @@ import (
 	"github.com/baton-go/baton/internal/testenv"
 )
 
-// sessionWrites counts the session creates and destroys a store sends.
+// sessionWrites counts the session creates and destroys a store sends,
+// and the blocking queries that returned.
 type sessionWrites struct {
-	next             http.RoundTripper
-	created, removed atomic.Int64
+	next                     http.RoundTripper
+	created, removed, wakeup atomic.Int64
+	blocks                   chan struct{} // receives as each blocking query is sent
 }
 
 func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -27,14 +29,25 @@ func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 	case strings.HasPrefix(req.URL.Path, "/v1/session/destroy"):
 		c.removed.Add(1)
 	}
-	return c.next.RoundTrip(req)
+	blocking := req.Method == http.MethodGet && req.URL.Query().Get("index") != ""
+	if blocking {
+		select {
+		case c.blocks <- struct{}{}:
+		default:
+		}
+	}
+	resp, err := c.next.RoundTrip(req)
+	if err == nil && blocking {
+		c.wakeup.Add(1)
+	}
+	return resp, err
 }
 
 // countingStore is newStore whose session creates and destroys are
 // counted.
 func countingStore(t testing.TB, a *testenv.Consul) (*consulbackend.Store, *sessionWrites) {
 	t.Helper()
-	c := &sessionWrites{next: http.DefaultTransport.(*http.Transport).Clone()}
+	c := &sessionWrites{next: http.DefaultTransport.(*http.Transport).Clone(), blocks: make(chan struct{}, 1)}
 	cfg := config(a)
 	cfg.HttpClient = &http.Client{Transport: c}
 	s, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
