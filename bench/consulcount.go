@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 )
@@ -25,7 +26,12 @@ type consulCounts struct {
 	requests, writes, wakeups atomic.Int64
 
 	mu    sync.Mutex
-	kinds map[string]int // requests by method, path, write, blocking and status
+	kinds map[string]*kindCount // requests by method, path, write, blocking and status
+}
+
+type kindCount struct {
+	n    int
+	took time.Duration // in all, from sending the request to its response
 }
 
 // config returns a client configuration for the agent at addr whose
@@ -56,7 +62,9 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	blocking := req.Method == http.MethodGet && req.URL.Query().Get("index") != ""
+	start := time.Now()
 	resp, err := t.next.RoundTrip(req)
+	took := time.Since(start)
 	if err != nil {
 		return resp, err
 	}
@@ -77,9 +85,15 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		kind += " " + strconv.Itoa(resp.StatusCode)
 		t.c.mu.Lock()
 		if t.c.kinds == nil {
-			t.c.kinds = map[string]int{}
+			t.c.kinds = map[string]*kindCount{}
 		}
-		t.c.kinds[kind]++
+		k := t.c.kinds[kind]
+		if k == nil {
+			k = &kindCount{}
+			t.c.kinds[kind] = k
+		}
+		k.n++
+		k.took += took
 		t.c.mu.Unlock()
 	}
 	if write {
@@ -126,12 +140,14 @@ func consulWrite(req *http.Request) (bool, error) {
 	return false, nil
 }
 
-// writeKinds prints the requests by kind, per op.
+// writeKinds prints the requests by kind, per op, and how long each took
+// on average.
 func (c *consulCounts) writeKinds(w io.Writer, ops int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	kinds := slices.Sorted(maps.Keys(c.kinds))
 	for _, k := range kinds {
-		fmt.Fprintf(w, "    %-45s %6.2f/op\n", k, float64(c.kinds[k])/float64(max(ops, 1)))
+		kc := c.kinds[k]
+		fmt.Fprintf(w, "    %-45s %6.2f/op, %7.0f µs each\n", k, float64(kc.n)/float64(max(ops, 1)), float64(kc.took.Microseconds())/float64(kc.n))
 	}
 }
