@@ -57,6 +57,7 @@ type Store struct {
 	keeps    sync.WaitGroup // endKeep's timers that have not ended
 	cleanups sync.WaitGroup // destroyLater
 	timers   map[*time.Timer]struct{}
+	alone    map[string]*alone          // grants made with nobody in line, by key (alone.go)
 	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
 	base     context.Context            // the watches' contexts derive from it
 	closeFn  context.CancelFunc         // ends base: Close
@@ -135,6 +136,7 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		now:         time.Now,
 		timers:      make(map[*time.Timer]struct{}),
 		idle:        make(map[time.Duration][]string),
+		alone:       make(map[string]*alone),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -163,6 +165,7 @@ func (s *Store) Close() error {
 		}
 	}
 	clear(s.timers)
+	clear(s.alone)
 	s.mu.Unlock()
 	s.watches.Wait()
 	s.keeps.Wait()
@@ -328,7 +331,8 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	if st.lease != nil {
 		return backend.Lease{}, false, &backend.HeldError{Holder: st.lease.rec.lease(key)}
 	}
-	return s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "")
+	l, _, retry, err = s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "")
+	return l, retry, err
 }
 
 // take grants key to owner: it moves the counter st read to the next
@@ -340,24 +344,26 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 // holder's release handing the key over, or a lease key without a
 // session) is replaced. retry reports that something changed since the
 // read; a session of the store's is then kept idle.
-func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string) (l backend.Lease, retry bool, err error) {
+//
+// It also returns what it wrote (see alone.go).
+func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string) (l backend.Lease, w *alone, retry bool, err error) {
 	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
 		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
-			return backend.Lease{}, false, err
+			return backend.Lease{}, nil, false, err
 		}
 	}
 	counter, err := parseCounter(key, st.fenceKV)
 	if err != nil {
-		return backend.Lease{}, false, err
+		return backend.Lease{}, nil, false, err
 	}
 	token, err := s.nextToken(key, counter, floor)
 	if err != nil {
-		return backend.Lease{}, false, err
+		return backend.Lease{}, nil, false, err
 	}
 	keeper, err := s.keeper(ctx, op, key, ttl)
 	if err != nil {
-		return backend.Lease{}, false, err
+		return backend.Lease{}, nil, false, err
 	}
 	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
 	ops := s.setCounter(key, st.fenceKV, token, keeper, st.lease == nil)
@@ -377,25 +383,25 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 		own := sess == ""
 		if own {
 			if sess, err = s.sessionFor(ctx, op, key, ttl); err != nil {
-				return backend.Lease{}, false, err
+				return backend.Lease{}, nil, false, err
 			}
 		}
 		lock := &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}}
 		ok, resp, _, err := s.txn.Txn(append(ops[:len(ops):len(ops)], lock), s.queryOpts(ctx))
 		if err == nil && ok {
-			return rec.lease(key), false, nil
+			return rec.lease(key), s.written(key, rec, sess, resp.Results), false, nil
 		}
 		if err != nil {
 			if own {
 				s.destroyLater(sess) // the grant may have been made: end it
 			}
-			return backend.Lease{}, false, s.transport(op, key, ctx, err)
+			return backend.Lease{}, nil, false, s.transport(op, key, ctx, err)
 		}
 		if own {
 			s.putIdle(ttl, sess)
 		}
 		if len(resp.Errors) == 0 {
-			return backend.Lease{}, false, s.txnFailed(op, key, resp)
+			return backend.Lease{}, nil, false, s.txnFailed(op, key, resp)
 		}
 		ended := false
 		for _, e := range resp.Errors {
@@ -411,11 +417,11 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 				// The key's last session was invalidated while it held
 				// the key: Consul refuses it to everyone for the
 				// session's lock-delay.
-				return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
+				return backend.Lease{}, nil, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
 			}
 		}
 		if !ended {
-			return backend.Lease{}, true, nil
+			return backend.Lease{}, nil, true, nil
 		}
 		// The waiter's session ended while it waited (it waited longer
 		// than its ttl allows without asking again): use the store's.
@@ -551,6 +557,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, fmt.Errorf("consulbackend: renew: %w", err)
 	}
 	ttl = backend.RoundUpMillis(ttl)
+	s.forget(key) // the lease changes: its release reads it first
 	cur, err := s.read(ctx, "renew", key)
 	if err != nil {
 		return backend.Lease{}, err
@@ -685,8 +692,12 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		keepFor = backend.RoundUpMillis(keepFor)
 	}
 	if keepFor <= 0 {
+		if done, err := s.releaseAlone(ctx, key, owner); done {
+			return err
+		}
 		return s.release(ctx, key, owner, 1)
 	}
+	s.forget(key)
 	cur, err := s.read(ctx, "release", key)
 	if err != nil {
 		return err

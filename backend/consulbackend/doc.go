@@ -28,8 +28,10 @@
 // the counter's release mark) and keeps the session idle. A session that
 // holds nothing any more is not destroyed but kept for the store's next
 // lease or place in line of the same TTL, and renewed when it is taken
-// (creating and destroying a session are Raft writes, a renewal is not),
-// so that a lock cycle is two reads, a renewal and two Raft writes;
+// (creating and destroying a session are Raft writes, a renewal is not).
+// A release of a lease granted with nobody in line needs no read while
+// nothing changed since the grant (see alone.go), so that an uncontended
+// lock cycle is a read, a renewal and two Raft writes;
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
 // releasing store deletes it when the keep time is over (a timer of the

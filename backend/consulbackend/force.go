@@ -42,6 +42,7 @@ func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
 // breakOnce makes one attempt of Break; retry reports that the key, its
 // counter or its line changed between the read and the write.
 func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, retry bool, err error) {
+	s.forget(key)
 	st, err := s.look(ctx, "break", key, true)
 	if err != nil {
 		return backend.Lease{}, false, err

@@ -259,11 +259,14 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 			return backend.Lease{}, false, err
 		}
 	}
-	l, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess)
+	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess)
 	switch {
 	case err == nil && !retry:
 		if mine != nil {
 			s.leftLine(mine, sess)
+		}
+		if len(st.line) == 0 || (len(st.line) == 1 && mine != nil) {
+			s.remember(key, w) // nobody else in line
 		}
 	case retry:
 		s.putIdle(ttl, made)
@@ -505,7 +508,7 @@ func (s *Store) txnRetry(op, key string, ctx context.Context, ok bool, resp *api
 // AwaitHandover returns its lease.
 func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, extra api.TxnOps) (retry bool, err error) {
 	ttl := millis(w.rec.TTLMillis)
-	_, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...), w.rec.Session)
+	_, _, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...), w.rec.Session)
 	if err == nil && !retry {
 		// The key holds w's session now, unless Consul had ended it.
 		s.leftLine(w, w.rec.Session)

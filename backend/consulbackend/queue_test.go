@@ -422,3 +422,79 @@ func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 		t.Errorf("b's wait returned from %d blocking queries for two handovers; want 1, the one to b", n)
 	}
 }
+
+// A release of a lease granted with nobody in line is one transaction,
+// without a read first, while nothing changed since the grant; a waiter
+// that joined since, or a renewal, makes it read and go the usual way
+// (the join is handed the key).
+func TestReleaseAlone(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl = 10 * time.Second
+
+	t.Run("OneRequest", func(t *testing.T) {
+		ctx := ctxT(t)
+		s, c := countingStore(t, a)
+		const key = "alone-one-request"
+		w, err := newStore(t, a).Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for i := range 3 {
+			if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			before := c.requests.Load()
+			if err := s.Release(ctx, key, "a", 0); err != nil {
+				t.Fatal(err)
+			}
+			if n := c.requests.Load() - before; n != 1 {
+				t.Errorf("cycle %d: the release of a lease granted with nobody in line sent %d requests; want 1", i, n)
+			}
+			awaitKind(t, w, backend.EventReleased) // told from an expiry
+		}
+		if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("Get after the release: %v; want ErrNotFound", err)
+		}
+	})
+
+	t.Run("JoinSince", func(t *testing.T) {
+		ctx := ctxT(t)
+		s, w := newStore(t, a), newStore(t, a)
+		const key = "alone-join-since"
+		if _, err := s.AcquireQueued(ctx, key, "holder", ttl, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		if err := s.Release(ctx, key, "holder", 0); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+		if err != nil || !ok || l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover of the waiter that joined after the grant: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+		}
+	})
+
+	t.Run("RenewedSince", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "alone-renewed-since"
+		w, err := s.Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Renew(ctx, key, "a", ttl); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+		awaitKind(t, w, backend.EventReleased)
+	})
+}

@@ -14,15 +14,16 @@ import (
 	"github.com/baton-go/baton/internal/testenv"
 )
 
-// sessionWrites counts the session creates and destroys a store sends,
-// and the blocking queries that returned.
+// sessionWrites counts the requests a store sends, the session creates
+// and destroys among them, and the blocking queries that returned.
 type sessionWrites struct {
-	next                     http.RoundTripper
-	created, removed, wakeup atomic.Int64
-	blocks                   chan struct{} // receives as each blocking query is sent
+	next                               http.RoundTripper
+	requests, created, removed, wakeup atomic.Int64
+	blocks                             chan struct{} // receives as each blocking query is sent
 }
 
 func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
 	switch {
 	case strings.HasPrefix(req.URL.Path, "/v1/session/create"):
 		c.created.Add(1)
