@@ -58,6 +58,7 @@ type Store struct {
 	cleanups sync.WaitGroup // destroyLater
 	timers   map[*time.Timer]struct{}
 	alone    map[string]*alone          // grants made with nobody in line, by key (alone.go)
+	joins    map[string]joined          // where waiters\' joins left their places (queue.go)
 	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
 	base     context.Context            // the watches' contexts derive from it
 	closeFn  context.CancelFunc         // ends base: Close
@@ -137,6 +138,7 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		timers:      make(map[*time.Timer]struct{}),
 		idle:        make(map[time.Duration][]string),
 		alone:       make(map[string]*alone),
+		joins:       make(map[string]joined),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -166,6 +168,7 @@ func (s *Store) Close() error {
 	}
 	clear(s.timers)
 	clear(s.alone)
+	clear(s.joins)
 	s.mu.Unlock()
 	s.watches.Wait()
 	s.keeps.Wait()

@@ -207,6 +207,9 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 		}
 		last = st
 		l, retry, err := s.queued(ctx, key, owner, ttl, floor, patience, st, j)
+		if err == nil && !retry {
+			s.takeJoin(key, owner) // granted: no wait follows
+		}
 		if !retry {
 			return l, err
 		}
@@ -338,6 +341,7 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 			return false, err
 		}
 		if rec == mine.rec {
+			s.rememberJoin(key, owner, st, mine.index)
 			return false, nil
 		}
 		// Asks for another lease should the key be handed to it, or
@@ -354,7 +358,10 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 			if made != "" {
 				s.destroyLater(made) // the place may carry it now
 			}
-		case mine.rec.Session != rec.Session:
+		default:
+			s.rememberJoin(key, owner, st, placeIndex(k, resp))
+		}
+		if err == nil && !retry && mine.rec.Session != rec.Session {
 			s.putIdle(millis(mine.rec.TTLMillis), mine.rec.Session)
 		}
 		return retry, err
@@ -423,7 +430,55 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 	if mine != nil {
 		s.leftLine(mine, rec.Session)
 	}
+	s.rememberJoin(key, owner, st, placeIndex(k, resp))
 	return false, nil
+}
+
+// joined is where a waiter's last join (or call that kept its place) left
+// its place, for its AwaitHandover, which then need not read the line.
+type joined struct {
+	index  uint64 // the place's ModifyIndex after the join; 0 unknown
+	behind bool   // another waiter was first in line
+}
+
+func joinedKey(key, owner string) string { return key + "\x00" + owner }
+
+// rememberJoin keeps where owner's place in key's line, read or written at
+// index, stands after a join on what st read.
+func (s *Store) rememberJoin(key, owner string, st *state, index uint64) {
+	if index == 0 {
+		return
+	}
+	first := st.first()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.joins[joinedKey(key, owner)] = joined{index: index, behind: first != nil && first.owner != owner}
+	}
+}
+
+// takeJoin returns and forgets what owner's last join in key's line left.
+func (s *Store) takeJoin(key, owner string) joined {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.joins[joinedKey(key, owner)]
+	delete(s.joins, joinedKey(key, owner))
+	return j
+}
+
+// placeIndex returns the ModifyIndex a write transaction's results give
+// the place k.
+func placeIndex(k string, resp *api.TxnResponse) uint64 {
+	if resp == nil {
+		return 0
+	}
+	var index uint64
+	for _, r := range resp.Results {
+		if r.KV != nil && r.KV.Key == k {
+			index = max(index, r.KV.ModifyIndex)
+		}
+	}
+	return index
 }
 
 // joining holds the sessions that AcquireQueued made (or took idle) for a
@@ -524,6 +579,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	if err := backend.ValidateOwner(owner); err != nil {
 		return fmt.Errorf("consulbackend: dequeue: %w", err)
 	}
+	s.takeJoin(key, owner)
 	for range grantAttempts {
 		st, err := s.look(ctx, "dequeue", key, true)
 		if err != nil {
@@ -597,6 +653,11 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	}
 	wctx, cancel := context.WithTimeout(ctx, max)
 	defer cancel()
+	if j := s.takeJoin(key, owner); j.behind {
+		// Behind another waiter when it joined, as this store wrote:
+		// wait on the place from there, without reading the line.
+		return s.awaitPlace(ctx, wctx, key, owner, j.index, max)
+	}
 	if l, ok, done, err := s.awaitInLine(ctx, wctx, key, owner, max); done {
 		return l, ok, err
 	}
@@ -660,31 +721,38 @@ func (s *Store) awaitInLine(ctx, wctx context.Context, key, owner string, max ti
 	if mine == nil || mine == st.first() {
 		return backend.Lease{}, false, false, nil
 	}
+	l, ok, err = s.awaitPlace(ctx, wctx, key, owner, mine.index, max)
+	return l, ok, true, err
+}
+
+// awaitPlace waits until owner's place in key's line, as it stood at
+// index, is gone, and returns the lease if it went because the key was
+// handed to owner; ok false when max passed or the place went otherwise.
+func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index uint64, max time.Duration) (l backend.Lease, ok bool, err error) {
 	name := s.placeKey(key, owner)
-	index := mine.index
 	for {
 		q := (&api.QueryOptions{WaitIndex: index, WaitTime: max}).WithContext(wctx)
 		pairs, meta, err := s.kv.List(name, q)
 		switch {
 		case ctx.Err() != nil:
-			return backend.Lease{}, false, true, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
+			return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
 		case wctx.Err() != nil:
-			return backend.Lease{}, false, true, nil // max passed
+			return backend.Lease{}, false, nil // max passed
 		case err != nil:
-			return backend.Lease{}, false, true, s.transport("await handover", key, ctx, err)
+			return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
 		}
 		inLine := slices.ContainsFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
 		if !inLine {
 			// Handed the key, or out of the line otherwise.
 			p, _, err := s.lookLease(key, s.queryOpts(ctx))
 			if err != nil {
-				return backend.Lease{}, false, true, s.transport("await handover", key, ctx, err)
+				return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
 			}
 			cur, err := s.entry(key, p)
 			if err != nil || cur == nil || cur.rec.Owner != owner || cur.rec.Kept {
-				return backend.Lease{}, false, true, err
+				return backend.Lease{}, false, err
 			}
-			return cur.rec.lease(key), true, true, nil
+			return cur.rec.lease(key), true, nil
 		}
 		if meta.LastIndex < index {
 			index = 0 // the agent lost its data: start over

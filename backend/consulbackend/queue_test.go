@@ -378,7 +378,8 @@ func TestQueuedGrantThatLosesARaceKeepsThePlace(t *testing.T) {
 
 // A waiter behind another in line waits on its own place, not on the
 // lease key: the handover to the waiter ahead of it does not wake it, and
-// the handover to it does.
+// the handover to it does. Its store remembers where its join left the
+// place, so the wait reads nothing first.
 func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 	a := testenv.NewConsul(t)
 	ctx := ctxT(t)
@@ -400,6 +401,7 @@ func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	before := bc.requests.Load()
 	go func() {
 		l, ok, err := b.AwaitHandover(ctx, key, "b", patience)
 		done <- result{l, ok, err}
@@ -420,6 +422,11 @@ func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 	}
 	if n := bc.wakeup.Load(); n != 1 {
 		t.Errorf("b's wait returned from %d blocking queries for two handovers; want 1, the one to b", n)
+	}
+	// b's store knows where b's join left its place: no read of the line
+	// before the wait.
+	if n := bc.requests.Load() - before; n != 2 {
+		t.Errorf("b's wait sent %d requests; want 2, the blocking query on its place and a read of the lease", n)
 	}
 }
 
