@@ -201,7 +201,19 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	j := &joining{}
 	defer s.unused(j)
 	for attempt := range grantAttempts {
+		// A grant and a join both need a session for the lease: take it
+		// (renewing an idle one, or making one) while the key is read.
+		var ready chan error
+		if j.lease == "" {
+			ready = make(chan error, 1)
+			go func() { ready <- s.prepareLease(ctx, key, j, ttl) }()
+		}
 		st, err := s.look(ctx, "acquire queued", key, true)
+		if ready != nil {
+			if perr := <-ready; err == nil {
+				err = perr
+			}
+		}
 		if err != nil {
 			return backend.Lease{}, err
 		}
@@ -252,7 +264,7 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 		return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key}, Next: first.owner}
 	}
 	var out api.TxnOps
-	sess, made := "", ""
+	sess, made := j.lease, ""
 	if mine != nil {
 		out = s.leave(key, mine)
 		// The session made for the lease when owner joined, renewed so
@@ -265,6 +277,9 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess)
 	switch {
 	case err == nil && !retry:
+		if sess == j.lease {
+			j.lease = "" // used
+		}
 		if mine != nil {
 			s.leftLine(mine, sess)
 		}
@@ -273,8 +288,12 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 		}
 	case retry:
 		s.putIdle(ttl, made)
-	case made != "":
-		s.destroyLater(made) // the grant may have been made with it: end it
+	case sess != "":
+		// The grant may have been made with it: end it.
+		s.destroyLater(sess)
+		if sess == j.lease {
+			j.lease = ""
+		}
 	}
 	return l, retry, err
 }
@@ -482,9 +501,9 @@ func placeIndex(k string, resp *api.TxnResponse) uint64 {
 }
 
 // joining holds the sessions that AcquireQueued made (or took idle) for a
-// newcomer's place and lease, so that an attempt that lost a race and
-// reads again does not make them again: the join's next write then
-// follows its read at once. Those not used are kept idle at the end.
+// grant's lease, or a newcomer's place and lease, so that an attempt that
+// lost a race and reads again does not make them again: the next write
+// then follows its read at once. Those not used are kept idle at the end.
 type joining struct {
 	place, lease       string
 	placeTTL, leaseTTL time.Duration
@@ -518,7 +537,21 @@ func (s *Store) prepare(ctx context.Context, key string, j *joining, placeTTL, l
 	return nil
 }
 
-// unused keeps idle the sessions j holds that no join used.
+// prepareLease fills j with a session for a lease of ttl, unless it has
+// one.
+func (s *Store) prepareLease(ctx context.Context, key string, j *joining, ttl time.Duration) error {
+	if j.lease != "" {
+		return nil
+	}
+	id, err := s.sessionFor(ctx, "acquire queued", key, ttl)
+	if err != nil {
+		return err
+	}
+	j.lease, j.leaseTTL = id, ttl
+	return nil
+}
+
+// unused keeps idle the sessions j holds that no grant or join used.
 func (s *Store) unused(j *joining) {
 	s.putIdle(j.placeTTL, j.place)
 	s.putIdle(j.leaseTTL, j.lease)
