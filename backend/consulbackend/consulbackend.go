@@ -57,7 +57,7 @@ type Store struct {
 	keeps    sync.WaitGroup // endKeep's timers that have not ended
 	cleanups sync.WaitGroup // destroyLater
 	timers   map[*time.Timer]struct{}
-	alone    map[string]*alone          // grants made with nobody in line, by key (alone.go)
+	known    map[string]*known          // what the store knows of leases it holds, by key (known.go)
 	joins    map[string]joined          // where waiters\' joins left their places (queue.go)
 	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
 	base     context.Context            // the watches' contexts derive from it
@@ -137,7 +137,7 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		now:         time.Now,
 		timers:      make(map[*time.Timer]struct{}),
 		idle:        make(map[time.Duration][]string),
-		alone:       make(map[string]*alone),
+		known:       make(map[string]*known),
 		joins:       make(map[string]joined),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
@@ -167,7 +167,7 @@ func (s *Store) Close() error {
 		}
 	}
 	clear(s.timers)
-	clear(s.alone)
+	clear(s.known)
 	clear(s.joins)
 	s.mu.Unlock()
 	s.watches.Wait()
@@ -195,6 +195,10 @@ type record struct {
 	// Kept marks a lease released with a keep time: it can no longer be
 	// renewed.
 	Kept bool `json:"kept,omitempty"`
+	// Next and Released tell the holder of a lease handed over to it who
+	// waits behind it, and the counter's release mark (see known.go).
+	Next     []nextPlace `json:"next,omitempty"`
+	Released uint64      `json:"released,omitempty"`
 	// Mark changes with every renewal (and with a waiter that joins the
 	// line while the key has no counter, see joinLine): Consul skips a
 	// write that changes nothing, and these writes must change the key's
@@ -334,7 +338,7 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	if st.lease != nil {
 		return backend.Lease{}, false, &backend.HeldError{Holder: st.lease.rec.lease(key)}
 	}
-	l, _, retry, err = s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "")
+	l, _, retry, err = s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "", record{})
 	return l, retry, err
 }
 
@@ -348,8 +352,9 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 // session) is replaced. retry reports that something changed since the
 // read; a session of the store's is then kept idle.
 //
-// It also returns what it wrote (see alone.go).
-func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string) (l backend.Lease, w *alone, retry bool, err error) {
+// carry's Next and Released (see known.go) are written into the lease.
+// It also returns what it wrote.
+func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record) (l backend.Lease, w *known, retry bool, err error) {
 	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
 		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
@@ -368,7 +373,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 	if err != nil {
 		return backend.Lease{}, nil, false, err
 	}
-	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
+	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds(), Next: carry.Next, Released: carry.Released}
 	ops := s.setCounter(key, st.fenceKV, token, keeper, st.lease == nil)
 	if st.fenceKV == nil && st.bootedKV != nil {
 		// The guard let a key without a counter through because the
@@ -695,7 +700,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		keepFor = backend.RoundUpMillis(keepFor)
 	}
 	if keepFor <= 0 {
-		if done, err := s.releaseAlone(ctx, key, owner); done {
+		if done, err := s.releaseKnown(ctx, key, owner); done {
 			return err
 		}
 		return s.release(ctx, key, owner, 1)

@@ -274,7 +274,7 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 			return backend.Lease{}, false, err
 		}
 	}
-	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess)
+	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess, record{})
 	switch {
 	case err == nil && !retry:
 		if sess == j.lease {
@@ -330,6 +330,7 @@ func (s *Store) collect(ctx context.Context, key string, cur *entry) (backend.Le
 	if entries == nil {
 		return backend.Lease{}, true, nil // it ended meanwhile: look again
 	}
+	s.remember(key, handedTo(cur))
 	return cur.rec.lease(key), false, nil
 }
 
@@ -591,12 +592,21 @@ func (s *Store) txnRetry(op, key string, ctx context.Context, ok bool, resp *api
 
 // handOver grants key, free or released by its holder as st read it, to
 // the waiter first in line, w, with the ttl and floor it asked for, and
-// takes w out of the line, in one transaction, along with the extra
-// operations. Watchers see the key held by w (EventRenewed), and w's
+// takes w (and out, a waiter that leaves the line, if not nil) out of the
+// line, in one transaction. The lease names the waiters behind w (see
+// known.go). Watchers see the key held by w (EventRenewed), and w's
 // AwaitHandover returns its lease.
-func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, extra api.TxnOps) (retry bool, err error) {
+func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, out *place) (retry bool, err error) {
 	ttl := millis(w.rec.TTLMillis)
-	_, _, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, append(extra, s.leave(key, w)...), w.rec.Session)
+	extra := s.leave(key, w)
+	if out != nil {
+		extra = append(s.leave(key, out), extra...)
+	}
+	carry := record{Next: nextPlaces(st, w, out)}
+	if st.fenceKV != nil {
+		carry.Released = st.fenceKV.Flags
+	}
+	_, _, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, extra, w.rec.Session, carry)
 	if err == nil && !retry {
 		// The key holds w's session now, unless Consul had ended it.
 		s.leftLine(w, w.rec.Session)
@@ -636,7 +646,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 		}
 		if st.lease == nil && mine == st.first() && len(st.line) > 1 {
 			// The key is free and was kept for owner: it goes to the next.
-			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], s.leave(key, mine))
+			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], mine)
 			if retry {
 				continue // nothing was handed over: look again
 			}
@@ -717,6 +727,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		}
 		switch {
 		case cur != nil && cur.rec.Owner == owner && !cur.rec.Kept:
+			s.remember(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		case cur == nil && index != 0:
 			return backend.Lease{}, false, nil // free after a look: ask again
@@ -748,6 +759,7 @@ func (s *Store) awaitInLine(ctx, wctx context.Context, key, owner string, max ti
 		return backend.Lease{}, false, true, err
 	}
 	if cur := st.lease; cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
+		s.remember(key, handedTo(cur))
 		return cur.rec.lease(key), true, true, nil
 	}
 	mine := st.placeOf(owner)
@@ -785,6 +797,7 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 			if err != nil || cur == nil || cur.rec.Owner != owner || cur.rec.Kept {
 				return backend.Lease{}, false, err
 			}
+			s.remember(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		}
 		if meta.LastIndex < index {

@@ -505,3 +505,83 @@ func TestReleaseAlone(t *testing.T) {
 		awaitKind(t, w, backend.EventReleased)
 	})
 }
+
+// A handover names in the lease the waiters behind the one it grants, and
+// that holder's release hands the key on to the next of them in one
+// transaction, without reading the line first. A waiter that left since
+// is skipped by a release that reads (its place is not as named), and one
+// that joined since comes after those named.
+func TestHandOnWithoutRead(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl = 10 * time.Second
+
+	// line has h hold key and the waiters join in order.
+	line := func(t *testing.T, s *consulbackend.Store, key string, waiters ...string) {
+		t.Helper()
+		if _, err := s.Acquire(ctxT(t), key, "h", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range waiters {
+			if _, err := s.AcquireQueued(ctxT(t), key, w, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Fatalf("%s's AcquireQueued of the held key: %v; want ErrHeld", w, err)
+			}
+		}
+	}
+	// pass releases from's lease and returns to's, handed over.
+	pass := func(t *testing.T, s *consulbackend.Store, key, from, to string) backend.Lease {
+		t.Helper()
+		if err := s.Release(ctxT(t), key, from, 0); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := s.AwaitHandover(ctxT(t), key, to, 5*time.Second)
+		if err != nil || !ok || l.Owner != to {
+			t.Fatalf("%s's AwaitHandover after %s's release: %+v, ok %v, err %v; want the key", to, from, l, ok, err)
+		}
+		return l
+	}
+
+	t.Run("Chain", func(t *testing.T) {
+		s, c := countingStore(t, a)
+		const key = "hand-on-chain"
+		line(t, s, key, "a", "b", "c")
+		la := pass(t, s, key, "h", "a")
+		before := c.requests.Load()
+		lb := pass(t, s, key, "a", "b")
+		if n := c.requests.Load() - before; n != 3 {
+			t.Errorf("a's release and b's wait sent %d requests; want 3: the handover (no read first), b's query on its place and its read of the lease", n)
+		}
+		lc := pass(t, s, key, "b", "c")
+		if !(la.Token < lb.Token && lb.Token < lc.Token) {
+			t.Errorf("tokens a %d, b %d, c %d; want them increasing", la.Token, lb.Token, lc.Token)
+		}
+		if err := s.Release(ctxT(t), key, "c", 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctxT(t), key); !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("Get after the last waiter's release: %v; want ErrNotFound", err)
+		}
+	})
+
+	t.Run("NamedWaiterLeft", func(t *testing.T) {
+		s := newStore(t, a)
+		const key = "hand-on-left"
+		line(t, s, key, "a", "b", "c")
+		pass(t, s, key, "h", "a")
+		if err := s.Dequeue(ctxT(t), key, "b"); err != nil {
+			t.Fatal(err)
+		}
+		pass(t, s, key, "a", "c")
+	})
+
+	t.Run("JoinedSince", func(t *testing.T) {
+		s := newStore(t, a)
+		const key = "hand-on-joined"
+		line(t, s, key, "a", "b")
+		pass(t, s, key, "h", "a")
+		if _, err := s.AcquireQueued(ctxT(t), key, "d", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("d's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		pass(t, s, key, "a", "b")
+		pass(t, s, key, "b", "d")
+	})
+}
