@@ -6,7 +6,8 @@
 //
 // Under a prefix (default "baton"), a lease on key K is the KV entry
 // "<prefix>/lease/K", locked by a session of its own and holding the JSON
-// record {"owner", "token", "ttl_ms", "kept"}. Its fencing counter is
+// record {"owner", "token", "ttl_ms", "kept", "mark", "next", "released"}
+// (see record). Its fencing counter is
 // "<prefix>/fence/K": the last token granted, as a decimal string, with
 // the token of the last release in the entry's flags, locked by a keeper
 // session of the store that last granted K, so that it ends an hour or
@@ -29,9 +30,10 @@
 // holds nothing any more is not destroyed but kept for the store's next
 // lease or place in line of the same TTL, and renewed when it is taken
 // (creating and destroying a session are Raft writes, a renewal is not).
-// A release of a lease granted with nobody in line needs no read while
-// nothing changed since the grant (see alone.go), so that an uncontended
-// lock cycle is a read, a renewal and two Raft writes;
+// AcquireQueued renews that session while it reads the key, and a release
+// of a lease granted with nobody in line needs no read while nothing
+// changed since the grant (see known.go), so that an uncontended lock
+// cycle is a read and a renewal side by side, then two Raft writes.
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
 // releasing store deletes it when the keep time is over (a timer of the
@@ -63,7 +65,12 @@
 // without being handed to it (an expiry, a release that found it not yet
 // in line), so that it asks again. A contended key thus passes from holder
 // to holder without the waiters racing for it, each race costing Raft
-// writes, and a handover wakes only the waiter it is for.
+// writes, and a handover wakes only the waiter it is for. The handover
+// also names in the lease the next few waiters, so that the holder's
+// release can hand the key on to the next of them without reading the
+// line first (see known.go): in the steady state of a contended key, a
+// lock costs two Raft writes (the handover and the next holder's join,
+// once it asks again) and no session create or destroy.
 //
 // # What differs from Redis
 //
@@ -107,7 +114,13 @@
 //     the servers' session minimum after its last call, whichever is
 //     longer: with Consul's default minimum of 10 s, a waiter that
 //     crashed is first in line for up to 20 s, and a key released
-//     meanwhile is handed to it and stays held for that waiter's ttl.
+//     meanwhile is handed to it, on the session the waiter made for its
+//     lease when it joined: the key stays held until that session ends,
+//     between the waiter's ttl and twice that after its last call.
+//
+//   - A waiter behind another in line waits on its own place, not on the
+//     lease key, so it does not see the key fall free by an expiry: it
+//     asks again when its wait (synclock's retry interval) is over.
 //
 // # Restart guard, members, the catalog
 //
