@@ -338,7 +338,7 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	if st.lease != nil {
 		return backend.Lease{}, false, &backend.HeldError{Holder: st.lease.rec.lease(key)}
 	}
-	l, _, retry, err = s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "", record{})
+	l, _, retry, err = s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "", record{}, nil)
 	return l, retry, err
 }
 
@@ -354,7 +354,10 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 //
 // carry's Next and Released (see known.go) are written into the lease.
 // It also returns what it wrote.
-func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record) (l backend.Lease, w *known, retry bool, err error) {
+//
+// With to, the place of the waiter owner, that place is marked handed
+// (handPlace) instead of being left or deleted.
+func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record, to *place) (l backend.Lease, w *known, retry bool, err error) {
 	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
 		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
@@ -394,8 +397,12 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 				return backend.Lease{}, nil, false, err
 			}
 		}
-		lock := &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}}
-		ok, resp, _, err := s.txn.Txn(append(ops[:len(ops):len(ops)], lock), s.queryOpts(ctx))
+		all := ops[:len(ops):len(ops)]
+		if to != nil {
+			all = append(all, s.handPlace(key, to.owner, to.index, to.rec, to.session, token, sess, carry)...)
+		}
+		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
+		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))
 		if err == nil && ok {
 			return rec.lease(key), s.written(key, rec, sess, resp.Results), false, nil
 		}
@@ -743,7 +750,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 		s.afterLook()
 	}
 	if w := st.first(); w != nil {
-		retry, err := s.handOver(ctx, "release", key, st, w, nil)
+		retry, err := s.handOver(ctx, "release", key, st, w, nil, s.dropHanded(key, owner, st))
 		switch {
 		case retry:
 			// The lease, its counter or the line changed since they
@@ -752,6 +759,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 			return s.releaseAgain(ctx, key, owner, attempt)
 		case err == nil:
 			s.putIdle(millis(cur.rec.TTLMillis), cur.session)
+			s.droppedHanded(owner, st)
 			return nil
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
 			return err
@@ -767,6 +775,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 	if fence := st.fenceKV; fence != nil {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: fence.Value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
 	}
+	ops = append(ops, s.dropHanded(key, owner, st)...)
 	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
 	if retry, err := s.txnRetry("release", key, ctx, ok, resp, err); err != nil {
 		return err
@@ -776,6 +785,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 		return s.releaseAgain(ctx, key, owner, attempt)
 	}
 	s.putIdle(millis(cur.rec.TTLMillis), cur.session)
+	s.droppedHanded(owner, st)
 	return nil
 }
 

@@ -53,7 +53,7 @@ func QueuedAfter(ctx context.Context, s *Store, key, owner string, ttl, patience
 // the line's prefix, as the store reads it: the owner it names, or ok
 // false if the store skips it.
 func DecodePlace(s *Store, key, name string, value []byte) (owner string, ok bool, err error) {
-	line, err := s.places(key, []*api.TxnResult{{KV: &api.KVPair{Key: s.LineKey(key) + name, Value: value, Session: "s", CreateIndex: 1}}})
+	line, _, err := s.places(key, []*api.TxnResult{{KV: &api.KVPair{Key: s.LineKey(key) + name, Value: value, Session: "s", CreateIndex: 1}}})
 	if err != nil || len(line) == 0 {
 		return "", false, err
 	}

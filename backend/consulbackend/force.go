@@ -56,7 +56,7 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		s.afterLook()
 	}
 	if w := st.first(); w != nil {
-		retry, err := s.handOver(ctx, "break", key, st, w, nil)
+		retry, err := s.handOver(ctx, "break", key, st, w, nil, nil)
 		switch {
 		case retry:
 			return backend.Lease{}, true, nil // nothing was handed over

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // Releasing without reading first.
@@ -85,6 +87,8 @@ type known struct {
 	fenceIndex     uint64      // the counter's, which holds token
 	next           []nextPlace // the waiters behind the holder, first in line first
 	released       uint64      // the counter's release mark
+	place          string      // the session of the holder's handed place, if known
+	placeTTL       time.Duration
 }
 
 // written picks out of a grant's transaction results what it wrote to
@@ -166,6 +170,25 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 	return true, nil
 }
 
+// handedPlace is what owner's place p, marked handed, tells: the lease
+// (granted in the same transaction as the mark, so at p's index) and who
+// waits behind it.
+func handedPlace(key, owner string, p *api.KVPair, rec placeRecord) (backend.Lease, *known) {
+	h := rec.Handed
+	k := &known{owner: owner, session: h.Session, token: h.Token, ttl: millis(rec.TTLMillis), leaseIndex: p.ModifyIndex,
+		next: h.Next, released: h.Released, place: p.Session, placeTTL: millis(rec.PlaceMillis)}
+	if len(k.next) == 0 {
+		k.next = nil
+	}
+	return backend.Lease{Key: key, Owner: owner, Token: h.Token, TTL: k.ttl}, k
+}
+
+// dropOwnPlace are the operations that delete the handed place of the
+// holder k, whose lease is released: a no-op if it has none.
+func (s *Store) dropOwnPlace(key string, k *known) api.TxnOps {
+	return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.placeKey(key, k.owner)}}}
+}
+
 // handOn hands key, held as k says, to the first of k.next, if the lease
 // and that waiter's place are as known, passing the rest on in the lease.
 func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, err error) {
@@ -180,16 +203,16 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		return true, err
 	}
 	rec := record{Owner: n.Owner, Token: token, TTLMillis: n.TTLMillis, Next: k.next[1:], Released: k.released}
-	place := s.placeKey(key, n.Owner)
 	ops := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.FenceKey(key)}},
 		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(token, 10)), Flags: k.released, Session: keeper}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: place, Index: n.Index}},
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: place}},
 	}
+	ops = append(ops, s.dropOwnPlace(key, k)...)
+	nrec := placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}
+	carry := record{Next: k.next[1:], Released: k.released}
 	sess := n.Session
 	for {
 		own := sess == ""
@@ -198,8 +221,9 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 				return true, err
 			}
 		}
-		lock := &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}}
-		ok, resp, _, err := s.txn.Txn(append(ops[:len(ops):len(ops)], lock), s.queryOpts(ctx))
+		all := append(ops[:len(ops):len(ops)], s.handPlace(key, n.Owner, n.Index, nrec, n.Place, token, sess, carry)...)
+		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
+		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))
 		if err != nil {
 			if own {
 				s.destroyLater(sess)
@@ -208,7 +232,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		}
 		if ok {
 			s.putIdle(k.ttl, k.session)
-			s.putIdle(millis(n.PlaceMillis), n.Place)
+			s.putIdle(k.placeTTL, k.place)
 			return true, nil
 		}
 		if own {

@@ -59,6 +59,22 @@ type placeRecord struct {
 	// between a release and the next grant. Empty: the handover makes
 	// one.
 	Session string `json:"session,omitempty"`
+	// Handed, once set, says that the key was handed to this waiter:
+	// the place is out of the line (see handedLease).
+	Handed *handedLease `json:"handed,omitempty"`
+}
+
+// handedLease is what a handover writes into the place of the waiter it
+// hands the key to, in the same transaction as the lease, instead of
+// deleting the place: the waiter, which waits on its place, learns its
+// lease (and what known.go needs) from it without reading the lease key.
+// The place is out of the line from then on; its holder's release deletes
+// it, or its session's end does.
+type handedLease struct {
+	Token    uint64      `json:"token"`
+	Session  string      `json:"session"` // the lease's
+	Next     []nextPlace `json:"next,omitempty"`
+	Released uint64      `json:"released,omitempty"`
 }
 
 // place is one waiter's place, as read.
@@ -84,8 +100,19 @@ func (s *Store) placeTTL(patience time.Duration) time.Duration {
 type state struct {
 	leaseKV, fenceKV, bootedKV, recoveringKV *api.KVPair
 
-	lease *entry
-	line  []place // the live places, first in line first
+	lease  *entry
+	line   []place // the live places, first in line first
+	handed []place // places whose waiter was handed the key (out of the line)
+}
+
+// handedOf returns owner's place that a handover marked, or nil.
+func (st *state) handedOf(owner string) *place {
+	for i := range st.handed {
+		if st.handed[i].owner == owner {
+			return &st.handed[i]
+		}
+	}
+	return nil
 }
 
 // look reads key's lease, counter and the restart guard's markers, and
@@ -113,7 +140,7 @@ func (s *Store) look(ctx context.Context, op, key string, line bool) (*state, er
 		return nil, err
 	}
 	if line {
-		if st.line, err = s.places(key, r[4:]); err != nil {
+		if st.line, st.handed, err = s.places(key, r[4:]); err != nil {
 			return nil, err
 		}
 	}
@@ -121,10 +148,10 @@ func (s *Store) look(ctx context.Context, op, key string, line bool) (*state, er
 }
 
 // places decodes the entries of key's line, skipping those of other keys
-// below it and those whose session ended, and orders them.
-func (s *Store) places(key string, results []*api.TxnResult) ([]place, error) {
+// below it and those whose session ended, and orders them; the places of
+// waiters that were handed the key come apart, as handed.
+func (s *Store) places(key string, results []*api.TxnResult) (line, handed []place, err error) {
 	prefix := s.LineKey(key)
-	var line []place
 	for _, r := range results {
 		p := r.KV
 		if p == nil || p.Session == "" {
@@ -143,16 +170,20 @@ func (s *Store) places(key string, results []*api.TxnResult) ([]place, error) {
 			err = errors.Join(backend.ValidateOwner(owner), backend.ValidateFloor(rec.Floor))
 		}
 		if err != nil || rec.TTLMillis <= 0 || rec.TTLMillis > backend.MaxTTL.Milliseconds() || rec.PlaceMillis <= 0 {
-			return nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place", key, p.Key, backend.ErrCorrupt, p.Value)
+			return nil, nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place", key, p.Key, backend.ErrCorrupt, p.Value)
 		}
 		pl := place{owner: owner, rec: rec, session: p.Session, index: p.ModifyIndex, order: rec.Order}
 		if pl.order == 0 {
 			pl.order = p.CreateIndex
 		}
+		if rec.Handed != nil {
+			handed = append(handed, pl)
+			continue
+		}
 		line = append(line, pl)
 	}
 	slices.SortFunc(line, func(a, b place) int { return cmp.Compare(a.order, b.order) })
-	return line, nil
+	return line, handed, nil
 }
 
 // first returns the waiter first in line, or nil.
@@ -274,7 +305,7 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 			return backend.Lease{}, false, err
 		}
 	}
-	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess, record{})
+	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess, record{}, nil)
 	switch {
 	case err == nil && !retry:
 		if sess == j.lease {
@@ -596,9 +627,8 @@ func (s *Store) txnRetry(op, key string, ctx context.Context, ok bool, resp *api
 // line, in one transaction. The lease names the waiters behind w (see
 // known.go). Watchers see the key held by w (EventRenewed), and w's
 // AwaitHandover returns its lease.
-func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, out *place) (retry bool, err error) {
+func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *place, out *place, extra api.TxnOps) (retry bool, err error) {
 	ttl := millis(w.rec.TTLMillis)
-	extra := s.leave(key, w)
 	if out != nil {
 		extra = append(s.leave(key, out), extra...)
 	}
@@ -606,12 +636,39 @@ func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *plac
 	if st.fenceKV != nil {
 		carry.Released = st.fenceKV.Flags
 	}
-	_, _, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, extra, w.rec.Session, carry)
-	if err == nil && !retry {
-		// The key holds w's session now, unless Consul had ended it.
-		s.leftLine(w, w.rec.Session)
-	}
+	// w's place is marked handed, not deleted (handedLease): its session
+	// stays with it.
+	_, _, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, extra, w.rec.Session, carry, w)
 	return retry, err
+}
+
+// handPlace are the operations that mark the place of the waiter to
+// (as read at index, with the place session place) handed: the key goes
+// to it with token on session sess, and carry's Next and Released.
+func (s *Store) handPlace(key, owner string, index uint64, rec placeRecord, place string, token uint64, sess string, carry record) api.TxnOps {
+	k := s.placeKey(key, owner)
+	rec.Handed = &handedLease{Token: token, Session: sess, Next: carry.Next, Released: carry.Released}
+	return api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: index}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: place}},
+	}
+}
+
+// dropHanded are the operations that delete owner's handed place, if st
+// found one (its holder releases the key).
+func (s *Store) dropHanded(key, owner string, st *state) api.TxnOps {
+	if st.handedOf(owner) == nil {
+		return nil
+	}
+	return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.placeKey(key, owner)}}}
+}
+
+// droppedHanded keeps idle the session of owner's handed place, which
+// dropHanded's operations deleted.
+func (s *Store) droppedHanded(owner string, st *state) {
+	if h := st.handedOf(owner); h != nil {
+		s.putIdle(millis(h.rec.PlaceMillis), h.session)
+	}
 }
 
 // Dequeue implements backend.Queue.
@@ -646,7 +703,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 		}
 		if st.lease == nil && mine == st.first() && len(st.line) > 1 {
 			// The key is free and was kept for owner: it goes to the next.
-			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], mine)
+			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], mine, nil)
 			if retry {
 				continue // nothing was handed over: look again
 			}
@@ -786,8 +843,17 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 		case err != nil:
 			return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
 		}
-		inLine := slices.ContainsFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
-		if !inLine {
+		i := slices.IndexFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
+		if i >= 0 {
+			var rec placeRecord
+			if json.Unmarshal(pairs[i].Value, &rec) == nil && rec.Handed != nil && rec.TTLMillis > 0 {
+				// Handed the key: the place says so, with the lease.
+				l, k := handedPlace(key, owner, pairs[i], rec)
+				s.remember(key, k)
+				return l, true, nil
+			}
+		}
+		if i < 0 {
 			// Handed the key, or out of the line otherwise.
 			p, _, err := s.lookLease(key, s.queryOpts(ctx))
 			if err != nil {

@@ -379,7 +379,8 @@ func TestQueuedGrantThatLosesARaceKeepsThePlace(t *testing.T) {
 // A waiter behind another in line waits on its own place, not on the
 // lease key: the handover to the waiter ahead of it does not wake it, and
 // the handover to it does. Its store remembers where its join left the
-// place, so the wait reads nothing first.
+// place, so the wait reads nothing first, and the handover writes the
+// lease into the place, so it reads nothing after.
 func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 	a := testenv.NewConsul(t)
 	ctx := ctxT(t)
@@ -425,8 +426,8 @@ func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 	}
 	// b's store knows where b's join left its place: no read of the line
 	// before the wait.
-	if n := bc.requests.Load() - before; n != 2 {
-		t.Errorf("b's wait sent %d requests; want 2, the blocking query on its place and a read of the lease", n)
+	if n := bc.requests.Load() - before; n != 1 {
+		t.Errorf("b's wait sent %d requests; want 1, the blocking query on its place, which the handover marks handed with the lease", n)
 	}
 }
 
@@ -547,8 +548,8 @@ func TestHandOnWithoutRead(t *testing.T) {
 		la := pass(t, s, key, "h", "a")
 		before := c.requests.Load()
 		lb := pass(t, s, key, "a", "b")
-		if n := c.requests.Load() - before; n != 3 {
-			t.Errorf("a's release and b's wait sent %d requests; want 3: the handover (no read first), b's query on its place and its read of the lease", n)
+		if n := c.requests.Load() - before; n != 2 {
+			t.Errorf("a's release and b's wait sent %d requests; want 2: the handover (no read first) and b's query on its place", n)
 		}
 		lc := pass(t, s, key, "b", "c")
 		if !(la.Token < lb.Token && lb.Token < lc.Token) {
@@ -559,6 +560,11 @@ func TestHandOnWithoutRead(t *testing.T) {
 		}
 		if _, err := s.Get(ctxT(t), key); !errors.Is(err, backend.ErrNotFound) {
 			t.Fatalf("Get after the last waiter's release: %v; want ErrNotFound", err)
+		}
+		// A handover marks the waiter's place handed; its release deletes it.
+		left, _, err := client(t, a).KV().List(s.LineKey(key), nil)
+		if err != nil || len(left) != 0 {
+			t.Fatalf("the line after every waiter released the key: %d entries (%v); want none", len(left), err)
 		}
 	})
 
