@@ -55,12 +55,14 @@
 // session, of the ttl the waiter asks for, made for its lease. A call with
 // the same patience renews both sessions. Release with a live waiter
 // in line does not free the key: in one transaction it deletes the lease,
-// moves the counter to the waiter's token, takes the waiter out of the
-// line and locks the key with the waiter's lease session, so that no
-// session is created between one holder and the next. Watchers see the key
-// held (EventRenewed); the waiter's
-// AwaitHandover, a blocking query on the waiter's own place (or, for the
-// waiter first in line, on the lease key), returns the lease; the waiter
+// moves the counter to the waiter's token, marks the waiter's place
+// handed, with the lease in it (the place is out of the line from then on,
+// and its holder's release deletes it), and locks the key with the
+// waiter's lease session, so that no session is created between one
+// holder and the next. Watchers see the key held (EventRenewed); the
+// waiter's AwaitHandover, a blocking query on the waiter's own place (or,
+// for the waiter first in line, on the lease key), returns the lease the
+// place now holds, without another read; the waiter
 // first in line also returns at once, ok false, when the key falls free
 // without being handed to it (an expiry, a release that found it not yet
 // in line), so that it asks again. A contended key thus passes from holder
@@ -69,8 +71,9 @@
 // also names in the lease the next few waiters, so that the holder's
 // release can hand the key on to the next of them without reading the
 // line first (see known.go): in the steady state of a contended key, a
-// lock costs two Raft writes (the handover and the next holder's join,
-// once it asks again) and no session create or destroy.
+// lock costs two Raft writes (the handover and the holder's join, once it
+// asks again), no session create or destroy, and on the way from one
+// holder to the next one transaction and one blocking query's answer.
 //
 // # What differs from Redis
 //

@@ -32,10 +32,12 @@ import (
 //
 // A Release with a live waiter in line hands the key over in one
 // transaction: it deletes the lease, moves the fencing counter to the
-// waiter's token, takes the waiter's place out of the line and locks the
-// key with the waiter's lease session (or, if Consul ended it, a session
-// of the releasing store's). AwaitHandover watches the
-// lease key with blocking queries until it names the waiter.
+// waiter's token, marks the waiter's place handed (handedLease: out of the
+// line, with the lease in it) and locks the key with the waiter's lease
+// session (or, if Consul ended it, a session of the releasing store's).
+// AwaitHandover watches the waiter's place (the first in line: the lease
+// key) with blocking queries until it says so; the holder's release
+// deletes the handed place.
 
 var _ backend.Handover = (*Store)(nil)
 
