@@ -30,10 +30,20 @@ type ConsulOptions struct {
 	Procs, Goroutines int
 	// CS is the contended run's critical section.
 	CS time.Duration
-	// Terms is how many handovers and failovers of the role are timed.
+	// Rounds is how many times each lock measurement runs, one
+	// implementation later each round; the rounds are pooled.
+	Rounds int
+	// Impls names the implementations to run (baton, consul-lock,
+	// consul-kv); empty for all.
+	Impls []string
+	// Terms is how many handovers and failovers of the role are timed;
+	// 0 for none.
 	Terms int
 	// Progress receives a line per measurement; nil for none.
 	Progress io.Writer
+	// Requests, if set, receives after each measurement the requests
+	// per op by method, path and status.
+	Requests io.Writer
 }
 
 // ConsulResults is what RunConsul measured, on a private Consul dev agent
@@ -65,6 +75,26 @@ type ConsulRun struct {
 	OpsPerS  float64 `json:"ops_per_s"`
 	Ops      int     `json:"ops"`
 	Overlaps int     `json:"overlaps"`
+	// RequestsPerOp, WritesPerOp and WakeupsPerOp count, per
+	// acquisition, the HTTP requests the clients sent to the agent, those
+	// Consul committed through Raft, and the blocking queries that
+	// returned (see consulCounts).
+	RequestsPerOp float64 `json:"requests_per_op,omitempty"`
+	WritesPerOp   float64 `json:"raft_writes_per_op,omitempty"`
+	WakeupsPerOp  float64 `json:"wakeups_per_op,omitempty"`
+
+	seconds float64 // the time measured, to pool rounds
+}
+
+// pool adds the run r of another round to p.
+func (p *ConsulRun) pool(r ConsulRun) {
+	ops := p.Ops + r.Ops
+	if ops > 0 {
+		w := func(a, b float64) float64 { return (a*float64(p.Ops) + b*float64(r.Ops)) / float64(ops) }
+		p.RequestsPerOp, p.WritesPerOp, p.WakeupsPerOp = w(p.RequestsPerOp, r.RequestsPerOp), w(p.WritesPerOp, r.WritesPerOp), w(p.WakeupsPerOp, r.WakeupsPerOp)
+	}
+	p.Ops, p.Overlaps, p.seconds = ops, p.Overlaps+r.Overlaps, p.seconds+r.seconds
+	p.OpsPerS = float64(p.Ops) / p.seconds
 }
 
 // consulLocker is a lock implementation on Consul: Lock returns the
@@ -74,8 +104,8 @@ type consulLocker func(ctx context.Context) (func() error, error)
 type consulImpl struct {
 	name, setup string
 	// open returns a locker on key for one goroutine, on its own client
-	// of the agent at addr, and a function that closes what it opened.
-	open func(addr, key string, n int) (consulLocker, func(), error)
+	// of the agent cfg names, and a function that closes what it opened.
+	open func(cfg *api.Config, key string, n int) (consulLocker, func(), error)
 }
 
 func consulImpls() []consulImpl {
@@ -86,8 +116,8 @@ func consulImpls() []consulImpl {
 	}
 }
 
-func openBatonConsul(addr, key string, n int) (consulLocker, func(), error) {
-	store, err := consulbackend.New(&api.Config{Address: addr}, consulbackend.WithSessionTTLMin(time.Second), consulbackend.WithoutRestartGuard())
+func openBatonConsul(cfg *api.Config, key string, n int) (consulLocker, func(), error) {
+	store, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(time.Second), consulbackend.WithoutRestartGuard())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -108,8 +138,8 @@ func openBatonConsul(addr, key string, n int) (consulLocker, func(), error) {
 	}, func() { store.Close() }, nil
 }
 
-func openConsulLock(addr, key string, _ int) (consulLocker, func(), error) {
-	cli, err := api.NewClient(&api.Config{Address: addr})
+func openConsulLock(cfg *api.Config, key string, _ int) (consulLocker, func(), error) {
+	cli, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,8 +159,8 @@ func openConsulLock(addr, key string, _ int) (consulLocker, func(), error) {
 	}, func() {}, nil
 }
 
-func openConsulKV(addr, key string, _ int) (consulLocker, func(), error) {
-	cli, err := api.NewClient(&api.Config{Address: addr})
+func openConsulKV(cfg *api.Config, key string, _ int) (consulLocker, func(), error) {
+	cli, err := api.NewClient(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,6 +198,14 @@ func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
+	impls := consulImpls()
+	if len(o.Impls) > 0 {
+		impls = slices.DeleteFunc(impls, func(im consulImpl) bool { return !slices.Contains(o.Impls, im.name) })
+		if len(impls) == 0 {
+			return nil, fmt.Errorf("consul: none of the implementations %v is one of baton, consul-lock, consul-kv", o.Impls)
+		}
+	}
+	rounds := max(o.Rounds, 1)
 	agent, err := testenv.StartConsul(testenv.ConsulOptions{SessionTTLMin: time.Second})
 	if err != nil {
 		return nil, err
@@ -176,33 +214,56 @@ func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
 	res := &ConsulResults{Version: "1.22.2", Terms: o.Terms}
 	addr := agent.Addr()
 
-	for i, im := range consulImpls() {
-		r, err := consulCycles(ctx, im, addr, fmt.Sprintf("u%d", i), 1, 1, 0, o.Duration)
-		if err != nil {
-			return res, fmt.Errorf("consul uncontended %s: %w", im.name, err)
+	for _, contended := range []bool{false, true} {
+		scenario, procs, goroutines, cs := Uncontended, 1, 1, time.Duration(0)
+		if contended {
+			scenario, procs, goroutines, cs = Contended, o.Procs, o.Goroutines, o.CS
 		}
-		fmt.Fprintf(progress, "consul uncontended %-12s %8.0f cycles/s\n", im.name, r.OpsPerS)
-		res.Uncontended = append(res.Uncontended, r)
-	}
-	for i, im := range consulImpls()[:2] {
-		r, err := consulCycles(ctx, im, addr, fmt.Sprintf("c%d", i), o.Procs, o.Goroutines, o.CS, o.Duration)
-		if err != nil {
-			return res, fmt.Errorf("consul contended %s: %w", im.name, err)
+		pooled := map[string]*ConsulRun{}
+		for round := range rounds {
+			for i := range impls {
+				im := impls[(i+round)%len(impls)]
+				if contended && im.name == "consul-kv" {
+					continue
+				}
+				key := fmt.Sprintf("%s-%s-%d", scenario, im.name, round)
+				r, err := consulCycles(ctx, im, addr, key, procs, goroutines, cs, o.Duration, o.Requests)
+				if err != nil {
+					return res, fmt.Errorf("consul %s %s: %w", scenario, im.name, err)
+				}
+				fmt.Fprintf(progress, "consul %-11s %-12s %8.0f ops/s, %d overlaps; per op %.1f requests, %.1f Raft writes, %.1f wake-ups\n",
+					scenario, im.name, r.OpsPerS, r.Overlaps, r.RequestsPerOp, r.WritesPerOp, r.WakeupsPerOp)
+				if p := pooled[im.name]; p != nil {
+					p.pool(r)
+				} else {
+					pooled[im.name] = &r
+				}
+			}
 		}
-		fmt.Fprintf(progress, "consul contended   %-12s %8.0f ops/s, %d overlaps\n", im.name, r.OpsPerS, r.Overlaps)
-		res.Contended = append(res.Contended, r)
+		for _, im := range impls {
+			if r := pooled[im.name]; r != nil {
+				if contended {
+					res.Contended = append(res.Contended, *r)
+				} else {
+					res.Uncontended = append(res.Uncontended, *r)
+				}
+			}
+		}
 	}
-	if err := consulTerms(ctx, addr, o.Terms, res); err != nil {
-		return res, err
+	if o.Terms > 0 {
+		if err := consulTerms(ctx, addr, o.Terms, res); err != nil {
+			return res, err
+		}
+		fmt.Fprintf(progress, "consul role: handover p50 %.1f ms, failover p50 %.0f ms (TTL %.0f ms)\n",
+			res.HandoverP50MS, res.FailoverP50MS, res.FailoverTTLMS)
 	}
-	fmt.Fprintf(progress, "consul role: handover p50 %.1f ms, failover p50 %.0f ms (TTL %.0f ms)\n",
-		res.HandoverP50MS, res.FailoverP50MS, res.FailoverTTLMS)
 	return res, nil
 }
 
 // consulCycles runs procs x goroutines workers of im around one key for
 // d, each holding the lock for cs, and counts the cycles and any overlap.
-func consulCycles(ctx context.Context, im consulImpl, addr, key string, procs, goroutines int, cs, d time.Duration) (ConsulRun, error) {
+// With kinds, it prints there the requests per op by kind.
+func consulCycles(ctx context.Context, im consulImpl, addr, key string, procs, goroutines int, cs, d time.Duration, kinds io.Writer) (ConsulRun, error) {
 	var ops, inside, overlaps atomic.Int64
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -215,10 +276,11 @@ func consulCycles(ctx context.Context, im consulImpl, addr, key string, procs, g
 			c()
 		}
 	}()
+	var counts consulCounts
 	start := time.Now()
 	for p := range procs {
 		for g := range goroutines {
-			lock, closeFn, err := im.open(addr, key, 1+p*goroutines+g)
+			lock, closeFn, err := im.open(counts.config(addr), key, 1+p*goroutines+g)
 			if err != nil {
 				return ConsulRun{}, err
 			}
@@ -255,7 +317,11 @@ func consulCycles(ctx context.Context, im consulImpl, addr, key string, procs, g
 	wg.Wait()
 	elapsed := time.Since(start)
 	r := ConsulRun{Impl: im.name, Setup: im.setup, Ops: int(ops.Load()), Overlaps: int(overlaps.Load()),
-		OpsPerS: float64(ops.Load()) / elapsed.Seconds()}
+		OpsPerS: float64(ops.Load()) / elapsed.Seconds(), seconds: elapsed.Seconds()}
+	r.RequestsPerOp, r.WritesPerOp, r.WakeupsPerOp = counts.perOp(r.Ops)
+	if kinds != nil {
+		counts.writeKinds(kinds, r.Ops)
+	}
 	return r, firstErr
 }
 

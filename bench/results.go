@@ -238,79 +238,63 @@ func (r *Results) best(scenario string, among func(impl string) bool) (float64, 
 // line per run and the targets.
 func (r *Results) WriteTable(w io.Writer) error {
 	var b strings.Builder
-	m := r.Machine
-	fmt.Fprintf(&b, "machine: %d CPUs (%s), %s, %s, %s, redis-server %s\n",
-		m.CPUs, m.CPUModel, m.memory(), m.OS, m.GoVersion, m.RedisVersion)
-	fmt.Fprintf(&b, "round trip: %.1f µs (%s) -> round-trip limit %.0f lock+unlock cycles/s\n",
-		r.RTTMicros, r.Setup.RTTMethod, r.RTTLimit)
-	s := r.Setup
-	fmt.Fprintf(&b, "contended: %d processes x %d goroutines, clients %s, cs %gms, think %gms; ideal %.0f ops/s, fair-share wait %.2f ms\n",
-		s.Procs, s.Goroutines, s.Clients, s.CSMS, s.ThinkMS, r.IdealContended, r.FairShareWaitMS)
-	fmt.Fprintf(&b, "placement: %s\n", s.Pinning)
-	fmt.Fprintf(&b, "each run %gs (first %gs not counted), %d round(s) pooled\n\n", s.RunSeconds, s.WarmupS, s.Rounds)
-
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "impl\tscenario\tops/s\tof bound\twait p50\twait p99\twait max\thandoff p50\thandoff p99\toverlaps\tredis calls/op\tredis µs/op\t")
-	for _, run := range r.Runs {
-		bound := r.RTTLimit
-		if run.Scenario == Contended {
-			bound = r.IdealContended
-		}
-		of := "-"
-		if bound > 0 {
-			of = fmt.Sprintf("%.0f%%", 100*run.OpsPerS/bound)
-		}
-		p99 := "-"
-		if run.HandoffP99MS != nil {
-			p99 = fmtMS(*run.HandoffP99MS)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t\n",
-			run.Impl, run.Scenario, run.OpsPerS, of, fmtMS(run.WaitP50MS), fmtMS(run.WaitP99MS),
-			fmtMS(run.WaitMaxMS), fmtMS(run.HandoffP50MS), p99, run.Overlaps, run.RedisCallsPerOp, run.RedisCPUUsPerOp)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	b.WriteString("(of bound: uncontended vs the round-trip limit, contended vs the ideal; times in ms;\n" +
-		" redis calls/op and µs/op: the server's commands (a script and the commands it calls) and CPU time per acquisition;\n" +
-		" the contended ones include the harness's 3 bookkeeping commands)\n")
-	if len(r.Targets) > 0 {
-		b.WriteString("\ntargets for baton (DESIGN.md §5):\n")
-		for _, t := range r.Targets {
-			verdict := "PASS"
-			if !t.Pass {
-				verdict = "FAIL"
-			}
-			fmt.Fprintf(&b, "  %s  %s: %g %s %g\n", verdict, t.Name, t.Got, t.Cmp, t.Want)
+	if len(r.Runs) > 0 {
+		if err := r.writeRedis(&b); err != nil {
+			return err
 		}
 	}
 	if c := r.Consul; c != nil {
-		fmt.Fprintf(&b, "\nConsul %s (a private dev agent: one server, Raft in memory):\n", c.Version)
+		if len(r.Runs) > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "Consul %s (a private dev agent: one server, Raft in memory):\n", c.Version)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\toverlaps\t")
+		fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\tvs lock recipe\toverlaps\trequests/op\tRaft writes/op\twake-ups/op\t")
 		var ref float64
+		recipe := map[string]float64{}
 		for _, run := range c.Uncontended {
 			if run.Impl == "consul-kv" {
 				ref = run.OpsPerS
 			}
+			if run.Impl == "consul-lock" {
+				recipe[Uncontended] = run.OpsPerS
+			}
+		}
+		for _, run := range c.Contended {
+			if run.Impl == "consul-lock" {
+				recipe[Contended] = run.OpsPerS
+			}
+		}
+		perOp := func(v float64) string {
+			if v == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.1f", v)
 		}
 		for _, set := range []struct {
 			name string
 			runs []ConsulRun
 		}{{Uncontended, c.Uncontended}, {Contended, c.Contended}} {
 			for _, run := range set.runs {
-				of := "-"
+				of, ofRecipe := "-", "-"
 				if set.name == Uncontended && ref > 0 {
 					of = fmt.Sprintf("%.2fx kv", run.OpsPerS/ref)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%d\t\n", run.Impl, set.name, run.OpsPerS, of, run.Overlaps)
+				if r := recipe[set.name]; r > 0 {
+					ofRecipe = fmt.Sprintf("%.2fx", run.OpsPerS/r)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t\n", run.Impl, set.name, run.OpsPerS, of, ofRecipe, run.Overlaps,
+					perOp(run.RequestsPerOp), perOp(run.WritesPerOp), perOp(run.WakeupsPerOp))
 			}
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
-			c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)
+		b.WriteString("(per op: the HTTP requests the clients sent, those Consul committed through Raft, and the blocking queries that returned)\n")
+		if c.Terms > 0 {
+			fmt.Fprintf(&b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
+				c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)
+		}
 	}
 	if c := r.Cluster; c != nil {
 		fmt.Fprintf(&b, "\nRedis Cluster: %d workers, each locking its own app's key, the keys spread over the masters' slots:\n", c.Workers)
@@ -344,6 +328,57 @@ func (r *Results) WriteTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRedis prints the figures measured on redis-server.
+func (r *Results) writeRedis(b *strings.Builder) error {
+	m := r.Machine
+	fmt.Fprintf(b, "machine: %d CPUs (%s), %s, %s, %s, redis-server %s\n",
+		m.CPUs, m.CPUModel, m.memory(), m.OS, m.GoVersion, m.RedisVersion)
+	fmt.Fprintf(b, "round trip: %.1f µs (%s) -> round-trip limit %.0f lock+unlock cycles/s\n",
+		r.RTTMicros, r.Setup.RTTMethod, r.RTTLimit)
+	s := r.Setup
+	fmt.Fprintf(b, "contended: %d processes x %d goroutines, clients %s, cs %gms, think %gms; ideal %.0f ops/s, fair-share wait %.2f ms\n",
+		s.Procs, s.Goroutines, s.Clients, s.CSMS, s.ThinkMS, r.IdealContended, r.FairShareWaitMS)
+	fmt.Fprintf(b, "placement: %s\n", s.Pinning)
+	fmt.Fprintf(b, "each run %gs (first %gs not counted), %d round(s) pooled\n\n", s.RunSeconds, s.WarmupS, s.Rounds)
+
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "impl\tscenario\tops/s\tof bound\twait p50\twait p99\twait max\thandoff p50\thandoff p99\toverlaps\tredis calls/op\tredis µs/op\t")
+	for _, run := range r.Runs {
+		bound := r.RTTLimit
+		if run.Scenario == Contended {
+			bound = r.IdealContended
+		}
+		of := "-"
+		if bound > 0 {
+			of = fmt.Sprintf("%.0f%%", 100*run.OpsPerS/bound)
+		}
+		p99 := "-"
+		if run.HandoffP99MS != nil {
+			p99 = fmtMS(*run.HandoffP99MS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t\n",
+			run.Impl, run.Scenario, run.OpsPerS, of, fmtMS(run.WaitP50MS), fmtMS(run.WaitP99MS),
+			fmtMS(run.WaitMaxMS), fmtMS(run.HandoffP50MS), p99, run.Overlaps, run.RedisCallsPerOp, run.RedisCPUUsPerOp)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("(of bound: uncontended vs the round-trip limit, contended vs the ideal; times in ms;\n" +
+		" redis calls/op and µs/op: the server's commands (a script and the commands it calls) and CPU time per acquisition;\n" +
+		" the contended ones include the harness's 3 bookkeeping commands)\n")
+	if len(r.Targets) > 0 {
+		b.WriteString("\ntargets for baton (DESIGN.md §5):\n")
+		for _, t := range r.Targets {
+			verdict := "PASS"
+			if !t.Pass {
+				verdict = "FAIL"
+			}
+			fmt.Fprintf(b, "  %s  %s: %g %s %g\n", verdict, t.Name, t.Got, t.Cmp, t.Want)
+		}
+	}
+	return nil
 }
 
 func fmtMS(v float64) string {

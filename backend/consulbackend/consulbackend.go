@@ -49,7 +49,7 @@ type Store struct {
 	counterKeep time.Duration // WithCounterKeep
 	keep        keepers
 
-	afterLook func() // tests: runs between a release's read and its write
+	afterLook func() // tests: runs between a release's, dequeue's or break's read and its write
 
 	mu       sync.Mutex
 	done     bool
@@ -57,8 +57,11 @@ type Store struct {
 	keeps    sync.WaitGroup // endKeep's timers that have not ended
 	cleanups sync.WaitGroup // destroyLater
 	timers   map[*time.Timer]struct{}
-	base     context.Context    // the watches' contexts derive from it
-	closeFn  context.CancelFunc // ends base: Close
+	known    map[string]*known          // what the store knows of leases it holds, by key (known.go)
+	joins    map[string]joined          // where waiters\' joins left their places (queue.go)
+	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
+	base     context.Context            // the watches' contexts derive from it
+	closeFn  context.CancelFunc         // ends base: Close
 }
 
 // Option configures a Store.
@@ -133,6 +136,9 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		counterKeep: DefaultCounterKeep,
 		now:         time.Now,
 		timers:      make(map[*time.Timer]struct{}),
+		idle:        make(map[time.Duration][]string),
+		known:       make(map[string]*known),
+		joins:       make(map[string]joined),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -147,9 +153,10 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Close ends the store's watches and waits for their goroutines. Leases
-// the store granted are left to their sessions' TTLs, kept job locks
-// included (see Release). It is idempotent.
+// Close ends the store's watches and waits for their goroutines, and
+// destroys its idle sessions (sessions.go). Leases the store granted are
+// left to their sessions' TTLs, kept job locks included (see Release). It
+// is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	s.done = true
@@ -160,10 +167,13 @@ func (s *Store) Close() error {
 		}
 	}
 	clear(s.timers)
+	clear(s.known)
+	clear(s.joins)
 	s.mu.Unlock()
 	s.watches.Wait()
 	s.keeps.Wait()
 	s.cleanups.Wait()
+	s.dropIdle()
 	return nil
 }
 
@@ -185,10 +195,15 @@ type record struct {
 	// Kept marks a lease released with a keep time: it can no longer be
 	// renewed.
 	Kept bool `json:"kept,omitempty"`
-	// Mark changes with every renewal and with every waiter that joins
-	// the line: Consul skips a write that changes nothing, and these
-	// writes must change the key's index, so that watchers see the
-	// renewal and a release that read the line before the join retries.
+	// Next and Released tell the holder of a lease handed over to it who
+	// waits behind it, and the counter's release mark (see known.go).
+	Next     []nextPlace `json:"next,omitempty"`
+	Released uint64      `json:"released,omitempty"`
+	// Mark changes with every renewal (and with a waiter that joins the
+	// line while the key has no counter, see joinLine): Consul skips a
+	// write that changes nothing, and these writes must change the key's
+	// index, so that watchers see the renewal and a release that read the
+	// line before the join retries.
 	Mark uint64 `json:"mark,omitempty"`
 }
 
@@ -323,43 +338,46 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 	if st.lease != nil {
 		return backend.Lease{}, false, &backend.HeldError{Holder: st.lease.rec.lease(key)}
 	}
-	return s.take(ctx, "acquire", key, st, owner, ttl, floor, nil)
+	l, _, retry, err = s.take(ctx, "acquire", key, st, owner, ttl, floor, nil, "", record{}, nil)
+	return l, retry, err
 }
 
-// take grants key to owner: with a new session of ttl, it moves the
-// counter st read to the next token and locks the key, in one
-// transaction with the extra operations that holds only if the key and
-// its counter are as st read them. A lease st found on the key (its
+// take grants key to owner: it moves the counter st read to the next
+// token and locks the key with a session of ttl, in one transaction with
+// the extra operations that holds only if the key and its counter are as
+// st read them. The session is sess, one the waiter owner made for its
+// lease when it joined the line, or, if sess is empty or Consul ended it,
+// one of the store's (sessionFor). A lease st found on the key (its
 // holder's release handing the key over, or a lease key without a
 // session) is replaced. retry reports that something changed since the
-// read; the new session is then destroyed.
-func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps) (l backend.Lease, retry bool, err error) {
+// read; a session of the store's is then kept idle.
+//
+// carry's Next and Released (see known.go) are written into the lease.
+// It also returns what it wrote.
+//
+// With to, the place of the waiter owner, that place is marked handed
+// (handPlace) instead of being left or deleted.
+func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record, to *place) (l backend.Lease, w *known, retry bool, err error) {
 	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
 		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
-			return backend.Lease{}, false, err
+			return backend.Lease{}, nil, false, err
 		}
 	}
 	counter, err := parseCounter(key, st.fenceKV)
 	if err != nil {
-		return backend.Lease{}, false, err
+		return backend.Lease{}, nil, false, err
 	}
 	token, err := s.nextToken(key, counter, floor)
 	if err != nil {
-		return backend.Lease{}, false, err
-	}
-
-	sess, err := s.createSession(ctx, op, key, owner, ttl)
-	if err != nil {
-		return backend.Lease{}, false, err
+		return backend.Lease{}, nil, false, err
 	}
 	keeper, err := s.keeper(ctx, op, key, ttl)
 	if err != nil {
-		s.destroyLater(sess)
-		return backend.Lease{}, false, err
+		return backend.Lease{}, nil, false, err
 	}
-	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds()}
-	ops := s.setCounter(key, st.fenceKV, token, keeper)
+	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds(), Next: carry.Next, Released: carry.Released}
+	ops := s.setCounter(key, st.fenceKV, token, keeper, st.lease == nil)
 	if st.fenceKV == nil && st.bootedKV != nil {
 		// The guard let a key without a counter through because the
 		// store had not lost its data: grant only if that still holds.
@@ -372,32 +390,58 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
 	}
 	ops = append(ops, extra...)
-	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
-	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
-	if err != nil || !ok {
-		s.destroyLater(sess)
+	for {
+		own := sess == ""
+		if own {
+			if sess, err = s.sessionFor(ctx, op, key, ttl); err != nil {
+				return backend.Lease{}, nil, false, err
+			}
+		}
+		all := ops[:len(ops):len(ops)]
+		if to != nil {
+			all = append(all, s.handPlace(key, to.owner, to.index, to.rec, to.session, token, sess, carry)...)
+		}
+		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
+		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))
+		if err == nil && ok {
+			return rec.lease(key), s.written(key, rec, sess, resp.Results), false, nil
+		}
 		if err != nil {
-			return backend.Lease{}, false, s.transport(op, key, ctx, err)
+			if own {
+				s.destroyLater(sess) // the grant may have been made: end it
+			}
+			return backend.Lease{}, nil, false, s.transport(op, key, ctx, err)
+		}
+		if own {
+			s.putIdle(ttl, sess)
 		}
 		if len(resp.Errors) == 0 {
-			return backend.Lease{}, false, s.txnFailed(op, key, resp)
+			return backend.Lease{}, nil, false, s.txnFailed(op, key, resp)
 		}
+		ended := false
 		for _, e := range resp.Errors {
 			if strings.Contains(e.What, keeper) {
 				// The keeper session ended (Consul lost its data, or an
 				// operator destroyed it): make another.
 				s.forgetKeeper(keeper)
 			}
+			if !own && strings.Contains(e.What, sess) {
+				ended = true
+			}
 			if strings.Contains(e.What, "lock delay") {
 				// The key's last session was invalidated while it held
 				// the key: Consul refuses it to everyone for the
 				// session's lock-delay.
-				return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
+				return backend.Lease{}, nil, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
 			}
 		}
-		return backend.Lease{}, true, nil
+		if !ended {
+			return backend.Lease{}, nil, true, nil
+		}
+		// The waiter's session ended while it waited (it waited longer
+		// than its ttl allows without asking again): use the store's.
+		sess = ""
 	}
-	return rec.lease(key), false, nil
 }
 
 // backoff pauses before attempt+1 of a write that lost a race: not at
@@ -485,6 +529,9 @@ func (s *Store) destroyLater(ids ...string) {
 // destroySession ends a session the store no longer needs, also after ctx
 // ended; a failure leaves it to its TTL.
 func (s *Store) destroySession(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, _ = s.session.Destroy(id, (&api.WriteOptions{}).WithContext(dctx))
@@ -525,6 +572,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, fmt.Errorf("consulbackend: renew: %w", err)
 	}
 	ttl = backend.RoundUpMillis(ttl)
+	s.forget(key) // the lease changes: its release reads it first
 	cur, err := s.read(ctx, "renew", key)
 	if err != nil {
 		return backend.Lease{}, err
@@ -659,8 +707,12 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 		keepFor = backend.RoundUpMillis(keepFor)
 	}
 	if keepFor <= 0 {
+		if done, err := s.releaseKnown(ctx, key, owner); done {
+			return err
+		}
 		return s.release(ctx, key, owner, 1)
 	}
+	s.forget(key)
 	cur, err := s.read(ctx, "release", key)
 	if err != nil {
 		return err
@@ -682,8 +734,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 
 // release ends owner's lease on key at once. With a live waiter in the
 // key's line it hands the key to the first one (handOver). Otherwise it
-// deletes the key, then ends its session (a session that ended while it
-// still held the key would put the key under lock-delay); the fencing
+// deletes the key, then keeps its session idle (sessions.go); the fencing
 // counter's flags record the released token, which tells a watcher that
 // this deletion was a release, not an expiry.
 func (s *Store) release(ctx context.Context, key, owner string, attempt int) error {
@@ -699,13 +750,17 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 		s.afterLook()
 	}
 	if w := st.first(); w != nil {
-		retry, err := s.handOver(ctx, "release", key, st, w, nil)
+		retry, err := s.handOver(ctx, "release", key, st, w, nil, s.dropHanded(key, owner, st))
 		switch {
-		case err == nil:
-			s.destroyLater(cur.session)
-			return nil
 		case retry:
+			// The lease, its counter or the line changed since they
+			// were read (a renewal, a waiter that moved its place):
+			// nothing was handed over, and the lease still holds.
 			return s.releaseAgain(ctx, key, owner, attempt)
+		case err == nil:
+			s.putIdle(millis(cur.rec.TTLMillis), cur.session)
+			s.droppedHanded(owner, st)
+			return nil
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
 			return err
 		}
@@ -720,6 +775,7 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 	if fence := st.fenceKV; fence != nil {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: fence.Value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
 	}
+	ops = append(ops, s.dropHanded(key, owner, st)...)
 	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
 	if retry, err := s.txnRetry("release", key, ctx, ok, resp, err); err != nil {
 		return err
@@ -728,7 +784,8 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 		// read (a racing release, a waiter that joined): look again.
 		return s.releaseAgain(ctx, key, owner, attempt)
 	}
-	s.destroyLater(cur.session)
+	s.putIdle(millis(cur.rec.TTLMillis), cur.session)
+	s.droppedHanded(owner, st)
 	return nil
 }
 

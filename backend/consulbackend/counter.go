@@ -133,10 +133,13 @@ func (s *Store) forgetKeeper(id string) {
 
 // setCounter are the operations that move key's counter, read as fence
 // (nil if absent), to token and lock it with the keeper session, keeping
-// the release mark in its flags. They hold only if the counter is as it
-// was read. The counter is deleted and written again because another
+// the release mark in its flags. With check, they hold only if the counter
+// is as it was read; a handover, which checks that the lease it replaces
+// is as it was read, needs no more: nobody grants a held key, and what a
+// waiter's join writes (touchCounter) leaves the value and the flags as
+// they were. The counter is deleted and written again because another
 // store's keeper may hold it.
-func (s *Store) setCounter(key string, fence *api.KVPair, token uint64, keeper string) api.TxnOps {
+func (s *Store) setCounter(key string, fence *api.KVPair, token uint64, keeper string, check bool) api.TxnOps {
 	k := s.FenceKey(key)
 	set := &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: []byte(strconv.FormatUint(token, 10)), Session: keeper}
 	if fence == nil {
@@ -146,9 +149,30 @@ func (s *Store) setCounter(key string, fence *api.KVPair, token uint64, keeper s
 		}
 	}
 	set.Flags = fence.Flags
+	var ops api.TxnOps
+	if check {
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: fence.ModifyIndex}})
+	}
+	return append(ops,
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: k}},
+		&api.TxnOp{KV: set})
+}
+
+// touchCounter are the operations that write key's counter, read as fence,
+// again as it was (value, flags, keeper), if it is still as read, so that
+// only its index changes. A waiter's join does, so that a release that
+// read the line before the join finds the counter changed and reads
+// again. Watches block on the lease key, not on the counter, so this wakes
+// none of them (a rewrite of the lease would wake them all).
+func (s *Store) touchCounter(key string, fence *api.KVPair) api.TxnOps {
+	k := s.FenceKey(key)
+	verb := api.KVSet
+	if fence.Session != "" {
+		verb = api.KVLock
+	}
 	return api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: fence.ModifyIndex}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: k}},
-		{KV: set},
+		{KV: &api.KVTxnOp{Verb: verb, Key: k, Value: fence.Value, Flags: fence.Flags, Session: fence.Session}},
 	}
 }

@@ -6,7 +6,8 @@
 //
 // Under a prefix (default "baton"), a lease on key K is the KV entry
 // "<prefix>/lease/K", locked by a session of its own and holding the JSON
-// record {"owner", "token", "ttl_ms", "kept"}. Its fencing counter is
+// record {"owner", "token", "ttl_ms", "kept", "mark", "next", "released"}
+// (see record). Its fencing counter is
 // "<prefix>/fence/K": the last token granted, as a decimal string, with
 // the token of the last release in the entry's flags, locked by a keeper
 // session of the store that last granted K, so that it ends an hour or
@@ -18,14 +19,21 @@
 //
 // # How a lease lives
 //
-// Acquire reads the key and its counter, creates a session (TTL = the
+// Acquire reads the key and its counter, takes a session (TTL = the
 // lease's ttl, behavior delete, the store's lock-delay, no health checks)
 // and, in one transaction, moves the counter to the new token if nobody
 // changed it since the read and locks the key with the session. Renew
-// renews the session and rewrites the key as it is, so that watchers see
-// the renewal (EventRenewed) and a waiter counts its wait from it; Release
-// deletes the key (owner-checked, in one
-// transaction with the counter's release mark) and destroys the session;
+// renews the session and rewrites the key with its next mark, so that
+// watchers see the renewal (EventRenewed) and a waiter counts its wait
+// from it; Release deletes the key (owner-checked, in one transaction with
+// the counter's release mark) and keeps the session idle. A session that
+// holds nothing any more is not destroyed but kept for the store's next
+// lease or place in line of the same TTL, and renewed when it is taken
+// (creating and destroying a session are Raft writes, a renewal is not).
+// AcquireQueued renews that session while it reads the key, and a release
+// of a lease granted with nobody in line needs no read while nothing
+// changed since the grant (see known.go), so that an uncontended lock
+// cycle is a read and a renewal side by side, then two Raft writes.
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
 // releasing store deletes it when the keep time is over (a timer of the
@@ -41,19 +49,31 @@
 // TTL) or the servers' minimum, written in a transaction that holds only
 // if the key and the waiter first in line are as the refusal read them,
 // so that a release cannot slip between the refusal and the join; the
-// join also rewrites the lease with a new mark, so that a release that
-// read the line before it reads again. A call with the same patience
-// renews that session. Release with a live waiter
+// join also writes the key's counter again as it is, so that a release
+// that read the line before it reads again (the counter, not the lease,
+// so that no watcher wakes for a join). The place carries a second
+// session, of the ttl the waiter asks for, made for its lease. A call with
+// the same patience renews both sessions. Release with a live waiter
 // in line does not free the key: in one transaction it deletes the lease,
-// moves the counter to the waiter's token, takes the waiter out of the
-// line and locks the key with a new session of the ttl the waiter asked
-// for. Watchers see the key held (EventRenewed); the waiter's
-// AwaitHandover, a blocking query on the lease key, returns the lease, or
-// returns at once, ok false, when the key falls free without being handed
-// to it (an expiry, a release that found it not yet in line), so that the
-// waiter asks again. A
-// contended key thus passes from holder to holder without the waiters
-// racing for it, each race costing Raft writes.
+// moves the counter to the waiter's token, marks the waiter's place
+// handed, with the lease in it (the place is out of the line from then on,
+// and its holder's release deletes it), and locks the key with the
+// waiter's lease session, so that no session is created between one
+// holder and the next. Watchers see the key held (EventRenewed); the
+// waiter's AwaitHandover, a blocking query on the waiter's own place (or,
+// for the waiter first in line, on the lease key), returns the lease the
+// place now holds, without another read; the waiter
+// first in line also returns at once, ok false, when the key falls free
+// without being handed to it (an expiry, a release that found it not yet
+// in line), so that it asks again. A contended key thus passes from holder
+// to holder without the waiters racing for it, each race costing Raft
+// writes, and a handover wakes only the waiter it is for. The handover
+// also names in the lease the next few waiters, so that the holder's
+// release can hand the key on to the next of them without reading the
+// line first (see known.go): in the steady state of a contended key, a
+// lock costs two Raft writes (the handover and the holder's join, once it
+// asks again), no session create or destroy, and on the way from one
+// holder to the next one transaction and one blocking query's answer.
 //
 // # What differs from Redis
 //
@@ -97,7 +117,13 @@
 //     the servers' session minimum after its last call, whichever is
 //     longer: with Consul's default minimum of 10 s, a waiter that
 //     crashed is first in line for up to 20 s, and a key released
-//     meanwhile is handed to it and stays held for that waiter's ttl.
+//     meanwhile is handed to it, on the session the waiter made for its
+//     lease when it joined: the key stays held until that session ends,
+//     between the waiter's ttl and twice that after its last call.
+//
+//   - A waiter behind another in line waits on its own place, not on the
+//     lease key, so it does not see the key fall free by an expiry: it
+//     asks again when its wait (synclock's retry interval) is over.
 //
 // # Restart guard, members, the catalog
 //

@@ -43,7 +43,9 @@ func QueuedAfter(ctx context.Context, s *Store, key, owner string, ttl, patience
 		return false, err
 	}
 	between()
-	_, retry, err = s.queued(ctx, key, owner, ttl, 0, patience, st)
+	j := &joining{}
+	defer s.unused(j)
+	_, retry, err = s.queued(ctx, key, owner, ttl, 0, patience, st, j)
 	return retry, err
 }
 
@@ -51,13 +53,14 @@ func QueuedAfter(ctx context.Context, s *Store, key, owner string, ttl, patience
 // the line's prefix, as the store reads it: the owner it names, or ok
 // false if the store skips it.
 func DecodePlace(s *Store, key, name string, value []byte) (owner string, ok bool, err error) {
-	line, err := s.places(key, []*api.TxnResult{{KV: &api.KVPair{Key: s.LineKey(key) + name, Value: value, Session: "s", CreateIndex: 1}}})
+	line, _, err := s.places(key, []*api.TxnResult{{KV: &api.KVPair{Key: s.LineKey(key) + name, Value: value, Session: "s", CreateIndex: 1}}})
 	if err != nil || len(line) == 0 {
 		return "", false, err
 	}
 	return line[0].owner, true, nil
 }
 
-// SetAfterLook makes every release of s run f between its read of the key
-// and its write, as when another client's write lands in between.
+// SetAfterLook makes every release, dequeue and break of s run f between its
+// read of the key and its write, as when another client's write lands in
+// between.
 func SetAfterLook(s *Store, f func()) { s.afterLook = f }

@@ -42,6 +42,7 @@ func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
 // breakOnce makes one attempt of Break; retry reports that the key, its
 // counter or its line changed between the read and the write.
 func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, retry bool, err error) {
+	s.forget(key)
 	st, err := s.look(ctx, "break", key, true)
 	if err != nil {
 		return backend.Lease{}, false, err
@@ -51,14 +52,18 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		return backend.Lease{}, false, fmt.Errorf("consulbackend: break %q: %w", key, backend.ErrNotFound)
 	}
 	broken := cur.rec.lease(key)
+	if s.afterLook != nil {
+		s.afterLook()
+	}
 	if w := st.first(); w != nil {
-		retry, err := s.handOver(ctx, "break", key, st, w, nil)
+		retry, err := s.handOver(ctx, "break", key, st, w, nil, nil)
 		switch {
+		case retry:
+			return backend.Lease{}, true, nil // nothing was handed over
 		case err == nil:
+			// Not kept idle: its holder may still renew it.
 			s.destroyLater(cur.session)
 			return broken, false, nil
-		case retry:
-			return backend.Lease{}, true, nil
 		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
 			return backend.Lease{}, false, err
 		}
@@ -88,7 +93,7 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		if err != nil {
 			return backend.Lease{}, false, err
 		}
-		set := s.setCounter(key, nil, bumped, keeper)
+		set := s.setCounter(key, nil, bumped, keeper, true)
 		set[len(set)-1].KV.Flags = cur.rec.Token
 		ops = append(ops, set...)
 	}

@@ -59,7 +59,7 @@ func (s *Store) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo,
 			continue
 		}
 		info := backend.LeaseInfo{Lease: cur.rec.lease(key)}
-		line, err := s.places(key, places[key])
+		line, _, err := s.places(key, places[key])
 		if err != nil {
 			return nil, err
 		}

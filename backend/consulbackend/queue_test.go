@@ -241,3 +241,353 @@ func TestAwaitHandoverEndsWhenTheKeyFallsFree(t *testing.T) {
 		t.Fatalf("AwaitHandover still waits %v after the key fell free (max %v)", max/2, max)
 	}
 }
+
+// A handover whose transaction fails because the key or the line changed
+// after its read (a renewal of the lease, a waiter that moved its place)
+// reads again and hands the key over: it neither reports success without
+// handing over nor ends the sessions that still hold the lease and the
+// waiter's place.
+func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl = 10 * time.Second
+
+	t.Run("Release", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "handover-race-release"
+		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		once := true
+		consulbackend.SetAfterLook(s, func() {
+			if once {
+				once = false
+				if _, err := s.Renew(ctx, key, "holder", ttl); err != nil {
+					t.Errorf("the holder's renewal between its release's read and write: %v", err)
+				}
+			}
+		})
+		if err := s.Release(ctx, key, "holder", 0); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := s.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+		if err != nil || !ok || l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover after a release whose first handover lost a race: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+		}
+	})
+
+	t.Run("Dequeue", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "handover-race-dequeue"
+		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"first", "second"} {
+			if _, err := s.AcquireQueued(ctx, key, w, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Fatalf("%s's AcquireQueued of the held key: %v; want ErrHeld", w, err)
+			}
+		}
+		// Free, and kept for "first".
+		destroyLeaseSession(t, a, s, key)
+		once := true
+		consulbackend.SetAfterLook(s, func() {
+			if once {
+				once = false
+				// Another patience moves second's place to a new entry.
+				if _, err := s.AcquireQueued(ctx, key, "second", ttl, 0, 2*time.Minute); !errors.Is(err, backend.ErrHeld) {
+					t.Errorf("second's AcquireQueued between first's dequeue's read and write: %v; want ErrHeld", err)
+				}
+			}
+		})
+		if err := s.Dequeue(ctx, key, "first"); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := s.AwaitHandover(ctx, key, "second", 5*time.Second)
+		if err != nil || !ok || l.Owner != "second" {
+			t.Fatalf("AwaitHandover after a dequeue whose first handover lost a race: %+v, ok %v, err %v; want the key handed to second", l, ok, err)
+		}
+	})
+
+	t.Run("Break", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "handover-race-break"
+		held, err := s.Acquire(ctx, key, "holder", ttl, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		once := true
+		consulbackend.SetAfterLook(s, func() {
+			if once {
+				once = false
+				if _, err := s.Renew(ctx, key, "holder", ttl); err != nil {
+					t.Errorf("the holder's renewal between the break's read and write: %v", err)
+				}
+			}
+		})
+		broken, err := s.Break(ctx, key)
+		if err != nil || broken.Token != held.Token {
+			t.Fatalf("Break: %+v, %v; want the holder's lease", broken, err)
+		}
+		l, ok, err := s.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+		if err != nil || !ok || l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover after a break whose first handover lost a race: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+		}
+	})
+}
+
+// A waiter first in line whose grant of the free key loses a race
+// (another client took the key after the read) keeps its place: the
+// attempt reads again instead of leaving the line.
+func TestQueuedGrantThatLosesARaceKeepsThePlace(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s, ws := newStore(t, a), newStore(t, a)
+	const key, ttl = "grant-race", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	// Free, and kept for the waiter.
+	destroyLeaseSession(t, a, s, key)
+	retry, err := consulbackend.QueuedAfter(ctx, ws, key, "waiter", ttl, time.Minute, func() {
+		// Another client takes the key past the line (Acquire does not
+		// look at it): the counter moves.
+		if _, err := s.Acquire(ctx, key, "other", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err != nil || !retry {
+		t.Fatalf("a grant decided on a read from before the counter moved: retry %v, err %v; want retry", retry, err)
+	}
+	ws.Close() // waits for the sessions it ends
+	p, _, err := client(t, a).KV().Get(s.LineKey(key)+"waiter", nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("the waiter's place after its grant lost a race: %+v, %v; want it still in line", p, err)
+	}
+}
+
+// A waiter behind another in line waits on its own place, not on the
+// lease key: the handover to the waiter ahead of it does not wake it, and
+// the handover to it does. Its store remembers where its join left the
+// place, so the wait reads nothing first, and the handover writes the
+// lease into the place, so it reads nothing after.
+func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	b, bc := countingStore(t, a)
+	const key, ttl = "handover-wakes-one", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("a's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	if _, err := b.AcquireQueued(ctx, key, "b", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	type result struct {
+		l   backend.Lease
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	before := bc.requests.Load()
+	go func() {
+		l, ok, err := b.AwaitHandover(ctx, key, "b", patience)
+		done <- result{l, ok, err}
+	}()
+	<-bc.blocks // b waits
+	if err := s.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, err := s.AwaitHandover(ctx, key, "a", 5*time.Second); err != nil || !ok || l.Owner != "a" {
+		t.Fatalf("a's AwaitHandover: %+v, ok %v, err %v; want the key handed to a", l, ok, err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil || !r.ok || r.l.Owner != "b" {
+		t.Fatalf("b's AwaitHandover: %+v, ok %v, err %v; want the key handed to b", r.l, r.ok, r.err)
+	}
+	if n := bc.wakeup.Load(); n != 1 {
+		t.Errorf("b's wait returned from %d blocking queries for two handovers; want 1, the one to b", n)
+	}
+	// b's store knows where b's join left its place: no read of the line
+	// before the wait.
+	if n := bc.requests.Load() - before; n != 1 {
+		t.Errorf("b's wait sent %d requests; want 1, the blocking query on its place, which the handover marks handed with the lease", n)
+	}
+}
+
+// A release of a lease granted with nobody in line is one transaction,
+// without a read first, while nothing changed since the grant; a waiter
+// that joined since, or a renewal, makes it read and go the usual way
+// (the join is handed the key).
+func TestReleaseAlone(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl = 10 * time.Second
+
+	t.Run("OneRequest", func(t *testing.T) {
+		ctx := ctxT(t)
+		s, c := countingStore(t, a)
+		const key = "alone-one-request"
+		w, err := newStore(t, a).Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		for i := range 3 {
+			if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			before := c.requests.Load()
+			if err := s.Release(ctx, key, "a", 0); err != nil {
+				t.Fatal(err)
+			}
+			if n := c.requests.Load() - before; n != 1 {
+				t.Errorf("cycle %d: the release of a lease granted with nobody in line sent %d requests; want 1", i, n)
+			}
+			awaitKind(t, w, backend.EventReleased) // told from an expiry
+		}
+		if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("Get after the release: %v; want ErrNotFound", err)
+		}
+	})
+
+	t.Run("JoinSince", func(t *testing.T) {
+		ctx := ctxT(t)
+		s, w := newStore(t, a), newStore(t, a)
+		const key = "alone-join-since"
+		if _, err := s.AcquireQueued(ctx, key, "holder", ttl, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		if err := s.Release(ctx, key, "holder", 0); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+		if err != nil || !ok || l.Owner != "waiter" {
+			t.Fatalf("AwaitHandover of the waiter that joined after the grant: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+		}
+	})
+
+	t.Run("RenewedSince", func(t *testing.T) {
+		ctx := ctxT(t)
+		s := newStore(t, a)
+		const key = "alone-renewed-since"
+		w, err := s.Watch(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Renew(ctx, key, "a", ttl); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+		awaitKind(t, w, backend.EventReleased)
+	})
+}
+
+// A handover names in the lease the waiters behind the one it grants, and
+// that holder's release hands the key on to the next of them in one
+// transaction, without reading the line first. A waiter that left since
+// is skipped by a release that reads (its place is not as named), and one
+// that joined since comes after those named.
+func TestHandOnWithoutRead(t *testing.T) {
+	a := testenv.NewConsul(t)
+	const ttl = 10 * time.Second
+
+	// line has h hold key and the waiters join in order.
+	line := func(t *testing.T, s *consulbackend.Store, key string, waiters ...string) {
+		t.Helper()
+		if _, err := s.Acquire(ctxT(t), key, "h", ttl, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range waiters {
+			if _, err := s.AcquireQueued(ctxT(t), key, w, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Fatalf("%s's AcquireQueued of the held key: %v; want ErrHeld", w, err)
+			}
+		}
+	}
+	// pass releases from's lease and returns to's, handed over.
+	pass := func(t *testing.T, s *consulbackend.Store, key, from, to string) backend.Lease {
+		t.Helper()
+		if err := s.Release(ctxT(t), key, from, 0); err != nil {
+			t.Fatal(err)
+		}
+		l, ok, err := s.AwaitHandover(ctxT(t), key, to, 5*time.Second)
+		if err != nil || !ok || l.Owner != to {
+			t.Fatalf("%s's AwaitHandover after %s's release: %+v, ok %v, err %v; want the key", to, from, l, ok, err)
+		}
+		return l
+	}
+
+	t.Run("Chain", func(t *testing.T) {
+		s, c := countingStore(t, a)
+		const key = "hand-on-chain"
+		line(t, s, key, "a", "b", "c")
+		la := pass(t, s, key, "h", "a")
+		before := c.requests.Load()
+		lb := pass(t, s, key, "a", "b")
+		if n := c.requests.Load() - before; n != 2 {
+			t.Errorf("a's release and b's wait sent %d requests; want 2: the handover (no read first) and b's query on its place", n)
+		}
+		lc := pass(t, s, key, "b", "c")
+		if !(la.Token < lb.Token && lb.Token < lc.Token) {
+			t.Errorf("tokens a %d, b %d, c %d; want them increasing", la.Token, lb.Token, lc.Token)
+		}
+		if err := s.Release(ctxT(t), key, "c", 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctxT(t), key); !errors.Is(err, backend.ErrNotFound) {
+			t.Fatalf("Get after the last waiter's release: %v; want ErrNotFound", err)
+		}
+		// A handover marks the waiter's place handed; its release deletes it.
+		left, _, err := client(t, a).KV().List(s.LineKey(key), nil)
+		if err != nil || len(left) != 0 {
+			t.Fatalf("the line after every waiter released the key: %d entries (%v); want none", len(left), err)
+		}
+	})
+
+	t.Run("NamedWaiterLeft", func(t *testing.T) {
+		s := newStore(t, a)
+		const key = "hand-on-left"
+		line(t, s, key, "a", "b", "c")
+		pass(t, s, key, "h", "a")
+		if err := s.Dequeue(ctxT(t), key, "b"); err != nil {
+			t.Fatal(err)
+		}
+		pass(t, s, key, "a", "c")
+	})
+
+	t.Run("JoinedSince", func(t *testing.T) {
+		s := newStore(t, a)
+		const key = "hand-on-joined"
+		line(t, s, key, "a", "b")
+		pass(t, s, key, "h", "a")
+		if _, err := s.AcquireQueued(ctxT(t), key, "d", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("d's AcquireQueued of the held key: %v; want ErrHeld", err)
+		}
+		pass(t, s, key, "a", "b")
+		pass(t, s, key, "b", "d")
+	})
+}

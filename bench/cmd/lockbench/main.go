@@ -12,6 +12,7 @@
 //	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
 //	go run ./cmd/lockbench -show results.json   # the table of an earlier run
 //	go run ./cmd/lockbench -impls baton,baton-store,redislock -out ''   # what synclock adds to the store
+//	go run ./cmd/lockbench -redis=false -cluster=false -out ''        # the Consul figures only
 //
 // It exits 1 when a run failed or any run saw overlapping holders, 2 on
 // bad flags. Targets that are missed are reported, not failed: they are
@@ -57,6 +58,9 @@ func run() int {
 		clients    = fs.String("clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
 		consul     = fs.Bool("consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
 		terms      = fs.Int("terms", 5, "-consul: role handovers and crash failovers timed")
+		consulImps = fs.String("consul-impls", "", "-consul: comma-separated implementations to run on Consul (baton, consul-lock, consul-kv); empty for all")
+		requests   = fs.Bool("consul-requests", false, "-consul: after each measurement, print the requests per op by method, path and status")
+		onRedis    = fs.Bool("redis", true, "measure on a private redis-server (-redis=false -cluster=false: the Consul figures only)")
 		cluster    = fs.Bool("cluster", true, "also measure lock throughput on a Redis Cluster of 1 master and of 3, and the cost of WithReplicaAck(1) on a master with one replica")
 	)
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -96,10 +100,21 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := bench.Run(ctx, opts)
+	res, err := &bench.Results{}, error(nil)
+	if *onRedis {
+		res, err = bench.Run(ctx, opts)
+	}
 	if err == nil && res != nil && *consul {
-		res.Consul, err = bench.RunConsul(ctx, bench.ConsulOptions{
-			Duration: *duration, Procs: *procs, Goroutines: *goroutines, CS: *cs, Terms: *terms, Progress: os.Stderr})
+		var names []string
+		if *consulImps != "" {
+			names = strings.Split(*consulImps, ",")
+		}
+		co := bench.ConsulOptions{
+			Duration: *duration, Rounds: *rounds, Impls: names, Procs: *procs, Goroutines: *goroutines, CS: *cs, Terms: *terms, Progress: os.Stderr}
+		if *requests {
+			co.Requests = os.Stderr
+		}
+		res.Consul, err = bench.RunConsul(ctx, co)
 	}
 	if err == nil && res != nil && *cluster {
 		// As long as the rounds of the other runs together.

@@ -1,0 +1,253 @@
+package consulbackend
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// Releasing without reading first.
+//
+// A release reads the key and its line, then writes. The read can be left
+// out when the store knows what the line holds, from how the lease came
+// to it:
+//
+//   - A grant that took the key with nobody else in line remembers what it
+//     wrote: the lease's session and index, and the fencing counter's
+//     index. A waiter that joins the line while the key is held writes the
+//     counter again (joinLine), and a renewal rewrites the lease (Renew
+//     forgets what the store knew), so while both are as remembered the
+//     lease is as granted and nobody is in line: the release deletes the
+//     key and marks the release on the counter in one transaction that
+//     holds only if that is still so. An uncontended lock cycle is thus
+//     one read and two writes.
+//
+//   - A handover writes into the lease it grants the waiters that were
+//     next in line behind its waiter, as it read them (record.Next, at
+//     most handOnMax of them), and the counter's release mark. The waiter
+//     learns them with the lease (AwaitHandover), and its release hands
+//     the key on to the first of them in one transaction that also checks
+//     that this waiter's place is as read, passing the others on in the
+//     lease it grants. Waiters that joined since stand behind them. When
+//     the list is used up, the next release reads. A contended key thus
+//     passes from holder to holder without a read on the way for
+//     handOnMax holders in every handOnMax+1. (The list cannot tell that
+//     the line ends after it: a join between the handover's read and its
+//     write, which does not check the counter, would go unseen.)
+//
+// If the transaction fails, the release reads and goes the usual way.
+// Every such transaction also checks the lease's session, which Consul
+// would not know after losing its data, so that an index that happens to
+// be reused after such a loss cannot pass for the lease.
+
+// handOnMax is how many waiters a handover writes into the lease it
+// grants.
+const handOnMax = 4
+
+// nextPlace is a waiter in line as a handover read it (see place).
+type nextPlace struct {
+	Owner       string `json:"owner"`
+	Index       uint64 `json:"index"` // the place's ModifyIndex
+	TTLMillis   int64  `json:"ttl_ms"`
+	Floor       uint64 `json:"floor,omitempty"`
+	PlaceMillis int64  `json:"place_ms"`
+	Place       string `json:"place"`             // the place's session
+	Session     string `json:"session,omitempty"` // the one made for its lease
+}
+
+// nextPlaces are the waiters behind w in line, as st read them, but out,
+// at most handOnMax.
+func nextPlaces(st *state, w, out *place) []nextPlace {
+	var next []nextPlace
+	for i := range st.line {
+		p := &st.line[i]
+		if p.order <= w.order || (out != nil && p.owner == out.owner) {
+			continue
+		}
+		if len(next) == handOnMax {
+			break
+		}
+		next = append(next, nextPlace{Owner: p.owner, Index: p.index, TTLMillis: p.rec.TTLMillis, Floor: p.rec.Floor,
+			PlaceMillis: p.rec.PlaceMillis, Place: p.session, Session: p.rec.Session})
+	}
+	return next
+}
+
+// known is what the store knows of a lease it holds.
+type known struct {
+	owner, session string
+	token          uint64
+	ttl            time.Duration
+	leaseIndex     uint64
+	fenceIndex     uint64      // the counter's, which holds token
+	next           []nextPlace // the waiters behind the holder, first in line first
+	released       uint64      // the counter's release mark
+	place          string      // the session of the holder's handed place, if known
+	placeTTL       time.Duration
+}
+
+// written picks out of a grant's transaction results what it wrote to
+// key's lease and counter.
+func (s *Store) written(key string, rec record, session string, results []*api.TxnResult) *known {
+	k := &known{owner: rec.Owner, session: session, token: rec.Token, ttl: millis(rec.TTLMillis)}
+	for _, r := range results {
+		switch {
+		case r.KV == nil:
+		case r.KV.Key == s.LeaseKey(key) && r.KV.Session == session:
+			k.leaseIndex = r.KV.ModifyIndex
+		case r.KV.Key == s.FenceKey(key):
+			k.fenceIndex = max(k.fenceIndex, r.KV.ModifyIndex) // the write, not the check before it
+		}
+	}
+	if k.leaseIndex == 0 || k.fenceIndex == 0 {
+		return nil
+	}
+	return k
+}
+
+// handedTo is what the lease cur, handed over to its holder, tells of the
+// line.
+func handedTo(cur *entry) *known {
+	if len(cur.rec.Next) == 0 {
+		return nil
+	}
+	return &known{owner: cur.rec.Owner, session: cur.session, token: cur.rec.Token, ttl: millis(cur.rec.TTLMillis),
+		leaseIndex: cur.index, next: cur.rec.Next, released: cur.rec.Released}
+}
+
+// remember keeps k, what the store knows of its lease on key.
+func (s *Store) remember(key string, k *known) {
+	if k == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.known[key] = k
+	}
+}
+
+// forget drops what the store knew of its lease on key, and returns it.
+func (s *Store) forget(key string) *known {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.known[key]
+	delete(s.known, key)
+	return k
+}
+
+// releaseKnown releases owner's lease on key without reading it first, if
+// the store knows the line and nothing changed since. done false: the
+// caller releases the usual way.
+func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool, err error) {
+	k := s.forget(key)
+	switch {
+	case k == nil || k.owner != owner:
+		return false, nil
+	case len(k.next) > 0:
+		return s.handOn(ctx, key, k)
+	case k.fenceIndex == 0:
+		return false, nil // handed over with nobody known behind
+	}
+	ok, _, _, err := s.txn.Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(k.token, 10)), Flags: k.token, Index: k.fenceIndex}},
+	}, s.queryOpts(ctx))
+	if err != nil {
+		return true, s.transport("release", key, ctx, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	s.putIdle(k.ttl, k.session)
+	return true, nil
+}
+
+// handedPlace is what owner's place p, marked handed, tells: the lease
+// (granted in the same transaction as the mark, so at p's index) and who
+// waits behind it.
+func handedPlace(key, owner string, p *api.KVPair, rec placeRecord) (backend.Lease, *known) {
+	h := rec.Handed
+	k := &known{owner: owner, session: h.Session, token: h.Token, ttl: millis(rec.TTLMillis), leaseIndex: p.ModifyIndex,
+		next: h.Next, released: h.Released, place: p.Session, placeTTL: millis(rec.PlaceMillis)}
+	if len(k.next) == 0 {
+		k.next = nil
+	}
+	return backend.Lease{Key: key, Owner: owner, Token: h.Token, TTL: k.ttl}, k
+}
+
+// dropOwnPlace are the operations that delete the handed place of the
+// holder k, whose lease is released: a no-op if it has none.
+func (s *Store) dropOwnPlace(key string, k *known) api.TxnOps {
+	return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.placeKey(key, k.owner)}}}
+}
+
+// handOn hands key, held as k says, to the first of k.next, if the lease
+// and that waiter's place are as known, passing the rest on in the lease.
+func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, err error) {
+	n := k.next[0]
+	ttl := millis(n.TTLMillis)
+	token, err := s.nextToken(key, k.token, n.Floor)
+	if err != nil {
+		return false, nil // the usual way reports it
+	}
+	keeper, err := s.keeper(ctx, "release", key, ttl)
+	if err != nil {
+		return true, err
+	}
+	rec := record{Owner: n.Owner, Token: token, TTLMillis: n.TTLMillis, Next: k.next[1:], Released: k.released}
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.FenceKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(token, 10)), Flags: k.released, Session: keeper}},
+	}
+	ops = append(ops, s.dropOwnPlace(key, k)...)
+	nrec := placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}
+	carry := record{Next: k.next[1:], Released: k.released}
+	sess := n.Session
+	for {
+		own := sess == ""
+		if own {
+			if sess, err = s.sessionFor(ctx, "release", key, ttl); err != nil {
+				return true, err
+			}
+		}
+		all := append(ops[:len(ops):len(ops)], s.handPlace(key, n.Owner, n.Index, nrec, n.Place, token, sess, carry)...)
+		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
+		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))
+		if err != nil {
+			if own {
+				s.destroyLater(sess)
+			}
+			return true, s.transport("release", key, ctx, err)
+		}
+		if ok {
+			s.putIdle(k.ttl, k.session)
+			s.putIdle(k.placeTTL, k.place)
+			return true, nil
+		}
+		if own {
+			s.putIdle(ttl, sess)
+		}
+		ended := false
+		for _, e := range resp.Errors {
+			if strings.Contains(e.What, keeper) {
+				s.forgetKeeper(keeper)
+			}
+			ended = ended || (!own && strings.Contains(e.What, sess))
+		}
+		if !ended {
+			return false, nil
+		}
+		sess = "" // the waiter's session for its lease ended: use the store's
+	}
+}

@@ -1,0 +1,189 @@
+package consulbackend_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/consulbackend"
+	"github.com/baton-go/baton/internal/testenv"
+)
+
+// sessionWrites counts the requests a store sends, the session creates
+// and destroys among them, and the blocking queries that returned.
+type sessionWrites struct {
+	next                               http.RoundTripper
+	requests, created, removed, wakeup atomic.Int64
+	blocks                             chan struct{} // receives as each blocking query is sent
+}
+
+func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
+	switch {
+	case strings.HasPrefix(req.URL.Path, "/v1/session/create"):
+		c.created.Add(1)
+	case strings.HasPrefix(req.URL.Path, "/v1/session/destroy"):
+		c.removed.Add(1)
+	}
+	blocking := req.Method == http.MethodGet && req.URL.Query().Get("index") != ""
+	if blocking {
+		select {
+		case c.blocks <- struct{}{}:
+		default:
+		}
+	}
+	resp, err := c.next.RoundTrip(req)
+	if err == nil && blocking {
+		c.wakeup.Add(1)
+	}
+	return resp, err
+}
+
+// countingStore is newStore whose session creates and destroys are
+// counted.
+func countingStore(t testing.TB, a *testenv.Consul) (*consulbackend.Store, *sessionWrites) {
+	t.Helper()
+	c := &sessionWrites{next: http.DefaultTransport.(*http.Transport).Clone(), blocks: make(chan struct{}, 1)}
+	cfg := config(a)
+	cfg.HttpClient = &http.Client{Transport: c}
+	s, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, c
+}
+
+// A store keeps the sessions of released leases idle for its next grants
+// of the same TTL (creating and destroying a session are Raft writes,
+// renewing one is not): lock cycles after the first (which also makes the
+// store's keeper of fencing counters) create no session, and Close
+// destroys the idle ones.
+func TestLockCyclesReuseSessions(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s, c := countingStore(t, a)
+	const key, ttl = "reuse", 10 * time.Second
+	var first int64
+	for i := range 5 {
+		if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if err := s.Release(ctx, key, "a", 0); err != nil {
+			t.Fatalf("cycle %d: %v", i, err)
+		}
+		if i == 0 {
+			first = c.created.Load()
+		}
+	}
+	if n := c.created.Load() - first; n != 0 {
+		t.Errorf("4 lock cycles after the first created %d sessions; want 0, the first one's reused", n)
+	}
+	if n := c.removed.Load(); n != 0 {
+		t.Errorf("5 lock cycles destroyed %d sessions; want none", n)
+	}
+	s.Close()
+	sessions, _, err := client(t, a).Session().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range sessions {
+		if e.Name == "baton lease under "+s.Prefix() {
+			t.Errorf("session %s (%s) outlived Close, idle", e.ID, e.Name)
+		}
+	}
+}
+
+// A waiter makes the session of its lease when it joins the line, so that
+// a release hands the key over without creating one: the handover path
+// from holder to holder is one read and one transaction.
+func TestHandoverCreatesNoSession(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	h, hc := countingStore(t, a)
+	w := newStore(t, a)
+	const key, ttl = "handover-session", 10 * time.Second
+	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	before := hc.created.Load()
+	if err := h.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := hc.created.Load() - before; n != 0 {
+		t.Errorf("the release that handed the key over created %d sessions; want 0", n)
+	}
+	l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+	if err != nil || !ok || l.Owner != "waiter" {
+		t.Fatalf("AwaitHandover: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+	}
+	p, _, err := client(t, a).KV().Get(h.LeaseKey(key), nil)
+	if err != nil || p == nil {
+		t.Fatalf("the lease: %+v, %v", p, err)
+	}
+	if want := leaseSessionOf(t, a, w, key, "waiter"); want != "" && p.Session != want {
+		t.Errorf("the handed-over lease is locked by session %s; want %s, the one the waiter made when it joined", p.Session, want)
+	}
+}
+
+// leaseSessionOf returns the session a waiter's place in line carries
+// for its lease, or "" once the place is gone.
+func leaseSessionOf(t testing.TB, a *testenv.Consul, s *consulbackend.Store, key, owner string) string {
+	t.Helper()
+	p, _, err := client(t, a).KV().Get(s.LineKey(key)+owner, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil {
+		return ""
+	}
+	var rec struct {
+		Session string `json:"session"`
+	}
+	if err := json.Unmarshal(p.Value, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Session
+}
+
+// A handover whose waiter's lease session ended (the waiter waited longer
+// than its ttl allows without asking again, or an operator destroyed it)
+// hands the key over with a session of the releasing store's.
+func TestHandoverAfterTheWaitersSessionEnded(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	h, w := newStore(t, a), newStore(t, a)
+	const key, ttl = "handover-ended-session", 10 * time.Second
+	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	ended := leaseSessionOf(t, a, w, key, "waiter")
+	if ended == "" {
+		t.Fatal("the waiter's place carries no session for its lease")
+	}
+	if err := a.DestroySession(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
+	if err != nil || !ok || l.Owner != "waiter" {
+		t.Fatalf("AwaitHandover: %+v, ok %v, err %v; want the key handed over", l, ok, err)
+	}
+	p, _, err := client(t, a).KV().Get(h.LeaseKey(key), nil)
+	if err != nil || p == nil || p.Session == "" || p.Session == ended {
+		t.Fatalf("the handed-over lease: %+v, %v; want it locked by a live session", p, err)
+	}
+}

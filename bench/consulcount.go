@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// consulCounts counts what the clients of one measurement ask of the
+// Consul agent: every HTTP request, the ones Consul commits through Raft
+// (session create and destroy, KV writes, transactions with a write in
+// them; a session renewal is not one), and the blocking queries that
+// returned (each is one wake-up of a waiter or watcher).
+type consulCounts struct {
+	requests, writes, wakeups atomic.Int64
+
+	mu    sync.Mutex
+	kinds map[string]*kindCount // requests by method, path, write, blocking and status
+}
+
+type kindCount struct {
+	n    int
+	took time.Duration // in all, from sending the request to its response
+}
+
+// config returns a client configuration for the agent at addr whose
+// requests c counts.
+func (c *consulCounts) config(addr string) *api.Config {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return &api.Config{Address: addr, HttpClient: &http.Client{Transport: &countingTransport{next: t, c: c}}}
+}
+
+// perOp returns the counts divided by ops.
+func (c *consulCounts) perOp(ops int) (requests, writes, wakeups float64) {
+	if ops == 0 {
+		return 0, 0, 0
+	}
+	n := float64(ops)
+	return float64(c.requests.Load()) / n, float64(c.writes.Load()) / n, float64(c.wakeups.Load()) / n
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	c    *consulCounts
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	write, err := consulWrite(req)
+	if err != nil {
+		return nil, err
+	}
+	blocking := req.Method == http.MethodGet && req.URL.Query().Get("index") != ""
+	start := time.Now()
+	resp, err := t.next.RoundTrip(req)
+	took := time.Since(start)
+	if err != nil {
+		return resp, err
+	}
+	t.c.requests.Add(1)
+	{
+		kind := req.Method + " " + req.URL.Path
+		if strings.HasPrefix(req.URL.Path, "/v1/session/") {
+			kind = req.Method + " " + strings.Join(strings.Split(req.URL.Path, "/")[:4], "/")
+		} else if strings.HasPrefix(req.URL.Path, "/v1/kv/") {
+			kind = req.Method + " /v1/kv"
+		}
+		if write {
+			kind += " write"
+		}
+		if blocking {
+			kind += " blocking"
+		}
+		kind += " " + strconv.Itoa(resp.StatusCode)
+		t.c.mu.Lock()
+		if t.c.kinds == nil {
+			t.c.kinds = map[string]*kindCount{}
+		}
+		k := t.c.kinds[kind]
+		if k == nil {
+			k = &kindCount{}
+			t.c.kinds[kind] = k
+		}
+		k.n++
+		k.took += took
+		t.c.mu.Unlock()
+	}
+	if write {
+		t.c.writes.Add(1)
+	}
+	if blocking {
+		t.c.wakeups.Add(1)
+	}
+	return resp, nil
+}
+
+// consulWrite reports whether req is a request Consul commits through
+// Raft. A transaction is one if any of its operations writes.
+func consulWrite(req *http.Request) (bool, error) {
+	path := req.URL.Path
+	switch {
+	case strings.HasPrefix(path, "/v1/session/create"), strings.HasPrefix(path, "/v1/session/destroy"):
+		return true, nil
+	case strings.HasPrefix(path, "/v1/kv/"):
+		return req.Method == http.MethodPut || req.Method == http.MethodDelete, nil
+	case path == "/v1/txn" && req.Body != nil:
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return false, err
+		}
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var ops []struct{ KV *struct{ Verb string } }
+		if json.Unmarshal(body, &ops) != nil {
+			return true, nil
+		}
+		for _, op := range ops {
+			if op.KV == nil {
+				return true, nil
+			}
+			switch op.KV.Verb {
+			case "get", "get-or-empty", "get-tree", "check-index", "check-session", "check-not-exists":
+			default:
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	return false, nil
+}
+
+// writeKinds prints the requests by kind, per op, and how long each took
+// on average.
+func (c *consulCounts) writeKinds(w io.Writer, ops int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kinds := slices.Sorted(maps.Keys(c.kinds))
+	for _, k := range kinds {
+		kc := c.kinds[k]
+		fmt.Fprintf(w, "    %-45s %6.2f/op, %7.0f µs each\n", k, float64(kc.n)/float64(max(ops, 1)), float64(kc.took.Microseconds())/float64(kc.n))
+	}
+}
