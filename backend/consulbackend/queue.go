@@ -772,13 +772,8 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		}
 		q := (&api.QueryOptions{WaitIndex: index, WaitTime: wait}).WithContext(wctx)
 		p, meta, err := s.lookLease(key, q)
-		switch {
-		case ctx.Err() != nil:
-			return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
-		case wctx.Err() != nil:
-			return backend.Lease{}, false, nil // max passed
-		case err != nil:
-			return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
+		if stop, err := s.awaitEnded(ctx, wctx, key, err); stop {
+			return backend.Lease{}, false, err
 		}
 		cur, err := s.entry(key, p)
 		if err != nil {
@@ -837,13 +832,8 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 	for {
 		q := (&api.QueryOptions{WaitIndex: index, WaitTime: max}).WithContext(wctx)
 		pairs, meta, err := s.kv.List(name, q)
-		switch {
-		case ctx.Err() != nil:
-			return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
-		case wctx.Err() != nil:
-			return backend.Lease{}, false, nil // max passed
-		case err != nil:
-			return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
+		if stop, err := s.awaitEnded(ctx, wctx, key, err); stop {
+			return backend.Lease{}, false, err
 		}
 		i := slices.IndexFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
 		if i >= 0 {
@@ -874,4 +864,19 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 			index = meta.LastIndex
 		}
 	}
+}
+
+// awaitEnded tells whether a blocking read of AwaitHandover, which ended
+// with err, ends the wait: the caller's context ended (an error), max
+// passed (no error: not handed over), or the read failed.
+func (s *Store) awaitEnded(ctx, wctx context.Context, key string, err error) (bool, error) {
+	switch {
+	case ctx.Err() != nil:
+		return true, fmt.Errorf("consulbackend: await handover %q: %w", key, backend.ContextError(ctx))
+	case wctx.Err() != nil:
+		return true, nil // max passed
+	case err != nil:
+		return true, s.transport("await handover", key, ctx, err)
+	}
+	return false, nil
 }
