@@ -16,6 +16,7 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
 
@@ -374,7 +375,7 @@ func TestSpringLayout(t *testing.T) {
 type watching struct {
 	cancel      context.CancelFunc
 	done        chan int
-	out, errOut syncBuffer
+	out, errOut testenv.SyncBuffer
 }
 
 // startWatch runs batonctl with args (a watch command) until stop, and

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -266,27 +264,6 @@ func acquire(t *testing.T, st backend.Store, app, key, o string) backend.Lease {
 	}
 	return l
 }
-
-// syncBuffer is a bytes.Buffer that a running watch writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
 
 // isNotHeld reports whether err says the caller does not hold the lease.
 func isNotHeld(err error) bool { return errors.Is(err, backend.ErrNotHeld) }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuffer is a bytes.Buffer safe for the demo's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The demo on the embedded Redis and on a real redis-server: the master
 // runs report and the slaves skip it, the slaves run warm and the master
@@ -45,7 +25,7 @@ func TestDemo(t *testing.T) {
 		"Redis":    func(t *testing.T) string { return testenv.NewRedis(t).Addr() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			var out syncBuffer
+			var out testenv.SyncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			if err := run(ctx, addr(t), 2*time.Second, &out); err != nil {
