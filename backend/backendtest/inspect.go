@@ -66,7 +66,9 @@ func leaseKeys(ls []backend.LeaseInfo) []string {
 // order: a released key, a key outside the prefix that shares its first
 // bytes, a member group under the prefix and the fencing counters, lines
 // and markers the store keeps beside its leases are not listed; a lease
-// released with a keep time is, until its keep time ends.
+// released with a keep time is, until its keep time ends. On a store with
+// handovers, a key handed down its line is listed held by each waiter in
+// turn, with only those behind it waiting.
 func (s *suite) testLeasesListsHeld(t *testing.T) {
 	ctx := testCtx(t)
 	in := s.inspector(t)
@@ -137,6 +139,30 @@ func (s *suite) testLeasesListsHeld(t *testing.T) {
 	release(t, ctx, in, b, "owner-b", 0)
 	if got := leases(t, ctx, in, prefix); slices.Contains(leaseKeys(got), b) {
 		t.Errorf("after b's release, Leases(%q) still lists it: %q", prefix, leaseKeys(got))
+	}
+
+	// A key handed over down the line is listed held by each waiter in
+	// turn, with only those still waiting behind it: the place a holder
+	// was handed the key through is not a waiter's.
+	h, ok := backend.Store(in).(backend.Handover)
+	if !ok || len(waiters) == 0 {
+		return
+	}
+	from := "owner-a"
+	for i, owner := range waiters {
+		release(t, ctx, in, a, from, 0)
+		l, handed, err := h.AwaitHandover(ctx, a, owner, waitPatience)
+		if err != nil || !handed || l.Owner != owner {
+			t.Fatalf("%s's AwaitHandover after %s's release: %+v, handed %v, err %v; want the key handed to it", owner, from, l, handed, err)
+		}
+		got := leases(t, ctx, in, a)
+		if len(got) != 1 || got[0].Owner != owner || got[0].Token != l.Token {
+			t.Fatalf("after the handover to %s, Leases(%q) lists %+v; want %q held by it with token %d", owner, a, got, a, l.Token)
+		}
+		if want := waiters[i+1:]; !slices.Equal(got[0].Waiters, want) {
+			t.Errorf("after the handover to %s, Leases lists %q with waiters %q; want %q", owner, a, got[0].Waiters, want)
+		}
+		from = owner
 	}
 }
 
