@@ -64,3 +64,24 @@ func DecodePlace(s *Store, key, name string, value []byte) (owner string, ok boo
 // read of the key and its write, as when another client's write lands in
 // between.
 func SetAfterLook(s *Store, f func()) { s.afterLook = f }
+
+// WatchAnswer is one answer a watch's blocking query could give: the
+// token (0: free) and index on the lease key, and the last release the
+// fencing counter records.
+type WatchAnswer struct{ Token, Index, Released uint64 }
+
+// WatchPending feeds a watch of a free key the answers in turn, with
+// nobody reading its channel in between, and returns the event left
+// pending there (ok false if none).
+func WatchPending(answers ...WatchAnswer) (ev backend.Event, ok bool) {
+	w := &watch{ch: make(chan Event, 1), index: 1}
+	for _, a := range answers {
+		w.observe(held{token: a.Token, index: a.Index}, a.Released)
+	}
+	select {
+	case ev := <-w.ch:
+		return ev, true
+	default:
+		return backend.Event{}, false
+	}
+}

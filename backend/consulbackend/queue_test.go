@@ -591,3 +591,27 @@ func TestHandOnWithoutRead(t *testing.T) {
 		pass(t, s, key, "b", "d")
 	})
 }
+
+// A watch whose query answers with a lease that the counter already
+// records as released (the release landed between the query's answer and
+// the counter's read) reports the release once, and does not report the
+// key's deletion seen next as an expiry: that would replace the pending
+// EventReleased for a reader that has not taken it yet, and a slave would
+// wait out the old master's TTL instead of claiming at once.
+func TestWatchKeepsAReleaseSeenEarly(t *testing.T) {
+	ev, ok := consulbackend.WatchPending(
+		consulbackend.WatchAnswer{Token: 7, Index: 2, Released: 7}, // held in the answer, released by the counter
+		consulbackend.WatchAnswer{Token: 0, Index: 3, Released: 7}, // the deletion
+	)
+	if !ok || ev.Kind != backend.EventReleased {
+		t.Fatalf("pending event %v (ok %v); want EventReleased", ev.Kind, ok)
+	}
+	// A lease that ends without a release is still reported as such.
+	ev, ok = consulbackend.WatchPending(
+		consulbackend.WatchAnswer{Token: 7, Index: 2, Released: 0},
+		consulbackend.WatchAnswer{Token: 0, Index: 3, Released: 0},
+	)
+	if !ok || ev.Kind != backend.EventMaybeFree {
+		t.Fatalf("pending event %v (ok %v) after a lease ended unreleased; want EventMaybeFree", ev.Kind, ok)
+	}
+}

@@ -200,6 +200,13 @@ func (w *watch) observe(now held, released uint64) {
 	switch {
 	case released != w.releases && released != 0:
 		w.releases = released
+		if now.token == released {
+			// The lease in this answer was released after the answer:
+			// the key is free, and its deletion, seen next, is that
+			// release, not an expiry (which would also replace this
+			// event if the reader has not taken it yet).
+			w.seen = held{index: now.index}
+		}
 		backend.Notify(w.ch, Event{Kind: backend.EventReleased})
 	case prev.token == 0 || now.index == prev.index:
 		// Was free, or nothing changed on the key.
