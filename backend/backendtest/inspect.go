@@ -144,10 +144,10 @@ func (s *suite) testLeasesListsHeld(t *testing.T) {
 	// A key handed over down the line is listed held by each waiter in
 	// turn, with only those still waiting behind it: the place a holder
 	// was handed the key through is not a waiter's.
-	h, ok := backend.Store(in).(backend.Handover)
-	if !ok || len(waiters) == 0 {
+	if len(waiters) == 0 || !s.handsOver(t, ctx, in) {
 		return
 	}
+	h := backend.Store(in).(backend.Handover)
 	from := "owner-a"
 	for i, owner := range waiters {
 		release(t, ctx, in, a, from, 0)
