@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ReadmeLockFigures renders the top-level README's table of lock figures
@@ -103,6 +104,12 @@ func ReadmeComparison(r *Results) string {
 		}
 		onConsul("Consul "+c.Version+", uncontended: cycles/s", c.Uncontended)
 		onConsul("Consul "+c.Version+", contended: ops/s", c.Contended)
+		if c.Terms > 0 {
+			fmt.Fprintf(&b, "| Consul %s, role: graceful handover p50 / max (%d handovers) | %s / %s ms | – | – | – | – |\n",
+				c.Version, c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS))
+			fmt.Fprintf(&b, "| Consul %s, role: crash failover with a %s role TTL, p50 / max (%d failovers) | %.2f / %.2f s | – | – | – | – |\n",
+				c.Version, time.Duration(c.FailoverTTLMS*float64(time.Millisecond)), c.Terms, c.FailoverP50MS/1000, c.FailoverMaxMS/1000)
+		}
 	}
 	b.WriteString("| overlapping holders |")
 	for _, n := range overlaps {

@@ -1,17 +1,16 @@
 package schedlock_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
@@ -19,24 +18,13 @@ import (
 
 // logBuffer keeps the records of a JSON slog handler, safe for the
 // goroutines of an elector and a locker.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ testenv.SyncBuffer }
 
 // records returns the records logged so far, each as its JSON object.
 func (b *logBuffer) records(t *testing.T) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		if line == "" {
 			continue
 		}
