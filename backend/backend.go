@@ -116,7 +116,8 @@ type Store interface {
 // renewals) of one key.
 type Watch interface {
 	// C delivers events about the key. Events are coalesced: when the
-	// reader falls behind, it gets the newest.
+	// reader falls behind, it gets the newest, except that a release is
+	// not replaced by a maybe-free (see Notify).
 	C() <-chan Event
 	// Close ends the subscription. It is idempotent.
 	Close() error
@@ -166,8 +167,12 @@ func (k EventKind) String() string {
 }
 
 // Notify delivers ev on ch (a channel of capacity 1) without blocking,
-// replacing an event the reader has not taken yet. Stores use it so that
-// a slow reader always finds the newest event.
+// replacing an event the reader has not taken yet, so that a slow reader
+// finds the newest. One merge keeps a slow reader doing what a fast one
+// would: an EventMaybeFree that comes while an EventReleased waits leaves
+// the release, with no Next. A fast reader would have seen the release
+// and looked at once; the maybe-free adds only that events may have been
+// missed, so the key may no longer be kept for the waiter Next named.
 func Notify(ch chan Event, ev Event) {
 	for {
 		select {
@@ -176,7 +181,10 @@ func Notify(ch chan Event, ev Event) {
 		default:
 		}
 		select {
-		case <-ch:
+		case old := <-ch:
+			if old.Kind == EventReleased && ev.Kind == EventMaybeFree {
+				ev = Event{Kind: EventReleased}
+			}
 		default:
 		}
 	}

@@ -102,3 +102,27 @@ func TestNotifyKeepsTheNewest(t *testing.T) {
 	default:
 	}
 }
+
+// A maybe-free that comes after a release the reader has not taken yet
+// leaves the release, which a faster reader would have acted on, without
+// its Next: the events missed may have changed who the key is kept for.
+func TestNotifyKeepsAReleaseBeforeAMaybeFree(t *testing.T) {
+	ch := make(chan backend.Event, 1)
+	backend.Notify(ch, backend.Event{Kind: backend.EventReleased, Next: "b"})
+	backend.Notify(ch, backend.Event{Kind: backend.EventMaybeFree})
+	if got := <-ch; got != (backend.Event{Kind: backend.EventReleased}) {
+		t.Errorf("read %+v after a release kept for b and a maybe-free; want a release kept for nobody", got)
+	}
+	// A renewal after the release is newer news: the key is held again.
+	backend.Notify(ch, backend.Event{Kind: backend.EventReleased})
+	backend.Notify(ch, backend.Event{Kind: backend.EventRenewed, TTL: time.Second})
+	if got := <-ch; got.Kind != backend.EventRenewed {
+		t.Errorf("read %+v after a release and a renewal; want the renewal", got)
+	}
+	// A maybe-free alone stays one.
+	backend.Notify(ch, backend.Event{Kind: backend.EventRenewed, TTL: time.Second})
+	backend.Notify(ch, backend.Event{Kind: backend.EventMaybeFree})
+	if got := <-ch; got.Kind != backend.EventMaybeFree {
+		t.Errorf("read %+v after a renewal and a maybe-free; want the maybe-free", got)
+	}
+}
