@@ -2,6 +2,7 @@ package consulbackend_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -258,9 +259,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 		if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
-		}
+		join(t, s, key, "waiter", ttl)
 		once := true
 		consulbackend.SetAfterLook(s, func() {
 			if once {
@@ -273,10 +272,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 		if err := s.Release(ctx, key, "holder", 0); err != nil {
 			t.Fatal(err)
 		}
-		l, ok, err := s.AwaitHandover(ctx, key, "waiter", 5*time.Second)
-		if err != nil || !ok || l.Owner != "waiter" {
-			t.Fatalf("AwaitHandover after a release whose first handover lost a race: %+v, ok %v, err %v; want the key handed over", l, ok, err)
-		}
+		awaitHanded(t, s, key, "waiter", "AwaitHandover after a release whose first handover lost a race")
 	})
 
 	t.Run("Dequeue", func(t *testing.T) {
@@ -287,9 +283,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range []string{"first", "second"} {
-			if _, err := s.AcquireQueued(ctx, key, w, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-				t.Fatalf("%s's AcquireQueued of the held key: %v; want ErrHeld", w, err)
-			}
+			join(t, s, key, w, ttl)
 		}
 		// Free, and kept for "first".
 		destroyLeaseSession(t, a, s, key)
@@ -306,10 +300,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 		if err := s.Dequeue(ctx, key, "first"); err != nil {
 			t.Fatal(err)
 		}
-		l, ok, err := s.AwaitHandover(ctx, key, "second", 5*time.Second)
-		if err != nil || !ok || l.Owner != "second" {
-			t.Fatalf("AwaitHandover after a dequeue whose first handover lost a race: %+v, ok %v, err %v; want the key handed to second", l, ok, err)
-		}
+		awaitHanded(t, s, key, "second", "AwaitHandover after a dequeue whose first handover lost a race")
 	})
 
 	t.Run("Break", func(t *testing.T) {
@@ -320,9 +311,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
-		}
+		join(t, s, key, "waiter", ttl)
 		once := true
 		consulbackend.SetAfterLook(s, func() {
 			if once {
@@ -336,10 +325,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 		if err != nil || broken.Token != held.Token {
 			t.Fatalf("Break: %+v, %v; want the holder's lease", broken, err)
 		}
-		l, ok, err := s.AwaitHandover(ctx, key, "waiter", 5*time.Second)
-		if err != nil || !ok || l.Owner != "waiter" {
-			t.Fatalf("AwaitHandover after a break whose first handover lost a race: %+v, ok %v, err %v; want the key handed over", l, ok, err)
-		}
+		awaitHanded(t, s, key, "waiter", "AwaitHandover after a break whose first handover lost a race")
 	})
 }
 
@@ -354,9 +340,7 @@ func TestQueuedGrantThatLosesARaceKeepsThePlace(t *testing.T) {
 	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ws.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
-	}
+	join(t, ws, key, "waiter", ttl)
 	// Free, and kept for the waiter.
 	destroyLeaseSession(t, a, s, key)
 	retry, err := consulbackend.QueuedAfter(ctx, ws, key, "waiter", ttl, time.Minute, func() {
@@ -390,12 +374,8 @@ func TestHandoverWakesOnlyItsWaiter(t *testing.T) {
 	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("a's AcquireQueued of the held key: %v; want ErrHeld", err)
-	}
-	if _, err := b.AcquireQueued(ctx, key, "b", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("b's AcquireQueued of the held key: %v; want ErrHeld", err)
-	}
+	join(t, s, key, "a", ttl)
+	join(t, b, key, "b", ttl)
 	type result struct {
 		l   backend.Lease
 		ok  bool
@@ -473,16 +453,11 @@ func TestReleaseAlone(t *testing.T) {
 		if _, err := s.AcquireQueued(ctx, key, "holder", ttl, 0, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-			t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
-		}
+		join(t, w, key, "waiter", ttl)
 		if err := s.Release(ctx, key, "holder", 0); err != nil {
 			t.Fatal(err)
 		}
-		l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
-		if err != nil || !ok || l.Owner != "waiter" {
-			t.Fatalf("AwaitHandover of the waiter that joined after the grant: %+v, ok %v, err %v; want the key handed over", l, ok, err)
-		}
+		awaitHanded(t, w, key, "waiter", "AwaitHandover of the waiter that joined after the grant")
 	})
 
 	t.Run("RenewedSince", func(t *testing.T) {
@@ -523,9 +498,7 @@ func TestHandOnWithoutRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range waiters {
-			if _, err := s.AcquireQueued(ctxT(t), key, w, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-				t.Fatalf("%s's AcquireQueued of the held key: %v; want ErrHeld", w, err)
-			}
+			join(t, s, key, w, ttl)
 		}
 	}
 	// pass releases from's lease and returns to's, handed over.
@@ -534,11 +507,7 @@ func TestHandOnWithoutRead(t *testing.T) {
 		if err := s.Release(ctxT(t), key, from, 0); err != nil {
 			t.Fatal(err)
 		}
-		l, ok, err := s.AwaitHandover(ctxT(t), key, to, 5*time.Second)
-		if err != nil || !ok || l.Owner != to {
-			t.Fatalf("%s's AwaitHandover after %s's release: %+v, ok %v, err %v; want the key", to, from, l, ok, err)
-		}
-		return l
+		return awaitHanded(t, s, key, to, fmt.Sprintf("%s's AwaitHandover after %s's release", to, from))
 	}
 
 	t.Run("Chain", func(t *testing.T) {
@@ -614,4 +583,25 @@ func TestWatchKeepsAReleaseSeenEarly(t *testing.T) {
 	if !ok || ev.Kind != backend.EventMaybeFree {
 		t.Fatalf("pending event %v (ok %v) after a lease ended unreleased; want EventMaybeFree", ev.Kind, ok)
 	}
+}
+
+// join has owner join key's line on s: the key is held, so AcquireQueued
+// (for a lease of ttl, a minute's patience) refuses it and keeps a place.
+func join(t *testing.T, s *consulbackend.Store, key, owner string, ttl time.Duration) {
+	t.Helper()
+	if _, err := s.AcquireQueued(ctxT(t), key, owner, ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("%s's AcquireQueued of the held key %q: %v; want ErrHeld", owner, key, err)
+	}
+}
+
+// awaitHanded waits up to 5 s on s's AwaitHandover until key is handed to
+// owner, and returns the lease handed over; what names the wait in the
+// failure.
+func awaitHanded(t *testing.T, s *consulbackend.Store, key, owner, what string) backend.Lease {
+	t.Helper()
+	l, ok, err := s.AwaitHandover(ctxT(t), key, owner, 5*time.Second)
+	if err != nil || !ok || l.Owner != owner {
+		t.Fatalf("%s: %+v, ok %v, err %v; want %q handed to %s", what, l, ok, err, key, owner)
+	}
+	return l
 }

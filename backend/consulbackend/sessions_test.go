@@ -2,14 +2,12 @@ package consulbackend_test
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/internal/testenv"
 )
@@ -111,9 +109,7 @@ func TestHandoverCreatesNoSession(t *testing.T) {
 	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
-	}
+	join(t, w, key, "waiter", ttl)
 	before := hc.created.Load()
 	if err := h.Release(ctx, key, "holder", 0); err != nil {
 		t.Fatal(err)
@@ -121,10 +117,7 @@ func TestHandoverCreatesNoSession(t *testing.T) {
 	if n := hc.created.Load() - before; n != 0 {
 		t.Errorf("the release that handed the key over created %d sessions; want 0", n)
 	}
-	l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
-	if err != nil || !ok || l.Owner != "waiter" {
-		t.Fatalf("AwaitHandover: %+v, ok %v, err %v; want the key handed over", l, ok, err)
-	}
+	awaitHanded(t, w, key, "waiter", "AwaitHandover")
 	p, _, err := client(t, a).KV().Get(h.LeaseKey(key), nil)
 	if err != nil || p == nil {
 		t.Fatalf("the lease: %+v, %v", p, err)
@@ -165,9 +158,7 @@ func TestHandoverAfterTheWaitersSessionEnded(t *testing.T) {
 	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.AcquireQueued(ctx, key, "waiter", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("the waiter's AcquireQueued of the held key: %v; want ErrHeld", err)
-	}
+	join(t, w, key, "waiter", ttl)
 	ended := leaseSessionOf(t, a, w, key, "waiter")
 	if ended == "" {
 		t.Fatal("the waiter's place carries no session for its lease")
@@ -178,10 +169,7 @@ func TestHandoverAfterTheWaitersSessionEnded(t *testing.T) {
 	if err := h.Release(ctx, key, "holder", 0); err != nil {
 		t.Fatal(err)
 	}
-	l, ok, err := w.AwaitHandover(ctx, key, "waiter", 5*time.Second)
-	if err != nil || !ok || l.Owner != "waiter" {
-		t.Fatalf("AwaitHandover: %+v, ok %v, err %v; want the key handed over", l, ok, err)
-	}
+	awaitHanded(t, w, key, "waiter", "AwaitHandover")
 	p, _, err := client(t, a).KV().Get(h.LeaseKey(key), nil)
 	if err != nil || p == nil || p.Session == "" || p.Session == ended {
 		t.Fatalf("the handed-over lease: %+v, %v; want it locked by a live session", p, err)
