@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"encoding/json"
 	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -17,14 +15,8 @@ var updateReadme = flag.Bool("update", false, "rewrite the top-level README's fi
 // and ReadmeLockFigures and ReadmeComparison of results.json; with
 // -update the test writes them there.
 func TestReadmeFigures(t *testing.T) {
-	data, err := os.ReadFile("results.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var r Results
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("results.json: %v", err)
-	}
+	docgen.ReadJSON(t, "results.json", &r)
 	g, err := ReadGoBenchmarks("gobench.txt")
 	if err != nil {
 		t.Fatal(err)

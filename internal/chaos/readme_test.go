@@ -1,9 +1,7 @@
 package chaos
 
 import (
-	"encoding/json"
 	"flag"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,14 +14,8 @@ var updateReadme = flag.Bool("update", false, "rewrite the top-level README's ch
 // docs/chaos-report.json; with -update the test writes it there.
 func TestReadmeTable(t *testing.T) {
 	const path = "../../docs/chaos-report.json"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var reports []Report
-	if err := json.Unmarshal(data, &reports); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	docgen.ReadJSON(t, path, &reports)
 	if len(reports) == 0 {
 		t.Fatalf("%s holds no report", path)
 	}

@@ -16,6 +16,7 @@
 package docgen
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -88,4 +89,18 @@ func Part(doc, name string) (part string, start, end int, err error) {
 	}
 	end = start - 1 + e
 	return doc[start:max(start, end)], start, end, nil
+}
+
+// ReadJSON decodes the JSON file at path, a generated part's source such
+// as a benchmark's results, into v; it fails t if the file cannot be read
+// or decoded.
+func ReadJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
 }

@@ -63,6 +63,7 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.failed = format
 	panic(r)
 }
+func (r *recorder) Fatal(args ...any) { r.Fatalf("%v", args...) }
 
 func TestCheckFails(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "README.md")
@@ -85,6 +86,36 @@ func TestCheckFails(t *testing.T) {
 		}()
 		if r.failed == "" {
 			t.Errorf("%s: Check passed", name)
+		}
+	}
+}
+
+func TestReadJSON(t *testing.T) {
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "good.json"), filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, []byte(`{"ops": 12}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(`{"ops": `), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var v struct{ Ops int }
+	ReadJSON(t, good, &v)
+	if v.Ops != 12 {
+		t.Errorf("ReadJSON of %s gave %+v; want Ops 12", good, v)
+	}
+	for _, path := range []string{bad, filepath.Join(dir, "missing.json")} {
+		r := &recorder{TB: t}
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != r {
+					panic(p)
+				}
+			}()
+			ReadJSON(r, path, &v)
+		}()
+		if r.failed == "" {
+			t.Errorf("ReadJSON of %s passed", path)
 		}
 	}
 }
