@@ -32,7 +32,9 @@ var aclCommands = []string{
 //	ACL SETUSER <user> on ><password> <ACLRules(prefix)>
 //
 // INFO is among them: the restart guard reads the server's uptime with
-// it, and without it the guard cannot tell a restart. A Registry, a
+// it. A user refused INFO is refused the grants the guard checks (those
+// that find no fencing counter), with an error that says to grant these
+// rules, rather than granted them unguarded. A Registry, a
 // waiting line and WithReplicaAck need nothing more.
 func ACLRules(prefix string) string {
 	if prefix == "" {

@@ -87,6 +87,14 @@ func TestACLRefusals(t *testing.T) {
 		t.Errorf("Acquire of a key outside the user's pattern: %v; want an error naming user elsewhere and ACLRules", err)
 	}
 
+	// The restart guard reads INFO for a grant that finds no counter: a
+	// user refused it is told so, rather than granted unguarded.
+	blind := newStore(t, aclUser(t, r, "blind", "pw", redisbackend.ACLRules("")+" -info"), redisbackend.WithRestartGuard(0))
+	_, err = blind.Acquire(ctx, backend.AppKey("acme", "billing", "lock", "acl-info"), "a", time.Minute, 0)
+	if err == nil || !strings.Contains(err.Error(), `user "blind"`) || !strings.Contains(err.Error(), "ACLRules") {
+		t.Errorf("a guarded grant whose user may not run INFO: %v; want an error naming user blind and ACLRules", err)
+	}
+
 	mute := newStore(t, aclUser(t, r, "mute", "pw", redisbackend.ACLRules("")+" -publish"))
 	w, err := mute.Watch(ctx, key)
 	if err != nil {

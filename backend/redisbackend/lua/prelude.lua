@@ -56,7 +56,9 @@ end
 -- means the data went without a restart (FLUSHALL, a DEL of baton's keys)
 -- or the tag was never used: grant writes I (the server's start, if that
 -- is nearer than the guard, else now) and refuses. Such a lease is flagged
--- contended, since a data loss erased watch markers too. The counter lives
+-- contended, since a data loss erased watch markers too. A user whose
+-- ACL refuses INFO gets that error, not an unguarded grant; a server
+-- that reports no uptime (miniredis) is not guarded. The counter lives
 -- max(ttl, 1 h) after the grant, or forever when a floor put it further
 -- ahead of the clock than that. Tokens stay at most 2^53 - 1, where Lua
 -- numbers are exact.
@@ -74,6 +76,10 @@ local function grant(owner, ttl, floor, flag, c, t)
   if not c then
     if guard >= 0 then
       local info = redis.pcall('INFO', 'server')
+      if type(info) == 'table' and (string.find(info.err or '', 'NOPERM', 1, true)
+          or string.find(info.err or '', 'user executing the script', 1, true)) then
+        redis.call('INFO', 'server') -- raise the ACL's refusal: unguarded is not an answer
+      end
       local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
       if up then
         local need = math.max(tonumber(ttl), guard)
