@@ -3,6 +3,7 @@ package redisbackend_test
 import (
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,14 +47,27 @@ func TestACLLeastPrivilege(t *testing.T) {
 	r := testenv.NewRedis(t)
 	rules := redisbackend.ACLRules("")
 	aclUser(t, r, "baton", "s3cret", rules)
+	var restarted atomic.Bool
 	backendtest.Run(t, backendtest.Harness{
 		NewStore: func(t testing.TB) backend.Store {
+			if restarted.Load() {
+				return newStore(t, aclClient(t, r, "baton", "s3cret"), redisbackend.WithRestartGuard(0))
+			}
 			return newStore(t, aclClient(t, r, "baton", "s3cret"))
 		},
 		Wipe: func(t testing.TB) {
 			if err := r.FlushAll(ctxT(t)); err != nil {
 				t.Fatal(err)
 			}
+		},
+		// The restart guard's path (INFO, the intact marker) as that
+		// user: the server forgets the user with its data.
+		Restart: func(t testing.TB) {
+			if err := r.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			aclUser(t, r, "baton", "s3cret", rules)
+			restarted.Store(true)
 		},
 	})
 	readme, err := os.ReadFile("../../README.md")

@@ -114,14 +114,33 @@ func TestConformanceCluster(t *testing.T) {
 	if _, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithReplicaAck(1, time.Second)); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Errorf("WithReplicaAck on a cluster client: %v, want ErrInvalidArgument", err)
 	}
+	var restarted atomic.Bool
 	backendtest.Run(t, backendtest.Harness{
-		NewStore: func(t testing.TB) backend.Store { return newStore(t, c.ClusterClient(t)) },
+		NewStore: func(t testing.TB) backend.Store {
+			if restarted.Load() {
+				return newStore(t, c.ClusterClient(t), redisbackend.WithRestartGuard(0))
+			}
+			return newStore(t, c.ClusterClient(t))
+		},
 		Wipe: func(t testing.TB) {
 			for _, n := range c.Nodes() {
 				if err := n.FlushAll(ctxT(t)); err != nil {
 					t.Fatal(err)
 				}
 			}
+		},
+		// Every node restarts empty; each keeps its place in the cluster
+		// (its nodes.conf), which serves again once all slots are covered.
+		Restart: func(t testing.TB) {
+			for _, n := range c.Nodes() {
+				if err := n.Restart(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.WaitReady(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			restarted.Store(true)
 		},
 	})
 }
