@@ -3,7 +3,6 @@ package redisbackend_test
 import (
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,34 +41,26 @@ func aclClient(t testing.TB, r *testenv.Redis, user, pw string) *redis.Client {
 
 // The least-privilege user of ACLRules can do everything a store does —
 // the whole conformance suite: leases, fencing, watches, the waiting line
-// and handover, the member registry — and README gives its exact rules.
+// and handover, the member registry, a restart empty — and README gives
+// its exact rules.
 func TestACLLeastPrivilege(t *testing.T) {
 	r := testenv.NewRedis(t)
 	rules := redisbackend.ACLRules("")
 	aclUser(t, r, "baton", "s3cret", rules)
-	var restarted atomic.Bool
-	backendtest.Run(t, backendtest.Harness{
-		NewStore: func(t testing.TB) backend.Store {
-			if restarted.Load() {
-				return newStore(t, aclClient(t, r, "baton", "s3cret"), redisbackend.WithRestartGuard(0))
-			}
-			return newStore(t, aclClient(t, r, "baton", "s3cret"))
-		},
-		Wipe: func(t testing.TB) {
-			if err := r.FlushAll(ctxT(t)); err != nil {
-				t.Fatal(err)
-			}
-		},
-		// The restart guard's path (INFO, the intact marker) as that
-		// user: the server forgets the user with its data.
-		Restart: func(t testing.TB) {
-			if err := r.Restart(); err != nil {
-				t.Fatal(err)
-			}
-			aclUser(t, r, "baton", "s3cret", rules)
-			restarted.Store(true)
-		},
+	// The restart guard's path (INFO, the intact marker) as that user:
+	// the server forgets the user with its data.
+	h := restartable(func(t testing.TB) redis.UniversalClient { return aclClient(t, r, "baton", "s3cret") }, func(t testing.TB) {
+		if err := r.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		aclUser(t, r, "baton", "s3cret", rules)
 	})
+	h.Wipe = func(t testing.TB) {
+		if err := r.FlushAll(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backendtest.Run(t, h)
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)

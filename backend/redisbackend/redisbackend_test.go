@@ -83,30 +83,40 @@ func TestDeclaredKeyShim(t *testing.T) {
 	}
 }
 
-// The standalone suite has a server of its own, which it restarts. Stores
-// opened after the restart guard their grants, as stores do by default.
+// The standalone suite has a server of its own, which it restarts.
 func TestConformanceStandalone(t *testing.T) {
 	r := testenv.NewRedis(t)
+	h := restartable(func(t testing.TB) redis.UniversalClient { return r.Client(t) }, func(t testing.TB) {
+		if err := r.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.Wipe = func(t testing.TB) {
+		if err := r.FlushAll(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backendtest.Run(t, h)
+}
+
+// restartable returns a Harness whose stores use client, and whose
+// Restart calls restart, which restarts the server(s) empty. Stores opened
+// after a restart guard their grants, as stores do by default (newStore
+// turns the guard off for a server the test just started).
+func restartable(client func(testing.TB) redis.UniversalClient, restart func(testing.TB)) backendtest.Harness {
 	var restarted atomic.Bool
-	backendtest.Run(t, backendtest.Harness{
+	return backendtest.Harness{
 		NewStore: func(t testing.TB) backend.Store {
 			if restarted.Load() {
-				return newStore(t, r.Client(t), redisbackend.WithRestartGuard(0))
+				return newStore(t, client(t), redisbackend.WithRestartGuard(0))
 			}
-			return newStore(t, r.Client(t))
-		},
-		Wipe: func(t testing.TB) {
-			if err := r.FlushAll(ctxT(t)); err != nil {
-				t.Fatal(err)
-			}
+			return newStore(t, client(t))
 		},
 		Restart: func(t testing.TB) {
-			if err := r.Restart(); err != nil {
-				t.Fatal(err)
-			}
+			restart(t)
 			restarted.Store(true)
 		},
-	})
+	}
 }
 
 func TestConformanceCluster(t *testing.T) {
@@ -114,35 +124,26 @@ func TestConformanceCluster(t *testing.T) {
 	if _, err := redisbackend.New(c.ClusterClient(t), redisbackend.WithReplicaAck(1, time.Second)); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Errorf("WithReplicaAck on a cluster client: %v, want ErrInvalidArgument", err)
 	}
-	var restarted atomic.Bool
-	backendtest.Run(t, backendtest.Harness{
-		NewStore: func(t testing.TB) backend.Store {
-			if restarted.Load() {
-				return newStore(t, c.ClusterClient(t), redisbackend.WithRestartGuard(0))
-			}
-			return newStore(t, c.ClusterClient(t))
-		},
-		Wipe: func(t testing.TB) {
-			for _, n := range c.Nodes() {
-				if err := n.FlushAll(ctxT(t)); err != nil {
-					t.Fatal(err)
-				}
-			}
-		},
-		// Every node restarts empty; each keeps its place in the cluster
-		// (its nodes.conf), which serves again once all slots are covered.
-		Restart: func(t testing.TB) {
-			for _, n := range c.Nodes() {
-				if err := n.Restart(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := c.WaitReady(ctxT(t)); err != nil {
+	// Every node restarts empty; each keeps its place in the cluster (its
+	// nodes.conf), which serves again once all slots are covered.
+	h := restartable(func(t testing.TB) redis.UniversalClient { return c.ClusterClient(t) }, func(t testing.TB) {
+		for _, n := range c.Nodes() {
+			if err := n.Restart(); err != nil {
 				t.Fatal(err)
 			}
-			restarted.Store(true)
-		},
+		}
+		if err := c.WaitReady(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
 	})
+	h.Wipe = func(t testing.TB) {
+		for _, n := range c.Nodes() {
+			if err := n.FlushAll(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	backendtest.Run(t, h)
 }
 
 func TestKeyLayoutSharesOneSlot(t *testing.T) {
