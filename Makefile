@@ -13,14 +13,16 @@
 #                     references and the seed's sleep-and-retry on a private redis-server,
 #                     and baton vs Consul's lock recipe and a bare KV cycle on a private
 #                     Consul agent, lock throughput on a Redis Cluster of 1 master vs 3 and
-#                     the cost of WithReplicaAck(1) (~13 min); writes bench/gobench.txt and
-#                     bench/results.json
+#                     the cost of WithReplicaAck(1) (~13 min); writes gobench.txt and
+#                     results.json to .cache/bench, or with PUBLISH=1 to bench/ (the
+#                     published figures the README is generated from)
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
 #   make bench-role   role's benchmarks alone: IsMaster and a monotonic clock read in turn for
 #                     ROLE_CLOCK_ROUNDS rounds (default 5 of 2s), then handover, failover,
 #                     10,000 electors and a fleet of 1,000 processes for ROLE_BENCHTIME
-#                     (default 10s) (~3 min); writes bench/gobench.txt, the README's Go
-#                     figures' source (then: cd bench && go test -run TestReadmeFigures -update)
+#                     (default 10s) (~3 min); writes .cache/bench/gobench.txt, or with
+#                     PUBLISH=1 bench/gobench.txt, the README's Go figures' source
+#                     (then: cd bench && go test -run TestReadmeFigures -update)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
 #   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
@@ -57,7 +59,15 @@ ROLE_BENCHTIME ?= 10s
 # shows the medians.
 ROLE_CLOCK_ROUNDS ?= 5
 ROLE_CLOCK_BENCHTIME ?= 2s
-ROLE_BENCH_OUT := bench/gobench.txt
+# Benchmark output goes to a scratch directory unless PUBLISH=1: a run on a
+# developer's machine must never rewrite the published figures
+# (bench/gobench.txt and bench/results.json), which the README's tests
+# compare. make bench PUBLISH=1 writes those two files; then regenerate
+# the README (cd bench && go test -run TestReadmeFigures -update).
+PUBLISH   ?=
+BENCH_DIR := $(if $(filter 1 yes true,$(PUBLISH)),bench,.cache/bench)
+ROLE_BENCH_OUT := $(BENCH_DIR)/gobench.txt
+LOCKBENCH_OUT  := $(CURDIR)/$(BENCH_DIR)/results.json
 ROLE_PKG       := github.com/baton-go/baton/role
 # Extra flags of bench/cmd/lockbench (bench-quick adds -quick).
 LOCKBENCH_FLAGS ?=
@@ -254,8 +264,9 @@ bench: deps
 		pkgs=$$(cd "$$mod" && $(GO) list ./... | grep -vx '$(ROLE_PKG)')
 		(cd "$$mod" && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$pkgs)
 	done
-	echo "== bench: go run ./cmd/lockbench -out results.json $(LOCKBENCH_FLAGS)"
-	cd bench && $(GO) run ./cmd/lockbench -out results.json $(LOCKBENCH_FLAGS)
+	mkdir -p $(BENCH_DIR)
+	echo "== bench: go run ./cmd/lockbench -out $(LOCKBENCH_OUT) $(LOCKBENCH_FLAGS)"
+	cd bench && $(GO) run ./cmd/lockbench -out $(LOCKBENCH_OUT) $(LOCKBENCH_FLAGS)
 
 bench-quick:
 	@$(MAKE) bench BENCHTIME=$(QUICK_BENCHTIME) ROLE_BENCHTIME=$(QUICK_BENCHTIME) \
@@ -292,6 +303,7 @@ bench-role:
 	done
 	echo "== role: the other benchmarks (-benchtime $(ROLE_BENCHTIME))"
 	bench -bench . -skip "$$clock|$$ismaster" -benchtime $(ROLE_BENCHTIME)
+	mkdir -p $(BENCH_DIR)
 	awk '/^(PASS|ok )/ { next } /^[a-z][^ A-Z]*:/ && seen[$$0]++ { next } { print }' "$$raw" > $(ROLE_BENCH_OUT)
 	echo "bench-role: wrote $(ROLE_BENCH_OUT)"
 

@@ -87,7 +87,7 @@
 // ReadmeLockFigures and ReadmeComparison render parts of the top-level
 // README from results.json; ReadmeGoFigures renders its table of role's
 // Go benchmarks (IsMaster, handover, failover, commands per elector) from
-// gobench.txt, go test's output that make bench-role keeps (read by
+// gobench.txt, go test's output that make bench-role PUBLISH=1 keeps (read by
 // GoBenchmarks). TestReadmeFigures fails while the README and the files
 // differ.
 //

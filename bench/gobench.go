@@ -18,7 +18,7 @@ import (
 //
 // that is, a name with the GOMAXPROCS suffix, the iterations and pairs of
 // value and unit. Every other line (PASS, ok, a benchmark's log) is
-// skipped. bench/gobench.txt, which make bench-role writes, is one: the
+// skipped. bench/gobench.txt, which make bench-role PUBLISH=1 writes, is one: the
 // README's table of Go figures is rendered from it (ReadmeGoFigures).
 type GoBenchmarks struct {
 	// Config holds the value each configuration key was given last: goos,

@@ -5,9 +5,14 @@
 // several processes with several goroutines each. It then measures baton
 // on Consul, lock throughput on a Redis Cluster of one master and of
 // three, and the cost of WithReplicaAck(1). It prints a table and writes
-// results.json. See the bench package for what is measured.
+// the results as JSON to a scratch file (lockbench-results.json in the
+// system's temporary directory), never to the published results.json
+// unless asked: -out results.json publishes a run, after which the
+// README's figures are regenerated (go test -run TestReadmeFigures
+// -update). See the bench package for what is measured.
 //
 //	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes
+//	go run ./cmd/lockbench -out results.json  # the same, published
 //	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s
 //	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
 //	go run ./cmd/lockbench -show results.json   # the table of an earlier run
@@ -26,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -40,6 +46,13 @@ func main() {
 	os.Exit(run())
 }
 
+// scratchOut is where a run's results go unless -out says otherwise: a
+// benchmark run on a developer's machine must not rewrite the published
+// figures (results.json), which the README's tests compare.
+func scratchOut() string {
+	return filepath.Join(os.TempDir(), "lockbench-results.json")
+}
+
 func run() int {
 	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
 	var (
@@ -48,7 +61,7 @@ func run() int {
 		rounds     = fs.Int("rounds", bench.DefaultRounds, "times the whole sequence runs, one implementation later each time; samples are pooled")
 		warmup     = fs.Duration("warmup", 0, "start of each run left out of the statistics (default a fifth of -duration, at most 1s)")
 		impls      = fs.String("impls", strings.Join(bench.ImplNames(), ","), "comma-separated implementations to run; "+bench.StoreName+" (baton's store without synclock) runs only when named")
-		out        = fs.String("out", "results.json", "file to write the results to; empty for none")
+		out        = fs.String("out", scratchOut(), "file to write the results to; empty for none (results.json publishes the run: the README's figures come from it)")
 		procs      = fs.Int("procs", bench.DefaultProcs, "contended: worker processes")
 		goroutines = fs.Int("goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
 		cs         = fs.Duration("cs", bench.DefaultCS, "contended: critical section")
