@@ -31,6 +31,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -88,6 +89,26 @@ type instance struct {
 	el      *role.Elector
 	events  *statuspage.Events // for its status page
 	crashed atomic.Bool
+	seen    chan struct{} // a master was named (OnMasterChange)
+}
+
+// awaitMaster returns the master the instance sees, waiting up to within
+// for it to see one: a slave learns of a new master at its next look at
+// the store, which on a store the demo has not used before (the restart
+// guard kept the role from everyone at first) comes a little after the
+// election.
+func (in *instance) awaitMaster(within time.Duration) string {
+	deadline := time.After(within)
+	for {
+		if m := in.el.Master(); m != "" {
+			return m
+		}
+		select {
+		case <-in.seen:
+		case <-deadline:
+			return "(none yet)"
+		}
+	}
 }
 
 // options are the demo's settings.
@@ -99,12 +120,18 @@ type options struct {
 	// the demo stops the instances when it returns.
 	http string
 	hold func(url string)
+	// out receives the timeline and the summary; nil is standard output.
+	out io.Writer
 }
 
 // run plays the demo on the store open returns (with a description of
 // it, and a function that closes it and whatever it started).
 func run(open func() (backend.Store, string, func(), error), o options) error {
 	ttl, verbose := o.ttl, o.verbose
+	out := o.out
+	if out == nil {
+		out = os.Stdout
+	}
 	store, where, stop, err := open()
 	if err != nil {
 		return err
@@ -122,9 +149,9 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 	}
 
 	start := time.Now()
-	tl := &timeline{start: start}
-	fmt.Printf("baton cluster demo: 3 instances of service acme/billing on %s\n", where)
-	fmt.Printf("role TTL %v, heartbeat every %v, safety margin %v\n\n", cfg.HeartbeatExpiration, cfg.HeartbeatInterval, cfg.SafetyMargin)
+	tl := &timeline{start: start, out: out}
+	fmt.Fprintf(out, "baton cluster demo: 3 instances of service acme/billing on %s\n", where)
+	fmt.Fprintf(out, "role TTL %v, heartbeat every %v, safety margin %v\n\n", cfg.HeartbeatExpiration, cfg.HeartbeatInterval, cfg.SafetyMargin)
 
 	elected := make(chan tenure, 8)
 	var instances []*instance
@@ -133,7 +160,7 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 		if err != nil {
 			return err
 		}
-		in := &instance{id: id, events: statuspage.NewEvents(0)}
+		in := &instance{id: id, events: statuspage.NewEvents(0), seen: make(chan struct{}, 1)}
 		in.store = &crashable{Store: store, crashed: &in.crashed}
 		el, err := role.NewElector(in.store, id, cfg,
 			role.WithLogger(log),
@@ -149,6 +176,14 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 				in.events.Demoted()
 			}),
 			role.OnMasterChange(in.events.MasterChanged),
+			role.OnMasterChange(func(master string) {
+				if master != "" {
+					select {
+					case in.seen <- struct{}{}:
+					default:
+					}
+				}
+			}),
 			role.OnDuplicateID(in.events.DuplicateID))
 		if err != nil {
 			return err
@@ -163,7 +198,7 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 			return err
 		}
 		defer stopPages()
-		fmt.Printf("status pages: %s (one per instance)\n\n", url)
+		fmt.Fprintf(out, "status pages: %s (one per instance)\n\n", url)
 	}
 
 	// Start the instances a little apart: the first one claims the role.
@@ -198,7 +233,7 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 	}
 	for _, in := range instances {
 		if in != first.who {
-			tl.say("%s is a slave and sees master %s", in.id, in.el.Master())
+			tl.say("%s is a slave and sees master %s", in.id, in.awaitMaster(2*cfg.HeartbeatInterval))
 		}
 	}
 
@@ -243,12 +278,12 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 	}
 	cancel()
 
-	fmt.Println()
-	fmt.Println("summary:")
-	fmt.Printf("  tenures:  %s (epoch %d) -> %s (epoch %d) -> %s (epoch %d)\n",
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "summary:")
+	fmt.Fprintf(out, "  tenures:  %s (epoch %d) -> %s (epoch %d) -> %s (epoch %d)\n",
 		first.who.id, first.epoch, second.who.id, second.epoch, third.who.id, third.epoch)
-	fmt.Printf("  graceful handover: %v\n", handover.Round(10*time.Microsecond))
-	fmt.Printf("  crash failover:    %v (TTL %v)\n", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
+	fmt.Fprintf(out, "  graceful handover: %v\n", handover.Round(10*time.Microsecond))
+	fmt.Fprintf(out, "  crash failover:    %v (TTL %v)\n", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
 	if !(first.epoch < second.epoch && second.epoch < third.epoch) {
 		return errors.New("epochs did not increase")
 	}
@@ -257,7 +292,7 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 			return fmt.Errorf("tenure %d (epoch %d) was still live when a later one began", i, t.epoch)
 		}
 	}
-	fmt.Println("  epochs only increased, and each tenure had ended before the next began")
+	fmt.Fprintln(out, "  epochs only increased, and each tenure had ended before the next began")
 	return nil
 }
 
@@ -344,13 +379,14 @@ func redisClient(addr string) (rdb *redis.Client, where string, stop func(), err
 
 type timeline struct {
 	start time.Time
+	out   io.Writer
 	mu    sync.Mutex
 }
 
 func (t *timeline) say(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Printf("[+%6.3fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
+	fmt.Fprintf(t.out, "[+%6.3fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
 // crashable is a store that fails every call once its instance crashed.

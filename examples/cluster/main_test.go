@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/statuspage"
 )
 
@@ -23,17 +24,52 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TTL/10): a shorter one lets a busy machine cost a master its role, and
 // the demo then crashes an instance that is no longer master.
 func TestDemoRuns(t *testing.T) {
-	if err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, options{ttl: 2 * time.Second}); err != nil {
+	var out testenv.SyncBuffer
+	if err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, options{ttl: 2 * time.Second, out: &out}); err != nil {
 		t.Fatal(err)
+	}
+	checkSlavesNameMaster(t, out.String())
+}
+
+// On a redis-server the demo has not used before, the restart guard
+// keeps the role from everyone for a TTL first; the slaves then name the
+// master all the same, as `go run ./examples/cluster -redis ADDR` shows.
+func TestDemoRunsOnAFreshRedis(t *testing.T) {
+	srv := testenv.NewRedis(t)
+	var out testenv.SyncBuffer
+	if err := run(func() (backend.Store, string, func(), error) { return connectRedis(srv.Addr()) }, options{ttl: 2 * time.Second, out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	checkSlavesNameMaster(t, out.String())
+}
+
+// checkSlavesNameMaster checks that the timeline's lines about the
+// slaves, after the first election, name the master they see (on a fresh
+// store a slave has not always seen it yet when the master is elected).
+func checkSlavesNameMaster(t *testing.T, timeline string) {
+	t.Helper()
+	slaves := 0
+	for line := range strings.Lines(timeline) {
+		if _, seen, ok := strings.Cut(strings.TrimSpace(line), "is a slave and sees master"); ok {
+			slaves++
+			if !strings.HasPrefix(seen, " 127.0.0.1:acme:billing:") {
+				t.Errorf("a slave names no master: %q", line)
+			}
+		}
+	}
+	if slaves != 2 {
+		t.Errorf("the timeline has %d lines about slaves, want 2:\n%s", slaves, timeline)
 	}
 }
 
 // The demo runs end to end on a Consul dev agent it starts, as
 // `go run ./examples/cluster -consul` does.
 func TestDemoRunsOnConsul(t *testing.T) {
-	if err := run(func() (backend.Store, string, func(), error) { return connectConsul("", 0) }, options{ttl: 2 * time.Second}); err != nil {
+	var out testenv.SyncBuffer
+	if err := run(func() (backend.Store, string, func(), error) { return connectConsul("", 0) }, options{ttl: 2 * time.Second, out: &out}); err != nil {
 		t.Fatal(err)
 	}
+	checkSlavesNameMaster(t, out.String())
 }
 
 // With -http, the demo serves each instance's status page; once the
