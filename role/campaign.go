@@ -516,7 +516,7 @@ func (c *campaign) wait(ctx context.Context) {
 		events = c.watch.C()
 	}
 	ttl := e.cfg.HeartbeatExpiration
-	t := e.clock.NewTimer(time.Duration(c.heldUntil-e.now()) + jitter(ttl))
+	t := e.clock.NewTimer(c.waitBound(time.Duration(c.heldUntil-e.now()) + jitter(ttl)))
 	defer t.Stop()
 	for {
 		select {
@@ -526,7 +526,7 @@ func (c *campaign) wait(ctx context.Context) {
 				return
 			case backend.EventRenewed:
 				c.heldUntil = e.now() + int64(ev.TTL)
-				t.Reset(ev.TTL + jitter(ttl))
+				t.Reset(c.waitBound(ev.TTL + jitter(ttl)))
 			default:
 				if e.now() >= c.heldUntil {
 					return
@@ -538,6 +538,16 @@ func (c *campaign) wait(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// waitBound is how long a slave waits, d, unless another system may free
+// the role key without the watch telling (backend.Unannounced): it then
+// looks again at the next heartbeat, as the framework's slaves do.
+func (c *campaign) waitBound(d time.Duration) time.Duration {
+	if u, ok := c.e.store.(backend.Unannounced); ok && u.ReleasesUnannounced() {
+		return min(d, c.e.cfg.HeartbeatInterval)
+	}
+	return d
 }
 
 // sleep waits d; it reports false if ctx ended first.

@@ -111,3 +111,33 @@ func TestSpringMixedFleet(t *testing.T) {
 		t.Fatalf("the role key holds %q after the Go instances came back; want the Java master %s", v, javaID)
 	}
 }
+
+// A Java master that shuts down deletes the role key (a plain DEL, which
+// announces nothing): a Go slave claims the role at its next heartbeat,
+// as the framework's own slaves do, instead of sleeping out the long TTL
+// it last saw on the key.
+func TestSpringJavaReleaseClaimedAtNextHeartbeat(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	const app, javaID = "billing", "10.0.0.9:acme:billing:8080"
+	javaTTL := 10 * patience // far beyond the test's deadline
+	if ok, err := rdb.SetNX(ctx, app, javaID, javaTTL).Result(); err != nil || !ok {
+		t.Fatalf("the Java instance's claim: %v, %v", ok, err)
+	}
+	s, err := springredis.New(r.Client(t), springredis.Layout{}, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cfg := role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 600 * time.Millisecond}
+	a := startElector(t, s, 7511, cfg, nil)
+	defer stopAll(t, a)
+	waitFor(t, "the Go elector sees the Java master", func() bool { return a.Master() == javaID }, a)
+
+	if err := rdb.Del(ctx, app).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the Go elector is master after the Java master deleted the role key", a.IsMaster, a)
+}

@@ -52,9 +52,11 @@
 //     instance's key when its method returns. Keep hold times well above
 //     the sections' length.
 //   - The Java side announces nothing: a Go waiter learns of a Java
-//     release or expiry when it asks again (its retry interval, or the
-//     holder's TTL), as the Java side learns of any release; releases
-//     by Go instances wake Go waiters at once. A Go master that stops
+//     release or expiry when it asks again, as the Java side learns of
+//     any release — a synclock waiter at its retry interval, a Go slave
+//     at its next heartbeat (the store is a backend.Unannounced, so the
+//     slave does not sleep out the lease it last saw); releases by Go
+//     instances wake Go waiters at once. A Go master that stops
 //     hands over to a Java instance at that instance's next heartbeat.
 //   - No waiting line (backend.Queue), no restart guard (the Java side
 //     has none), and no Redis Cluster: the shared keys carry no hash tag.

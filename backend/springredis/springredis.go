@@ -391,6 +391,13 @@ func javaOwner(v string) string {
 	}, strings.ToValidUTF8(v, "_"))
 }
 
+var _ backend.Unannounced = (*Store)(nil)
+
+// ReleasesUnannounced implements backend.Unannounced: the Java side frees
+// the shared keys with a plain DEL, which no Watch reports, so waiters look
+// again at their own interval.
+func (s *Store) ReleasesUnannounced() bool { return true }
+
 // Watch implements backend.Store. Releases by baton's instances are
 // announced at once; the Java side announces nothing, so its releases
 // and expiries are seen when the waiter looks again at the holder's TTL
