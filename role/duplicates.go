@@ -84,17 +84,11 @@ func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c
 		if !slices.Contains(dups, m.Name) {
 			continue
 		}
-		now := claimant{data: string(m.Data)}
-		if prev, ok := c.seen[m.Name]; ok {
-			if prev.data != now.data && !reported {
-				e.reportDuplicate(ev, m.Name)
-				reported = true
-			} else if prev.data == now.data {
-				now.same = prev.same + 1
-			}
+		if c.see(next, m.Name, string(m.Data)) && !reported {
+			e.reportDuplicate(ev, m.Name)
+			reported = true
 		}
-		next[m.Name] = now
-		if now.same >= staleAfter {
+		if next[m.Name].same >= staleAfter {
 			e.warnStale(c, m.Name)
 		}
 	}
@@ -104,6 +98,18 @@ func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c
 		}
 	}
 	c.seen = next
+}
+
+// see records in next the data of member name's entry at this heartbeat,
+// and reports whether it changed since the heartbeat before.
+func (c *claimants) see(next map[string]claimant, name, data string) (changed bool) {
+	now := claimant{data: data}
+	prev, ok := c.seen[name]
+	if ok && prev.data == data {
+		now.same = prev.same + 1
+	}
+	next[name] = now
+	return ok && prev.data != data
 }
 
 // warnStale logs, once per entry, a member entry that claims this
