@@ -16,14 +16,14 @@ var _ backend.Breaker = (*Store)(nil)
 
 // Break implements backend.Breaker. It reads the key, its counter and its
 // line in one transaction, and if the lease read is the grant named, then
-// in another that holds only if the lease and the counter are as read,
-// either hands the key to the first
-// live waiter (whose token, from the counter and the clock, is above the
-// broken one) or deletes the lease and moves the counter past the broken
-// token and this client's clock, recording the broken token in the
-// counter's flags as Release does, so that watchers see a release. The
-// broken lease's session is destroyed afterwards. The lease's TTL is the
-// one it was last given (a session's remaining time cannot be read).
+// in another that holds only if the lease and the counter are as read
+// (else it reads again), either hands the key to the first live waiter
+// (whose token, from the counter and the clock, is above the broken one)
+// or deletes the lease and moves the counter past the broken token and
+// this client's clock, recording the broken token in the counter's flags
+// as Release does, so that watchers see a release. The broken lease's
+// session is destroyed afterwards. The lease's TTL is the one it was last
+// given (a session's remaining time cannot be read).
 func (s *Store) Break(ctx context.Context, key, owner string, token uint64) (backend.Lease, error) {
 	if err := s.begin(ctx, "break", key); err != nil {
 		return backend.Lease{}, err
