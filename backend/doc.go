@@ -49,7 +49,9 @@
 //
 // Stores that implement Breaker can end a lease whoever holds it, for an
 // operator freeing a lock whose holder is stuck (batonctl release
-// --force). The broken holder is not told and may still be running; the
+// --force). Break names the grant to end (owner and token, as Get showed
+// it) and ends nothing if another grant is on the key by then
+// (ErrLeaseChanged). The broken holder is not told and may still be running; the
 // next grant's fencing token is above the broken one, so a resource that
 // checks tokens turns the old holder away.
 //

@@ -28,6 +28,15 @@ type Registry interface {
 	Leave(ctx context.Context, group, name string) error
 }
 
+// MemberLocator is implemented by Registry stores that can say where a
+// member's entry is kept, so that a message can tell an operator what to
+// delete: an entry forged, or left by a process that is gone.
+type MemberLocator interface {
+	// MemberEntry describes, for people, where member name of group is
+	// kept in the store and how to delete it.
+	MemberEntry(group, name string) string
+}
+
 // MaxMemberData bounds Member.Data.
 const MaxMemberData = 4096
 

@@ -74,8 +74,15 @@
 // it wins, that is a new tenure with a new epoch and a new OnElected.
 //   - Duplicate instance IDs are detected: a process that sees the role held
 //     by another process with its own instance ID, or finds one in the
-//     member list, logs an error and reports it in Status until that
-//     process has been gone for the role TTL and two heartbeat intervals.
+//     member list renewing its entry, logs an error and reports it in
+//     Status until that process has been gone for the role TTL and two
+//     heartbeat intervals. A member entry with its ID that is written once
+//     and never renewed (forged, or left with a long TTL) is not a
+//     process: it is logged at warning level with where it is kept, and
+//     not reported. While it sees another entry claim its ID, a member
+//     writes a changing count in its own entry at every heartbeat, so that
+//     the other side can tell; a duplicate so takes two heartbeats to be
+//     reported.
 //
 // # What is not promised
 //

@@ -34,10 +34,16 @@ type Member struct {
 
 type memberData struct {
 	Started time.Time `json:"started"`
+	// Beat changes at every heartbeat while another member claims this
+	// member's ID, so that the other can see this one is live (see
+	// claimants).
+	Beat uint64 `json:"beat,omitempty"`
 }
 
 // OnDuplicateID registers f to be called with the owner string of another
-// live process that claims this instance's ID. The elector also logs the
+// live process that claims this instance's ID: one that holds the role
+// key, or renews its member entry (a member entry that is not renewed is
+// logged only; see the package doc). The elector also logs the
 // duplicate at error level and reports it in Status until it has not been
 // seen for the role TTL and two heartbeat intervals (then f is called
 // again if it comes back); use f for metrics or alerts. f runs on the callback goroutine, in order with the other
@@ -91,14 +97,16 @@ func startedAt(data []byte) time.Time {
 
 // presence heartbeats this elector's member entry every two heartbeat
 // intervals until ctx ends, then leaves the group. It returns at once when
-// the store keeps no member list. Duplicates it finds are reported on ev.
+// the store keeps no member list. Other live processes that claim this
+// instance's ID are reported on ev (see claimants).
 func (e *Elector) presence(ctx context.Context, ev *events) {
 	reg, ok := e.store.(backend.Registry)
 	if !ok {
 		return
 	}
-	data, _ := json.Marshal(memberData{Started: e.clock.Now()})
-	me := backend.Member{Name: e.owner, Identity: e.idText, Data: data}
+	started := e.clock.Now()
+	me := backend.Member{Name: e.owner, Identity: e.idText}
+	var others claimants
 	ttl := e.cfg.HeartbeatExpiration + e.cfg.HeartbeatInterval
 	every := 2 * e.cfg.HeartbeatInterval
 	t := e.clock.NewTimer(0)
@@ -114,6 +122,7 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 			return
 		case <-t.C():
 		}
+		me.Data = others.data(started)
 		hctx, cancel := context.WithTimeout(ctx, e.opTimeout)
 		dups, err := reg.Heartbeat(hctx, e.group, me, ttl)
 		cancel()
@@ -121,8 +130,8 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 		case err != nil && ctx.Err() == nil:
 			e.setErr(err)
 			e.logger.Warn("role: member heartbeat failed", "group", e.group, "err", err)
-		case len(dups) > 0:
-			e.reportDuplicate(ev, dups[0])
+		case err == nil:
+			e.judge(ctx, reg, ev, &others, dups)
 		}
 		t.Reset(every)
 	}

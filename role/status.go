@@ -23,9 +23,15 @@ type Status struct {
 	// Duplicate names another live process that claims this instance's ID
 	// (its owner string), if one was seen within the role TTL and two
 	// heartbeat intervals; DuplicateSeen is when it was last seen. Once
-	// that process has stopped, Duplicate is empty again.
-	Duplicate     string
-	DuplicateSeen time.Time
+	// that process has stopped, Duplicate is empty again. A process is
+	// seen holding the role key, or renewing its member entry: an entry
+	// that claims this ID and is not renewed (forged, or left behind) is
+	// logged, not reported. DuplicateEntry says where the duplicate's
+	// member entry is kept and how to delete it, for when no such
+	// process runs.
+	Duplicate      string
+	DuplicateSeen  time.Time
+	DuplicateEntry string
 }
 
 // Status returns a snapshot of the elector's view.
@@ -34,21 +40,23 @@ func (e *Elector) Status() Status {
 	defer e.mu.Unlock()
 	dup := e.duplicateLocked(e.clock.Now())
 	var seen time.Time
+	var entry string
 	if dup != "" {
-		seen = e.duplicateAt
+		seen, entry = e.duplicateAt, e.memberEntry(dup)
 	}
 	return Status{
-		Enabled:       !e.cfg.Disabled,
-		Running:       e.running,
-		IsMaster:      e.IsMaster(),
-		Instance:      e.idText,
-		Master:        e.masterLocked(),
-		Epoch:         e.epoch.Load(),
-		Since:         e.since,
-		LastError:     e.lastErr,
-		LastErrorAt:   e.lastErrAt,
-		Duplicate:     dup,
-		DuplicateSeen: seen,
+		Enabled:        !e.cfg.Disabled,
+		Running:        e.running,
+		IsMaster:       e.IsMaster(),
+		Instance:       e.idText,
+		Master:         e.masterLocked(),
+		Epoch:          e.epoch.Load(),
+		Since:          e.since,
+		LastError:      e.lastErr,
+		LastErrorAt:    e.lastErrAt,
+		Duplicate:      dup,
+		DuplicateSeen:  seen,
+		DuplicateEntry: entry,
 	}
 }
 

@@ -36,8 +36,13 @@
 // remaining TTL, except on Consul, which cannot tell it and reports the
 // TTL the lease was given.
 //
-// A duplicate instance ID, once seen, keeps /healthz at 503 until the
-// process restarts, so that an orchestrator notices it.
+// A duplicate instance ID keeps /healthz at 503 while another live
+// process claims this instance's ID (role.Status.Duplicate: it holds the
+// role key or keeps renewing its member entry) and for the role TTL and
+// two heartbeat intervals after, so that an orchestrator notices it; the
+// message names the entry to delete if no such process runs. A member
+// entry that is not renewed (forged, or left behind) is logged by the
+// elector and does not make the instance unhealthy.
 //
 // The handler starts no goroutine and holds no lock across a store call.
 package statuspage

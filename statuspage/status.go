@@ -144,7 +144,7 @@ func (h *Handler) health(ctx context.Context) (problems []string, master *backen
 		problems = append(problems, "the elector is not running")
 	}
 	if st.Duplicate != "" {
-		problems = append(problems, fmt.Sprintf("duplicate instance ID: another live process (%s) claims %s; instance IDs must be unique", st.Duplicate, st.Instance))
+		problems = append(problems, fmt.Sprintf("duplicate instance ID: another live process (%s) claims %s; instance IDs must be unique (give one of them another host or port). If no such process runs, delete its entry: %s", st.Duplicate, st.Instance, st.DuplicateEntry))
 	}
 	rctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()

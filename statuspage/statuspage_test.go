@@ -299,8 +299,8 @@ func testHealthzDuplicateID(t *testing.T, st storetest.Backend) {
 		in = b
 	}
 	code, body := get(t, in, "healthz")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "duplicate instance ID") {
-		t.Errorf("/healthz answered %d %q; want 503 naming the duplicate instance ID", code, body)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "duplicate instance ID") || !strings.Contains(body, "delete its entry: ") {
+		t.Errorf("/healthz answered %d %q; want 503 naming the duplicate instance ID and the entry to delete", code, body)
 	}
 	if s := status(t, in); s.Healthy || s.Instance.Duplicate == "" {
 		t.Errorf("/status says healthy %v, duplicate %q; want unhealthy with the duplicate", s.Healthy, s.Instance.Duplicate)

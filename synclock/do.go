@@ -3,6 +3,9 @@ package synclock
 import (
 	"context"
 	"errors"
+	"reflect"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // sectionKey is the context key under which a section's context carries
@@ -27,6 +30,25 @@ func holds(ctx context.Context, lk *Locker, sk string) bool {
 		}
 	}
 	return false
+}
+
+// heldBy returns the live holding of store key sk on store that the call
+// chain of ctx has, through any Locker or Mutex on store, or nil.
+func heldBy(ctx context.Context, store backend.Store, sk string) *grant {
+	for g := sectionOf(ctx); g != nil; g = g.outer {
+		if g.sk == sk && !g.over.Load() && sameStore(g.lk.store, store) {
+			return g
+		}
+	}
+	return nil
+}
+
+// sameStore reports whether a and b are one store value. Stores are
+// compared only when their type allows it (a store that is not
+// comparable is never the same as another).
+func sameStore(a, b backend.Store) bool {
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // Token returns the fencing token of the innermost lock held by the
@@ -89,7 +111,11 @@ func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) er
 // same call chain already holds (its ctx says so) runs fn directly; once
 // that holding is over (its lease lapsed) the chain no longer holds the
 // key, and the nested call must acquire it like any other — with the
-// lapsed section's cancelled context it fails with ErrLeaseExpired.
+// lapsed section's cancelled context it fails with ErrLeaseExpired. A
+// DoKey through another Locker on the same store, for a key the call
+// chain holds, fails at once with ErrReentrant: it could only wait for
+// itself. A DoKey whose ctx has already ended asks the store nothing and
+// returns ErrTimeout joined with ctx's error and cause.
 func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	return lk.run(ctx, key, true, fn)
 }

@@ -102,6 +102,17 @@
 //     under the lock that the Locker's other keys need.
 //   - A panic in the section releases the lock and goes on. A nested call on
 //     a key that its call chain already holds runs directly.
+//   - A DoKey or Lock that would wait for a key its own call chain holds
+//     on the same store through another Locker (or a Mutex locked inside
+//     the holding's section) fails at once with ErrReentrant naming the
+//     key, instead of waiting for itself until the lease ends. The call
+//     chain is known by its context, which carries the holdings of the
+//     sections it comes from: a goroutine started in a section with that
+//     context counts as the same chain, so give one that must wait for the
+//     key after the section a context of its own. Two store values of one
+//     server (two clients) are two stores to this check.
+//   - A call whose context has already ended asks the store nothing and
+//     fails at once with ErrTimeout, the context's error and its cause.
 //   - WithObserver reports every step of a lock (acquired, with the wait and
 //     the claims it took and whether a release handed it over; refused,
 //     with the reason; extended; lost; released, with the time held) for

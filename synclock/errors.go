@@ -20,8 +20,19 @@ var (
 	ErrLocked = errors.New("synclock: lock is held by another holder")
 
 	// ErrTimeout reports that the caller's context ended while it waited
-	// for the lock. It comes joined with the context's error.
+	// for the lock, or had ended before the wait began (then nothing was
+	// sent to the store). It comes joined with the context's error and
+	// its cause.
 	ErrTimeout = errors.New("synclock: gave up waiting for the lock")
+
+	// ErrReentrant reports a DoKey or Lock that would wait for a lock its
+	// own call chain holds: its context comes from a live holding's
+	// section (or a Mutex's Context) of the same key on the same store,
+	// taken through another Locker, or a Mutex asked for inside it. Such
+	// a wait could end only when the holding does, so it fails at once;
+	// the message names the key. A DoKey through the Locker that holds
+	// the key runs its section directly instead (see DoKey).
+	ErrReentrant = errors.New("synclock: the lock is held by the caller's own call chain")
 
 	// ErrLeaseExpired reports that the lock's lease ended (or was about to)
 	// while the section still ran: another holder may have entered it. The

@@ -195,6 +195,9 @@ func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool, gate chan
 	if k.err != nil {
 		return nil, 0, k.err
 	}
+	if err := lk.mayWait(ctx, k, wait); err != nil {
+		return nil, 0, err
+	}
 	key, sk := k.key, k.sk
 	w := localWait{lk: lk, ctx: ctx, start: start}
 	if gate != nil {
@@ -209,13 +212,45 @@ func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool, gate chan
 		unlockGate(gate)
 		return nil, 0, lk.localError(key, "is held by another goroutine of this instance", err, start)
 	}
-	g, tries, err := lk.claim(ctx, key, sk, q, wait, w.retries(), gate != nil)
+	var g *grant
+	var tries int
+	if err = ctx.Err(); err != nil {
+		err = endedBefore(ctx, key) // the local turn came as ctx ended: ask the store nothing
+	} else {
+		g, tries, err = lk.claim(ctx, key, sk, q, wait, w.retries(), gate != nil)
+	}
 	if err != nil {
 		lk.exit(sk, q)
 		unlockGate(gate)
 		return nil, tries, err
 	}
 	return g, tries, nil
+}
+
+// mayWait refuses, before anything else is done for it, an acquisition
+// whose ctx has already ended (nothing is sent to the store for it), and
+// a wait for a key that ctx's call chain holds on this store: that wait
+// could end only when the holding does (ErrReentrant).
+func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
+	if ctx.Err() != nil {
+		return endedBefore(ctx, k.key)
+	}
+	if !wait {
+		return nil
+	}
+	if g := heldBy(ctx, lk.store, k.sk); g != nil {
+		return fmt.Errorf("synclock: lock %q: %w: the context comes from the section of its holding (token %d) on the same store, through another Locker or a Mutex, so this wait could end only when that holding does; "+
+			"nest the call through the Locker that holds the key (it runs the section directly), or run it after the section",
+			k.key, ErrReentrant, g.lease.Token)
+	}
+	return nil
+}
+
+// endedBefore is the error of an acquisition of key whose ctx had ended
+// before it asked the store anything: ErrTimeout with the context's
+// error and cause.
+func endedBefore(ctx context.Context, key string) error {
+	return errors.Join(fmt.Errorf("synclock: lock %q: the caller's context ended before the store was asked; nothing was sent to it: %w", key, ErrTimeout), backend.ContextError(ctx))
 }
 
 // unlockGate unlocks a Mutex's gate, if any.

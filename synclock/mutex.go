@@ -37,6 +37,10 @@ func (lk *Locker) Mutex(key string) *Mutex {
 // holding then lasts until Unlock or until its lease ends (HoldDuration,
 // or the WithAutoRenew ceiling), whatever happens to ctx afterwards:
 // Context, not ctx, says when it is over. Context keeps ctx's values.
+// Lock with a ctx that comes from a live holding's section of the same
+// key on the same store (the call chain holds the key) fails at once with
+// ErrReentrant; with a ctx that has already ended it asks the store
+// nothing and returns ErrTimeout.
 func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
 
 // TryLock takes the lock if it is free and fails with ErrLocked otherwise

@@ -93,7 +93,11 @@
 //     new first waiter when the key is free.
 //   - for stores that also implement backend.Breaker (the Break subtests
 //     are added only for them): Break returns the lease it ended,
-//     whoever held it, kept leases included; the key is free at once, or
+//     whoever held it, kept leases included; it ends only the grant it
+//     names (owner and token), and another grant on the key (a new
+//     holder, the waiter it was handed to, the same owner's later grant)
+//     is left untouched with a *ChangedError naming it (ErrLeaseChanged);
+//     the key is free at once, or
 //     with a waiter in line passes to it as a release would; watchers are
 //     woken; the old holder's Renew and Release are refused with
 //     ErrNotHeld; the next grant's token is above the broken one and

@@ -48,6 +48,14 @@ var mutants = map[string]struct {
 			return s.Release(ctx, key, owner, keepFor)
 		}}
 	}, nil},
+	"breaks whoever holds the key": {"BreakChanged", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, brk: func(ctx context.Context, key, owner string, token uint64) (backend.Lease, error) {
+			if l, err := s.Get(ctx, key); err == nil {
+				owner, token = l.Owner, l.Token
+			}
+			return s.Break(ctx, key, owner, token)
+		}}
+	}, nil},
 	"renews for anyone": {"StaleOwnerAfterTakeover", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, renew: func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
 			if l, err := s.Get(ctx, key); err == nil {
@@ -293,6 +301,7 @@ type mutant struct {
 	acquireQueued func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error)
 	dequeue       func(ctx context.Context, key, owner string) error
 	awaitHandover func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error)
+	brk           func(ctx context.Context, key, owner string, token uint64) (backend.Lease, error)
 	reset         func() // the harness's Wipe
 	restart       func() // the harness's Restart
 }
@@ -314,6 +323,15 @@ func (m *mutant) Restart() {
 }
 
 var _ backend.Handover = (*mutant)(nil)
+
+var _ backend.Breaker = (*mutant)(nil)
+
+func (m *mutant) Break(ctx context.Context, key, owner string, token uint64) (backend.Lease, error) {
+	if m.brk != nil {
+		return m.brk(ctx, key, owner, token)
+	}
+	return m.Store.Break(ctx, key, owner, token)
+}
 
 func (m *mutant) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
 	if m.awaitHandover != nil {

@@ -15,20 +15,24 @@ import (
 var _ backend.Breaker = (*Store)(nil)
 
 // Break implements backend.Breaker. It reads the key, its counter and its
-// line in one transaction and then, in another that holds only if the
-// lease and the counter are as read, either hands the key to the first
-// live waiter (whose token, from the counter and the clock, is above the
-// broken one) or deletes the lease and moves the counter past the broken
-// token and this client's clock, recording the broken token in the
-// counter's flags as Release does, so that watchers see a release. The
-// broken lease's session is destroyed afterwards. The lease's TTL is the
-// one it was last given (a session's remaining time cannot be read).
-func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
+// line in one transaction, and if the lease read is the grant named, then
+// in another that holds only if the lease and the counter are as read
+// (else it reads again), either hands the key to the first live waiter
+// (whose token, from the counter and the clock, is above the broken one)
+// or deletes the lease and moves the counter past the broken token and
+// this client's clock, recording the broken token in the counter's flags
+// as Release does, so that watchers see a release. The broken lease's
+// session is destroyed afterwards. The lease's TTL is the one it was last
+// given (a session's remaining time cannot be read).
+func (s *Store) Break(ctx context.Context, key, owner string, token uint64) (backend.Lease, error) {
 	if err := s.begin(ctx, "break", key); err != nil {
 		return backend.Lease{}, err
 	}
+	if err := backend.ValidateOwner(owner); err != nil {
+		return backend.Lease{}, fmt.Errorf("consulbackend: break: %w", err)
+	}
 	for attempt := range grantAttempts {
-		l, retry, err := s.breakOnce(ctx, key)
+		l, retry, err := s.breakOnce(ctx, key, owner, token)
 		if !retry {
 			return l, err
 		}
@@ -41,7 +45,7 @@ func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
 
 // breakOnce makes one attempt of Break; retry reports that the key, its
 // counter or its line changed between the read and the write.
-func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, retry bool, err error) {
+func (s *Store) breakOnce(ctx context.Context, key, owner string, token uint64) (l backend.Lease, retry bool, err error) {
 	s.forget(key)
 	st, err := s.look(ctx, "break", key, true)
 	if err != nil {
@@ -52,6 +56,9 @@ func (s *Store) breakOnce(ctx context.Context, key string) (l backend.Lease, ret
 		return backend.Lease{}, false, fmt.Errorf("consulbackend: break %q: %w", key, backend.ErrNotFound)
 	}
 	broken := cur.rec.lease(key)
+	if broken.Owner != owner || broken.Token != token {
+		return backend.Lease{}, false, fmt.Errorf("consulbackend: break: %w", &backend.ChangedError{Key: key, Owner: owner, Token: token, Holder: broken})
+	}
 	if s.afterLook != nil {
 		s.afterLook()
 	}

@@ -321,7 +321,7 @@ func TestHandoverThatLosesARaceTriesAgain(t *testing.T) {
 				}
 			}
 		})
-		broken, err := s.Break(ctx, key)
+		broken, err := s.Break(ctx, key, "holder", held.Token)
 		if err != nil || broken.Token != held.Token {
 			t.Fatalf("Break: %+v, %v; want the holder's lease", broken, err)
 		}

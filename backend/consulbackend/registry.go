@@ -40,6 +40,14 @@ func (s *Store) memberPrefix(group string) string {
 	return s.prefix + "/members/" + url.PathEscape(group) + "/"
 }
 
+var _ backend.MemberLocator = (*Store)(nil)
+
+// MemberEntry implements backend.MemberLocator: the member's KV entry.
+func (s *Store) MemberEntry(group, name string) string {
+	k := s.MemberKey(group, name)
+	return fmt.Sprintf("the Consul KV key %q (consul kv delete %s)", k, k)
+}
+
 // Heartbeat implements backend.Registry. Members reports, as each
 // member's TTL, the ttl of its last heartbeat, and an Age of 0: Consul
 // cannot tell how long ago a session was renewed.

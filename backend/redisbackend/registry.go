@@ -46,6 +46,16 @@ func (s *Store) groupKeys(group string) []string {
 	return []string{k, k + memberDataSuffix, k + memberIDsSuffix}
 }
 
+var _ backend.MemberLocator = (*Store)(nil)
+
+// MemberEntry implements backend.MemberLocator: the member of the
+// group's sorted set, and its data beside it (the group's next heartbeat
+// tidies the list of names per identity).
+func (s *Store) MemberEntry(group, name string) string {
+	k := s.LeaseKey(group)
+	return fmt.Sprintf("member %q of the Redis sorted set %q (ZREM %s %s; HDEL %s%s %s)", name, k, k, name, k, memberDataSuffix, name)
+}
+
 // Heartbeat implements backend.Registry.
 func (s *Store) Heartbeat(ctx context.Context, group string, m backend.Member, ttl time.Duration) ([]string, error) {
 	if err := s.begin(ctx, "heartbeat", group); err != nil {

@@ -67,7 +67,9 @@
 //     neither find the Java side's locks nor name the baton key of what
 //     it found. Get reads any key whose name is known.
 //   - Break (backend.Breaker, batonctl release --force) ends any lease,
-//     a Java instance's too; the Java holder is not told and, when its
+//     a Java instance's too, if it is still the grant read; a Java grant
+//     has no token, so two grants in a row to one Java instance look
+//     alike to it. The Java holder is not told and, when its
 //     method returns, deletes the key whoever holds it then, as its
 //     release always does.
 //   - Java instances are not members (role.Elector.Members lists Go

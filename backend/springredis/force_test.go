@@ -29,7 +29,7 @@ func TestBreakJavaHolder(t *testing.T) {
 	if ok, err := rdb.SetNX(ctx, java, javaID, 45*time.Second).Result(); err != nil || !ok {
 		t.Fatalf("the Java side's SET NX: %v, %v", ok, err)
 	}
-	l, err := s.Break(ctx, key)
+	l, err := s.Break(ctx, key, javaID, 0)
 	if err != nil || l.Owner != javaID || l.Token != 0 || l.TTL <= 0 || l.TTL > 45*time.Second {
 		t.Fatalf("Break of the Java holder's key: %+v, %v; want its lease (owner %s, no token)", l, err, javaID)
 	}
@@ -40,10 +40,54 @@ func TestBreakJavaHolder(t *testing.T) {
 	if err != nil || next.Token <= first.Token {
 		t.Fatalf("the grant after Break: %+v, %v; want a token above %d", next, err, first.Token)
 	}
-	if _, err := s.Break(ctx, key); err != nil {
+	if _, err := s.Break(ctx, key, next.Owner, next.Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Break(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := s.Break(ctx, key, next.Owner, next.Token); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("Break of a free key: %v; want ErrNotFound", err)
 	}
+}
+
+// Break ends only the grant it names, also across the two sides: a Go
+// holder's grant shown before the Java side took the key, and a Java
+// instance's grant shown before another Java instance took it, are not
+// broken (ErrLeaseChanged naming the holder now), and the shared key
+// keeps its value.
+func TestBreakChangedHolder(t *testing.T) {
+	ctx := ctxT(t)
+	rdb := server.Client(t)
+	s := newStore(t, rdb, springredis.Layout{})
+	key := backend.AppKey("acme", "billing", "lock", "com.acme.Ledger.post()")
+	java := s.Shared(key)
+	shown, err := s.Acquire(ctx, key, goID+"#n1", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, goID+"#n1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rdb.SetNX(ctx, java, javaID, 45*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("the Java side's SET NX: %v, %v", ok, err)
+	}
+	wantChanged := func(what, owner string, token uint64, holder string) {
+		t.Helper()
+		_, err := s.Break(ctx, key, owner, token)
+		var ce *backend.ChangedError
+		if !errors.As(err, &ce) || !errors.Is(err, backend.ErrLeaseChanged) || ce.Holder.Owner != holder || ce.Holder.Token != 0 {
+			t.Fatalf("%s: %v; want a *backend.ChangedError naming %s (no token)", what, err, holder)
+		}
+		if v, err := rdb.Get(ctx, java).Result(); err != nil || v != holder {
+			t.Fatalf("%s: the shared key %s holds %q, %v; want %q, unbroken", what, java, v, err, holder)
+		}
+	}
+	wantChanged("Break of the Go grant once the Java side holds the key", shown.Owner, shown.Token, javaID)
+
+	const otherJava = "10.0.0.10:acme:billing:8080"
+	if err := rdb.Del(ctx, java).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rdb.SetNX(ctx, java, otherJava, 45*time.Second).Result(); err != nil || !ok {
+		t.Fatalf("the other Java instance's SET NX: %v, %v", ok, err)
+	}
+	wantChanged("Break of one Java instance's grant once another holds the key", javaID, 0, otherJava)
 }

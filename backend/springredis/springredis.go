@@ -420,6 +420,11 @@ func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, er
 	return s.baton.Members(ctx, group)
 }
 
+// MemberEntry implements backend.MemberLocator, in baton's own layout.
+func (s *Store) MemberEntry(group, name string) string {
+	return s.baton.MemberEntry(group, name)
+}
+
 // Leave implements backend.Registry.
 func (s *Store) Leave(ctx context.Context, group, name string) error {
 	return s.baton.Leave(ctx, group, name)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -171,6 +172,54 @@ func TestRelease(t *testing.T) {
 		waitFor(t, "a new tenure with a larger epoch", func() bool {
 			return (m.IsMaster() && m.Epoch() > before) || (slave.IsMaster() && slave.Epoch() > before)
 		})
+	})
+}
+
+// answerAfter is a stdin whose first Read runs before (while release
+// waits for the operator's confirmation) and then reads answer.
+type answerAfter struct {
+	before func()
+	answer io.Reader
+}
+
+func (a *answerAfter) Read(p []byte) (int, error) {
+	if a.before != nil {
+		a.before()
+		a.before = nil
+	}
+	return a.answer.Read(p)
+}
+
+// release ends the lease it showed and nothing else: when the holder it
+// showed released and another took the key while the operator read the
+// prompt, release ends nothing, says who holds the key now and exits 4;
+// the new holder keeps its lease and renews it.
+func TestReleaseChangedHands(t *testing.T) {
+	eachFixture(t, func(t *testing.T, fx fixture) {
+		const app = "ledger"
+		a, b := fx.newStore(t), fx.newStore(t)
+		key := backend.AppKey(tenant, app, "lock:post")
+		oa, ob := owner(app, 8081, "00000000000000aa"), owner(app, 8082, "00000000000000bb")
+		shown := acquire(t, a, app, "lock:post", oa)
+		var now backend.Lease
+		stdin := &answerAfter{answer: strings.NewReader("yes\n"), before: func() {
+			if err := a.Release(t.Context(), key, oa, 0); err != nil {
+				t.Errorf("a's release while the prompt waits: %v", err)
+			}
+			now = acquire(t, b, app, "lock:post", ob)
+		}}
+		r := fx.ctlIn(t, stdin, "--app", app, "--force", "release", "lock:post")
+		r.want(t, exitChanged, "release of a key that changed hands at the prompt")
+		golden(t, fx.name+"-release-changed", r.stderr)
+		if now.Token <= shown.Token {
+			t.Fatalf("b's token %d is not above a's %d", now.Token, shown.Token)
+		}
+		if l, err := b.Get(t.Context(), key); err != nil || l.Owner != ob || l.Token != now.Token {
+			t.Fatalf("after the release the key is %+v, %v; want b's lease (token %d) untouched", l, err, now.Token)
+		}
+		if _, err := b.Renew(t.Context(), key, ob, time.Minute); err != nil {
+			t.Errorf("b's Renew after the release: %v; want its lease still held", err)
+		}
 	})
 }
 

@@ -83,7 +83,8 @@
 //
 // release refuses without --force and says who holds the key. With
 // --force it asks for confirmation on stdin (yes or y) unless --yes is
-// given, and then ends the lease through backend.Breaker: the key is freed
+// given, and then ends the lease it showed, and only that grant (its
+// owner and fencing token), through backend.Breaker: the key is freed
 // (or handed to the waiter first in its line, as a release would) and its
 // fencing counter is moved past the broken token, so every later holder's
 // token is above it. The old holder is not told: it learns at its next
@@ -92,6 +93,15 @@
 // it away; others do not, so end a lease only when its holder is gone or
 // stuck. Releasing the role key makes the master step down at its next
 // renewal and another election happen at once.
+//
+// If the key changed hands between the prompt and the release (its
+// holder released it and another instance took it, or it was handed to
+// the waiter first in line), release ends nothing: the store compares
+// the grant shown with the one on the key in the same step that would
+// end it. batonctl then says who holds the key now and exits 4; run
+// release again to see the new holder and decide again. On the Spring
+// layout a Java instance's grant has no token, so two grants in a row to
+// the same Java instance look alike to release.
 //
 // # Exit codes
 //
@@ -102,6 +112,8 @@
 //	   argument, no service named)
 //	3  the answer is no: master found no master, release was refused
 //	   (no --force) or not confirmed, or the key was free
+//	4  release ended nothing because the key changed hands after it was
+//	   shown (the message names the holder now)
 //
 // Results go to stdout; messages and the confirmation prompt go to
 // stderr.

@@ -20,10 +20,11 @@ import (
 
 // Exit codes (see the package documentation).
 const (
-	exitOK    = 0 // done
-	exitError = 1 // the store or the configuration failed
-	exitUsage = 2 // the command line is wrong
-	exitNo    = 3 // the answer is no: no master, a refused or declined release, a free key
+	exitOK      = 0 // done
+	exitError   = 1 // the store or the configuration failed
+	exitUsage   = 2 // the command line is wrong
+	exitNo      = 3 // the answer is no: no master, a refused or declined release, a free key
+	exitChanged = 4 // release: the key changed hands after it was shown; nothing released
 )
 
 func main() {
@@ -74,6 +75,16 @@ func nof(format string, args ...any) error {
 	return &noError{msg: fmt.Sprintf(format, args...)}
 }
 
+// changedError is a release that found another holder than the one it
+// showed (exit 4).
+type changedError struct{ msg string }
+
+func (e *changedError) Error() string { return e.msg }
+
+func changedf(format string, args ...any) error {
+	return &changedError{msg: fmt.Sprintf(format, args...)}
+}
+
 // run runs batonctl with args (without the program name) and returns its
 // exit code. Results go to stdout, messages and prompts to stderr; a
 // confirmation is read from stdin. ctx ends watch.
@@ -81,6 +92,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	err := runErr(ctx, args, stdin, stdout, stderr)
 	var ue *usageError
 	var ne *noError
+	var ce *changedError
 	switch {
 	case err == nil:
 		return exitOK
@@ -92,6 +104,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &ne):
 		fmt.Fprintf(stderr, "batonctl: %v\n", err)
 		return exitNo
+	case errors.As(err, &ce):
+		fmt.Fprintf(stderr, "batonctl: %v\n", err)
+		return exitChanged
 	}
 	fmt.Fprintf(stderr, "batonctl: %v\n", err)
 	return exitError
@@ -208,7 +223,8 @@ Configuration: --config FILE, then the BATON_* environment variables, then
 --app and --tenant, as the library reads it (package config).
 
 Exit codes: 0 done; 1 error (store unreachable, bad configuration);
-2 wrong command line; 3 no (no master, release refused or declined, key free).
+2 wrong command line; 3 no (no master, release refused or declined, key free);
+4 release ended nothing: the key changed hands after it was shown.
 `)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -130,10 +131,16 @@ type result struct {
 // giving stdin.
 func (fx fixture) ctl(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return fx.ctlIn(t, strings.NewReader(stdin), args...)
+}
+
+// ctlIn is ctl with stdin read from r.
+func (fx fixture) ctlIn(t *testing.T, stdin io.Reader, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := run(ctx, append([]string{"--config", fx.config}, args...), strings.NewReader(stdin), &out, &errOut)
+	code := run(ctx, append([]string{"--config", fx.config}, args...), stdin, &out, &errOut)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }
 

@@ -24,7 +24,9 @@ type releaseJSON struct {
 }
 
 // release ends the lease on a key whoever holds it (backend.Breaker):
-// only with --force, and after a confirmation unless --yes.
+// only with --force, and after a confirmation unless --yes. It ends the
+// grant it showed and nothing else: if the key changed hands since, it
+// ends nothing and says who holds the key now (exit 4).
 func release(ctx context.Context, s *session, args []string) error {
 	key := s.key(args[0])
 	if err := backend.ValidateKey(key); err != nil {
@@ -56,14 +58,9 @@ func release(ctx context.Context, s *session, args []string) error {
 			return err
 		}
 	}
-	cctx, cancel = s.call(ctx)
-	broken, err := b.Break(cctx, key)
-	cancel()
-	if errors.Is(err, backend.ErrNotFound) {
-		return nof("%s was freed before the release: nothing to release", key)
-	}
+	broken, err := s.breakShown(ctx, b, key, l)
 	if err != nil {
-		return fmt.Errorf("releasing %s: %w", key, err)
+		return err
 	}
 	// Where the key went: free, or handed to the waiter first in line.
 	cctx, cancel = s.call(ctx)
@@ -89,6 +86,27 @@ func release(ctx context.Context, s *session, args []string) error {
 		fprintf(s.stdout, "%s is now held by %s (owner %s, %s)\n", key, next.ID, next.Owner, tokenText(next.Token))
 	}
 	return nil
+}
+
+// breakShown ends shown, the lease on key that release showed, and
+// nothing else: a key freed since is a "no" (exit 3), a key that changed
+// hands since is a changedError (exit 4) naming its holder now.
+func (s *session) breakShown(ctx context.Context, b backend.Breaker, key string, shown backend.Lease) (backend.Lease, error) {
+	cctx, cancel := s.call(ctx)
+	broken, err := b.Break(cctx, key, shown.Owner, shown.Token)
+	cancel()
+	var ce *backend.ChangedError
+	switch {
+	case errors.Is(err, backend.ErrNotFound):
+		return broken, nof("%s was freed before the release: nothing to release", key)
+	case errors.As(err, &ce):
+		h := ce.Holder
+		return broken, changedf("%s changed hands after it was shown: it was held by %s (owner %s, %s) and is now held by %s (owner %s, %s, lease %s %s); nothing released. Run release again to see who holds it now",
+			key, instanceOf(shown.Owner), shown.Owner, tokenText(shown.Token), instanceOf(h.Owner), h.Owner, tokenText(h.Token), dur(h.TTL), s.ttlNote())
+	case err != nil:
+		return broken, fmt.Errorf("releasing %s: %w", key, err)
+	}
+	return broken, nil
 }
 
 // confirm asks question on stderr and reads the answer from stdin; only

@@ -1,16 +1,18 @@
--- break (Breaker.Break): K's lease ends whoever holds it, kept ones
--- included. The counter F first moves past the broken token and the
--- server's clock, so that every later grant of K is above it; K then goes
--- on as after its owner's release at once: handed to the first waiter,
--- or freed with "released <token> <next>" published, also for a plain
--- lease (a watcher may follow it without a mark). Replies
--- {'ok', owner, token, pttl-ms} of the broken lease, {'free'} or
--- {'corrupt', why}.
+-- break (Breaker.Break). ARGV[4..5]: owner, token of the grant to end.
+-- If K's lease is that grant (a kept one included), the counter F first
+-- moves past its token and the server's clock, so that every later grant
+-- of K is above it; K then goes on as after its owner's release at once:
+-- handed to the first waiter, or freed with "released <token> <next>"
+-- published, also for a plain lease (a watcher may follow it without a
+-- mark). Replies {'ok', owner, token, pttl-ms} of the broken lease,
+-- {'held', owner, token, pttl-ms} of another grant on K (nothing
+-- changed), {'free'} or {'corrupt', why}.
 local slow = lib()
 local l = slow.classify()
 if not l then return {'free'} end
 if l[1] ~= 'held' then return l end
 local own, tok, pttl = l[2], l[3], l[4]
+if own ~= ARGV[4] or tonumber(tok) ~= tonumber(ARGV[5]) then return slow.holder(l) end
 
 local c = redis.pcall('GET', F)
 if type(c) == 'table' then

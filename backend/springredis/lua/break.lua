@@ -1,10 +1,13 @@
--- Break: end the lease on K whoever holds it, a Java instance's too, and
--- move the fencing counter F past its token and the clock, so that every
--- later grant is above it; watchers are told of a release.
+-- Break: end the lease on K, a Java instance's too, if K and O still
+-- hold what the caller read, and move the fencing counter F past its
+-- token and the clock, so that every later grant is above it; watchers
+-- are told of a release.
 -- KEYS: K, O, F (see acquire.lua)
--- ARGV: the channel of K's watchers and the start of a release message
+-- ARGV: the channel of K's watchers, the start of a release message, and
+--       K's value and O (or '') as the caller read them
 -- Reply: {'ok', K's value, K's pttl, O or ''} of the lease ended,
---        {'free'} or {'corrupt', what}
+--        {'changed', K's value, K's pttl, O or ''} when K or O changed
+--        since (nothing ended), {'free'} or {'corrupt', what}
 local K, O, F = KEYS[1], KEYS[2], KEYS[3]
 local v = redis.pcall('GET', K)
 if type(v) == 'table' then
@@ -13,6 +16,7 @@ end
 if not v then return {'free'} end
 local o = redis.pcall('GET', O)
 if type(o) ~= 'string' then o = '' end
+if v ~= ARGV[3] or o ~= ARGV[4] then return {'changed', v, redis.call('PTTL', K), o} end
 local pttl = redis.call('PTTL', K)
 local c = redis.pcall('GET', F)
 local cn = 0
