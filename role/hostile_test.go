@@ -2,9 +2,12 @@ package role_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,5 +74,77 @@ func TestHostileFlushUnderElection(t *testing.T) {
 	defer ts.mu.Unlock()
 	if len(ts.overlaps) > 0 {
 		t.Fatalf("tenures overlapped: %v", ts.overlaps)
+	}
+}
+
+// syncBuffer is a log sink several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A role key written with a token no grant can have made (2^53-1, far
+// beyond the server's clock), seen by a running elector and by one that
+// was stopped and started again, is corrupt data, not an epoch: neither
+// takes it as the floor of its claims, their log says "corrupt data in"
+// (not "cannot reach the store"), and once the bad key is deleted one of
+// them is master again, without a restart, with an epoch from the clock.
+func TestHostileForgedEpoch(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx := context.Background()
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	var logs syncBuffer
+	logged := role.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	s := redisStore(t, r)
+	a := startElector(t, s, 7901, cfg, nil, logged)
+	b := startElector(t, redisStore(t, r), 7902, cfg, nil)
+	t.Cleanup(func() { stopAll(t, a, b) })
+	waitFor(t, "a master", func() bool { return master([]*role.Elector{a, b}) != nil }, a, b)
+
+	stopAll(t, a)
+	key := s.LeaseKey(backend.AppKey("acme", "billing", "role"))
+	if err := rdb.Set(ctx, key, fmt.Sprintf("%d forger", uint64(backend.MaxToken)), time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	els := []*role.Elector{a, b}
+	waitFor(t, "both electors to report the forged role key and be slaves", func() bool {
+		for _, el := range els {
+			if err := el.Status().LastError; err == nil || !errors.Is(err, backend.ErrCorrupt) || el.IsMaster() {
+				return false
+			}
+		}
+		return strings.Contains(logs.String(), "corrupt data in")
+	}, els...)
+	for _, el := range els {
+		if el.IsMaster() || el.Epoch() >= backend.MaxToken {
+			t.Fatalf("%s while the role key is forged: master %v, epoch %d; want a slave that took no epoch from it", el.ID(), el.IsMaster(), el.Epoch())
+		}
+	}
+
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a master once the forged key was deleted", func() bool { return master(els) != nil }, els...)
+	if ep := master(els).Epoch(); ep > uint64(time.Now().Add(time.Hour).UnixMicro()) {
+		t.Errorf("the new master's epoch is %d; want one from the server's clock", ep)
+	}
+	if out := logs.String(); strings.Contains(out, "cannot reach") {
+		t.Errorf("the log says the store could not be reached; want only that its data was corrupt:\n%s", out)
 	}
 }
