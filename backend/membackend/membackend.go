@@ -17,6 +17,8 @@
 // longer, after that grant, unless a floor put it further than that ahead
 // of the clock: then it never lapses. The tokens of a real-clock store are
 // thus large numbers; those of a store on a fake clock follow that clock.
+// A floor at or beyond backend.TokenLimit of the store's clock is refused
+// with backend.ErrFloorAhead, as on every store.
 // Reset plays a server wiped of its data (FLUSHALL), Restart one restarted
 // without it, after which the restart guard applies (see Restart).
 package membackend
