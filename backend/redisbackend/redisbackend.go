@@ -624,6 +624,9 @@ type reply struct {
 }
 
 func (r reply) unexpected(op, key string) error {
+	if r.status == statusFloorAhead {
+		return fmt.Errorf("redisbackend: %s %q: %w: %s; forget the floor", op, key, backend.ErrFloorAhead, r.detail)
+	}
 	if r.status == statusCorrupt {
 		remedy := "; delete the key or use another prefix"
 		if strings.HasSuffix(r.detail, "delete it") || strings.HasSuffix(r.detail, "guard once") {
@@ -685,10 +688,7 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	switch r.status {
 	case statusFree:
 		return r, nil
-	case statusFloorAhead:
-		detail, _ := arr[min(1, len(arr)-1)].(string)
-		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s; forget the floor", op, key, backend.ErrFloorAhead, detail)
-	case statusCorrupt:
+	case statusCorrupt, statusFloorAhead:
 		if len(arr) > 1 {
 			r.detail, _ = arr[1].(string)
 		}
