@@ -65,6 +65,15 @@ type Store interface {
 	// 1.8e15 today), not 1, 2, 3: compare them, never count them. A
 	// refused Acquire leaves the counter as it was.
 	//
+	// No honest grant puts a token more than MaxTokenLead (a year) ahead
+	// of the store's clock, and stores hold every token to that: a floor
+	// at or above TokenLimit of the store's clock is refused with
+	// ErrFloorAhead (an ErrInvalidArgument) naming the key, and a counter
+	// or a lease token beyond it, read by any method, is ErrCorrupt naming
+	// the key to delete, never a token in a Lease or a HeldError, so that
+	// forged data cannot become a caller's floor. Once the bad key is
+	// deleted, the key is granted again as usual.
+	//
 	// If the key is held, including by owner itself, Acquire returns a
 	// *HeldError (errors.Is(err, ErrHeld)) naming the holder's lease.
 	//

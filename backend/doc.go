@@ -26,7 +26,12 @@
 //     the key's counter, for callers that never saw a token as well: a
 //     token is at least the store's clock in microseconds. When the caller
 //     passes the highest token it has seen as the floor of Acquire, also
-//     across a store whose clock went back.
+//     across a store whose clock went back (by less than MaxTokenLead).
+//   - No token more than MaxTokenLead ahead of the store's clock is ever
+//     handed to a caller: a forged one in the store is ErrCorrupt naming
+//     the key, and a floor that far ahead is refused (ErrFloorAhead), so
+//     forged data never becomes a caller's floor, and deleting it is all
+//     the repair there is.
 //   - After a store restarted without its data, it grants a key to nobody
 //     until every lease on it granted before the restart has ended (the
 //     restart guard: at least the requested ttl); until then Acquire

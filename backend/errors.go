@@ -26,6 +26,15 @@ var (
 
 	// ErrClosed reports use of a store after Close.
 	ErrClosed = errors.New("store closed")
+
+	// ErrFloorAhead reports an Acquire floor at or beyond the largest
+	// token the store can have granted the key (TokenLimit of its clock):
+	// a floor learnt from forged data, or from a store whose clock went
+	// back by more than MaxTokenLead. It wraps ErrInvalidArgument. The
+	// store granted nothing and changed nothing; a caller that keeps
+	// floors forgets the key's floor and asks again without it, so that
+	// a floor it once learnt never locks it out of the key.
+	ErrFloorAhead = fmt.Errorf("%w: fencing floor ahead of the store's clock", ErrInvalidArgument)
 )
 
 // HeldError is returned by Acquire when the key is held, by AcquireQueued

@@ -90,10 +90,52 @@ func validateName(what, s string, maxLen int) error {
 // in the year 2255.
 const MaxToken = 1<<53 - 1
 
-// ValidateFloor checks an Acquire floor.
+// MaxTokenLead is how far ahead of a store's clock a fencing token can
+// be when every grant kept the fencing rule: 366 days. A grant's token is
+// max(counter, floor, clock in µs) + 1, and a store refuses a floor that
+// is not below its clock in µs plus MaxTokenLead (ErrFloorAhead), so no
+// grant puts a counter further ahead than that, and the clock moves on
+// with every grant. A token or counter found further ahead (TokenAhead)
+// was forged or written by a store whose clock was more than a year
+// ahead: the store reports it as ErrCorrupt naming the key, and callers
+// never see it as a token, so it never becomes anyone's floor. The lead
+// is generous because honest clocks differ (a server whose clock was
+// stepped back, Consul clients whose clocks disagree); a forged token
+// within it raises a key's tokens by at most a year of microseconds, of
+// the two centuries left below MaxToken.
+const MaxTokenLead = 366 * 24 * time.Hour
+
+// TokenLimit returns the largest token a store whose clock reads clockUS
+// (µs since the Unix epoch) can honestly have granted: clockUS plus
+// MaxTokenLead in µs, at most MaxToken.
+func TokenLimit(clockUS int64) uint64 {
+	return min(uint64(max(clockUS, 0))+uint64(MaxTokenLead/time.Microsecond), MaxToken)
+}
+
+// TokenAhead reports whether token is above TokenLimit(clockUS): no store
+// whose clock reads clockUS can have granted it.
+func TokenAhead(token uint64, clockUS int64) bool {
+	return token > TokenLimit(clockUS)
+}
+
+// ValidateFloor checks an Acquire floor against MaxToken, before the
+// store reads its clock; ValidateFloorAt checks it against the clock.
 func ValidateFloor(floor uint64) error {
 	if floor >= MaxToken {
 		return fmt.Errorf("%w: floor %d leaves no token below the maximum %d", ErrInvalidArgument, floor, uint64(MaxToken))
+	}
+	return nil
+}
+
+// ValidateFloorAt checks an Acquire floor of key against a store's clock
+// reading clockUS: a floor at or above TokenLimit(clockUS) is refused with
+// an error wrapping ErrFloorAhead (and so ErrInvalidArgument) that names
+// the key. The store then grants nothing and leaves the key's counter as
+// it was; the caller should forget the floor (see ErrFloorAhead).
+func ValidateFloorAt(key string, floor uint64, clockUS int64) error {
+	if limit := TokenLimit(clockUS); floor >= limit {
+		return fmt.Errorf("%w: key %q: floor %d is not below %d, the store's clock in µs (%d) plus %v: no grant of the key can have had that token; forget the floor",
+			ErrFloorAhead, key, floor, limit, clockUS, MaxTokenLead)
 	}
 	return nil
 }

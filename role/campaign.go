@@ -153,6 +153,15 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				c.wait(ctx)
 			}
 		case ctx.Err() != nil:
+		case errors.Is(err, backend.ErrFloorAhead) && e.epoch.Load() > 0:
+			c.forgetFloor(err)
+		case errors.Is(err, backend.ErrCorrupt):
+			// Forged or foreign data under the role key: nothing of it
+			// was taken as an epoch. Claims go on, and succeed once the
+			// bad key is deleted.
+			e.setErr(err)
+			e.logger.Warn("role: corrupt data in the store at the role key; delete the key the error names and the role is claimed again", "key", e.key, "err", err)
+			c.sleep(ctx, backoff.next())
 		default:
 			e.setErr(err)
 			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
@@ -160,6 +169,18 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 		}
 	}
 	return backend.Lease{}, 0, false
+}
+
+// forgetFloor drops the epoch this elector keeps as the floor of its
+// claims, which the store refused as beyond any token it can have granted
+// (learnt from forged data, or from a store whose clock went back by more
+// than backend.MaxTokenLead), so that it never locks the elector out of
+// the role. The next claim asks without a floor; its grant sets the
+// epoch again.
+func (c *campaign) forgetFloor(err error) {
+	e := c.e
+	e.logger.Warn("role: the store refused the highest epoch seen as the floor of a claim; forgetting it", "key", e.key, "epoch", e.epoch.Load(), "err", err)
+	e.epoch.Store(0)
 }
 
 // lead keeps the role until the tenure ends: at its deadline, when the

@@ -19,7 +19,10 @@
 //     store lost its data, and also for an instance that started after the
 //     loss and has seen no epoch (the store's clock is a floor of every
 //     token; the elector also passes the highest epoch it saw, in this Run
-//     or an earlier one of the same Elector, as the floor of its claims).
+//     or an earlier one of the same Elector, as the floor of its claims;
+//     a floor the store refuses as ahead of its clock, backend.ErrFloorAhead,
+//     is forgotten, and forged data under the role key is logged as
+//     "corrupt data in the store" and never taken as an epoch).
 //     Epoch and EpochFromContext return it. A
 //     tenure that ended is never resumed: a master that stepped down (its
 //     store out of reach) and then finds its own lease still live on the

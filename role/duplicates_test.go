@@ -1,18 +1,17 @@
 package role_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/internal/storetest"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
 
@@ -47,24 +46,6 @@ func (s *sightings) MemberEntry(group, name string) string {
 	return "member " + name
 }
 
-// syncBuffer is a log destination that tests read while electors write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // One write of a member entry that claims an instance's ID, with a TTL of
 // an hour and never renewed (forged, or left behind), is not a duplicate:
 // the instance's Status names none however many heartbeats find the entry
@@ -94,7 +75,7 @@ func testForgedMemberEntry(t *testing.T, b storetest.Backend) {
 		t.Fatal(err)
 	}
 	st := &sightings{Store: newStore(t), forged: forged}
-	var log syncBuffer
+	var log testenv.SyncBuffer
 	a := startElector(t, st, 7001, cfg, nil, role.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	defer stopAll(t, a)
 	waitFor(t, "six heartbeats that find the forged entry", func() bool { return st.seen.Load() >= 6 }, a)

@@ -2,13 +2,17 @@ package role_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
@@ -71,5 +75,89 @@ func TestHostileFlushUnderElection(t *testing.T) {
 	defer ts.mu.Unlock()
 	if len(ts.overlaps) > 0 {
 		t.Fatalf("tenures overlapped: %v", ts.overlaps)
+	}
+}
+
+// A role key written with a token no grant can have made (2^53-1, far
+// beyond the server's clock), seen by a running elector and by one that
+// was stopped and started again, is corrupt data, not an epoch: neither
+// takes it as the floor of its claims, their log says "corrupt data in"
+// (not "cannot reach the store"), and once the bad key is deleted one of
+// them is master again, without a restart, with an epoch from the clock.
+func TestHostileForgedEpoch(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx := context.Background()
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	var logs testenv.SyncBuffer
+	logged := role.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	s := redisStore(t, r)
+	a := startElector(t, s, 7901, cfg, nil, logged)
+	b := startElector(t, redisStore(t, r), 7902, cfg, nil)
+	t.Cleanup(func() { stopAll(t, a, b) })
+	waitFor(t, "a master", func() bool { return master([]*role.Elector{a, b}) != nil }, a, b)
+
+	stopAll(t, a)
+	key := s.LeaseKey(backend.AppKey("acme", "billing", "role"))
+	if err := rdb.Set(ctx, key, fmt.Sprintf("%d forger", uint64(backend.MaxToken)), time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	els := []*role.Elector{a, b}
+	waitFor(t, "both electors to report the forged role key and be slaves", func() bool {
+		for _, el := range els {
+			if err := el.Status().LastError; err == nil || !errors.Is(err, backend.ErrCorrupt) || el.IsMaster() {
+				return false
+			}
+		}
+		return strings.Contains(logs.String(), "corrupt data in")
+	}, els...)
+	for _, el := range els {
+		if el.IsMaster() || el.Epoch() >= backend.MaxToken {
+			t.Fatalf("%s while the role key is forged: master %v, epoch %d; want a slave that took no epoch from it", el.ID(), el.IsMaster(), el.Epoch())
+		}
+	}
+
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a master once the forged key was deleted", func() bool { return master(els) != nil }, els...)
+	if ep := master(els).Epoch(); ep > uint64(time.Now().Add(time.Hour).UnixMicro()) {
+		t.Errorf("the new master's epoch is %d; want one from the server's clock", ep)
+	}
+	if out := logs.String(); strings.Contains(out, "cannot reach") {
+		t.Errorf("the log says the store could not be reached; want only that its data was corrupt:\n%s", out)
+	}
+}
+
+// forgingStore names, once, a holder with a token far ahead of the clock,
+// as a store that did not check what it read would: the elector keeps it
+// as its epoch, the floor of its claims, which the memory store then
+// refuses (ErrFloorAhead).
+type forgingStore struct {
+	*membackend.Store
+	forged atomic.Bool
+}
+
+func (s *forgingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if s.forged.CompareAndSwap(false, true) {
+		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, Owner: "forger", Token: backend.MaxToken - 1, TTL: time.Millisecond}}
+	}
+	return s.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+// An epoch the store refuses as the floor of a claim, because no grant
+// can have had it (ErrFloorAhead), is forgotten: the elector claims again
+// without it and becomes master, so an epoch once seen never locks it out
+// of the role.
+func TestFloorAheadIsForgotten(t *testing.T) {
+	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
+	el := startElector(t, &forgingStore{Store: membackend.New()}, 7950, cfg, nil)
+	t.Cleanup(func() { stopAll(t, el) })
+	waitFor(t, "the elector to be master", el.IsMaster, el)
+	if ep := el.Epoch(); ep >= backend.MaxToken-1 {
+		t.Fatalf("master with epoch %d; want one from the clock", ep)
 	}
 }

@@ -75,7 +75,7 @@ func TestTenantIsolation(t *testing.T) {
 	// own fencing counter.
 	s := redisStore(t, r)
 	ka, kg := backend.AppKey("acme", "billing", "lock", "nightly"), backend.AppKey("globex", "billing", "lock", "nightly")
-	la, err := s.Acquire(ctx, ka, "a", time.Minute, 1<<52)
+	la, err := s.Acquire(ctx, ka, "a", time.Minute, uint64(time.Now().Add(30*24*time.Hour).UnixMicro()))
 	if err != nil {
 		t.Fatal(err)
 	}

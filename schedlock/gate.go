@@ -445,9 +445,7 @@ func (g *Gate) acquire(ctx context.Context, r *run) *SkipError {
 	l := g.lock
 	owner := g.idText + "#" + nonce()
 	sent := time.Now()
-	actx, cancel := context.WithTimeout(ctx, g.opTimeout)
-	lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, g.floor.Load())
-	cancel()
+	lease, err := g.take(ctx, owner)
 	var held *backend.HeldError
 	switch {
 	case err == nil:
@@ -468,6 +466,26 @@ func (g *Gate) acquire(ctx context.Context, r *run) *SkipError {
 		return &SkipError{Reason: ErrUnavailable, detail: fmt.Sprintf("the store granted job lock %q only after %v, too late for lockAtMostFor %v", l.key, time.Since(sent).Round(time.Millisecond), l.atMostFor)}
 	}
 	return nil
+}
+
+// take asks the store for the job lock, with the highest lock token seen
+// as the floor. A floor the store refuses as beyond any token it can have
+// granted (learnt from forged data, or from a store whose clock went back
+// by more than backend.MaxTokenLead) is forgotten, so that it never locks
+// the job out, and the lock asked for again without it.
+func (g *Gate) take(ctx context.Context, owner string) (backend.Lease, error) {
+	l := g.lock
+	for {
+		floor := g.floor.Load()
+		actx, cancel := context.WithTimeout(ctx, g.opTimeout)
+		lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, floor)
+		cancel()
+		if !errors.Is(err, backend.ErrFloorAhead) || floor == 0 {
+			return lease, err
+		}
+		g.floor.CompareAndSwap(floor, 0)
+		g.logger.Warn("schedlock: the store refused the highest lock token seen as the floor; forgetting it", "lock", l.key, "floor", floor, "err", err)
+	}
 }
 
 // release ends owner's lease on the job lock, keeping the key keepFor

@@ -662,3 +662,43 @@ func TestOverlappingRunsShareTheJobContext(t *testing.T) {
 		t.Fatalf("Assert after both runs ended: %v; want ErrNoRun", err)
 	}
 }
+
+// forgingStore names, once, a holder with a token far ahead of the clock,
+// as a store that did not check what it read would: the gate keeps it as
+// its floor, which the memory store then refuses (ErrFloorAhead).
+type forgingStore struct {
+	*membackend.Store
+	forged atomic.Bool
+}
+
+func (s *forgingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if s.forged.CompareAndSwap(false, true) {
+		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, Owner: "forger", Token: backend.MaxToken - 1, TTL: time.Millisecond}}
+	}
+	return s.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+// A lock token the store refuses as a floor, because no grant can have
+// had it (ErrFloorAhead), is forgotten and the lock asked for again
+// without it: the run is admitted, so a token once seen never locks the
+// job out.
+func TestFloorAheadIsForgotten(t *testing.T) {
+	mem := membackend.New()
+	defer mem.Close()
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(id), schedlock.WithLock(&forgingStore{Store: mem}, "x", time.Minute, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if _, err := g.Lock(ctx, "x"); !errors.Is(err, schedlock.ErrLocked) {
+		t.Fatalf("Lock while the forged holder is named: %v; want ErrLocked", err)
+	}
+	l, err := g.Lock(ctx, "x")
+	if err != nil {
+		t.Fatalf("Lock after a floor the store refuses: %v; want the run admitted", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -61,6 +61,9 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			}
 			return lk.newGrant(ctx, detach, key, sk, q, owner, l, sent), tries, nil
 		}
+		if errors.Is(err, backend.ErrFloorAhead) && lk.forgetFloor(key, sk, err) {
+			continue
+		}
 		var held *backend.HeldError
 		if !errors.As(err, &held) {
 			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))

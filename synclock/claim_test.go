@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
@@ -232,5 +234,80 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the lock stayed with the dead waiter for 20s; its claim window is 500ms")
+	}
+}
+
+// A lock key written with a token no grant can have made (2^53-1, far
+// beyond the server's clock) is corrupt data: TryDo fails with
+// ErrCorrupt naming the Redis key and runs nothing, the Locker keeps no
+// floor from it, and once the bad key is deleted the lock is taken again,
+// by the same Locker, with a token from the clock.
+func TestForgedTokenDoesNotPoison(t *testing.T) {
+	ctx := ctxT(t)
+	lk, st := redisLocker(t, 1, synclock.Config{})
+	key := uniqueKey(t)
+	name := st.(*redisbackend.Store).LeaseKey(backend.AppKey("acme", "billing", "lock", key))
+	rdb := server.Client(t)
+	if err := rdb.Set(ctx, name, "9007199254740991 forger", time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	err := lk.TryDo(ctx, key, func(context.Context) error { ran = true; return nil })
+	if ran || !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("TryDo on the forged key: ran %v, %v; want ErrCorrupt naming %s", ran, err, name)
+	}
+	if err := rdb.Del(ctx, name).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var token uint64
+	err = lk.TryDo(ctx, key, func(ctx context.Context) error { token, _ = synclock.Token(ctx); return nil })
+	if err != nil || token == 0 || token > uint64(time.Now().Add(time.Hour).UnixMicro()) {
+		t.Fatalf("TryDo once the forged key was deleted: token %d, %v; want the lock, with a token from the clock", token, err)
+	}
+}
+
+// forgingStore names, once, a holder with a token far ahead of the clock,
+// as a store that did not check what it read would: the Locker keeps it
+// as its floor, which the memory store then refuses (ErrFloorAhead).
+type forgingStore struct {
+	*membackend.Store
+	forged atomic.Bool
+}
+
+func (s *forgingStore) forge(key string) error {
+	if s.forged.CompareAndSwap(false, true) {
+		return &backend.HeldError{Holder: backend.Lease{Key: key, Owner: "forger", Token: backend.MaxToken - 1, TTL: time.Millisecond}}
+	}
+	return nil
+}
+
+func (s *forgingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if err := s.forge(key); err != nil {
+		return backend.Lease{}, err
+	}
+	return s.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+func (s *forgingStore) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+	if err := s.forge(key); err != nil {
+		return backend.Lease{}, err
+	}
+	return s.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+}
+
+// A floor the store refuses as ahead of its clock (ErrFloorAhead) is
+// forgotten: the next claim asks without it and is granted, so a token
+// once seen never locks the Locker out of the key.
+func TestFloorAheadIsForgotten(t *testing.T) {
+	ctx := ctxT(t)
+	st := &forgingStore{Store: membackend.New()}
+	lk := lockerOn(t, 1, st, synclock.Config{})
+	if err := lk.TryDo(ctx, "k", func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryDo while the forged holder is named: %v; want ErrLocked", err)
+	}
+	var token uint64
+	err := lk.TryDo(ctx, "k", func(ctx context.Context) error { token, _ = synclock.Token(ctx); return nil })
+	if err != nil || token >= backend.MaxToken-1 {
+		t.Fatalf("TryDo after a floor the store refuses: token %d, %v; want the lock with a token from the clock", token, err)
 	}
 }

@@ -154,6 +154,23 @@ func (lk *Locker) floor(sk string) uint64 {
 	return lk.floors[sk]
 }
 
+// forgetFloor drops the floor kept for sk, which the store refused as
+// beyond any token it can have granted (learnt from forged data, or from
+// a store whose clock went back by more than backend.MaxTokenLead), so
+// that it never locks the Locker out of the key. It reports whether there
+// was a floor to drop: asking again without one cannot be refused so.
+func (lk *Locker) forgetFloor(key, sk string, err error) bool {
+	lk.mu.Lock()
+	floor := lk.floors[sk]
+	delete(lk.floors, sk)
+	lk.mu.Unlock()
+	if floor == 0 {
+		return false
+	}
+	lk.logger.Warn("synclock: the store refused the highest token seen as the floor of a claim; forgetting it", "key", key, "floor", floor, "err", err)
+	return true
+}
+
 func (lk *Locker) observe(sk string, token uint64) {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()

@@ -60,8 +60,10 @@
 //     times, come from a clock (a fresh key's first token is at least the
 //     clock in microseconds, give or take an hour of skew), are
 //     independent between keys, honour the floor passed to Acquire
-//     (max(counter, floor, clock)+1), and keep increasing across a store
-//     that lost its data, with the floor and without it;
+//     (max(counter, floor, clock)+1), refuse a floor at or beyond
+//     backend.TokenLimit with ErrFloorAhead and leave the counter as it
+//     was, and keep increasing across a store that lost its data, with
+//     the floor and without it;
 //   - with Harness.Restart: after a restart without data, a key is granted
 //     to nobody before a lease the restart lost has ended by its holder's
 //     count, refusals meanwhile say Recovering, and the next token is

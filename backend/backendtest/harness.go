@@ -165,7 +165,7 @@ func (s *suite) parallelCases() []testCase {
 		{"TokensIncrease", s.testTokensIncrease},
 		{"TokensPerKey", s.testTokensPerKey},
 		{"TokenFloor", s.testTokenFloor},
-		{"TokenCeiling", s.testTokenCeiling},
+		{"FloorAhead", s.testFloorAhead},
 		{"GetAbsent", s.testGetAbsent},
 		{"WatchSeesRelease", s.testWatchSeesRelease},
 		{"ManyWatchers", s.testManyWatchers},

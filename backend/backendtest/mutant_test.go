@@ -99,6 +99,13 @@ var mutants = map[string]struct {
 			return s.Acquire(ctx, key, owner, ttl, 0)
 		}}
 	}, nil},
+	"takes floors far ahead of the clock": {"FloorAhead", func(s *membackend.Store) backend.Store {
+		// Caps the floor just below the limit instead of refusing it, as
+		// a store that trusted a forged floor would: the counter jumps.
+		return &mutant{Store: s, acquire: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+			return s.Acquire(ctx, key, owner, ttl, min(floor, backend.TokenLimit(time.Now().UnixMicro())-1))
+		}}
+	}, nil},
 	"counts tokens without the clock": {"FloorAfterWipe", func(s *membackend.Store) backend.Store {
 		// Tokens from a counter alone, max(counter, floor) + 1, which a
 		// wipe resets: the formula before tokens came from the clock.

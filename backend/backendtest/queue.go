@@ -476,10 +476,7 @@ func (s *suite) testQueueZeroPatience(t *testing.T) {
 // floor is the one it asked with. Floors above the clock make the
 // expected tokens exact.
 func (s *suite) testQueueFencing(t *testing.T) {
-	const (
-		ahead = 1 << 52 // above any clock in microseconds, below 2^53
-		top   = backend.MaxToken - 20
-	)
+	ahead, top := aheadOfClock(), nearTokenLimit()
 	ctx := testCtx(t)
 	a, b := s.queue(t), s.queue(t)
 	key := s.key("queue-fencing")
@@ -532,7 +529,7 @@ func (s *suite) testQueueFencing(t *testing.T) {
 		{ahead + 10, ahead + 11, "a floor above the counter"},
 		{5, ahead + 12, "a floor below the counter"},
 		{ahead + 12, ahead + 13, "a floor equal to the counter"},
-		{top, top + 1, "a floor just below MaxToken"},
+		{top, top + 1, "a floor near the limit"},
 		{0, top + 2, "no floor after it"},
 	} {
 		l := s.acquireQueued(t, ctx, b, key, "b", longTTL, c.floor, 0)
@@ -709,7 +706,7 @@ func (s *suite) testHandover(t *testing.T) {
 
 	w := watch(t, ctx, watcher, key)
 	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
-	floor := held.Token + 1<<50 // far above where the clock gets to meanwhile
+	floor := aheadOfClock() // far above where the clock gets to meanwhile
 	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, floor, waitPatience)
 	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
 	type result struct {

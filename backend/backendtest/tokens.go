@@ -78,7 +78,7 @@ func (s *suite) testTokensPerKey(t *testing.T) {
 	cycle(k2, 0)
 	cycle(k1, 0)
 	cycle(k2, 0)
-	const far = 1 << 52 // far above any clock in microseconds, below MaxToken
+	far := aheadOfClock()
 	if tok := cycle(k1, far); tok != far+1 {
 		t.Errorf("Acquire(floor %d) of %q granted token %d; want %d", uint64(far), k1, tok, uint64(far+1))
 	}
@@ -89,13 +89,10 @@ func (s *suite) testTokensPerKey(t *testing.T) {
 
 // testTokenFloor checks the floor of Acquire: the token is
 // max(counter, floor, clock)+1, with floors below the clock, above it,
-// equal to the counter, and up to MaxToken (2^53-1, the largest integer a
-// float64, hence a Lua number, holds exactly).
+// equal to the counter, and up to just below the largest token the store
+// accepts (backend.TokenLimit of its clock).
 func (s *suite) testTokenFloor(t *testing.T) {
-	const (
-		ahead = 1<<52 + 7 // above any clock in microseconds, below 2^53
-		top   = backend.MaxToken - 10
-	)
+	ahead, top := aheadOfClock(), nearTokenLimit()
 	ctx := testCtx(t)
 	st := s.store(t)
 	key := s.key("token-floor")
@@ -112,9 +109,9 @@ func (s *suite) testTokenFloor(t *testing.T) {
 		{ahead, ahead + 1, "a floor above the clock"},
 		{5, ahead + 2, "a floor below the counter"},
 		{ahead + 2, ahead + 3, "a floor equal to the counter"},
-		{top, top + 1, "a floor just below MaxToken"},
+		{top, top + 1, "a floor near the limit"},
 		{0, top + 2, "no floor after it"},
-		{top + 2, top + 3, "a floor that near MaxToken equal to the counter"},
+		{top + 2, top + 3, "a floor that near the limit equal to the counter"},
 	} {
 		l := s.acquire(t, ctx, st, key, "owner", longTTL, c.floor)
 		if l.Token != c.want {
@@ -129,26 +126,57 @@ func (s *suite) testTokenFloor(t *testing.T) {
 	release(t, ctx, st, fresh.Key, "owner", 0)
 }
 
-// testTokenCeiling checks the largest token: a floor just below MaxToken
-// gets MaxToken itself, and the key's next grant, which would need a
-// larger token, fails with ErrCorrupt saying so, leaves the key free and
-// never hands out a token above MaxToken.
-func (s *suite) testTokenCeiling(t *testing.T) {
+// testFloorAhead checks the limit on floors: a floor at or beyond the
+// largest token the store can have granted (backend.TokenLimit of its
+// clock: the clock in µs plus a year) is refused with ErrFloorAhead (an
+// ErrInvalidArgument) naming the key, on a fresh key and on one with a
+// counter, and changes nothing: the key stays free and its next token
+// still comes from the clock and counter, not from the refused floor. So
+// a forged token that reached a caller as a floor can never push a key's
+// counter to MaxToken, where it would have no token left to grant.
+func (s *suite) testFloorAhead(t *testing.T) {
 	ctx := testCtx(t)
 	st := s.store(t)
-	key := s.key("token-ceiling")
-	l := s.acquire(t, ctx, st, key, "owner", longTTL, backend.MaxToken-1)
-	if l.Token != backend.MaxToken {
-		t.Fatalf("Acquire(floor MaxToken-1) granted token %d; want MaxToken %d", l.Token, uint64(backend.MaxToken))
+	beyond := []uint64{
+		uint64(time.Now().Add(backend.MaxTokenLead + 2*maxClockSkew).UnixMicro()),
+		1 << 52,
+		backend.MaxToken - 1,
 	}
-	release(t, ctx, st, key, "owner", 0)
-	for _, floor := range []uint64{0, backend.MaxToken - 1} {
-		l, err := st.Acquire(ctx, key, "owner", longTTL, floor)
-		if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "largest") {
-			t.Errorf("Acquire(floor %d) after the largest token: %+v, %v; want ErrCorrupt saying no larger token exists", floor, l, err)
+	for _, name := range []string{"fresh", "counted"} {
+		key := s.key("floor-ahead", name)
+		var last uint64
+		if name == "counted" {
+			last = s.acquire(t, ctx, st, key, "owner", longTTL, 0).Token
+			release(t, ctx, st, key, "owner", 0)
 		}
-		if _, err := st.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
-			t.Errorf("the refused grant left the key held: %v", err)
+		for _, floor := range beyond {
+			l, err := st.Acquire(ctx, key, "owner", longTTL, floor)
+			if !errors.Is(err, backend.ErrFloorAhead) || !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), key) {
+				t.Errorf("Acquire(%s key, floor %d): %+v, %v; want ErrFloorAhead naming the key", name, floor, l, err)
+			}
+			if _, err := st.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+				t.Errorf("the refused grant of the %s key left it held: %v", name, err)
+			}
 		}
+		sent := time.Now()
+		l := s.acquire(t, ctx, st, key, "owner", longTTL, 0)
+		if l.Token <= last || l.Token > uint64(sent.Add(maxClockSkew).UnixMicro()) {
+			t.Errorf("after the refused floors, the %s key was granted token %d; want one above %d from the clock (about %d): a refused floor must not raise the counter",
+				name, l.Token, last, sent.UnixMicro())
+		}
+		release(t, ctx, st, key, "owner", 0)
 	}
+}
+
+// aheadOfClock returns a floor half of backend.MaxTokenLead ahead of the
+// suite's clock: above any store's clock in microseconds, well below the
+// largest token a store accepts.
+func aheadOfClock() uint64 {
+	return uint64(time.Now().Add(backend.MaxTokenLead / 2).UnixMicro())
+}
+
+// nearTokenLimit returns a floor just below the largest token a store
+// whose clock is no further than maxClockSkew behind the suite's accepts.
+func nearTokenLimit() uint64 {
+	return backend.TokenLimit(time.Now().Add(-2*maxClockSkew).UnixMicro()) - 100
 }

@@ -13,7 +13,7 @@ import "testing"
 // lease the wipe lost may be told the key may be free, never that it was
 // released.
 func (s *suite) testFloorAfterWipe(t *testing.T) {
-	const ahead = 1 << 52 // far above any clock in microseconds, below MaxToken
+	ahead := aheadOfClock()
 	ctx := testCtx(t)
 	st := s.store(t)
 	key, other, clocked := s.key("wipe", "fenced"), s.key("wipe", "unfenced"), s.key("wipe", "clocked")

@@ -454,10 +454,20 @@ func backoff(ctx context.Context, attempt int) bool {
 	return sleepCtx(ctx, time.Duration(mrand.Int64N(int64(min(time.Millisecond<<attempt, 50*time.Millisecond)))))
 }
 
-// nextToken is max(counter, floor, the clock in µs) + 1.
+// nextToken is max(counter, floor, the clock in µs) + 1. A floor at or
+// beyond the clock's backend.TokenLimit is refused (ErrFloorAhead), and a
+// counter beyond it is corrupt.
 func (s *Store) nextToken(key string, counter, floor uint64) (uint64, error) {
+	us := s.now().UnixMicro()
+	if err := backend.ValidateFloorAt(key, floor, us); err != nil {
+		return 0, fmt.Errorf("consulbackend: acquire: %w", err)
+	}
+	if backend.TokenAhead(counter, us) {
+		return 0, fmt.Errorf("consulbackend: acquire %q: %w: the fencing counter at %s holds %d, more than %v ahead of the clock (%d µs): no grant made it (forged, or written by a process whose clock was ahead); delete it",
+			key, backend.ErrCorrupt, s.FenceKey(key), counter, backend.MaxTokenLead, us)
+	}
 	t := max(counter, floor)
-	if us := s.now().UnixMicro(); us > 0 && uint64(us) > t {
+	if us > 0 && uint64(us) > t {
 		t = uint64(us)
 	}
 	if t >= backend.MaxToken {
@@ -555,6 +565,10 @@ func (s *Store) entry(key string, p *api.KVPair) (*entry, error) {
 	rec, err := decodeRecord(key, p)
 	if err != nil {
 		return nil, err
+	}
+	if now := s.now().UnixMicro(); backend.TokenAhead(rec.Token, now) {
+		return nil, fmt.Errorf("consulbackend: lease of %q at %s: %w: token %d is more than %v ahead of the clock (%d µs): no grant made it (forged, or written by a process whose clock was ahead); delete the key",
+			key, p.Key, backend.ErrCorrupt, rec.Token, backend.MaxTokenLead, now)
 	}
 	return &entry{rec: rec, session: p.Session, index: p.ModifyIndex}, nil
 }

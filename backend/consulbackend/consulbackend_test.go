@@ -3,6 +3,8 @@ package consulbackend_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -232,5 +234,84 @@ func TestRenewalWakesWatchers(t *testing.T) {
 		}
 	case <-time.After(patience):
 		t.Fatal("the watch did not see the renewal")
+	}
+}
+
+// A lease or fencing counter written with a token no grant can have made
+// (far beyond the clock) is reported by every call that reads it as
+// ErrCorrupt naming the KV key, never as a token a caller would keep as
+// its floor; the counter is not raised; once the bad key is deleted, the
+// key is granted again with a token from the clock.
+func TestForgedTokens(t *testing.T) {
+	a := testenv.NewConsul(t)
+	s := newStore(t, a)
+	ctx := ctxT(t)
+	kv := client(t, a).KV()
+	sess, _, err := client(t, a).Session().Create(&api.SessionEntry{TTL: "60s", Behavior: api.SessionBehaviorDelete, LockDelay: time.Millisecond}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := map[string]uint64{
+		"MaxToken":       backend.MaxToken,
+		"2^52":           1 << 52,
+		"two years away": uint64(time.Now().Add(2 * backend.MaxTokenLead).UnixMicro()),
+	}
+	i := 0
+	for name, tok := range forged {
+		for _, where := range []string{"lease", "counter"} {
+			i++
+			key := backend.AppKey("forged", fmt.Sprint(i), "lock", "k")
+			t.Run(where+"/"+name, func(t *testing.T) {
+				target := s.FenceKey(key)
+				p := &api.KVPair{Key: target, Value: []byte(fmt.Sprint(tok))}
+				if where == "lease" {
+					target = s.LeaseKey(key)
+					p = &api.KVPair{Key: target, Session: sess, Value: []byte(fmt.Sprintf(`{"owner":"forger","token":%d,"ttl_ms":60000}`, tok))}
+					if ok, _, err := kv.Acquire(p, nil); err != nil || !ok {
+						t.Fatalf("forging the lease: %v, %v", ok, err)
+					}
+				} else if _, err := kv.Put(p, nil); err != nil {
+					t.Fatal(err)
+				}
+				check := func(op string, l backend.Lease, err error) {
+					t.Helper()
+					if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), target) {
+						t.Errorf("%s with token %d in the %s: %+v, %v; want ErrCorrupt naming %s", op, tok, where, l, err, target)
+					}
+				}
+				l, err := s.Acquire(ctx, key, "me", 10*time.Second, 0)
+				check("Acquire", l, err)
+				l, err = s.AcquireQueued(ctx, key, "me", 10*time.Second, 0, time.Second)
+				check("AcquireQueued", l, err)
+				if where == "lease" {
+					l, err = s.Get(ctx, key)
+					check("Get", l, err)
+					l, err = s.Renew(ctx, key, "forger", 10*time.Second)
+					check("Renew by the forged owner", l, err)
+				}
+				if got, _, err := kv.Get(target, nil); err != nil || got == nil || string(got.Value) != string(p.Value) {
+					t.Errorf("the %s holds %+v, %v after the calls; want %q left alone", where, got, err, p.Value)
+				}
+				if _, err := kv.Delete(target, nil); err != nil {
+					t.Fatal(err)
+				}
+				sent := time.Now()
+				// A deleted lease key keeps no lock-delay (1 ms here).
+				var he *backend.HeldError
+				for {
+					l, err = s.Acquire(ctx, key, "me", 10*time.Second, 0)
+					if !errors.As(err, &he) || !he.Recovering || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				if err != nil || l.Token > uint64(sent.Add(time.Hour).UnixMicro()) {
+					t.Fatalf("Acquire once the forged %s was deleted: %+v, %v; want a grant with a token from the clock", where, l, err)
+				}
+				if err := s.Release(ctx, key, "me", 0); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }

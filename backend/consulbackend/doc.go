@@ -104,7 +104,12 @@
 //     the KV store lost a counter, tokens keep increasing if the clocks of
 //     the granting clients are not behind the ones before them (NTP keeps
 //     them within milliseconds) or the floor, the highest token the caller
-//     has seen, is above them.
+//     has seen, is above them. The reading client's clock also bounds the
+//     tokens it accepts: a floor at or beyond that clock plus
+//     backend.MaxTokenLead is refused (backend.ErrFloorAhead), and a lease
+//     or counter holding a token beyond it is backend.ErrCorrupt naming
+//     the KV key, so a client whose clock is more than a year off sees
+//     the fleet's tokens as corrupt.
 //
 //   - An operator who destroys a lease's session (consul session destroy)
 //     frees the key at once. Waiters that watched the key wait from the
@@ -129,7 +134,10 @@
 //
 // A Consul that lost its KV store is told by a missing marker (see
 // WithRestartGuard); keys without a counter are then refused, Recovering,
-// for the guard. The member Registry keeps an entry per member, locked by
+// for the guard. The markers hold no time, so no clock, stepped back or
+// forged, can stretch the refusal: it lasts as long as the session that
+// locks the recovering entry, which Consul's servers end by its TTL (at
+// most MaxSessionTTL, twice that in the worst case). The member Registry keeps an entry per member, locked by
 // a session with the heartbeat's TTL; Members reports that TTL and an Age
 // of 0 (unknown). Service registers an instance in the catalog, tagged
 // master or slave, for role.WithAnnouncer, whatever the lease store.

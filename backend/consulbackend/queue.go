@@ -840,6 +840,10 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 			var rec placeRecord
 			if json.Unmarshal(pairs[i].Value, &rec) == nil && rec.Handed != nil && rec.TTLMillis > 0 {
 				// Handed the key: the place says so, with the lease.
+				if now := s.now().UnixMicro(); backend.TokenAhead(rec.Handed.Token, now) {
+					return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w: place %s was handed token %d, more than %v ahead of the clock (%d µs): no grant made it; delete the place",
+						key, backend.ErrCorrupt, name, rec.Handed.Token, backend.MaxTokenLead, now)
+				}
 				l, k := handedPlace(key, owner, pairs[i], rec)
 				s.remember(key, k)
 				return l, true, nil

@@ -17,6 +17,8 @@
 // longer, after that grant, unless a floor put it further than that ahead
 // of the clock: then it never lapses. The tokens of a real-clock store are
 // thus large numbers; those of a store on a fake clock follow that clock.
+// A floor at or beyond backend.TokenLimit of the store's clock is refused
+// with backend.ErrFloorAhead, as on every store.
 // Reset plays a server wiped of its data (FLUSHALL), Restart one restarted
 // without it, after which the restart guard applies (see Restart).
 package membackend
@@ -146,9 +148,13 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 // refusalLocked returns why a grant of key for ttl with floor must be
 // refused at now, or nil. After Restart, the restart guard refuses a key
 // with no counter (not granted since) until max(ttl, guard) has passed
-// since the restart, when every lease granted before has ended. And a key
+// since the restart, when every lease granted before has ended. A floor
+// at or above the store's TokenLimit is refused (ErrFloorAhead), and a key
 // whose counter or floor is at MaxToken has no larger token to give.
 func (s *Store) refusalLocked(key string, ttl time.Duration, floor uint64, now time.Time) error {
+	if err := backend.ValidateFloorAt(key, floor, now.UnixMicro()); err != nil {
+		return fmt.Errorf("membackend: acquire: %w", err)
+	}
 	counter, ok := s.counterLocked(key, now)
 	if top := max(counter, floor); top >= backend.MaxToken {
 		return fmt.Errorf("membackend: acquire %q: %w: its fencing counter is at the largest token %d, and no larger one exists; delete the key's counter or use another store", key, backend.ErrCorrupt, top)

@@ -195,3 +195,81 @@ func TestHostileFlushes(t *testing.T) {
 		t.Fatalf("token after FLUSHALL %d, not above %d from before it", l2.Token, l1.Token)
 	}
 }
+
+// forgedTokens are tokens no grant can have made: beyond the server's
+// clock by more than backend.MaxTokenLead.
+func forgedTokens() map[string]uint64 {
+	return map[string]uint64{
+		"MaxToken":       backend.MaxToken,
+		"2^52":           1 << 52,
+		"two years away": uint64(time.Now().Add(2 * backend.MaxTokenLead).UnixMicro()),
+	}
+}
+
+// A lease or fencing counter written with a token no grant can have made
+// (far beyond the server's clock) is reported by every call that reads it
+// as ErrCorrupt naming the Redis key, never as a token a caller would keep
+// as its floor; nothing is granted and the counter stays as it was; once
+// the bad key is deleted, the key is granted again with a token from the
+// clock.
+func TestHostileForgedTokens(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	i := 0
+	for name, tok := range forgedTokens() {
+		for _, where := range []string{"lease", "counter"} {
+			i++
+			key := backend.AppKey("forged", fmt.Sprint(i), "lock", "k")
+			target := s.LeaseKey(key)
+			value := fmt.Sprintf("%d forger", tok)
+			if where == "counter" {
+				target, value = s.FenceKey(key), fmt.Sprint(tok)
+			}
+			t.Run(where+"/"+name, func(t *testing.T) {
+				if err := rdb.Set(ctx, target, value, time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+				check := func(op string, l backend.Lease, err error) {
+					t.Helper()
+					if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), target) {
+						t.Errorf("%s with token %d in the %s: %+v, %v; want ErrCorrupt naming %s", op, tok, where, l, err, target)
+					}
+				}
+				l, err := s.Acquire(ctx, key, "me", time.Minute, 0)
+				check("Acquire", l, err)
+				l, err = s.AcquireQueued(ctx, key, "me", time.Minute, 0, time.Second)
+				check("AcquireQueued", l, err)
+				if where == "lease" {
+					l, err = s.Get(ctx, key)
+					check("Get", l, err)
+					l, err = s.Renew(ctx, key, "forger", time.Minute)
+					check("Renew by the forged owner", l, err)
+					l, err = s.Renew(ctx, key, "me", time.Minute)
+					check("Renew by another", l, err)
+					l, err = s.Break(ctx, key, "forger", tok)
+					check("Break", l, err)
+				}
+				if v, err := rdb.Get(ctx, target).Result(); err != nil || v != value {
+					t.Errorf("the %s holds %q, %v after the calls; want %q left alone", where, v, err, value)
+				}
+				if where == "lease" {
+					if v, err := rdb.Get(ctx, s.FenceKey(key)).Result(); !errors.Is(err, redis.Nil) {
+						t.Errorf("the counter holds %q, %v; want none: nothing may be granted over a corrupt lease", v, err)
+					}
+				}
+				if err := rdb.Del(ctx, target).Err(); err != nil {
+					t.Fatal(err)
+				}
+				sent := time.Now()
+				l, err = s.Acquire(ctx, key, "me", time.Minute, 0)
+				if err != nil || l.Token > uint64(sent.Add(time.Hour).UnixMicro()) {
+					t.Fatalf("Acquire once the forged %s was deleted: %+v, %v; want a grant with a token from the clock", where, l, err)
+				}
+				if err := s.Release(ctx, key, "me", 0); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}

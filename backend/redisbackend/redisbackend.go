@@ -51,6 +51,14 @@
 // server's data; a caller that has seen no token (a new process) still
 // gets a larger one. The floor covers a server whose clock went back.
 //
+// No grant puts a token more than backend.MaxTokenLead (366 days) ahead
+// of the server's clock: a floor at or beyond that limit is refused with
+// backend.ErrFloorAhead, and a counter or lease token found beyond it
+// (forged, or written while the server's clock was far ahead) makes every
+// call that reads it fail with backend.ErrCorrupt naming the Redis key to
+// delete, instead of handing it to a caller that would keep it as its
+// floor. Reading a lease therefore reads TIME too.
+//
 // # Restart guard
 //
 // A server restarted without its data may have lost a lease whose holder
@@ -76,7 +84,12 @@
 // guard once, as Consul's first use does (consulbackend's restart guard);
 // a flush that took the marker makes the next grant wait again. Keys
 // without a tag of their own get no marker (it would be one permanent key
-// each) and only the uptime check.
+// each) and only the uptime check. A marker ahead of the server's clock
+// (the clock was stepped back, or the value was forged) would refuse the
+// tag's fresh keys until the clock caught up: the grant that finds one
+// resets it to the server's time and fails with backend.ErrCorrupt naming
+// it, and the tag's fresh keys then wait out the guard once, as after a
+// flush.
 //
 // The guard does not cover a DEL of a lease key by hand (its counter and
 // the marker stay), nor a failover to a replica that missed writes (see
@@ -594,12 +607,13 @@ func (s *Store) lockKeyNames(key string) string {
 type status string
 
 const (
-	statusOK         status = "ok"         // owner token pttl: the caller holds the key (or a bare token: it was granted, renewed, released)
-	statusHeld       status = "held"       // owner token pttl [next]: another lease is on the key
-	statusQueued     status = "queued"     // next: the key is free but kept for next, first in line
-	statusFree       status = "free"       // no lease is on the key
-	statusRecovering status = "recovering" // ms-left: the restart guard refuses the grant
-	statusCorrupt    status = "corrupt"    // description: the key holds data baton did not write
+	statusOK         status = "ok"          // owner token pttl: the caller holds the key (or a bare token: it was granted, renewed, released)
+	statusHeld       status = "held"        // owner token pttl [next]: another lease is on the key
+	statusQueued     status = "queued"      // next: the key is free but kept for next, first in line
+	statusFree       status = "free"        // no lease is on the key
+	statusRecovering status = "recovering"  // ms-left: the restart guard refuses the grant
+	statusCorrupt    status = "corrupt"     // description: the key holds data baton did not write
+	statusFloorAhead status = "floor-ahead" // description: the floor is beyond any token a grant can make (backend.ErrFloorAhead)
 )
 
 type reply struct {
@@ -610,8 +624,15 @@ type reply struct {
 }
 
 func (r reply) unexpected(op, key string) error {
+	if r.status == statusFloorAhead {
+		return fmt.Errorf("redisbackend: %s %q: %w: %s; forget the floor", op, key, backend.ErrFloorAhead, r.detail)
+	}
 	if r.status == statusCorrupt {
-		return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, r.detail)
+		remedy := "; delete the key or use another prefix"
+		if strings.HasSuffix(r.detail, "delete it") || strings.HasSuffix(r.detail, "guard once") {
+			remedy = "" // the script said what to do
+		}
+		return fmt.Errorf("redisbackend: %s %q: %w: %s%s", op, key, backend.ErrCorrupt, r.detail, remedy)
 	}
 	return fmt.Errorf("redisbackend: %s %q: %w: script replied %q", op, key, backend.ErrCorrupt, r.status)
 }
@@ -667,7 +688,7 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	switch r.status {
 	case statusFree:
 		return r, nil
-	case statusCorrupt:
+	case statusCorrupt, statusFloorAhead:
 		if len(arr) > 1 {
 			r.detail, _ = arr[1].(string)
 		}

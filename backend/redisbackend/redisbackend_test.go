@@ -444,14 +444,14 @@ func TestFenceCounterExpires(t *testing.T) {
 	if tok := cycle(key, time.Second, 0); tok <= first {
 		t.Fatalf("after its counter expired, %q was granted token %d; want one above %d", key, tok, first)
 	}
-	const ahead = 1 << 52 // 85 years of microseconds ahead of the clock
+	ahead := uint64(time.Now().Add(backend.MaxTokenLead / 2).UnixMicro()) // half a year of microseconds ahead of the clock
 	far := "{fence:ahead}:lock"
 	cycle(far, time.Second, ahead)
 	if pttl := rdb.PTTL(ctx, s.FenceKey(far)).Val(); pttl != -1 {
 		t.Errorf("a counter a floor put far ahead of the clock has PTTL %v; want none", pttl)
 	}
 	if tok := cycle(far, time.Second, 0); tok != ahead+2 {
-		t.Errorf("after a floor of %d, a grant without one got token %d; want %d", uint64(ahead), tok, uint64(ahead+2))
+		t.Errorf("after a floor of %d, a grant without one got token %d; want %d", ahead, tok, ahead+2)
 	}
 }
 
@@ -929,21 +929,7 @@ func TestRestartGuardAfterFlush(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	s := newStore(t, rdb, redisbackend.WithRestartGuard(0))
 	// Wait until the server is older than the guard plus Redis's second.
-	for {
-		info, err := rdb.Info(ctx, "server").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, after, _ := strings.Cut(info, "uptime_in_seconds:")
-		if up, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])); up >= 2 {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatal("the server's uptime did not reach 2 s")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	awaitUptime(t, ctx, rdb, 2)
 
 	key := "{flush:guard}:lock:a"
 	waitGranted := func(what string) {
@@ -996,5 +982,81 @@ func TestRestartGuardAfterFlush(t *testing.T) {
 	}
 	if _, err := s.Acquire(ctx, key, "a", ttl, 0); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.IntactKey(key)) {
 		t.Fatalf("Acquire with a foreign value in the marker: %v; want ErrCorrupt naming %s", err, s.IntactKey(key))
+	}
+}
+
+// awaitUptime waits until the server of rdb has been up for secs seconds.
+func awaitUptime(t *testing.T, ctx context.Context, rdb redis.UniversalClient, secs int) {
+	t.Helper()
+	for {
+		info, err := rdb.Info(ctx, "server").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, _ := strings.Cut(info, "uptime_in_seconds:")
+		if up, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])); up >= secs {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the server's uptime did not reach %d s", secs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// An intact marker ahead of the server's clock (the clock went back, or
+// the value was forged) would refuse every fresh key of its tag until the
+// clock reached it. The first grant that reads it fails with ErrCorrupt
+// naming the marker and resets it to the server's time; the tag's fresh
+// keys then wait out the guard once, as after a flush, and are granted.
+func TestRestartGuardMarkerAhead(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx := ctxT(t)
+	const ttl = 300 * time.Millisecond
+	s := newStore(t, rdb, redisbackend.WithRestartGuard(0))
+	awaitUptime(t, ctx, rdb, 2)
+	for name, at := range map[string]int64{
+		"an hour ahead":    time.Now().Add(time.Hour).UnixMilli(),
+		"a century ahead":  time.Now().AddDate(100, 0, 0).UnixMilli(),
+		"2^53 ms from now": 1<<53 - 1,
+	} {
+		t.Run(name, func(t *testing.T) {
+			key := "{marker:ahead}:lock:" + strings.ReplaceAll(name, " ", "-")
+			marker := s.IntactKey(key)
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.Set(ctx, marker, strconv.FormatInt(at, 10), 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Acquire(ctx, key, "a", ttl, 0)
+			if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), marker) || !strings.Contains(err.Error(), "ahead of the server's clock") {
+				t.Fatalf("Acquire with the marker %s: %v; want ErrCorrupt naming %s as ahead of the clock", name, err, marker)
+			}
+			now, err := rdb.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, err := rdb.Get(ctx, marker).Int64(); err != nil || v > now.UnixMilli() {
+				t.Fatalf("the marker holds %d, %v after the refusal; want the server's time, at most %d", v, err, now.UnixMilli())
+			}
+			deadline := time.Now().Add(5 * time.Second) // the guard is ttl; this is slack for a busy machine
+			for {
+				_, err := s.Acquire(ctx, key, "a", ttl, 0)
+				if err == nil {
+					break
+				}
+				var he *backend.HeldError
+				if !errors.As(err, &he) || !he.Recovering || he.Holder.TTL > ttl {
+					t.Fatalf("Acquire after the marker was reset: %v; want a grant, or a recovering refusal of at most %v", err, ttl)
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the key is still refused 5 s after the marker was reset: %v", err)
+				}
+				time.Sleep(min(he.Holder.TTL, 20*time.Millisecond))
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,17 @@ func TestLeaseKeys(t *testing.T) {
 	} {
 		if got := s.IntactKey(key); got != want {
 			t.Errorf("IntactKey(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+// The scripts write the fencing limits as literals: they must be
+// backend.MaxTokenLead in µs and backend.MaxToken.
+func TestScriptFencingLimits(t *testing.T) {
+	prelude := readLua("prelude")
+	for _, want := range []uint64{uint64(backend.MaxTokenLead / time.Microsecond), backend.MaxToken} {
+		if !strings.Contains(prelude, strconv.FormatUint(want, 10)) {
+			t.Errorf("lua/prelude.lua does not hold %d", want)
 		}
 	}
 }

@@ -31,7 +31,10 @@
 // full owner (instance ID and nonce) and the value of baton's lease on
 // K, with the same expiry; and "<prefix>:{spring:K}:fence", K's fencing
 // counter. Members (role.Elector.Members), watch markers and every key
-// of another shape are in baton's own layout (redisbackend).
+// of another shape are in baton's own layout (redisbackend). Tokens keep
+// the backend's limit (backend.MaxTokenLead): a floor beyond it is
+// refused with backend.ErrFloorAhead, and a record or counter whose token
+// is beyond it is backend.ErrCorrupt naming the Redis key to delete.
 //
 // # What the mode gives, and what it cannot
 //

@@ -245,6 +245,8 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 			return backend.Lease{}, err
 		}
 		return backend.Lease{}, &backend.HeldError{Holder: l}
+	case "floor-ahead":
+		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %v; forget the floor", key, backend.ErrFloorAhead, res[1])
 	case "corrupt":
 		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %v", key, backend.ErrCorrupt, res[1])
 	}
@@ -296,8 +298,11 @@ func (s *Store) owned(op, key, owner string, sh shared, res []any, ttl time.Dura
 	switch status(res) {
 	case "ok":
 		tok, err := token(res, 1)
-		if err != nil {
+		if err != nil || len(res) != 3 {
 			return backend.Lease{}, s.unexpected(op, key, sh, res)
+		}
+		if now, _ := res[2].(int64); backend.TokenAhead(tok, now) {
+			return backend.Lease{}, s.ahead(op, key, sh, tok, now)
 		}
 		return backend.Lease{Key: key, Owner: owner, Token: tok, TTL: ttl}, nil
 	case "not-held":
@@ -341,16 +346,19 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	return backend.Lease{}, s.unexpected("get", key, sh, res)
 }
 
-// holder reads {value, pttl, record}: the lease on the shared key, by
-// baton's record if it is the record of that value, else the Java side's
-// (its value as Owner, no token). An empty value is a free key.
+// holder reads {value, pttl, record, the server's clock in µs}: the lease
+// on the shared key, by baton's record if it is the record of that value,
+// else the Java side's (its value as Owner, no token). An empty value is
+// a free key. A record whose token no grant can have made by that clock
+// (backend.TokenAhead) is ErrCorrupt naming it.
 func (s *Store) holder(key string, sh shared, f []any) (backend.Lease, error) {
-	if len(f) != 3 {
+	if len(f) != 4 {
 		return backend.Lease{}, s.unexpected("read", key, sh, f)
 	}
 	v, held := f[0].(string)
 	pttl, _ := f[1].(int64)
 	rec, _ := f[2].(string)
+	now, _ := f[3].(int64)
 	if !held {
 		return backend.Lease{Key: key}, nil
 	}
@@ -364,6 +372,9 @@ func (s *Store) holder(key string, sh shared, f []any) (backend.Lease, error) {
 	if tok, rest, ok := strings.Cut(rec, " "); ok {
 		if owner, val, ok := strings.Cut(rest, " "); ok && val == v {
 			if n, err := strconv.ParseUint(tok, 10, 64); err == nil && backend.ValidateOwner(owner) == nil {
+				if backend.TokenAhead(n, now) {
+					return backend.Lease{}, s.ahead("read", key, sh, n, now)
+				}
 				l.Owner, l.Token = owner, n
 				return l, nil
 			}
@@ -448,6 +459,13 @@ func token(res []any, i int) (uint64, error) {
 		return 0, fmt.Errorf("not a token: %q", str)
 	}
 	return n, nil
+}
+
+// ahead is the error of a record of key whose token tok no grant can
+// have made by the server's clock nowUS.
+func (s *Store) ahead(op, key string, sh shared, tok uint64, nowUS int64) error {
+	return fmt.Errorf("springredis: %s %q: %w: record %s holds token %d, more than %v ahead of the server's clock (%d µs): no grant made it (forged, or written while the clock was ahead); delete it",
+		op, key, backend.ErrCorrupt, s.keys(sh)[1], tok, backend.MaxTokenLead, nowUS)
 }
 
 func (s *Store) unexpected(op, key string, sh shared, res any) error {

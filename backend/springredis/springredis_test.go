@@ -3,6 +3,7 @@ package springredis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -278,5 +279,72 @@ func TestClusterRefused(t *testing.T) {
 	_, err := springredis.New(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), springredis.Layout{})
 	if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "Cluster") {
 		t.Fatalf("New on a Cluster client: %v; want ErrInvalidArgument naming the Cluster", err)
+	}
+}
+
+// A record or fencing counter written with a token no grant can have
+// made (far beyond the server's clock) is reported by every call that
+// reads it as ErrCorrupt naming the Redis key, never as a token a caller
+// would keep as its floor; the counter is not raised; once the bad key is
+// deleted, the key is granted again with a token from the clock.
+func TestForgedTokens(t *testing.T) {
+	ctx := ctxT(t)
+	rdb := server.Client(t)
+	s := newStore(t, rdb, springredis.Layout{})
+	forged := map[string]uint64{
+		"MaxToken":       backend.MaxToken,
+		"2^52":           1 << 52,
+		"two years away": uint64(time.Now().Add(2 * backend.MaxTokenLead).UnixMicro()),
+	}
+	i := 0
+	for name, tok := range forged {
+		for _, where := range []string{"record", "counter"} {
+			i++
+			key := backend.AppKey("acme", "billing", "lock", fmt.Sprintf("forged-%d", i))
+			java := s.Shared(key)
+			record, counter := redisbackend.DefaultPrefix+":{spring:"+java+"}:owner", redisbackend.DefaultPrefix+":{spring:"+java+"}:fence"
+			t.Run(where+"/"+name, func(t *testing.T) {
+				target := counter
+				if where == "record" {
+					target = record
+					rdb.Set(ctx, java, "forger", time.Minute)
+					rdb.Set(ctx, record, fmt.Sprintf("%d forger#n forger", tok), time.Minute)
+				} else {
+					rdb.Set(ctx, counter, fmt.Sprint(tok), time.Minute)
+				}
+				before, _ := rdb.Get(ctx, target).Result()
+				check := func(op string, l backend.Lease, err error) {
+					t.Helper()
+					if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), target) {
+						t.Errorf("%s with token %d in the %s: %+v, %v; want ErrCorrupt naming %s", op, tok, where, l, err, target)
+					}
+				}
+				l, err := s.Acquire(ctx, key, goID+"#me", time.Minute, 0)
+				check("Acquire", l, err)
+				if where == "record" {
+					l, err = s.Get(ctx, key)
+					check("Get", l, err)
+					l, err = s.Renew(ctx, key, "forger#n", time.Minute)
+					check("Renew by the forged owner", l, err)
+					check("Release by another", backend.Lease{}, s.Release(ctx, key, goID+"#me", 0))
+					l, err = s.Break(ctx, key, "forger#n", tok)
+					check("Break", l, err)
+				}
+				if v, _ := rdb.Get(ctx, target).Result(); v != before {
+					t.Errorf("the %s holds %q after the calls; want %q left alone", where, v, before)
+				}
+				if err := rdb.Del(ctx, target, java).Err(); err != nil {
+					t.Fatal(err)
+				}
+				sent := time.Now()
+				l, err = s.Acquire(ctx, key, goID+"#me", time.Minute, 0)
+				if err != nil || l.Token > uint64(sent.Add(time.Hour).UnixMicro()) {
+					t.Fatalf("Acquire once the forged %s was deleted: %+v, %v; want a grant with a token from the clock", where, l, err)
+				}
+				if err := s.Release(ctx, key, goID+"#me", 0); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }

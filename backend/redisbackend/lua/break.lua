@@ -23,6 +23,8 @@ if c and not (cn and cn <= 9007199254740991) then
   return {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not a token (an integer up to 2^53-1)'}
 end
 local t = slow.now()
+local bad = c and ahead('fencing counter ' .. F, c, t)
+if bad then return bad end
 local n = math.max(cn or 0, tonumber(tok), t) + 1
 if n > 9007199254740991 then
   return {'corrupt', 'fencing counter ' .. F .. ' is at the largest token; delete the counter or use another prefix'}

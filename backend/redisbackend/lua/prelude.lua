@@ -42,11 +42,53 @@ local function read()
   if flag == '' or flag == ' contended' or flag == ' released' then return tok, own, flag end
 end
 
+-- clock returns the server's clock in µs.
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- ahead returns a corrupt reply when v, a token read from the Redis key
+-- named what, is above the largest token a grant can have made by the
+-- server's clock t (µs): t plus backend.MaxTokenLead (366 days), at most
+-- 2^53 - 1. No grant goes beyond it (grant refuses floors at it), so v was
+-- forged, or written while the server's clock was far ahead; a caller
+-- that took it for a token would hold it as its floor for good.
+local function ahead(what, v, t)
+  if tonumber(v) <= math.min(t + 31622400000000, 9007199254740991) then return end
+  return {'corrupt', what .. ' holds token ' .. v .. ', more than 366 days ahead of the server\'s clock (' ..
+    string.format('%d', t) .. ' µs): no grant made it (forged, or written while the clock was ahead); delete it'}
+end
+
+-- floorAhead returns the refusal of a floor at or above the largest token
+-- a grant may make at the server's clock t (µs), or nil.
+local function floorAhead(floor, t)
+  local limit = math.min(t + 31622400000000, 9007199254740991)
+  if tonumber(floor) < limit then return end
+  return {'floor-ahead', 'floor ' .. floor .. ' is not below ' .. string.format('%d', limit) ..
+    ', the server\'s clock in µs (' .. string.format('%d', t) .. ') plus 366 days: no grant can have had that token'}
+end
+
+-- markerAhead handles an intact marker I whose time since (ms) is ahead
+-- of the server's clock now (ms): the clock went back, or the value was
+-- forged, and the marker would refuse the tag's fresh keys until the
+-- clock reached it. It resets I to now, so that they wait out the guard
+-- once from now, as after a flush, and returns the corrupt reply that
+-- says so; nil when I is not ahead.
+local function markerAhead(since, now)
+  if since <= now then return end
+  redis.call('SET', KEYS[7], string.format('%d', now))
+  return {'corrupt', 'marker ' .. KEYS[7] .. ' held ' .. string.format('%d', since) .. ', ' ..
+    string.format('%d', since - now) .. ' ms ahead of the server\'s clock (it went back, or the value was forged); ' ..
+    'it now holds the server\'s time, and fresh keys of its tag wait out the restart guard once'}
+end
+
 -- grant gives the free K to owner for ttl ms with flag, under the token
 -- max(counter, floor, clock in µs) + 1, and returns it; or nil and the
--- refusal: corrupt, or {'recovering', ms-left}. c is the counter F as
--- the caller read it (false: missing), or nil to read it here; t is the
--- server's clock in µs, or nil to read it here.
+-- refusal: corrupt, floor-ahead (floorAhead), or {'recovering', ms-left}.
+-- c is the counter F as the caller read it (false: missing), or nil to
+-- read it here; t is the server's clock in µs, or nil to read it here. A
+-- counter beyond the fencing limit (ahead) is corrupt.
 --
 -- A missing counter means K was never granted, was idle past the
 -- counter's life, or the server lost its data: unless the guard is off,
@@ -55,7 +97,8 @@ end
 -- since the tag's marker I says its data was last found lost. A missing I
 -- means the data went without a restart (FLUSHALL, a DEL of baton's keys)
 -- or the tag was never used: grant writes I (the server's start, if that
--- is nearer than the guard, else now) and refuses. Such a lease is flagged
+-- is nearer than the guard, else now) and refuses. An I ahead of the
+-- clock is reset to now (markerAhead). Such a lease is flagged
 -- contended, since a data loss erased watch markers too. A user whose
 -- ACL refuses INFO gets that error, not an unguarded grant; a server
 -- that reports no uptime (miniredis) is not guarded. The counter lives
@@ -72,6 +115,9 @@ local function grant(owner, ttl, floor, flag, c, t)
   if c and not (cn and cn <= 9007199254740991) then
     return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not a token (an integer up to 2^53-1)'}
   end
+  t = t or clock()
+  local bad = floorAhead(floor, t) or (c and ahead('fencing counter ' .. F, c, t))
+  if bad then return nil, bad end
   local life = math.max(tonumber(ttl), 3600000)
   if not c then
     if guard >= 0 then
@@ -85,14 +131,14 @@ local function grant(owner, ttl, floor, flag, c, t)
         local need = math.max(tonumber(ttl), guard)
         local left = need + 1000 - up * 1000
         if KEYS[7] ~= K then
-          local time = redis.call('TIME')
-          t = tonumber(time[1]) * 1000000 + tonumber(time[2])
           local now = math.floor(t / 1000)
           local since = redis.pcall('GET', KEYS[7])
           if type(since) == 'table' or (since and not string.match(since, '^%d+$')) then
             return nil, {'corrupt', 'marker ' .. KEYS[7] .. ' is not a time in ms'}
           end
           since = tonumber(since)
+          bad = since and markerAhead(since, now)
+          if bad then return nil, bad end
           if not since then
             since = now
             if up * 1000 < need then since = now - up * 1000 end
@@ -104,10 +150,6 @@ local function grant(owner, ttl, floor, flag, c, t)
       end
     end
     cn, flag = 0, ' contended'
-  end
-  if not t then
-    local time = redis.call('TIME')
-    t = tonumber(time[1]) * 1000000 + tonumber(time[2])
   end
   local n = math.max(cn, tonumber(floor), t) + 1
   if n > 9007199254740991 then
@@ -170,7 +212,7 @@ local function lib()
     if not tok or (flag ~= '' and flag ~= ' contended' and flag ~= ' released') then
       return {'corrupt', 'key ' .. K .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
     end
-    return {'held', own, tok, redis.call('PTTL', K), flag}
+    return ahead('key ' .. K, tok, now()) or {'held', own, tok, redis.call('PTTL', K), flag}
   end
 
   -- holder is the reply to a caller that does not hold K: what classify
