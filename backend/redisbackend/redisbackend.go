@@ -611,7 +611,7 @@ type reply struct {
 
 func (r reply) unexpected(op, key string) error {
 	if r.status == statusCorrupt {
-		return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, r.detail)
+		return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, backend.Printable(r.detail))
 	}
 	return fmt.Errorf("redisbackend: %s %q: %w: script replied %q", op, key, backend.ErrCorrupt, r.status)
 }
@@ -691,6 +691,9 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		if r.next == "" {
 			return bad("queued reply names no waiter")
 		}
+		if err := backend.CheckStoredName("waiter", "the line of "+key, r.next); err != nil {
+			return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+		}
 		r.lease = backend.Lease{Key: key}
 		return r, nil
 	case statusOK, statusHeld:
@@ -723,7 +726,24 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	if len(arr) > 4 {
 		r.next, _ = arr[4].(string)
 	}
+	if err := r.checkNames(key); err != nil {
+		return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+	}
 	return r, nil
+}
+
+// checkNames checks the names a reply read from the store, the holder and
+// the waiter first in line, by the rules of what baton writes
+// (backend.CheckStoredName): a name with a control character, such as a
+// terminal escape or a newline, is ErrCorrupt, never returned.
+func (r reply) checkNames(key string) error {
+	if err := backend.CheckStoredName("owner", "lease "+key, r.lease.Owner); err != nil {
+		return err
+	}
+	if r.next != "" {
+		return backend.CheckStoredName("waiter", "the line of "+key, r.next)
+	}
+	return nil
 }
 
 // asked is the lease a request for key by owner for ms milliseconds

@@ -11,6 +11,8 @@ local l = slow.classify()
 if not l then return {'free'} end
 if l[1] ~= 'held' then return l end
 local own, tok, pttl = l[2], l[3], l[4]
+local line, bad = slow.scan(0) -- read before anything is written
+if not line then return bad end
 
 local c = redis.pcall('GET', F)
 if type(c) == 'table' then
@@ -33,5 +35,5 @@ else
 end
 
 redis.call('DEL', K, M)
-slow.pass(tok)
+slow.pass(tok, line)
 return {'ok', own, tok, pttl}
