@@ -20,8 +20,9 @@ const (
 )
 
 // ValidateKey reports whether key is usable as a lease key: non-empty, at
-// most MaxKeyLen bytes of UTF-8 without spaces or control characters, with
-// balanced hash-tag braces.
+// most MaxKeyLen bytes of UTF-8 without spaces or control characters
+// (C0, DEL, C1, and the bidirectional controls that reorder text on a
+// terminal), with balanced hash-tag braces.
 func ValidateKey(key string) error {
 	if err := validateName("key", key, MaxKeyLen); err != nil {
 		return err
@@ -40,7 +41,8 @@ func ValidateKey(key string) error {
 
 // ValidateOwner reports whether owner is usable as a lease owner:
 // non-empty, at most MaxOwnerLen bytes of UTF-8 without spaces or control
-// characters.
+// characters (as ValidateKey). Stores check the owners, waiters and member
+// names they read back by the same rules (CheckStoredName).
 func ValidateOwner(owner string) error {
 	return validateName("owner", owner, MaxOwnerLen)
 }
@@ -87,7 +89,7 @@ func nameProblem(what, s string, maxLen int) string {
 		return fmt.Sprintf("%s %q is not valid UTF-8", what, s)
 	}
 	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
+		if r <= ' ' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
 			return fmt.Sprintf("%s %q holds a space or control character", what, s)
 		}
 	}

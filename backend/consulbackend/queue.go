@@ -172,7 +172,7 @@ func (s *Store) places(key string, results []*api.TxnResult) (line, handed []pla
 			err = errors.Join(backend.ValidateOwner(owner), backend.ValidateFloor(rec.Floor))
 		}
 		if err != nil || rec.TTLMillis <= 0 || rec.TTLMillis > backend.MaxTTL.Milliseconds() || rec.PlaceMillis <= 0 {
-			return nil, nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place", key, p.Key, backend.ErrCorrupt, p.Value)
+			return nil, nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place", key, backend.Printable(p.Key), backend.ErrCorrupt, p.Value)
 		}
 		pl := place{owner: owner, rec: rec, session: p.Session, index: p.ModifyIndex, order: rec.Order}
 		if pl.order == 0 {

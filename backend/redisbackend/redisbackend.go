@@ -648,7 +648,7 @@ func parsePositiveMillis(s string) (time.Duration, bool) {
 // for (asked: key, owner and ttl), granted, renewed or released.
 func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	bad := func(format string, args ...any) (reply, error) {
-		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, fmt.Sprintf(format, args...))
+		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, backend.Printable(fmt.Sprintf(format, args...)))
 	}
 	if tok, ok := res.(string); ok {
 		token, ok := parseToken(tok)

@@ -33,7 +33,7 @@ func (s *Store) Break(ctx context.Context, key string) (backend.Lease, error) {
 	case "free":
 		return backend.Lease{}, fmt.Errorf("springredis: break %q (%s): %w", key, sh.redis, backend.ErrNotFound)
 	case "corrupt":
-		return backend.Lease{}, fmt.Errorf("springredis: break %q: %w: %v", key, backend.ErrCorrupt, res[1])
+		return backend.Lease{}, fmt.Errorf("springredis: break %q: %w: %s", key, backend.ErrCorrupt, backend.Printable(fmt.Sprint(res[1])))
 	}
 	return backend.Lease{}, s.unexpected("break", key, sh, res)
 }

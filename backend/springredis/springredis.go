@@ -246,7 +246,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		}
 		return backend.Lease{}, &backend.HeldError{Holder: l}
 	case "corrupt":
-		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %v", key, backend.ErrCorrupt, res[1])
+		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %s", key, backend.ErrCorrupt, backend.Printable(fmt.Sprint(res[1])))
 	}
 	return backend.Lease{}, s.unexpected("acquire", key, sh, res)
 }
@@ -336,7 +336,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 		}
 		return l, nil
 	case "corrupt":
-		return backend.Lease{}, fmt.Errorf("springredis: get %q: %w: %v", key, backend.ErrCorrupt, res[1])
+		return backend.Lease{}, fmt.Errorf("springredis: get %q: %w: %s", key, backend.ErrCorrupt, backend.Printable(fmt.Sprint(res[1])))
 	}
 	return backend.Lease{}, s.unexpected("get", key, sh, res)
 }
@@ -439,7 +439,7 @@ func token(res []any, i int) (uint64, error) {
 }
 
 func (s *Store) unexpected(op, key string, sh shared, res any) error {
-	return fmt.Errorf("springredis: %s %q (%s): unexpected reply %.80v", op, key, sh.redis, res)
+	return fmt.Errorf("springredis: %s %q (%s): unexpected reply %s", op, key, sh.redis, backend.Printable(fmt.Sprintf("%.80v", res)))
 }
 
 func (s *Store) transport(op, key string, sh shared, ctx context.Context, err error) error {
