@@ -224,7 +224,7 @@ type entry struct {
 	index   uint64 // ModifyIndex
 }
 
-func decodeRecord(key string, p *api.KVPair) (record, error) {
+func (s *Store) decodeRecord(key string, p *api.KVPair) (record, error) {
 	var r record
 	if err := json.Unmarshal(p.Value, &r); err != nil {
 		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: not a baton lease: %s", key, backend.Printable(p.Key), backend.ErrCorrupt, backend.Printable(err.Error()))
@@ -233,6 +233,9 @@ func decodeRecord(key string, p *api.KVPair) (record, error) {
 		r.TTLMillis <= 0 || r.TTLMillis > backend.MaxTTL.Milliseconds() {
 		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: owner %q, token %d, ttl %d ms is not a baton lease",
 			key, backend.Printable(p.Key), backend.ErrCorrupt, r.Owner, r.Token, r.TTLMillis)
+	}
+	if err := s.checkNext(r.Next); err != nil {
+		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: %s", key, backend.Printable(p.Key), backend.ErrCorrupt, backend.Printable(err.Error()))
 	}
 	return r, nil
 }
@@ -552,7 +555,7 @@ func (s *Store) entry(key string, p *api.KVPair) (*entry, error) {
 	if p == nil || p.Session == "" {
 		return nil, nil
 	}
-	rec, err := decodeRecord(key, p)
+	rec, err := s.decodeRecord(key, p)
 	if err != nil {
 		return nil, err
 	}
