@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/backendtest"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/internal/testenv"
 )
@@ -696,5 +697,44 @@ func TestForgedPlaces(t *testing.T) {
 				t.Errorf("Get after the refused calls: %+v, %v; want h's lease, token %d", g, err, h.Token)
 			}
 		})
+	}
+}
+
+// forger returns the conformance suite's Harness.Forge for stores on
+// agent a: it writes each forgery with a client of the agent, locked by a
+// session of its own (a minute), under the keys a store with the default
+// prefix reads.
+func forger(a *testenv.Consul) func(t testing.TB, key string, what backendtest.Forgery) {
+	return func(t testing.TB, key string, what backendtest.Forgery) {
+		t.Helper()
+		s, err := consulbackend.New(config(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		c := client(t, a)
+		id, _, err := c.Session().Create(&api.SessionEntry{TTL: "60s", Behavior: api.SessionBehaviorDelete}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Session().Destroy(id, nil) })
+		var k, v string
+		switch what {
+		case backendtest.ForgedOwner:
+			k, v = s.LeaseKey(key), fmt.Sprintf(`{"owner":%q,"token":1,"ttl_ms":60000}`, backendtest.ControlName)
+		case backendtest.ForgedWaiterName:
+			k, v = s.LineKey(key)+url.PathEscape(backendtest.ControlName), `{"ttl_ms":60000,"place_ms":30000,"order":1}`
+		case backendtest.ForgedWaiterTTL:
+			k, v = s.LineKey(key)+"forged", `{"ttl_ms":0,"place_ms":30000,"order":1}`
+		case backendtest.ForgedWaiterGarbage:
+			k, v = s.LineKey(key)+"forged", `garbage`
+		case backendtest.ForgedMember:
+			k, v = s.MemberKey(key, backendtest.ControlName), `{"identity":"forged","ttl_ms":60000}`
+		default:
+			t.Fatalf("forger: unknown forgery %d", what)
+		}
+		if ok, _, err := c.KV().Acquire(&api.KVPair{Key: k, Value: []byte(v), Session: id}, nil); err != nil || !ok {
+			t.Fatalf("forger: writing %s: %v, %v", k, ok, err)
+		}
 	}
 }
