@@ -871,7 +871,15 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 		i := slices.IndexFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
 		if i >= 0 {
 			var rec placeRecord
-			if json.Unmarshal(pairs[i].Value, &rec) == nil && rec.Handed != nil && rec.TTLMillis > 0 {
+			err := json.Unmarshal(pairs[i].Value, &rec)
+			if err == nil {
+				err = s.checkPlace(rec)
+			}
+			if err != nil {
+				return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: line at %s: %w: %.60q is not a baton waiter's place: %s",
+					key, backend.Printable(name), backend.ErrCorrupt, pairs[i].Value, backend.Printable(err.Error()))
+			}
+			if rec.Handed != nil {
 				// Handed the key: the place says so, with the lease.
 				l, k := handedPlace(key, owner, pairs[i], rec)
 				s.remember(key, k)

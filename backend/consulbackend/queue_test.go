@@ -738,3 +738,32 @@ func forger(a *testenv.Consul) func(t testing.TB, key string, what backendtest.F
 		}
 	}
 }
+
+// A waiter's own place rewritten by another client as handed with a
+// lease baton never grants (no token) ends the waiter's AwaitHandover
+// with ErrCorrupt naming the place; it used to return that lease, token
+// 0, as the waiter's.
+func TestForgedHandedPlace(t *testing.T) {
+	a := testenv.NewConsul(t)
+	s := newStore(t, a)
+	ctx := ctxT(t)
+	const key, ttl = "forged-handed", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "h", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, s, key, "a", ttl)
+	join(t, s, key, "w", ttl)
+	kv := client(t, a).KV()
+	p, _, err := kv.Get(s.LineKey(key)+"w", nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("w's place: %+v, %v", p, err)
+	}
+	p.Value = []byte(`{"ttl_ms":10000,"place_ms":5000,"handed":{"token":0,"session":"x"}}`)
+	if _, err := kv.Put(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := s.AwaitHandover(ctx, key, "w", 5*time.Second)
+	if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.LineKey(key)) {
+		t.Fatalf("w's AwaitHandover with its place forged handed: %+v, %v, %v; want ErrCorrupt naming the place", l, ok, err)
+	}
+}
