@@ -17,7 +17,15 @@
 // "<prefix>:K:line" (waiters by arrival, on the server's clock) with the
 // hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
 // fencing floor) and when its place lapses; both expire with the last
-// place. A release of a key with a live waiter in line grants it to that
+// place. A script reads the places it needs before it writes anything,
+// and one call looks at no more than 100 of them from the head (dropping
+// the lapsed ones among them): a place not in baton's shape (a ttl
+// outside 1 ms to 365 days, a floor at the largest token, a waiter named
+// with a space or control character, garbage) is backend.ErrCorrupt
+// naming the line's key, and the call changes nothing; a line whose first
+// 100 places have all lapsed (say, stuffed by another client) loses its
+// order until later calls have dropped them or it expires, and Leases
+// lists the live waiters among its first 100 places only. A release of a key with a live waiter in line grants it to that
 // waiter (backend.Handover), publishes the grant (see Handovers) and
 // copies the lease into K's mailbox, the string "<prefix>:K:mailbox"
 // ("<token> <owner>"), which expires with the lease and is deleted when
