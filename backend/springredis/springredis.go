@@ -384,8 +384,8 @@ func javaOwner(v string) string {
 		v = v[:backend.MaxOwnerLen]
 	}
 	return strings.Map(func(r rune) rune {
-		if r <= ' ' || r == 0x7f || r == '\uFFFD' {
-			return '_'
+		if r == '\uFFFD' || backend.ValidateOwner(string(r)) != nil {
+			return '_' // a space or control character, by the owner rules
 		}
 		return r
 	}, strings.ToValidUTF8(v, "_"))
