@@ -90,6 +90,10 @@ func TestForgedLinePlaces(t *testing.T) {
 		"huge due":   {"forged", "1000 0 999999999999999999999"},
 		"garbage":    {"forged", "garbage"},
 		"escape":     {"\x1b[31mred\nline", "1000 0 " + due},
+		"C1 control": {"\u009bcsi", "1000 0 " + due},
+		"bidi":       {"\u202eevil", "1000 0 " + due},
+		"empty":      {"", "1000 0 " + due},
+		"long":       {strings.Repeat("x", 257), "1000 0 " + due},
 	} {
 		t.Run(name, func(t *testing.T) {
 			key := backend.AppKey("forged", "line", "lock", strings.ReplaceAll(name, " ", "-"))

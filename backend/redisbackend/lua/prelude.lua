@@ -195,6 +195,15 @@ local function lib()
   -- the rest, or the line expires).
   local LOOK = 100
 
+  -- isOwner reports whether name passes the owner rules (backend's
+  -- ValidateOwner) as far as bytes tell: 1 to 256 bytes, no space, no C0
+  -- or C1 control, no DEL, no bidirectional control.
+  local function isOwner(name)
+    return #name > 0 and #name <= 256 and not (string.find(name, '[%z\1-\32\127]')
+      or string.find(name, '\194[\128-\159]') or string.find(name, '\216\156')
+      or string.find(name, '\226\128[\142\143\170-\174]') or string.find(name, '\226\129[\166-\169]'))
+  end
+
   -- place reads the place of the waiter name at ms: true and its ttl and
   -- floor (decimal strings) when it is live, false when it has lapsed
   -- (or has no request), or nil and why when it is not in baton's shape:
@@ -208,7 +217,7 @@ local function lib()
       return nil, 'requests ' .. R .. ' is a ' .. redis.call('TYPE', R).ok .. ', not a hash'
     end
     if not req then return false end
-    if #name > 256 or string.find(name, '[%z\1-\32\127]') then
+    if not isOwner(name) then
       return nil, 'a waiter in line ' .. L .. ' is named "' .. string.sub(name, 1, 40) .. '", not an owner (no space or control character)'
     end
     local ttl, floor, due = string.match(req, '^(%d+) (%d+) (%d+)$')
@@ -220,14 +229,14 @@ local function lib()
     return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
   end
 
-  -- scan looks at K's line from rank from on, at most LOOK places, and
+  -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
   -- writes nothing. It returns {head = the first live waiter or '', ttl,
   -- floor = what it asked for, rank = the rank after it, names = the
   -- lapsed places before it, after those of names if given}, or nil and
   -- {'corrupt', why} for a place not in baton's shape.
   local function scan(from, names)
     local line, ms = {head = '', names = names or {}}
-    for rank = from, from + LOOK - 1 do
+    for rank = from, LOOK - 1 do
       local r = redis.pcall('ZRANGE', L, rank, rank)
       if r.err then
         return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
