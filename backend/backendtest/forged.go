@@ -88,7 +88,8 @@ func (s *suite) testForgedOwner(t *testing.T) {
 
 // A place forged first in a lock's line (a waiter named with control
 // characters, a ttl of 0, garbage) makes the holder's Release, another
-// waiter's AcquireQueued and Dequeue fail with ErrCorrupt naming the key,
+// waiter's AcquireQueued and Dequeue, and Break where the store has it,
+// fail with ErrCorrupt naming the key,
 // and changes nothing: the lock stays held by its owner under its token,
 // and the other waiter is still in line behind it (Leases, where the
 // store lists leases, fails the same way).
@@ -113,6 +114,10 @@ func (s *suite) testForgedLine(t *testing.T) {
 			if in, ok := q.(backend.Inspector); ok {
 				_, err = in.Leases(ctx, key)
 				checkCorrupt(t, "Leases with a forged place in line", err, key)
+			}
+			if b, ok := q.(backend.Breaker); ok {
+				_, err = b.Break(ctx, key)
+				checkCorrupt(t, "Break with a forged place in line", err, key)
 			}
 			if l, err := q.Get(ctx, key); err != nil || l.Owner != "h" || l.Token != held.Token {
 				t.Errorf("Get after the refused calls: %+v, %v; want h's lease, token %d, unchanged", l, err, held.Token)
