@@ -41,7 +41,11 @@ type Lease struct {
 // arguments and returns an error wrapping ErrInvalidArgument for an empty
 // key or owner, a key or owner that is too long or holds control
 // characters, or a non-positive ttl; no method panics on bad input or on
-// foreign data found in the store (that is ErrCorrupt).
+// foreign data found in the store (that is ErrCorrupt). Names read back
+// from the store (owners, waiters, members) are checked by the same
+// rules (CheckStoredName), so that text baton never writes, such as a
+// terminal escape sequence, is ErrCorrupt and never returned; a write
+// that finds foreign data it depends on changes nothing.
 //
 // Expiry is decided by the store's clock only (Redis PX, Consul session
 // TTL, the in-memory store's clock); no method compares client clocks. A

@@ -34,7 +34,9 @@ type LeaseInfo struct {
 	Lease
 	// Waiters are the owners in the key's waiting line (Queue) whose
 	// places have not lapsed, first in line first; empty when nobody
-	// waits or the store keeps no lines.
+	// waits or the store keeps no lines. A store may list only those
+	// among the first places of a very long line, so that one read's
+	// work stays bounded (redisbackend: the first 100).
 	Waiters []string
 }
 

@@ -2,8 +2,10 @@ package backend
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -18,8 +20,9 @@ const (
 )
 
 // ValidateKey reports whether key is usable as a lease key: non-empty, at
-// most MaxKeyLen bytes of UTF-8 without spaces or control characters, with
-// balanced hash-tag braces.
+// most MaxKeyLen bytes of UTF-8 without spaces or control characters
+// (C0, DEL, C1, and the bidirectional controls that reorder text on a
+// terminal), with balanced hash-tag braces.
 func ValidateKey(key string) error {
 	if err := validateName("key", key, MaxKeyLen); err != nil {
 		return err
@@ -38,7 +41,8 @@ func ValidateKey(key string) error {
 
 // ValidateOwner reports whether owner is usable as a lease owner:
 // non-empty, at most MaxOwnerLen bytes of UTF-8 without spaces or control
-// characters.
+// characters (as ValidateKey). Stores check the owners, waiters and member
+// names they read back by the same rules (CheckStoredName).
 func ValidateOwner(owner string) error {
 	return validateName("owner", owner, MaxOwnerLen)
 }
@@ -65,21 +69,60 @@ func ValidateKeepFor(keepFor time.Duration) error {
 }
 
 func validateName(what, s string, maxLen int) error {
-	if s == "" {
-		return fmt.Errorf("%w: %s is empty", ErrInvalidArgument, what)
-	}
-	if len(s) > maxLen {
-		return fmt.Errorf("%w: %s %.40q... is %d bytes, more than %d", ErrInvalidArgument, what, s, len(s), maxLen)
-	}
-	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidArgument, what, s)
-	}
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
-			return fmt.Errorf("%w: %s %q holds a space or control character", ErrInvalidArgument, what, s)
-		}
+	if problem := nameProblem(what, s, maxLen); problem != "" {
+		return fmt.Errorf("%w: %s", ErrInvalidArgument, problem)
 	}
 	return nil
+}
+
+// nameProblem says what is wrong with s as a name (a key, an owner, a
+// member's name or identity) of at most maxLen bytes, or "" if nothing
+// is. It quotes s, so the answer is safe to print.
+func nameProblem(what, s string, maxLen int) string {
+	if s == "" {
+		return what + " is empty"
+	}
+	if len(s) > maxLen {
+		return fmt.Sprintf("%s %.40q... is %d bytes, more than %d", what, s, len(s), maxLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Sprintf("%s %q is not valid UTF-8", what, s)
+	}
+	for _, r := range s {
+		if r <= ' ' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return fmt.Sprintf("%s %q holds a space or control character", what, s)
+		}
+	}
+	return ""
+}
+
+// CheckStoredName checks a name read back from a store — an owner, a
+// waiter, a member's name or identity — by the rules ValidateOwner applies
+// to what baton writes. A name that breaks them (a control character such
+// as a terminal escape, a newline, a space, more than MaxOwnerLen bytes)
+// was not written by baton: the error wraps ErrCorrupt, says what the
+// name is (what) and where it was read (where: the key, as the caller
+// names it), and quotes the name, so that printing the error never
+// prints the stored bytes raw.
+func CheckStoredName(what, where, s string) error {
+	if problem := nameProblem(what, s, MaxOwnerLen); problem != "" {
+		return fmt.Errorf("%w: %s read at %s: %s; baton never writes such a name, so delete it or use another prefix", ErrCorrupt, what, where, problem)
+	}
+	return nil
+}
+
+// Printable returns s as it is when every character of it is printable
+// (spaces and quotes included), or else quoted as a Go string (strconv.Quote),
+// which escapes control characters such as terminal escapes and newlines.
+// Text read from a store goes through it before it is printed in a
+// table or an error.
+func Printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 // MaxToken is the largest fencing token (and floor) a store handles,

@@ -175,3 +175,40 @@ func FuzzValidateKey(f *testing.F) {
 		}
 	})
 }
+
+// A name read back from a store with a control character (terminal
+// escapes, a newline, a C1 control, a bidirectional override) is
+// ErrCorrupt, and the error names where it was read and quotes it.
+func TestCheckStoredName(t *testing.T) {
+	for _, bad := range []string{"", "\x1b[2J", "a\nb", "a b", "\u009bcsi", "\u202eevil", "\xff", strings.Repeat("x", backend.MaxOwnerLen+1)} {
+		err := backend.CheckStoredName("owner", "lease k", bad)
+		if !errors.Is(err, backend.ErrCorrupt) || errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("CheckStoredName(%q) = %v; want backend.ErrCorrupt alone", bad, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, "lease k") || strings.ContainsAny(msg, "\x1b\n\u009b\u202e") {
+			t.Errorf("CheckStoredName(%q) = %q; want it to name the lease and quote the name", bad, msg)
+		}
+	}
+	for _, good := range []string{"10.0.0.7:acme:billing:8080#1f2e", "发票", "emoji-🔒"} {
+		if err := backend.CheckStoredName("owner", "lease k", good); err != nil {
+			t.Errorf("CheckStoredName(%q) = %v; want nil", good, err)
+		}
+	}
+}
+
+// Printable leaves printable text alone and quotes the rest.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"held by a:b (token 1)": "held by a:b (token 1)",
+		`say "hi"`:              `say "hi"`,
+		"\x1b[31mred":           `"\x1b[31mred"`,
+		"a\nb":                  `"a\nb"`,
+		"\u202eevil":            `"\u202eevil"`,
+		"\xff":                  `"\xff"`,
+	} {
+		if got := backend.Printable(in); got != want {
+			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

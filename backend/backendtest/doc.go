@@ -109,6 +109,13 @@
 //     held under a prefix, sorted, as Get reports them, with the live
 //     waiters of each line in order, and nothing the store keeps beside
 //     its leases (counters, lines, markers, member groups).
+//   - with Harness.Forge: data written into the store past its checks (an
+//     owner, a waiter or a member named with terminal escapes and a
+//     newline, a waiter asking for a ttl of 0, a place that is garbage) is
+//     never handed back as read: Get, Acquire, Release, Leases, Members
+//     and, on a line, Release, AcquireQueued and Dequeue fail with
+//     ErrCorrupt naming the key with the text quoted, and a refused
+//     release leaves the lease held by its owner under its token.
 //
 // It does not check that watchers of other keys stay silent (stores may
 // signal spuriously), that expiry is signalled to watchers (stores need not

@@ -70,6 +70,16 @@ type Harness struct {
 	// ErrInvalidArgument; its own short leases must be at least MinTTL,
 	// so a test server must accept short sessions.
 	MinTTL, MaxTTL time.Duration
+
+	// Forge, if not nil, writes the data what describes (a Forgery) for
+	// key into the store the way another client of its server could,
+	// past the store's own checks, so that the suite can check that the
+	// store never hands such data back as read and never acts on it half
+	// way. Run calls it from the subtest's goroutine; the data may be
+	// left behind (with an expiry, where the store has one). Nil, as for
+	// a store whose data nothing outside the process can reach
+	// (membackend), skips the Forged subtests.
+	Forge func(t testing.TB, key string, what Forgery)
 }
 
 // minTTL and maxTTL return the store's limits (Harness.MinTTL, MaxTTL).
@@ -129,6 +139,7 @@ func Run(t *testing.T, h Harness) {
 	} else {
 		t.Logf("backendtest: the store does not implement backend.Breaker (optional): no Break subtests")
 	}
+	parallel = append(parallel, s.forgedCases()...)
 	t.Run("Parallel", func(t *testing.T) {
 		for _, c := range parallel {
 			t.Run(c.name, func(t *testing.T) {

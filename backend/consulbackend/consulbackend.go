@@ -224,15 +224,18 @@ type entry struct {
 	index   uint64 // ModifyIndex
 }
 
-func decodeRecord(key string, p *api.KVPair) (record, error) {
+func (s *Store) decodeRecord(key string, p *api.KVPair) (record, error) {
 	var r record
 	if err := json.Unmarshal(p.Value, &r); err != nil {
-		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: not a baton lease: %v", key, p.Key, backend.ErrCorrupt, err)
+		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: not a baton lease: %s", key, backend.Printable(p.Key), backend.ErrCorrupt, backend.Printable(err.Error()))
 	}
 	if err := backend.ValidateOwner(r.Owner); err != nil || r.Token == 0 || r.Token > backend.MaxToken ||
 		r.TTLMillis <= 0 || r.TTLMillis > backend.MaxTTL.Milliseconds() {
 		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: owner %q, token %d, ttl %d ms is not a baton lease",
-			key, p.Key, backend.ErrCorrupt, r.Owner, r.Token, r.TTLMillis)
+			key, backend.Printable(p.Key), backend.ErrCorrupt, r.Owner, r.Token, r.TTLMillis)
+	}
+	if err := s.checkNext(r.Next); err != nil {
+		return record{}, fmt.Errorf("consulbackend: lease of %q at %s: %w: %s", key, backend.Printable(p.Key), backend.ErrCorrupt, backend.Printable(err.Error()))
 	}
 	return r, nil
 }
@@ -251,7 +254,7 @@ func parseCounter(key string, p *api.KVPair) (uint64, error) {
 	}
 	n, err := strconv.ParseUint(string(p.Value), 10, 64)
 	if err != nil || n > backend.MaxToken {
-		return 0, fmt.Errorf("consulbackend: fencing counter of %q at %s: %w: %.40q is not a token", key, p.Key, backend.ErrCorrupt, p.Value)
+		return 0, fmt.Errorf("consulbackend: fencing counter of %q at %s: %w: %.40q is not a token", key, backend.Printable(p.Key), backend.ErrCorrupt, p.Value)
 	}
 	return n, nil
 }
@@ -562,7 +565,7 @@ func (s *Store) entry(key string, p *api.KVPair) (*entry, error) {
 	if p == nil || p.Session == "" {
 		return nil, nil
 	}
-	rec, err := decodeRecord(key, p)
+	rec, err := s.decodeRecord(key, p)
 	if err != nil {
 		return nil, err
 	}

@@ -77,6 +77,7 @@ func TestConformance(t *testing.T) {
 		GivenTTL: true,
 		MinTTL:   a.SessionTTLMin(),
 		MaxTTL:   consulbackend.MaxSessionTTL,
+		Forge:    forger(a),
 	})
 }
 

@@ -75,6 +75,14 @@
 // asks again), no session create or destroy, and on the way from one
 // holder to the next one transaction and one blocking query's answer.
 //
+// Every place (and every waiter a lease or a handed place names as next)
+// is checked when it is read, before anything is written: a lease ttl the
+// store's sessions cannot hold, a place TTL beyond 24 h, a floor at the
+// largest token, a handed lease without a token, or a waiter named with a
+// space or control character is backend.ErrCorrupt naming the entry, and
+// the release (or join, or dequeue) changes nothing. A line is read
+// whole, with its entries that have no session (which the store skips).
+//
 // # What differs from Redis
 //
 //   - Consul keeps a session for at least its TTL and up to twice that

@@ -11,7 +11,7 @@ import (
 
 // DecodeLease decodes a lease key's value as the store reads it.
 func DecodeLease(key string, value []byte) (l backend.Lease, kept bool, err error) {
-	r, err := decodeRecord(key, &api.KVPair{Key: "baton/lease/" + key, Value: value})
+	r, err := (&Store{ttlMin: time.Millisecond}).decodeRecord(key, &api.KVPair{Key: "baton/lease/" + key, Value: value})
 	if err != nil {
 		return backend.Lease{}, false, err
 	}

@@ -2,6 +2,8 @@ package consulbackend
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +78,28 @@ func nextPlaces(st *state, w, out *place) []nextPlace {
 			PlaceMillis: p.rec.PlaceMillis, Place: p.session, Session: p.rec.Session})
 	}
 	return next
+}
+
+// checkNext checks the waiters a lease or a handed place names as next
+// in line (at most handOnMax), as read: each must be a waiter's place as
+// checkPlace would pass it, so that a release that hands the key on to
+// the first of them without reading cannot fail half-way or hand it to
+// a name baton never wrote.
+func (s *Store) checkNext(next []nextPlace) error {
+	if len(next) > handOnMax {
+		return fmt.Errorf("it names %d waiters next in line, more than %d", len(next), handOnMax)
+	}
+	for _, n := range next {
+		err := errors.Join(backend.CheckStoredName("waiter next in line", "the lease's record", n.Owner),
+			s.checkLeaseTTL(n.TTLMillis), backend.ValidateFloor(n.Floor))
+		if err == nil && (n.PlaceMillis <= 0 || millis(n.PlaceMillis) > MaxSessionTTL || n.Index == 0) {
+			err = fmt.Errorf("waiter %q next in line has place TTL %d ms and index %d", n.Owner, n.PlaceMillis, n.Index)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // known is what the store knows of a lease it holds.

@@ -169,10 +169,11 @@ func (s *Store) places(key string, results []*api.TxnResult) (line, handed []pla
 			err = json.Unmarshal(p.Value, &rec)
 		}
 		if err == nil {
-			err = errors.Join(backend.ValidateOwner(owner), backend.ValidateFloor(rec.Floor))
+			err = errors.Join(backend.CheckStoredName("waiter", p.Key, owner), s.checkPlace(rec))
 		}
-		if err != nil || rec.TTLMillis <= 0 || rec.TTLMillis > backend.MaxTTL.Milliseconds() || rec.PlaceMillis <= 0 {
-			return nil, nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place", key, p.Key, backend.ErrCorrupt, p.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("consulbackend: line of %q at %s: %w: %.60q is not a baton waiter's place: %s",
+				key, backend.Printable(p.Key), backend.ErrCorrupt, p.Value, backend.Printable(err.Error()))
 		}
 		pl := place{owner: owner, rec: rec, session: p.Session, index: p.ModifyIndex, order: rec.Order}
 		if pl.order == 0 {
@@ -186,6 +187,38 @@ func (s *Store) places(key string, results []*api.TxnResult) (line, handed []pla
 	}
 	slices.SortFunc(line, func(a, b place) int { return cmp.Compare(a.order, b.order) })
 	return line, handed, nil
+}
+
+// checkPlace checks a place's record as read: a lease this store's
+// sessions can hold (WithSessionTTLMin to MaxSessionTTL), a floor below
+// the largest token, a place's session TTL Consul accepts, and for a
+// place marked handed, a lease with a token and a session, and waiters
+// behind it that pass checkNext. Whatever else is in a place would make
+// a release that hands the key over fail half-way, or hand it to no
+// waiter baton wrote.
+func (s *Store) checkPlace(rec placeRecord) error {
+	if err := errors.Join(s.checkLeaseTTL(rec.TTLMillis), backend.ValidateFloor(rec.Floor)); err != nil {
+		return err
+	}
+	if rec.PlaceMillis <= 0 || millis(rec.PlaceMillis) > MaxSessionTTL {
+		return fmt.Errorf("the place's session TTL %d ms is outside (0, %v]", rec.PlaceMillis, MaxSessionTTL)
+	}
+	if h := rec.Handed; h != nil {
+		if h.Token == 0 || h.Token > backend.MaxToken || h.Session == "" {
+			return fmt.Errorf("the lease handed to it, token %d on session %q, is not one baton grants", h.Token, h.Session)
+		}
+		return s.checkNext(h.Next)
+	}
+	return nil
+}
+
+// checkLeaseTTL checks the ttl a waiter asked for, as read: one this
+// store's sessions can hold.
+func (s *Store) checkLeaseTTL(ms int64) error {
+	if d := millis(ms); ms <= 0 || d < s.ttlMin || d > MaxSessionTTL {
+		return fmt.Errorf("its lease's ttl %d ms is outside what a session holds, [%v, %v]", ms, s.ttlMin, MaxSessionTTL)
+	}
+	return nil
 }
 
 // first returns the waiter first in line, or nil.
@@ -838,7 +871,15 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 		i := slices.IndexFunc(pairs, func(p *api.KVPair) bool { return p.Key == name && p.Session != "" })
 		if i >= 0 {
 			var rec placeRecord
-			if json.Unmarshal(pairs[i].Value, &rec) == nil && rec.Handed != nil && rec.TTLMillis > 0 {
+			err := json.Unmarshal(pairs[i].Value, &rec)
+			if err == nil {
+				err = s.checkPlace(rec)
+			}
+			if err != nil {
+				return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: line at %s: %w: %.60q is not a baton waiter's place: %s",
+					key, backend.Printable(name), backend.ErrCorrupt, pairs[i].Value, backend.Printable(err.Error()))
+			}
+			if rec.Handed != nil {
 				// Handed the key: the place says so, with the lease.
 				if now := s.now().UnixMicro(); backend.TokenAhead(rec.Handed.Token, now) {
 					return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w: place %s was handed token %d, more than %v ahead of the clock (%d µs): no grant made it; delete the place",

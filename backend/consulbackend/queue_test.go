@@ -3,12 +3,15 @@ package consulbackend_test
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/backendtest"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/internal/testenv"
 )
@@ -121,7 +124,8 @@ func TestDecodePlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := []byte(`{"ttl_ms":1000,"floor":0,"place_ms":500}`)
+	// A lease of 10 s: what the store's sessions hold (DefaultSessionTTLMin).
+	good := []byte(`{"ttl_ms":10000,"floor":0,"place_ms":500}`)
 	if owner, ok, err := consulbackend.DecodePlace(s, "k", "a%2Fb", good); err != nil || !ok || owner != "a/b" {
 		t.Errorf("a place of owner a/b: %q, %v, %v", owner, ok, err)
 	}
@@ -129,11 +133,14 @@ func TestDecodePlace(t *testing.T) {
 		t.Errorf("a place in the line of key k/x, read as k's: ok %v, err %v; want it skipped", ok, err)
 	}
 	for name, v := range map[string][]byte{
-		"not JSON":    []byte("nope"),
-		"no ttl":      []byte(`{"floor":0,"place_ms":500}`),
-		"no place":    []byte(`{"ttl_ms":1000}`),
-		"huge floor":  []byte(`{"ttl_ms":1000,"floor":18446744073709551615,"place_ms":500}`),
-		"ttl too big": []byte(`{"ttl_ms":99999999999999,"place_ms":500}`),
+		"not JSON":         []byte("nope"),
+		"no ttl":           []byte(`{"floor":0,"place_ms":500}`),
+		"no place":         []byte(`{"ttl_ms":1000}`),
+		"huge floor":       []byte(`{"ttl_ms":1000,"floor":18446744073709551615,"place_ms":500}`),
+		"ttl too big":      []byte(`{"ttl_ms":99999999999999,"place_ms":500}`),
+		"ttl too small":    []byte(`{"ttl_ms":1000,"place_ms":500}`),
+		"handed no token":  []byte(`{"ttl_ms":10000,"place_ms":500,"handed":{"session":"s"}}`),
+		"next not baton's": []byte(`{"ttl_ms":10000,"place_ms":500,"handed":{"token":1,"session":"s","next":[{"owner":"a b","index":1,"ttl_ms":10000,"place_ms":500}]}}`),
 	} {
 		if _, _, err := consulbackend.DecodePlace(s, "k", "owner", v); !errors.Is(err, backend.ErrCorrupt) {
 			t.Errorf("a place holding %s: %v; want ErrCorrupt", name, err)
@@ -604,4 +611,159 @@ func awaitHanded(t *testing.T, s *consulbackend.Store, key, owner, what string) 
 		t.Fatalf("%s: %+v, ok %v, err %v; want %q handed to %s", what, l, ok, err, key, owner)
 	}
 	return l
+}
+
+// forgePlace writes value as the place of the waiter name, first in key's
+// line (order 1), locked by a session of its own, as another client of
+// the agent could.
+func forgePlace(t *testing.T, a *testenv.Consul, s *consulbackend.Store, key, name, value string) {
+	t.Helper()
+	c := client(t, a)
+	id, _, err := c.Session().Create(&api.SessionEntry{TTL: "60s", Behavior: api.SessionBehaviorDelete}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Session().Destroy(id, nil) })
+	ok, _, err := c.KV().Acquire(&api.KVPair{Key: s.LineKey(key) + url.PathEscape(name), Value: []byte(value), Session: id}, nil)
+	if err != nil || !ok {
+		t.Fatalf("forging a place: %v, %v", ok, err)
+	}
+}
+
+// A waiter's place forged into a lock's line (a ttl Consul's sessions
+// cannot hold, a floor at the largest token, a handed lease with no
+// token, waiters behind it that are not baton's, garbage, a name with a
+// terminal escape) makes the holder's Release fail with ErrCorrupt naming
+// the place, and changes nothing: the lock is still held by its owner
+// under its token, and the line is as it was. AcquireQueued and Dequeue
+// of another waiter fail the same way.
+func TestForgedPlaces(t *testing.T) {
+	a := testenv.NewConsul(t)
+	s := newStore(t, a)
+	const ttl = 10 * time.Second
+	for name, forged := range map[string][2]string{
+		"ttl 1 ms":     {"forged", `{"ttl_ms":1,"place_ms":5000,"order":1}`},
+		"ttl beyond":   {"forged", `{"ttl_ms":86400001,"place_ms":5000,"order":1}`},
+		"place beyond": {"forged", `{"ttl_ms":10000,"place_ms":86400001,"order":1}`},
+		"max floor":    {"forged", `{"ttl_ms":10000,"floor":9007199254740991,"place_ms":5000,"order":1}`},
+		"handed 0":     {"forged", `{"ttl_ms":10000,"place_ms":5000,"order":1,"handed":{"token":0,"session":"x"}}`},
+		"next forged":  {"forged", `{"ttl_ms":10000,"place_ms":5000,"order":1,"handed":{"token":5,"session":"x","next":[{"owner":"\u001b[31m","ttl_ms":0}]}}`},
+		"garbage":      {"forged", `garbage`},
+		"escape":       {"\x1b[31mred\nline", `{"ttl_ms":10000,"place_ms":5000,"order":1}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := ctxT(t)
+			key := "forged-" + strings.ReplaceAll(name, " ", "-")
+			h, err := s.Acquire(ctx, key, "h", ttl, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			join(t, s, key, "b", ttl)
+			forgePlace(t, a, s, key, forged[0], forged[1])
+			kv := client(t, a).KV()
+			read := func() string {
+				pairs, _, err := kv.List(s.LineKey(key), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lease, _, err := kv.Get(s.LeaseKey(key), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := fmt.Sprintf("lease %s %s %d\n", lease.Value, lease.Session, lease.ModifyIndex)
+				for _, p := range pairs {
+					out += fmt.Sprintf("%s %s %s %d\n", p.Key, p.Value, p.Session, p.ModifyIndex)
+				}
+				return out
+			}
+			before := read()
+			check := func(op string, err error) {
+				t.Helper()
+				if !errors.Is(err, backend.ErrCorrupt) {
+					t.Fatalf("%s with a forged place %q: %v; want ErrCorrupt", op, forged, err)
+				}
+				if msg := err.Error(); !strings.Contains(msg, s.LineKey(key)) || strings.ContainsAny(msg, "\x1b\n") {
+					t.Errorf("%s: %q; want the error to name the place under %s, quoted", op, msg, s.LineKey(key))
+				}
+				if after := read(); after != before {
+					t.Errorf("%s changed the lock's keys:\n%s\nwant\n%s", op, after, before)
+				}
+			}
+			check("Release", s.Release(ctx, key, "h", 0))
+			_, err = s.AcquireQueued(ctx, key, "c", ttl, 0, time.Minute)
+			check("AcquireQueued", err)
+			check("Dequeue", s.Dequeue(ctx, key, "b"))
+			if g, err := s.Get(ctx, key); err != nil || g.Owner != "h" || g.Token != h.Token {
+				t.Errorf("Get after the refused calls: %+v, %v; want h's lease, token %d", g, err, h.Token)
+			}
+		})
+	}
+}
+
+// forger returns the conformance suite's Harness.Forge for stores on
+// agent a: it writes each forgery with a client of the agent, locked by a
+// session of its own (a minute), under the keys a store with the default
+// prefix reads.
+func forger(a *testenv.Consul) func(t testing.TB, key string, what backendtest.Forgery) {
+	return func(t testing.TB, key string, what backendtest.Forgery) {
+		t.Helper()
+		s, err := consulbackend.New(config(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		c := client(t, a)
+		id, _, err := c.Session().Create(&api.SessionEntry{TTL: "60s", Behavior: api.SessionBehaviorDelete}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Session().Destroy(id, nil) })
+		var k, v string
+		switch what {
+		case backendtest.ForgedOwner:
+			k, v = s.LeaseKey(key), fmt.Sprintf(`{"owner":%q,"token":1,"ttl_ms":60000}`, backendtest.ControlName)
+		case backendtest.ForgedWaiterName:
+			k, v = s.LineKey(key)+url.PathEscape(backendtest.ControlName), `{"ttl_ms":60000,"place_ms":30000,"order":1}`
+		case backendtest.ForgedWaiterTTL:
+			k, v = s.LineKey(key)+"forged", `{"ttl_ms":0,"place_ms":30000,"order":1}`
+		case backendtest.ForgedWaiterGarbage:
+			k, v = s.LineKey(key)+"forged", `garbage`
+		case backendtest.ForgedMember:
+			k, v = s.MemberKey(key, backendtest.ControlName), `{"identity":"forged","ttl_ms":60000}`
+		default:
+			t.Fatalf("forger: unknown forgery %d", what)
+		}
+		if ok, _, err := c.KV().Acquire(&api.KVPair{Key: k, Value: []byte(v), Session: id}, nil); err != nil || !ok {
+			t.Fatalf("forger: writing %s: %v, %v", k, ok, err)
+		}
+	}
+}
+
+// A waiter's own place rewritten by another client as handed with a
+// lease baton never grants (no token) ends the waiter's AwaitHandover
+// with ErrCorrupt naming the place; it used to return that lease, token
+// 0, as the waiter's.
+func TestForgedHandedPlace(t *testing.T) {
+	a := testenv.NewConsul(t)
+	s := newStore(t, a)
+	ctx := ctxT(t)
+	const key, ttl = "forged-handed", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "h", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, s, key, "a", ttl)
+	join(t, s, key, "w", ttl)
+	kv := client(t, a).KV()
+	p, _, err := kv.Get(s.LineKey(key)+"w", nil)
+	if err != nil || p == nil || p.Session == "" {
+		t.Fatalf("w's place: %+v, %v", p, err)
+	}
+	p.Value = []byte(`{"ttl_ms":10000,"place_ms":5000,"handed":{"token":0,"session":"x"}}`)
+	if _, err := kv.Put(p, nil); err != nil {
+		t.Fatal(err)
+	}
+	l, ok, err := s.AwaitHandover(ctx, key, "w", 5*time.Second)
+	if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.LineKey(key)) {
+		t.Fatalf("w's AwaitHandover with its place forged handed: %+v, %v, %v; want ErrCorrupt naming the place", l, ok, err)
+	}
 }

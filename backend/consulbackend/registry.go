@@ -162,7 +162,7 @@ func (s *Store) decodeMembers(op, group string, pairs api.KVPairs) ([]backend.Me
 				backend.ValidateTTL("ttl", time.Duration(rec.TTLMillis)*time.Millisecond))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("consulbackend: %s %q: %w: entry %s is not a baton member: %v", op, group, backend.ErrCorrupt, p.Key, err)
+			return nil, fmt.Errorf("consulbackend: %s %q: %w: entry %s is not a baton member: %s", op, group, backend.ErrCorrupt, backend.Printable(p.Key), backend.Printable(err.Error()))
 		}
 		out = append(out, backend.Member{Name: name, Identity: rec.Identity, Data: rec.Data, TTL: time.Duration(rec.TTLMillis) * time.Millisecond})
 	}

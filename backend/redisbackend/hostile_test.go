@@ -273,3 +273,74 @@ func TestHostileForgedTokens(t *testing.T) {
 		}
 	}
 }
+
+// rawText reports whether msg carries a control character raw: stored
+// text in an error must be quoted.
+func rawText(msg string) bool { return strings.ContainsAny(msg, "\x1b\n\r\x07") }
+
+// Owners, waiters and member names written with terminal escapes and
+// newlines by another client of the server are not returned as read: Get,
+// Acquire, Release, Leases, Members and Heartbeat fail with ErrCorrupt,
+// naming the key and quoting the text. They used to come back raw, and
+// batonctl printed the escapes to the operator's terminal.
+func TestHostileNames(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	check := func(t *testing.T, op, key string, err error) {
+		t.Helper()
+		if !errors.Is(err, backend.ErrCorrupt) {
+			t.Errorf("%s: %v; want ErrCorrupt", op, err)
+		} else if !strings.Contains(err.Error(), key) || rawText(err.Error()) {
+			t.Errorf("%s: %q; want the error to name %s and quote the stored text", op, err, key)
+		}
+	}
+	for i, owner := range []string{"\x1b[2J\x1b[31mevil", "a\nb", "bell\x07", "\u202eevil"} {
+		key := backend.AppKey("hostile", "names", "lock", fmt.Sprint(i))
+		t.Run(fmt.Sprintf("owner %q", owner), func(t *testing.T) {
+			if err := rdb.Set(ctx, s.LeaseKey(key), "123 "+owner, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Get(ctx, key)
+			check(t, "Get", key, err)
+			_, err = s.Acquire(ctx, key, "me", time.Minute, 0)
+			check(t, "Acquire", key, err)
+			_, err = s.AcquireQueued(ctx, key, "me", time.Minute, 0, time.Minute)
+			check(t, "AcquireQueued", key, err)
+			check(t, "Release", key, s.Release(ctx, key, "me", 0))
+			_, err = s.Leases(ctx, backend.AppKey("hostile", "names", "lock", fmt.Sprint(i)))
+			check(t, "Leases", key, err)
+		})
+	}
+	t.Run("waiter", func(t *testing.T) {
+		key := backend.AppKey("hostile", "names", "lock", "waiter")
+		if _, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		line, reqs := s.LineKeys(key)
+		const name = "\x1b]0;pwned\x07"
+		due := time.Now().Add(time.Hour).UnixMilli()
+		rdb.ZAdd(ctx, line, redis.Z{Score: 1, Member: name})
+		rdb.HSet(ctx, reqs, name, fmt.Sprintf("1000 0 %d", due))
+		_, err := s.Leases(ctx, key)
+		check(t, "Leases", key, err)
+		_, err = s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute)
+		check(t, "AcquireQueued", key, err)
+	})
+	for _, forged := range []backend.Member{{Name: "\x1b[31mname", Identity: "id"}, {Name: "name", Identity: "id\x1b[8m"}} {
+		t.Run(fmt.Sprintf("member %q", forged), func(t *testing.T) {
+			group := backend.AppKey("hostile", "names"+fmt.Sprint(len(forged.Name)), "members")
+			keys := s.GroupKeys(group)
+			exp := float64(time.Now().Add(time.Hour).UnixMilli())
+			rdb.ZAdd(ctx, keys[0], redis.Z{Score: exp, Member: forged.Name})
+			rdb.HSet(ctx, keys[1], forged.Name, fmt.Sprintf("%d\n%s\n", time.Now().UnixMilli(), forged.Identity))
+			rdb.HSet(ctx, keys[2], forged.Identity, forged.Name)
+			_, err := s.Members(ctx, group)
+			check(t, "Members", group, err)
+			if forged.Identity == "id" {
+				_, err = s.Heartbeat(ctx, group, backend.Member{Name: "me", Identity: "id"}, time.Minute)
+				check(t, "Heartbeat", group, err)
+			}
+		})
+	}
+}

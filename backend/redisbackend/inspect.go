@@ -123,9 +123,8 @@ func (s *Store) inspect(ctx context.Context, key string) (info backend.LeaseInfo
 	arr, _ := res.([]any)
 	for _, w := range arr[4:] {
 		name, _ := w.(string)
-		if backend.ValidateOwner(name) != nil {
-			return backend.LeaseInfo{}, false, fmt.Errorf("redisbackend: leases %q: %w: a waiter in line is named %v; delete %s",
-				key, backend.ErrCorrupt, w, s.LeaseKey(key)+lineSuffix)
+		if err := backend.CheckStoredName("waiter", s.LeaseKey(key)+lineSuffix, name); err != nil {
+			return backend.LeaseInfo{}, false, fmt.Errorf("redisbackend: leases %q: %w", key, err)
 		}
 		info.Waiters = append(info.Waiters, name)
 	}

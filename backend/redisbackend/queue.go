@@ -59,8 +59,16 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	if err := backend.ValidateOwner(owner); err != nil {
 		return fmt.Errorf("redisbackend: dequeue: %w", err)
 	}
-	if err := s.run(ctx, s.scripts.dequeue, key, owner).Err(); err != nil {
+	res, err := s.run(ctx, s.scripts.dequeue, key, owner).Result()
+	if err != nil {
 		return s.transport("dequeue", key, ctx, err)
+	}
+	r, err := parseReply("dequeue", key, res, backend.Lease{Key: key})
+	if err != nil {
+		return err
+	}
+	if r.status != statusFree {
+		return r.unexpected("dequeue", key)
 	}
 	return nil
 }

@@ -17,7 +17,15 @@
 // "<prefix>:K:line" (waiters by arrival, on the server's clock) with the
 // hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
 // fencing floor) and when its place lapses; both expire with the last
-// place. A release of a key with a live waiter in line grants it to that
+// place. A script reads the places it needs before it writes anything,
+// and one call looks at no more than 100 of them from the head (dropping
+// the lapsed ones among them): a place not in baton's shape (a ttl
+// outside 1 ms to 365 days, a floor at the largest token, a waiter named
+// with a space or control character, garbage) is backend.ErrCorrupt
+// naming the line's key, and the call changes nothing; a line whose first
+// 100 places have all lapsed (say, stuffed by another client) loses its
+// order until later calls have dropped them or it expires, and Leases
+// lists the live waiters among its first 100 places only. A release of a key with a live waiter in line grants it to that
 // waiter (backend.Handover), publishes the grant (see Handovers) and
 // copies the lease into K's mailbox, the string "<prefix>:K:mailbox"
 // ("<token> <owner>"), which expires with the lease and is deleted when
@@ -632,7 +640,7 @@ func (r reply) unexpected(op, key string) error {
 		if strings.HasSuffix(r.detail, "delete it") || strings.HasSuffix(r.detail, "guard once") {
 			remedy = "" // the script said what to do
 		}
-		return fmt.Errorf("redisbackend: %s %q: %w: %s%s", op, key, backend.ErrCorrupt, r.detail, remedy)
+		return fmt.Errorf("redisbackend: %s %q: %w: %s%s", op, key, backend.ErrCorrupt, backend.Printable(r.detail), remedy)
 	}
 	return fmt.Errorf("redisbackend: %s %q: %w: script replied %q", op, key, backend.ErrCorrupt, r.status)
 }
@@ -669,7 +677,7 @@ func parsePositiveMillis(s string) (time.Duration, bool) {
 // for (asked: key, owner and ttl), granted, renewed or released.
 func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	bad := func(format string, args ...any) (reply, error) {
-		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, fmt.Sprintf(format, args...))
+		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, backend.Printable(fmt.Sprintf(format, args...)))
 	}
 	if tok, ok := res.(string); ok {
 		token, ok := parseToken(tok)
@@ -712,6 +720,9 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 		if r.next == "" {
 			return bad("queued reply names no waiter")
 		}
+		if err := backend.CheckStoredName("waiter", "the line of "+key, r.next); err != nil {
+			return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+		}
 		r.lease = backend.Lease{Key: key}
 		return r, nil
 	case statusOK, statusHeld:
@@ -744,7 +755,24 @@ func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
 	if len(arr) > 4 {
 		r.next, _ = arr[4].(string)
 	}
+	if err := r.checkNames(key); err != nil {
+		return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+	}
 	return r, nil
+}
+
+// checkNames checks the names a reply read from the store, the holder and
+// the waiter first in line, by the rules of what baton writes
+// (backend.CheckStoredName): a name with a control character, such as a
+// terminal escape or a newline, is ErrCorrupt, never returned.
+func (r reply) checkNames(key string) error {
+	if err := backend.CheckStoredName("owner", "lease "+key, r.lease.Owner); err != nil {
+		return err
+	}
+	if r.next != "" {
+		return backend.CheckStoredName("waiter", "the line of "+key, r.next)
+	}
+	return nil
 }
 
 // asked is the lease a request for key by owner for ms milliseconds

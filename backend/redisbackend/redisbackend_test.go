@@ -616,9 +616,10 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"evalsha": 1,
 		// GET the lease, flagged contended by b's joining; DEL it
 		"del": 1,
-		// the first live waiter leaves the line: ZPOPMIN, TIME, HGET and
-		// HDEL its request
-		"zpopmin": 1, "hget": 1, "hdel": 1,
+		// the first live waiter, read (and checked) before anything is
+		// written: ZRANGE, TIME, HGET its request; then it leaves the
+		// line: ZREM, HDEL its request
+		"zrange": 1, "zrem": 1, "hget": 1, "hdel": 1,
 		// the grant (GET counter, SET counter and lease … PX, on the
 		// clock the line read), the mailbox (SET … PX) and the
 		// watchers' news

@@ -79,6 +79,11 @@ func (s *Store) Heartbeat(ctx context.Context, group string, m backend.Member, t
 	if len(dups) == 0 {
 		return nil, nil
 	}
+	for _, d := range dups {
+		if err := backend.CheckStoredName("member name", s.groupKeys(group)[2], d); err != nil {
+			return nil, fmt.Errorf("redisbackend: heartbeat %q: %w", group, err)
+		}
+	}
 	slices.Sort(dups)
 	return dups, nil
 }
@@ -126,6 +131,9 @@ func parseMembers(group string, res []string) ([]backend.Member, error) {
 		if err1 != nil || err2 != nil || !ok1 || !ok2 || !ok3 || !ok4 {
 			return nil, fmt.Errorf("redisbackend: members %q: %w: member %q has no readable entry; delete the group's keys", group, backend.ErrCorrupt, res[i])
 		}
+		if err := checkMember(group, res[i], ident); err != nil {
+			return nil, fmt.Errorf("redisbackend: members %q: %w", group, err)
+		}
 		out = append(out, backend.Member{
 			Name:     res[i],
 			Identity: ident,
@@ -137,6 +145,15 @@ func parseMembers(group string, res []string) ([]backend.Member, error) {
 	// ZRANGEBYSCORE orders by expiry; the interface promises name order.
 	sortMembers(out)
 	return out, nil
+}
+
+// checkMember checks the name and identity of a member of group read
+// back (backend.CheckStoredName).
+func checkMember(group, name, identity string) error {
+	if err := backend.CheckStoredName("member name", "group "+group, name); err != nil {
+		return err
+	}
+	return backend.CheckStoredName("member identity", "group "+group, identity)
 }
 
 // Leave implements backend.Registry.
@@ -163,5 +180,5 @@ func corruptReply(op, key string, res []string) error {
 	if len(res) >= 2 && res[0] == "corrupt" {
 		detail = res[1]
 	}
-	return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, detail)
+	return fmt.Errorf("redisbackend: %s %q: %w: %s; delete the key or use another prefix", op, key, backend.ErrCorrupt, backend.Printable(detail))
 }

@@ -62,7 +62,7 @@ func (s *Store) breakable(key string, sh shared, owner string, token uint64, res
 	case "free":
 		return fmt.Errorf("springredis: break %q (%s): %w", key, sh.redis, backend.ErrNotFound)
 	case "corrupt":
-		return fmt.Errorf("springredis: break %q: %w: %.200v", key, backend.ErrCorrupt, res[1:])
+		return fmt.Errorf("springredis: break %q: %w: %s", key, backend.ErrCorrupt, backend.Printable(fmt.Sprint(res[1])))
 	default:
 		return s.unexpected("break", key, sh, res)
 	}

@@ -248,7 +248,7 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	case "floor-ahead":
 		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %v; forget the floor", key, backend.ErrFloorAhead, res[1])
 	case "corrupt":
-		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %v", key, backend.ErrCorrupt, res[1])
+		return backend.Lease{}, fmt.Errorf("springredis: acquire %q: %w: %s", key, backend.ErrCorrupt, backend.Printable(fmt.Sprint(res[1])))
 	}
 	return backend.Lease{}, s.unexpected("acquire", key, sh, res)
 }
@@ -341,7 +341,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 		}
 		return l, nil
 	case "corrupt":
-		return backend.Lease{}, fmt.Errorf("springredis: get %q: %w: %v", key, backend.ErrCorrupt, res[1])
+		return backend.Lease{}, fmt.Errorf("springredis: get %q: %w: %s", key, backend.ErrCorrupt, backend.Printable(fmt.Sprint(res[1])))
 	}
 	return backend.Lease{}, s.unexpected("get", key, sh, res)
 }
@@ -395,8 +395,8 @@ func javaOwner(v string) string {
 		v = v[:backend.MaxOwnerLen]
 	}
 	return strings.Map(func(r rune) rune {
-		if r <= ' ' || r == 0x7f || r == '\uFFFD' {
-			return '_'
+		if r == '\uFFFD' || backend.ValidateOwner(string(r)) != nil {
+			return '_' // a space or control character, by the owner rules
 		}
 		return r
 	}, strings.ToValidUTF8(v, "_"))
@@ -469,7 +469,7 @@ func (s *Store) ahead(op, key string, sh shared, tok uint64, nowUS int64) error 
 }
 
 func (s *Store) unexpected(op, key string, sh shared, res any) error {
-	return fmt.Errorf("springredis: %s %q (%s): unexpected reply %.80v", op, key, sh.redis, res)
+	return fmt.Errorf("springredis: %s %q (%s): unexpected reply %s", op, key, sh.redis, backend.Printable(fmt.Sprintf("%.80v", res)))
 }
 
 func (s *Store) transport(op, key string, sh shared, ctx context.Context, err error) error {

@@ -458,3 +458,33 @@ func (w *watching) stop(t *testing.T) string {
 	}
 	return w.out.String()
 }
+
+// A role lease, a lock and a member written into Redis by another client
+// with terminal escapes and newlines in their names: master, status,
+// locks and members never print them raw (the store reports them as
+// corrupt, quoted, and names the key). They used to reach the
+// operator's terminal as read.
+func TestForgedNamesNotPrinted(t *testing.T) {
+	wipe(t)
+	fx := fixtures(t)[0]
+	const app = "forged"
+	st := fx.newStore(t).(*redisbackend.Store)
+	rdb := redisServer.Client(t)
+	ctx := t.Context()
+	role := st.LeaseKey(backend.AppKey(tenant, app, "role"))
+	lock := st.LeaseKey(backend.AppKey(tenant, app, "lock:k"))
+	if err := rdb.Set(ctx, role, "1 "+hostile[:len(hostile)-len("\nline\u202e")]+"#00aa", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, lock, "2 \x1b[31mred#00bb", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"master", "status", "locks", "members"} {
+		r := fx.ctl(t, "", "--app", app, cmd)
+		if out := r.stdout + r.stderr; strings.ContainsAny(out, "\x1b\x07") {
+			t.Errorf("%s printed stored escapes raw (exit %d):\n%q", cmd, r.code, out)
+		} else if r.code == exitOK {
+			t.Errorf("%s: exit %d; want an error for the corrupt data:\n%s%s", cmd, r.code, r.stdout, r.stderr)
+		}
+	}
+}

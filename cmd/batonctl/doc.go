@@ -35,6 +35,12 @@
 // the service's key after {tenant:app}: (lock:nightly, job:report, role).
 // A PREFIX with a hash tag ({) is taken as a full key prefix.
 //
+// Text read from the store (keys, owners, instance IDs, waiters) is shown
+// as it is when every character of it is printable, and quoted as a Go
+// string otherwise, so that a terminal escape or a newline written into
+// the store by another client is shown, not acted on by the terminal;
+// the stores report such names as corrupt data in the first place.
+//
 // On Consul the lease times shown are the TTLs the leases were given:
 // Consul cannot say how much of a session's TTL is left. On the Spring
 // layout locks is not available (the Java side's keys share no prefix to

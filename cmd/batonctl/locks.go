@@ -68,14 +68,23 @@ func locks(ctx context.Context, s *session, args []string) error {
 		fprintf(s.stderr, "no locks held under %s\n", s.leasePrefix(arg))
 		return nil
 	}
+	return s.printLocks(ls)
+}
+
+// printLocks writes the leases ls as a table.
+func (s *session) printLocks(ls []backend.LeaseInfo) error {
 	tw := table(s.stdout)
 	fprintf(tw, "KEY\tHOLDER\tTOKEN\tTTL %s\tWAITERS\n", strings.ToUpper(s.ttlNote()))
 	for _, l := range ls {
 		waiters := "-"
 		if len(l.Waiters) > 0 {
-			waiters = fmt.Sprintf("%d: %s", len(l.Waiters), strings.Join(l.Waiters, ","))
+			quoted := make([]string, len(l.Waiters))
+			for i, w := range l.Waiters {
+				quoted[i] = text(w)
+			}
+			waiters = fmt.Sprintf("%d: %s", len(l.Waiters), strings.Join(quoted, ","))
 		}
-		fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Key, instanceOf(l.Owner), l.Token, dur(l.TTL), waiters)
+		fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", text(l.Key), text(instanceOf(l.Owner)), l.Token, dur(l.TTL), waiters)
 	}
 	return tw.Flush()
 }

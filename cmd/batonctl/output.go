@@ -20,6 +20,14 @@ func instanceOf(owner string) string {
 	return owner
 }
 
+// text is stored text (a key, an owner, an instance ID, a waiter) as a
+// table or a message shows it: as it is when every character is
+// printable, else quoted with its control characters escaped
+// (backend.Printable), so that a terminal escape sequence or a newline
+// read from the store is shown, never acted on by the terminal. JSON
+// output escapes them by itself.
+func text(s string) string { return backend.Printable(s) }
+
 // dur formats a lease's or member's duration for a table, to the
 // millisecond.
 func dur(d time.Duration) string {

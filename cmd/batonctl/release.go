@@ -41,7 +41,7 @@ func release(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", key, err)
 	}
-	held := fmt.Sprintf("held by %s (owner %s, %s, lease %s %s)", instanceOf(l.Owner), l.Owner, tokenText(l.Token), dur(l.TTL), s.ttlNote())
+	held := fmt.Sprintf("held by %s (owner %s, %s, lease %s %s)", text(instanceOf(l.Owner)), text(l.Owner), tokenText(l.Token), dur(l.TTL), s.ttlNote())
 	b, ok := s.store.(backend.Breaker)
 	if !ok {
 		return fmt.Errorf("%s is %s, but the %s store cannot end another owner's lease; wait for it to end or have its holder release it", key, held, s.kind)
@@ -77,13 +77,13 @@ func release(ctx context.Context, s *session, args []string) error {
 	if s.json() {
 		return writeJSON(s.stdout, releaseJSON{Key: key, Released: leaseOut(broken), Now: next})
 	}
-	fprintf(s.stdout, "released %s: it was held by %s (owner %s, %s)", key, instanceOf(broken.Owner), broken.Owner, tokenText(broken.Token))
+	fprintf(s.stdout, "released %s: it was held by %s (owner %s, %s)", key, text(instanceOf(broken.Owner)), text(broken.Owner), tokenText(broken.Token))
 	if broken.Token != 0 {
 		fprintf(s.stdout, "; every later holder's token is above %d", broken.Token)
 	}
 	fprintf(s.stdout, "\n")
 	if next != nil {
-		fprintf(s.stdout, "%s is now held by %s (owner %s, %s)\n", key, next.ID, next.Owner, tokenText(next.Token))
+		fprintf(s.stdout, "%s is now held by %s (owner %s, %s)\n", key, text(next.ID), text(next.Owner), tokenText(next.Token))
 	}
 	return nil
 }

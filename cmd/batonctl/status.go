@@ -86,7 +86,7 @@ func (s *session) printMembers(ms []memberJSON) error {
 		if m.Started != nil {
 			started = m.Started.Format(time.RFC3339)
 		}
-		fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, mark, seen, started, m.Owner)
+		fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", text(m.ID), mark, seen, started, text(m.Owner))
 	}
 	return tw.Flush()
 }
@@ -128,7 +128,7 @@ func master(ctx context.Context, s *session, _ []string) error {
 	if s.json() {
 		return writeJSON(s.stdout, masterOut(*m))
 	}
-	fprintf(s.stdout, "%s epoch %d\n", instanceOf(m.Owner), m.Token)
+	fprintf(s.stdout, "%s epoch %d\n", text(instanceOf(m.Owner)), m.Token)
 	return nil
 }
 
@@ -174,7 +174,7 @@ func status(ctx context.Context, s *session, _ []string) error {
 	fprintf(s.stdout, "service  %s\n", s.service())
 	fprintf(s.stdout, "store    %s at %s\n", s.kind, s.where)
 	if m != nil {
-		fprintf(s.stdout, "master   %s (epoch %d, lease %s %s)\n", instanceOf(m.Owner), m.Token, dur(m.TTL), s.ttlNote())
+		fprintf(s.stdout, "master   %s (epoch %d, lease %s %s)\n", text(instanceOf(m.Owner)), m.Token, dur(m.TTL), s.ttlNote())
 	} else {
 		fprintf(s.stdout, "master   none (%s is free)\n", s.roleKey())
 	}

@@ -104,11 +104,11 @@ func (s *session) printHolder(key string, l backend.Lease) {
 	var what string
 	switch {
 	case key == s.roleKey() && l.Owner != "":
-		what = fmt.Sprintf("master %s (epoch %d)", instanceOf(l.Owner), l.Token)
+		what = fmt.Sprintf("master %s (epoch %d)", text(instanceOf(l.Owner)), l.Token)
 	case key == s.roleKey():
 		what = "no master"
 	case l.Owner != "":
-		what = fmt.Sprintf("held by %s (owner %s, token %d)", instanceOf(l.Owner), l.Owner, l.Token)
+		what = fmt.Sprintf("held by %s (owner %s, token %d)", text(instanceOf(l.Owner)), text(l.Owner), l.Token)
 	default:
 		what = "free"
 	}

@@ -2,12 +2,14 @@
 -- patience-ms. A caller refused joins K's line (or keeps its place) for
 -- patience; a lease handed to it meanwhile is returned as granted. The
 -- first waiter keeps its place when the grant is refused as recovering.
+-- A line with a place not in baton's shape is refused as corrupt.
 local owner, ttl, floor, patience = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
 local reply = grantFree(owner, ttl, floor)
 if reply then return reply end
 local slow = lib()
-local nxt = slow.first()
+local nxt, bad = slow.first()
+if not nxt then return bad end
 local l = slow.classify()
 if l then
   if l[1] ~= 'held' then return l end

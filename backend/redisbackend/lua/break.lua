@@ -13,6 +13,8 @@ if not l then return {'free'} end
 if l[1] ~= 'held' then return l end
 local own, tok, pttl = l[2], l[3], l[4]
 if own ~= ARGV[4] or tonumber(tok) ~= tonumber(ARGV[5]) then return slow.holder(l) end
+local line, bad = slow.scan(0) -- read before anything is written
+if not line then return bad end
 
 local c = redis.pcall('GET', F)
 if type(c) == 'table' then
@@ -37,5 +39,5 @@ else
 end
 
 redis.call('DEL', K, M)
-slow.pass(tok)
+slow.pass(tok, line)
 return {'ok', own, tok, pttl}

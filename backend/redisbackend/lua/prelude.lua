@@ -183,7 +183,8 @@ local function grantFree(owner, ttl, floor)
 end
 
 -- lib returns the functions the slow paths share: now, classify,
--- holder, live, first, join, leave and pass.
+-- holder, live, join and leave, and for the line place, scan, drop,
+-- first and pass.
 local function lib()
   local K, L, R, M = KEYS[1], KEYS[3], KEYS[4], KEYS[6]
   local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
@@ -229,34 +230,87 @@ local function lib()
     return due and due > ms or false
   end
 
-  -- first returns the first waiter in line whose place has not lapsed, and
-  -- its request, or ''. It drops the lapsed waiters (and requests not in
-  -- baton's shape) it finds at the head; those further back go when they
-  -- reach it or join again.
-  local function first()
-    local head = redis.call('ZRANGE', L, 0, 0)[1]
-    if not head then return '' end
-    local ms = math.floor(now() / 1000)
-    while head do
-      local req = redis.call('HGET', R, head)
-      if live(req, ms) then return head, req end
-      redis.call('ZREM', L, head)
-      if req then redis.call('HDEL', R, head) end
-      head = redis.call('ZRANGE', L, 0, 0)[1]
-    end
-    return ''
+  -- LOOK bounds the places of K's line that one call looks at, so that
+  -- a line stuffed with lapsed or foreign places cannot stall the
+  -- server: a call drops at most LOOK lapsed places, and when the first
+  -- LOOK have all lapsed it finds nobody live in line (later calls drop
+  -- the rest, or the line expires).
+  local LOOK = 100
+
+  -- isOwner reports whether name passes the owner rules (backend's
+  -- ValidateOwner) as far as bytes tell: 1 to 256 bytes, no space, no C0
+  -- or C1 control, no DEL, no bidirectional control.
+  local function isOwner(name)
+    return #name > 0 and #name <= 256 and not (string.find(name, '[%z\1-\32\127]')
+      or string.find(name, '\194[\128-\159]') or string.find(name, '\216\156')
+      or string.find(name, '\226\128[\142\143\170-\174]') or string.find(name, '\226\129[\166-\169]'))
   end
 
-  -- take is first for a waiter about to be handed K: it pops the head of
-  -- the line until a live waiter comes, and returns it and its request, or ''.
-  local function take()
-    while true do
-      local head = redis.call('ZPOPMIN', L)[1]
-      if not head then return '' end
-      local req = redis.call('HGET', R, head)
-      if req then redis.call('HDEL', R, head) end
-      if live(req, math.floor(now() / 1000)) then return head, req end
+  -- place reads the place of the waiter name at ms: true and its ttl and
+  -- floor (decimal strings) when it is live, false when it has lapsed
+  -- (or has no request), or nil and why when it is not in baton's shape:
+  -- a name that is no owner (empty, over 256 bytes, a space or control
+  -- character), or a request other than "<ttl-ms> <floor> <due-ms>"
+  -- with ttl in [1 ms, 365 days], floor below 2^53 - 1 and due a time in
+  -- ms. It writes nothing.
+  local function place(name, ms)
+    local req = redis.pcall('HGET', R, name)
+    if type(req) == 'table' then
+      return nil, 'requests ' .. R .. ' is a ' .. redis.call('TYPE', R).ok .. ', not a hash'
     end
+    if not req then return false end
+    if not isOwner(name) then
+      return nil, 'a waiter in line ' .. L .. ' is named "' .. string.sub(name, 1, 40) .. '", not an owner (no space or control character)'
+    end
+    local ttl, floor, due = string.match(req, '^(%d+) (%d+) (%d+)$')
+    local t = due and #ttl <= 12 and #floor <= 16 and #due <= 16 and tonumber(ttl)
+    if not t or t < 1 or t > 31536000000 or tonumber(floor) >= 9007199254740991 then
+      return nil, 'waiter ' .. name .. ' in ' .. R .. ' asks for "' .. string.sub(req, 1, 40) ..
+        '", not "<ttl-ms> <floor> <due-ms>" with a ttl of 1 ms to 365 days and a floor below 2^53-1'
+    end
+    return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
+  end
+
+  -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
+  -- writes nothing. It returns {head = the first live waiter or '', ttl,
+  -- floor = what it asked for, rank = the rank after it, names = the
+  -- lapsed places before it, after those of names if given}, or nil and
+  -- {'corrupt', why} for a place not in baton's shape.
+  local function scan(from, names)
+    local line, ms = {head = '', names = names or {}}
+    for rank = from, LOOK - 1 do
+      local r = redis.pcall('ZRANGE', L, rank, rank)
+      if r.err then
+        return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
+      end
+      if not r[1] then return line end
+      ms = ms or math.floor(now() / 1000)
+      local live, ttl, floor = place(r[1], ms)
+      if live == nil then return nil, {'corrupt', ttl} end
+      if live then
+        line.head, line.ttl, line.floor, line.rank = r[1], ttl, floor, rank + 1
+        return line
+      end
+      line.names[#line.names + 1] = r[1]
+    end
+    return line
+  end
+
+  -- drop takes the places of names out of the line.
+  local function drop(names)
+    if #names == 0 then return end
+    redis.call('ZREM', L, unpack(names))
+    redis.call('HDEL', R, unpack(names))
+  end
+
+  -- first returns the first live waiter in line, or '', after dropping
+  -- the lapsed places in front of it (scan); or nil and {'corrupt', why}
+  -- with nothing dropped.
+  local function first()
+    local line, bad = scan(0)
+    if not line then return nil, bad end
+    drop(line.names)
+    return line.head
   end
 
   -- join puts owner at the back of the line (or keeps its place) for
@@ -283,26 +337,32 @@ local function lib()
     return redis.call('ZREM', L, owner)
   end
 
-  -- handover grants the free K to the first live waiter with its request's
-  -- ttl and floor, copies the lease into the mailbox and publishes
-  -- "renewed <token> <ttl> <waiter>". It reports whether it did.
-  local function handover()
-    local nxt, req = take()
-    if nxt == '' then return false end
-    local ttl, floor = string.match(req, '^(%d+) (%d+) %d+$')
-    local tok = grant(nxt, ttl, floor, ' contended', nil, (now()))
+  -- handover grants the free K to line's head (scan) with the ttl and
+  -- floor it asked for, takes it and the lapsed places before it out of
+  -- the line, copies the lease into the mailbox and publishes "renewed
+  -- <token> <ttl> <waiter>". It reports whether it did; a refused grant
+  -- leaves the line as it was.
+  local function handover(line)
+    local tok = grant(line.head, line.ttl, line.floor, ' contended', nil, (now()))
     if not tok then return false end
-    redis.call('SET', M, tok .. ' ' .. nxt, 'PX', ttl)
-    redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl .. ' ' .. nxt)
+    local out = line.names
+    out[#out + 1] = line.head
+    drop(out)
+    redis.call('SET', M, tok .. ' ' .. line.head, 'PX', line.ttl)
+    redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
     return true
   end
 
-  -- pass gives the freed K to the first waiter if the store hands over and
-  -- one is in line, and otherwise publishes "released <token> <next>".
-  local function pass(token)
-    if HANDS and handover() then return end
-    redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. first())
+  -- pass gives the freed K to line's head (scan, made before the script
+  -- wrote anything) if the store hands over and one is in line, and
+  -- otherwise drops the lapsed places and publishes "released <token>
+  -- <next>".
+  local function pass(token, line)
+    if HANDS and line.head ~= '' and handover(line) then return end
+    drop(line.names)
+    redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
   end
 
-  return {now = now, classify = classify, holder = holder, live = live, first = first, join = join, leave = leave, pass = pass}
+  return {now = now, classify = classify, holder = holder, live = live, join = join, leave = leave,
+    LOOK = LOOK, place = place, scan = scan, drop = drop, first = first, pass = pass}
 end

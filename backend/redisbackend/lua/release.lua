@@ -2,8 +2,10 @@
 -- A plain lease is deleted and nobody is told: nobody waits or watches.
 -- A contended one is handed to the first waiter ("renewed <new token>
 -- <ttl-ms> <waiter>"), or "released <token> <next>" is published, which
--- wakes watchers. Keeping K marks it released until keep runs out and
--- publishes "renewed <token> <keep-ms>", so that waiters sleep that long.
+-- wakes watchers; a line with a place not in baton's shape refuses the
+-- release as corrupt before anything is written. Keeping K marks it
+-- released until keep runs out and publishes "renewed <token> <keep-ms>",
+-- so that waiters sleep that long.
 local owner, keep = ARGV[4], ARGV[5]
 
 local tok, own, flag = read()
@@ -23,6 +25,8 @@ if tonumber(keep) > 0 then
   end
   return tok
 end
+local line, bad = slow.scan(0)
+if not line then return bad end
 redis.call('DEL', K, M)
-slow.pass(tok)
+slow.pass(tok, line)
 return tok
