@@ -30,6 +30,7 @@ type run struct {
 	// The job lock, when the gate has one.
 	owner    string
 	token    uint64
+	fire     time.Time    // the fire the run is for; zero if unknown
 	acquired time.Time    // when the grant's reply arrived
 	deadline atomic.Int64 // since base: when the lease is treated as over
 	timer    *time.Timer  // loses the run at the deadline
@@ -51,6 +52,7 @@ type run struct {
 	once      sync.Once
 	unlockErr error
 	regKey    <-chan struct{} // the registry key, nil if not registered
+	gid       uint64          // the goroutine gocron admitted the run on
 }
 
 var _ gocron.Lock = (*run)(nil)
@@ -350,75 +352,6 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	return fmt.Errorf("schedlock: job %q: extending job lock %q: %w", r.job, l.key, err)
 }
 
-// runKey carries a run in the contexts that Context, Task and Run hand out.
-type runKey struct{}
-
-// registry finds the run of a gocron job from the job's context: gocron
-// passes the same context to Gate.Lock and to the task. Runs are indexed
-// by the context's Done channel, so contexts derived with values still
-// lead to their run. Entries live from Lock to Unlock.
-type registry struct {
-	mu sync.Mutex
-	m  map[<-chan struct{}][]*run
-}
-
-var inflight = registry{m: make(map[<-chan struct{}][]*run)}
-
-func (reg *registry) add(ctx context.Context, r *run) {
-	if ctx == nil {
-		return
-	}
-	d := ctx.Done()
-	if d == nil {
-		return // a context that is never cancelled cannot name a run
-	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	r.regKey = d
-	reg.m[d] = append(reg.m[d], r)
-}
-
-func (reg *registry) remove(r *run) {
-	if r.regKey == nil {
-		return
-	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	list := reg.m[r.regKey]
-	for i, x := range list {
-		if x == r {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(reg.m, r.regKey)
-	} else {
-		reg.m[r.regKey] = list
-	}
-}
-
-// find returns the run ctx belongs to: the one it carries, else the
-// newest in flight for its Done channel.
-func (reg *registry) find(ctx context.Context) *run {
-	if ctx == nil {
-		return nil
-	}
-	if r, ok := ctx.Value(runKey{}).(*run); ok {
-		return r
-	}
-	d := ctx.Done()
-	if d == nil {
-		return nil
-	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if list := reg.m[d]; len(list) > 0 {
-		return list[len(list)-1]
-	}
-	return nil
-}
-
 // Assert reports whether the run ctx belongs to still holds its gate: nil
 // if so; an error wrapping ErrLost (and ErrNotMaster or ErrNotSlave for a
 // role change) if the mastership or slave role ended or the job lock's
@@ -430,9 +363,9 @@ func (reg *registry) find(ctx context.Context) *run {
 // ctx is the context gocron passes to the job (its first parameter), one
 // derived from it with values, or one from Context, Task or Run.
 func Assert(ctx context.Context) error {
-	r := inflight.find(ctx)
-	if r == nil {
-		return ErrNoRun
+	r, err := inflight.find(ctx)
+	if err != nil {
+		return err
 	}
 	return r.check()
 }
@@ -450,9 +383,9 @@ func Assert(ctx context.Context) error {
 // the run stays lost, even if the store did extend the key (it lapses
 // there by itself, or at the run's release).
 func Extend(ctx context.Context, d time.Duration) error {
-	r := inflight.find(ctx)
-	if r == nil {
-		return ErrNoRun
+	r, err := inflight.find(ctx)
+	if err != nil {
+		return err
 	}
 	return r.extend(ctx, d)
 }
@@ -468,9 +401,14 @@ func Extend(ctx context.Context, d time.Duration) error {
 // task function whose first parameter is a context.Context. If ctx is
 // from no gated run, Context is context.WithCancel(ctx).
 func Context(ctx context.Context) (context.Context, context.CancelFunc) {
-	r := inflight.find(ctx)
-	if r == nil {
+	r, err := inflight.find(ctx)
+	switch {
+	case errors.Is(err, ErrNoRun):
 		return context.WithCancel(ctx)
+	case err != nil:
+		cctx, cancel := context.WithCancelCause(ctx)
+		cancel(err)
+		return cctx, func() {}
 	}
 	return r.watch(ctx)
 }
@@ -479,8 +417,8 @@ func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 // belongs to: the store's fencing token of this instance's tenure. Pass it
 // to resources that must reject a stale master.
 func Epoch(ctx context.Context) (uint64, bool) {
-	r := inflight.find(ctx)
-	if r == nil || r.g.role != Master {
+	r, err := inflight.find(ctx)
+	if err != nil || r.g.role != Master {
 		return 0, false
 	}
 	return r.epoch, true
@@ -492,8 +430,8 @@ func Epoch(ctx context.Context) (uint64, bool) {
 // the run has lost its gate (its context was cancelled with ErrLost) or
 // ended: the lock is then no longer its to claim.
 func Token(ctx context.Context) (uint64, bool) {
-	r := inflight.find(ctx)
-	if r == nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
+	r, err := inflight.find(ctx)
+	if err != nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
 		return 0, false
 	}
 	return r.token, true
