@@ -80,6 +80,9 @@ type Gate struct {
 	// floor is the highest lock token this gate has seen, passed to
 	// Acquire so tokens keep increasing after the store lost its data.
 	floor atomic.Uint64
+
+	fires      fires       // the gocron jobs whose fire times it reads
+	noFireOnce atomic.Bool // a run without a fire time was logged
 }
 
 var _ gocron.Locker = (*Gate)(nil)
@@ -89,6 +92,7 @@ type jobLock struct {
 	store      backend.Store
 	name       string
 	key        string
+	marker     string // the fire marker's key (fire.go)
 	atMostFor  time.Duration
 	atLeastFor time.Duration
 }
@@ -104,6 +108,7 @@ type settings struct {
 	logger    *slog.Logger
 	observer  func(Event)
 	opTimeout time.Duration
+	sched     gocron.Scheduler
 }
 
 // WithLock gives the gate a ShedLock-style job lock named name in store:
@@ -218,7 +223,7 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 	if s.opTimeout <= 0 {
 		bad("operation timeout %v must be positive", s.opTimeout)
 	}
-	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout}
+	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout, fires: fires{sched: s.sched}}
 	if g.logger == nil {
 		g.logger = slog.Default()
 	}
@@ -292,7 +297,8 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)
-	if err := backend.ValidateKey(l.key); err != nil {
+	l.marker = markerKey(id.Tenant, id.App, l.name)
+	if err := errors.Join(backend.ValidateKey(l.key), backend.ValidateKey(l.marker)); err != nil {
 		bad("name does not make a usable key: %v", err)
 	}
 	if err := backend.ValidateOwner(id.String() + "#" + nonce()); err != nil {
@@ -363,24 +369,37 @@ func (g *Gate) admit(ctx context.Context, job string) (*run, error) {
 	}
 	r := newRun(g, job, epoch)
 	if g.lock != nil {
+		r.fire = g.fireOf(ctx)
 		if skip := g.acquire(ctx, r); skip != nil {
 			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
-		// Mastership may have ended during the round trip.
-		if ep, skip := g.checkRole(); skip != nil || ep != epoch {
-			if skip == nil {
-				skip = g.notMaster()
-			}
+		if skip := g.confirm(ctx, r, epoch); skip != nil {
 			g.release(ctx, r.owner, 0)
 			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
 		r.armTimer()
 	}
-	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.token)
+	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.token, "fire", r.fire)
 	g.emit(Event{Kind: EventAdmitted, Job: job})
 	return r, nil
+}
+
+// confirm checks, once the lock is taken, what admits the run besides it:
+// the role still holds (mastership may have ended during the round trip)
+// and the run's fire has not run yet (fire.go).
+func (g *Gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
+	if ep, skip := g.checkRole(); skip != nil || ep != epoch {
+		if skip == nil {
+			skip = g.notMaster()
+		}
+		return skip
+	}
+	if r.fire.IsZero() {
+		return nil
+	}
+	return g.markFire(ctx, r)
 }
 
 // checkRole checks the role condition without I/O. For Master it returns

@@ -114,6 +114,9 @@ func install[O ~func(P, time.Time) error, P any](g *Gate, gerr error, useLocker 
 		if err := useLocker(g)(j, now); err != nil {
 			return err
 		}
+		if id, ok := jobID(j); ok {
+			g.fires.installed(id)
+		}
 		if g.role == Any {
 			return nil
 		}
@@ -154,6 +157,19 @@ func jobTags(j any) []string {
 		tags = append(tags, f.Index(i).String())
 	}
 	return tags
+}
+
+// jobID returns the job's ID (a UUID, 16 bytes).
+func jobID(j any) ([16]byte, bool) {
+	var id [16]byte
+	f, ok := jobField(j, "id")
+	if !ok || f.Kind() != reflect.Array || f.Len() != len(id) || f.Type().Elem().Kind() != reflect.Uint8 {
+		return id, false
+	}
+	for i := range id {
+		id[i] = byte(f.Index(i).Uint())
+	}
+	return id, true
 }
 
 func jobName(j any) string {
