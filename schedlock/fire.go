@@ -139,8 +139,9 @@ func (g *Gate) fireOf(ctx context.Context) time.Time {
 		t, ok = g.fires.gocronFire()
 	}
 	if !ok || t.UnixMilli() <= 0 {
-		if g.noFireOnce.CompareAndSwap(false, true) {
-			g.logger.Debug("schedlock: the gate does not know this run's fire time, so the job lock alone guards it",
+		if g.fires.sched == nil && g.noFireOnce.CompareAndSwap(false, true) {
+			g.logger.Warn("schedlock: the gate does not know the fire times of its runs, so a fire that an instance starts late "+
+				"can run twice: pass schedlock.WithScheduler(s) with the gocron scheduler, or Run with schedlock.FireContext",
 				"lock", g.lock.key)
 		}
 		return time.Time{}
@@ -192,15 +193,11 @@ func markerFire(owner string) (time.Time, bool) {
 func (g *Gate) markFire(ctx context.Context, r *run) *SkipError {
 	l := g.lock
 	owner := markerOwner(r.fire, g.idText)
-	ttl := max(MarkerTTL, l.atMostFor)
 	for replaced := false; ; replaced = true {
 		if r.expired() {
 			return g.markerLate()
 		}
-		err := g.markerCall(ctx, r, func(c context.Context) error {
-			_, err := l.store.Acquire(c, l.marker, owner, ttl, 0)
-			return err
-		})
+		err := g.takeMarker(ctx, r, owner)
 		var held *backend.HeldError
 		switch {
 		case err == nil:
@@ -208,8 +205,13 @@ func (g *Gate) markFire(ctx context.Context, r *run) *SkipError {
 				return g.markerLate()
 			}
 			return nil
+		case errors.Is(err, backend.ErrNotHeld):
+			return g.markerRaced(nil)
 		case !errors.As(err, &held):
 			return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot record the fire in %q", l.marker)}
+		case held.Recovering:
+			return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf(
+				"the store may have lost its data and grants no fresh key yet (its restart guard), so the fire cannot be recorded in %q", l.marker)}
 		}
 		if skip := g.markerHeld(r, held.Holder, replaced); skip != nil {
 			return skip
@@ -221,6 +223,32 @@ func (g *Gate) markFire(ctx context.Context, r *run) *SkipError {
 			return g.markerRaced(err)
 		}
 	}
+}
+
+// takeMarker takes the free marker for owner, for the marker's life. A
+// store that may have lost its data refuses a fresh key (one without a
+// fencing counter) for as long as the lease asked for (its restart
+// guard), which for the marker's life would be a day: such a refusal is
+// answered by taking the marker for lockAtMostFor, the guard the lock
+// itself has passed, and renewing it to the marker's life.
+func (g *Gate) takeMarker(ctx context.Context, r *run, owner string) error {
+	l := g.lock
+	life := max(MarkerTTL, l.atMostFor)
+	err := g.markerCall(ctx, r, func(c context.Context) error {
+		_, err := l.store.Acquire(c, l.marker, owner, life, 0)
+		return err
+	})
+	var held *backend.HeldError
+	if life == l.atMostFor || !errors.As(err, &held) || !held.Recovering {
+		return err
+	}
+	return g.markerCall(ctx, r, func(c context.Context) error {
+		if _, err := l.store.Acquire(c, l.marker, owner, l.atMostFor, 0); err != nil {
+			return err
+		}
+		_, err := l.store.Renew(c, l.marker, owner, life)
+		return err
+	})
 }
 
 // markerHeld decides on a marker held by h: nil to replace it.

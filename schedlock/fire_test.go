@@ -168,12 +168,18 @@ type markerStore struct {
 	calls         atomic.Int32
 	beforeRelease func(key string)
 	beforeAcquire func(key, owner string)
+	guard         time.Duration // Acquire refuses fresh leases longer than this, as after a restart
 }
 
 func (s *markerStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
 	s.calls.Add(1)
 	if s.beforeAcquire != nil {
 		s.beforeAcquire(key, owner)
+	}
+	if s.guard > 0 && ttl > s.guard {
+		if _, err := s.Store.Get(ctx, key); errors.Is(err, backend.ErrNotFound) {
+			return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: ttl}, Recovering: true}
+		}
 	}
 	return s.Store.Acquire(ctx, key, owner, ttl, floor)
 }
@@ -288,5 +294,32 @@ func TestCorruptFireMarkerSkipsUntilDeleted(t *testing.T) {
 	}
 	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("a run once the corrupt marker is gone: %v", err)
+	}
+}
+
+// A store that may have lost its data refuses fresh keys for as long as
+// the lease asked for (its restart guard): the marker, a day-long lease,
+// is then taken for lockAtMostFor, which the lock itself was granted, and
+// renewed to its day; the run is not skipped for a day.
+func TestFireMarkerAfterTheStoreLostItsData(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	const atMost = 5 * time.Second
+	st := &markerStore{Store: f.stores[0], guard: atMost}
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(f.ids[0]), schedlock.WithLock(st, "guarded", atMost, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	fire := time.Now().Truncate(time.Second)
+	ran := false
+	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("a fire while the store guards fresh keys: %v (ran %v); want it run", err, ran)
+	}
+	marker := backend.AppKey(f.ids[0].Tenant, f.ids[0].App, "fired", "guarded")
+	if l, err := f.stores[0].Get(ctx, marker); err != nil || l.TTL < time.Hour {
+		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
+	}
+	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrFireDone) {
+		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
 	}
 }

@@ -129,9 +129,11 @@ type settings struct {
 // configuration structs hold them in config.Duration fields.
 //
 // The lock key is {tenant:app}:job:<name>, so the name needs to be unique
-// only within the service. Tenant and app (and the instance ID that starts
-// each owner string) come from WithInstance if given, else from the gate's
-// elector, else from role.Default.
+// only within the service; its fire marker (see the package doc, Once per
+// fire) is {tenant:app}:fired:<name>, used when the gate knows its runs'
+// fire times (WithScheduler, FireContext). Tenant and app (and the
+// instance ID that starts each owner string) come from WithInstance if
+// given, else from the gate's elector, else from role.Default.
 func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 	return func(s *settings) {
 		s.locks++
@@ -342,7 +344,11 @@ func (g *Gate) LockKey() string {
 // The role is checked first, without I/O; a lock is then acquired, and the
 // role checked again so that a mastership lost during the round trip does
 // not admit the run. While the run is in flight, the job's context leads
-// to it: Assert, Extend, Context, Epoch and Token accept it.
+// to it: Assert, Extend, Context, Epoch, Token and Fire accept it, and
+// tell overlapping runs apart by the goroutine that called Lock, which
+// gocron also runs the task on. With a job lock whose gate knows the
+// run's fire time (WithScheduler), a run for a fire already run under the
+// lock is skipped with ErrFireDone.
 func (g *Gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	r, err := g.admit(ctx, job)
 	if err != nil {

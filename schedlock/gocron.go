@@ -79,7 +79,9 @@ func (g *Gate) JobOption() gocron.JobOption {
 
 // Task returns a gocron task that runs fn with the context of Context: one
 // cancelled when the run loses its mastership, slave role or job lock, and
-// that Assert, Extend, Epoch and Token accept. Name the job with
+// that Assert, Extend, Epoch, Token and Fire accept, for this run alone
+// on every goroutine it is handed to, however the job's runs overlap.
+// Name the job with
 // gocron.WithName: gocron names a job after its task function, which is
 // this wrapper for every Task. A task written as func(ctx
 // context.Context) that calls Context itself keeps its own name.

@@ -361,7 +361,10 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 // removed by hand in the store (Extend can).
 //
 // ctx is the context gocron passes to the job (its first parameter), one
-// derived from it with values, or one from Context, Task or Run.
+// derived from it with values, or one from Context, Task or Run. With
+// gocron's context, the run is the one gocron runs on the calling
+// goroutine; from another goroutine, the job's only run in flight, and
+// ErrOverlap while several are (see the package doc, While a job runs).
 func Assert(ctx context.Context) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -381,7 +384,9 @@ func Assert(ctx context.Context) error {
 // by the lease's local deadline: an extension that has not come back by
 // then fails with ErrLost, and one whose reply lands after it is void —
 // the run stays lost, even if the store did extend the key (it lapses
-// there by itself, or at the run's release).
+// there by itself, or at the run's release). ctx is as for Assert, and
+// Extend fails with ErrOverlap where Assert does: it never renews the
+// lease of another run.
 func Extend(ctx context.Context, d time.Duration) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -398,8 +403,12 @@ func Extend(ctx context.Context, d time.Duration) error {
 // store could expire it. Call the CancelFunc when the work is done.
 //
 // ctx is the context gocron passes to the job: the first parameter of a
-// task function whose first parameter is a context.Context. If ctx is
-// from no gated run, Context is context.WithCancel(ctx).
+// task function whose first parameter is a context.Context; call Context
+// in the task itself, on the goroutine gocron runs it on, and hand the
+// context it returns to other goroutines (see Assert). If ctx is from no
+// gated run, Context is context.WithCancel(ctx); if overlapping runs
+// cannot be told apart, the context it returns is already cancelled, with
+// a cause wrapping ErrOverlap.
 func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	r, err := inflight.find(ctx)
 	switch {
@@ -415,7 +424,9 @@ func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // Epoch returns the role epoch that admitted the master-only run ctx
 // belongs to: the store's fencing token of this instance's tenure. Pass it
-// to resources that must reject a stale master.
+// to resources that must reject a stale master. It is the epoch of the
+// caller's run (see Assert), which a later tenure does not change; it
+// reports false when ctx leads to no master-only run, or to several.
 func Epoch(ctx context.Context) (uint64, bool) {
 	r, err := inflight.find(ctx)
 	if err != nil || r.g.role != Master {
@@ -428,7 +439,9 @@ func Epoch(ctx context.Context) (uint64, bool) {
 // belongs to: strictly larger than the token of every earlier holding of
 // the lock. It reports false when ctx is from no run with a lock, and once
 // the run has lost its gate (its context was cancelled with ErrLost) or
-// ended: the lock is then no longer its to claim.
+// ended: the lock is then no longer its to claim, even while a newer run
+// holds it. ctx is as for Assert; Token reports false where Assert fails
+// with ErrOverlap.
 func Token(ctx context.Context) (uint64, bool) {
 	r, err := inflight.find(ctx)
 	if err != nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
@@ -444,7 +457,9 @@ func Token(ctx context.Context) (uint64, bool) {
 // otherwise fn's error, joined with an error wrapping ErrLost if the job
 // lock had lapsed before fn returned. fn's context is cancelled when the
 // run loses its gate (see Context) and carries the run for Assert,
-// Extend, Epoch and Token. The run is named after the gate's lock, or its
+// Extend, Epoch, Token and Fire. Give ctx the fire's scheduled time with
+// FireContext so that a late start of a fire already run is skipped
+// (ErrFireDone). The run is named after the gate's lock, or its
 // role ("master-only") without one. A panic in fn releases the gate and
 // goes on.
 func Run(ctx context.Context, g *Gate, fn func(ctx context.Context) error) (err error) {
