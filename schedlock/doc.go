@@ -170,6 +170,8 @@
 // or after the store lost its data — is not recognised as run, and runs
 // if the lock is free. A run gocron starts ahead of its schedule (RunNow)
 // has no fire time; so has a run of a gate installed on several jobs.
+// Java instances of a mixed fleet (springredis) neither read nor write the
+// marker: they are held to ShedLock's rules, as before.
 //
 // # What is not promised
 //

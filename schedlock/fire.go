@@ -149,23 +149,8 @@ func (g *Gate) fireOf(ctx context.Context) time.Time {
 	return time.UnixMilli(t.UnixMilli())
 }
 
-// The fire marker of a job lock is a second lease, in the lock's hash tag
-// ({tenant:app}:fired:<name>), whose owner string records the latest fire
-// time run under the lock: "fire:<Unix ms>:<instance ID>". A run that
-// holds the job lock, for fire F:
-//
-//	marker free                      take it for F                    run
-//	marker at a fire >= F            leave it                         skip: ErrFireDone
-//	marker at a fire < F             release it (owner-checked),      run
-//	                                 take it for F
-//	release or take refused          leave it                         skip
-//	lease over (local deadline)      stop                             skip
-//
-// Only the holder of the job lock changes the marker, so holders take
-// turns at it. A refusal means another run changed it at the same time
-// (a run whose lease had lapsed), and every such race ends in a skip.
-// Each change is made while the run's lease is valid by its local
-// deadline, checked before the change and after the store's reply.
+// The fire marker of a job lock, its states and what a run does in each,
+// are written down once, in the package doc (Once per fire).
 
 func markerKey(tenant, app, name string) string { return backend.AppKey(tenant, app, "fired", name) }
 
