@@ -225,3 +225,61 @@ func TestOverlappingGocronRunsAnswerForTheirOwnRun(t *testing.T) {
 		t.Errorf("the newer run's Assert = %v; want nil", n.assert)
 	}
 }
+
+// Overlapping runs through Run: the run that outlived its lock is told so
+// while a newer run of the same gate holds the lock, and its Extend does
+// not touch the newer run's lease.
+func TestOverlappingRunsThroughRun(t *testing.T) {
+	const atMost = 300 * time.Millisecond
+	f := newFleet(t, "mem", 1, fastRole)
+	g := lockGate(t, f, 0, "overlap-run", atMost, 0)
+	ctx := ctxT(t)
+	lapsed := make(chan struct{})
+	check := make(chan struct{})
+	checked := make(chan struct{})
+	older := make(chan error, 1)
+	go func() {
+		older <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+			<-ctx.Done() // the lease ran out
+			close(lapsed)
+			<-check
+			defer close(checked)
+			if tok, ok := schedlock.Token(ctx); ok {
+				t.Errorf("the lapsed run's Token = %d, true; want false", tok)
+			}
+			if err := schedlock.Assert(ctx); !errors.Is(err, schedlock.ErrLost) {
+				t.Errorf("the lapsed run's Assert = %v; want ErrLost", err)
+			}
+			if err := schedlock.Extend(ctx, time.Minute); !errors.Is(err, schedlock.ErrLost) {
+				t.Errorf("the lapsed run's Extend = %v; want ErrLost", err)
+			}
+			return nil
+		})
+	}()
+	<-lapsed
+	admitted := false
+	for !admitted {
+		err := schedlock.Run(ctx, g, func(ctx context.Context) error {
+			admitted = true
+			tok, ok := schedlock.Token(ctx)
+			close(check)
+			<-checked
+			if tok2, ok2 := schedlock.Token(ctx); !ok || !ok2 || tok2 != tok {
+				t.Errorf("the newer run's Token = %d, %v; want its own %d", tok2, ok2, tok)
+			}
+			if l, err := f.stores[0].Get(ctx, g.LockKey()); err != nil || l.TTL > atMost {
+				t.Errorf("the newer run's lease: %v, %v; want at most %v", l.TTL, err, atMost)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, schedlock.ErrLocked) {
+			t.Fatal(err)
+		}
+		if !admitted {
+			time.Sleep(10 * time.Millisecond) // the lapsed lease is still on the store
+		}
+	}
+	if err := <-older; !errors.Is(err, schedlock.ErrLost) {
+		t.Fatalf("the lapsed run's Run = %v; want ErrLost", err)
+	}
+}
