@@ -303,7 +303,7 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	if err := errors.Join(backend.ValidateKey(l.key), backend.ValidateKey(l.marker)); err != nil {
 		bad("name does not make a usable key: %v", err)
 	}
-	if err := backend.ValidateOwner(id.String() + "#" + nonce()); err != nil {
+	if err := errors.Join(backend.ValidateOwner(id.String()+"#"+nonce()), backend.ValidateOwner(markerOwner(time.Now(), id.String()))); err != nil {
 		bad("instance ID is not usable as a lock owner: %v", err)
 	}
 	return errs
