@@ -85,7 +85,9 @@
 // the calls fail closed with ErrOverlap (Token and Epoch report false).
 // Work that runs on other goroutines should be handed the context of
 // Context, called in the task, or Task's: it carries its run wherever it
-// goes, and ends with it.
+// goes, and ends with it. (A goroutine left running after its run ended,
+// still holding gocron's context, would be answered for the job's next
+// run: gocron's context never says that a run is over.)
 //
 // A job that ignores its context runs to its end even after the gate is
 // lost, exactly as under ShedLock. Leases are not mutual exclusion under
