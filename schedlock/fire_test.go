@@ -13,6 +13,9 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/schedlock"
 )
 
@@ -317,6 +320,45 @@ func TestFireMarkerAfterTheStoreLostItsData(t *testing.T) {
 	}
 	marker := backend.AppKey(f.ids[0].Tenant, f.ids[0].App, "fired", "guarded")
 	if l, err := f.stores[0].Get(ctx, marker); err != nil || l.TTL < time.Hour {
+		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
+	}
+	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrFireDone) {
+		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
+	}
+}
+
+// On a real redis-server with its restart guard on, fresh (as after a
+// restart without its data): the lock is granted once the guard for
+// lockAtMostFor has passed, and the fire is then recorded and run — the
+// marker's day-long lease does not keep the job waiting for a day.
+func TestFireMarkerUnderRedisRestartGuard(t *testing.T) {
+	r := testenv.NewRedis(t)
+	st, err := redisbackend.New(r.Client(t)) // the restart guard is on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, err := instanceid.New("127.0.0.1", "acme", "guarded", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const atMost = time.Second
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(id), schedlock.WithLock(st, "guarded", atMost, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	fire := time.Now().Truncate(time.Second)
+	ran := false
+	waitFor(t, "the fire to run once the guard for lockAtMostFor passed", func() bool {
+		err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { ran = true; return nil })
+		if err != nil && !errors.Is(err, schedlock.ErrSkipped) {
+			t.Fatal(err)
+		}
+		return ran
+	})
+	l, err := st.Get(ctx, backend.AppKey("acme", "guarded", "fired", "guarded"))
+	if err != nil || l.TTL < time.Hour {
 		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
 	}
 	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrFireDone) {
