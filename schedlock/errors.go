@@ -35,6 +35,14 @@ var (
 	// *SkipError names the holder.
 	ErrLocked = errors.New("schedlock: job lock is held")
 
+	// ErrFireDone is the reason a locked run was skipped because its fire
+	// has already run: the job lock remembers the latest fire time run
+	// under it, and this run's fire time is not later. It is how an
+	// instance that starts an overdue fire late (it was paused, or
+	// overloaded, over the fire) does not run that fire a second time
+	// after the lock was released. The *SkipError names both fire times.
+	ErrFireDone = errors.New("schedlock: the fire has already run")
+
 	// ErrUnavailable is the reason a locked run was skipped when the lock
 	// store could not answer (or the scheduler's context ended while it
 	// asked). The *SkipError wraps the store's error.
@@ -50,6 +58,15 @@ var (
 	// ErrNoRun reports a call of Assert, Extend or Context with a context
 	// that no gated run handed out.
 	ErrNoRun = errors.New("schedlock: context is not from a gated run")
+
+	// ErrOverlap reports a call of Assert, Extend, Context, Epoch or
+	// Token with gocron's job context, from a goroutine that runs none of
+	// the job's runs, while several runs of the job are in flight: gocron
+	// gives all of them that one context, so it cannot say whose run the
+	// caller's is, and the call fails closed instead of answering for
+	// another run. Use the context of Context (called in the task) or
+	// Task, or give the job gocron.WithSingletonMode.
+	ErrOverlap = errors.New("schedlock: overlapping runs share the job's context")
 
 	// ErrNoLock reports Extend on a run whose gate has no job lock.
 	ErrNoLock = errors.New("schedlock: run holds no job lock")
@@ -71,11 +88,14 @@ type SkipError struct {
 	// Job is the job's name: the key gocron passed to the gate, or what
 	// Run names the run.
 	Job string
-	// Reason is ErrNotMaster, ErrNotSlave, ErrDisabled, ErrLocked or
-	// ErrUnavailable.
+	// Reason is ErrNotMaster, ErrNotSlave, ErrDisabled, ErrLocked,
+	// ErrFireDone or ErrUnavailable.
 	Reason error
 	// Holder is the lease that holds the job lock, for ErrLocked.
 	Holder backend.Lease
+	// Fire is the run's fire time, for ErrFireDone; Done is the latest
+	// fire time already run under the lock (not earlier than Fire).
+	Fire, Done time.Time
 	// Err is the underlying error, for ErrUnavailable.
 	Err error
 
@@ -103,8 +123,8 @@ func (e *SkipError) Unwrap() []error {
 func (e *SkipError) Is(target error) bool { return target == ErrSkipped }
 
 // Label returns a short, stable name of the reason for logs and metric
-// labels: "not-master", "not-slave", "disabled", "locked" or
-// "unavailable".
+// labels: "not-master", "not-slave", "disabled", "locked",
+// "already-ran" or "unavailable".
 func (e *SkipError) Label() string { return reasonLabel(e.Reason) }
 
 func reasonLabel(reason error) string {
@@ -117,6 +137,8 @@ func reasonLabel(reason error) string {
 		return "disabled"
 	case ErrLocked:
 		return "locked"
+	case ErrFireDone:
+		return "already-ran"
 	case ErrUnavailable:
 		return "unavailable"
 	}

@@ -80,6 +80,9 @@ type Gate struct {
 	// floor is the highest lock token this gate has seen, passed to
 	// Acquire so tokens keep increasing after the store lost its data.
 	floor atomic.Uint64
+
+	fires      fires       // the gocron jobs whose fire times it reads
+	noFireOnce atomic.Bool // a run without a fire time was logged
 }
 
 var _ gocron.Locker = (*Gate)(nil)
@@ -89,6 +92,7 @@ type jobLock struct {
 	store      backend.Store
 	name       string
 	key        string
+	marker     string // the fire marker's key (fire.go)
 	atMostFor  time.Duration
 	atLeastFor time.Duration
 }
@@ -104,6 +108,7 @@ type settings struct {
 	logger    *slog.Logger
 	observer  func(Event)
 	opTimeout time.Duration
+	sched     gocron.Scheduler
 }
 
 // WithLock gives the gate a ShedLock-style job lock named name in store:
@@ -124,9 +129,11 @@ type settings struct {
 // configuration structs hold them in config.Duration fields.
 //
 // The lock key is {tenant:app}:job:<name>, so the name needs to be unique
-// only within the service. Tenant and app (and the instance ID that starts
-// each owner string) come from WithInstance if given, else from the gate's
-// elector, else from role.Default.
+// only within the service; its fire marker (see the package doc, Once per
+// fire) is {tenant:app}:fired:<name>, used when the gate knows its runs'
+// fire times (WithScheduler, FireContext). Tenant and app (and the
+// instance ID that starts each owner string) come from WithInstance if
+// given, else from the gate's elector, else from role.Default.
 func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 	return func(s *settings) {
 		s.locks++
@@ -218,7 +225,7 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 	if s.opTimeout <= 0 {
 		bad("operation timeout %v must be positive", s.opTimeout)
 	}
-	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout}
+	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout, fires: fires{sched: s.sched}}
 	if g.logger == nil {
 		g.logger = slog.Default()
 	}
@@ -292,10 +299,11 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)
-	if err := backend.ValidateKey(l.key); err != nil {
+	l.marker = markerKey(id.Tenant, id.App, l.name)
+	if err := errors.Join(backend.ValidateKey(l.key), backend.ValidateKey(l.marker)); err != nil {
 		bad("name does not make a usable key: %v", err)
 	}
-	if err := backend.ValidateOwner(id.String() + "#" + nonce()); err != nil {
+	if err := errors.Join(backend.ValidateOwner(id.String()+"#"+nonce()), backend.ValidateOwner(markerOwner(time.Now(), id.String()))); err != nil {
 		bad("instance ID is not usable as a lock owner: %v", err)
 	}
 	return errs
@@ -336,7 +344,11 @@ func (g *Gate) LockKey() string {
 // The role is checked first, without I/O; a lock is then acquired, and the
 // role checked again so that a mastership lost during the round trip does
 // not admit the run. While the run is in flight, the job's context leads
-// to it: Assert, Extend, Context, Epoch and Token accept it.
+// to it: Assert, Extend, Context, Epoch, Token and Fire accept it, and
+// tell overlapping runs apart by the goroutine that called Lock, which
+// gocron also runs the task on. With a job lock whose gate knows the
+// run's fire time (WithScheduler), a run for a fire already run under the
+// lock is skipped with ErrFireDone.
 func (g *Gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	r, err := g.admit(ctx, job)
 	if err != nil {
@@ -363,24 +375,37 @@ func (g *Gate) admit(ctx context.Context, job string) (*run, error) {
 	}
 	r := newRun(g, job, epoch)
 	if g.lock != nil {
+		r.fire = g.fireOf(ctx)
 		if skip := g.acquire(ctx, r); skip != nil {
 			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
-		// Mastership may have ended during the round trip.
-		if ep, skip := g.checkRole(); skip != nil || ep != epoch {
-			if skip == nil {
-				skip = g.notMaster()
-			}
+		if skip := g.confirm(ctx, r, epoch); skip != nil {
 			g.release(ctx, r.owner, 0)
 			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
 		r.armTimer()
 	}
-	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.token)
+	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.token, "fire", r.fire)
 	g.emit(Event{Kind: EventAdmitted, Job: job})
 	return r, nil
+}
+
+// confirm checks, once the lock is taken, what admits the run besides it:
+// the role still holds (mastership may have ended during the round trip)
+// and the run's fire has not run yet (fire.go).
+func (g *Gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
+	if ep, skip := g.checkRole(); skip != nil || ep != epoch {
+		if skip == nil {
+			skip = g.notMaster()
+		}
+		return skip
+	}
+	if r.fire.IsZero() {
+		return nil
+	}
+	return g.markFire(ctx, r)
 }
 
 // checkRole checks the role condition without I/O. For Master it returns

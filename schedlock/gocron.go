@@ -79,7 +79,9 @@ func (g *Gate) JobOption() gocron.JobOption {
 
 // Task returns a gocron task that runs fn with the context of Context: one
 // cancelled when the run loses its mastership, slave role or job lock, and
-// that Assert, Extend, Epoch and Token accept. Name the job with
+// that Assert, Extend, Epoch, Token and Fire accept, for this run alone
+// on every goroutine it is handed to, however the job's runs overlap.
+// Name the job with
 // gocron.WithName: gocron names a job after its task function, which is
 // this wrapper for every Task. A task written as func(ctx
 // context.Context) that calls Context itself keeps its own name.
@@ -113,6 +115,9 @@ func install[O ~func(P, time.Time) error, P any](g *Gate, gerr error, useLocker 
 		}
 		if err := useLocker(g)(j, now); err != nil {
 			return err
+		}
+		if id, ok := jobID(j); ok {
+			g.fires.installed(id)
 		}
 		if g.role == Any {
 			return nil
@@ -154,6 +159,19 @@ func jobTags(j any) []string {
 		tags = append(tags, f.Index(i).String())
 	}
 	return tags
+}
+
+// jobID returns the job's ID (a UUID, 16 bytes).
+func jobID(j any) ([16]byte, bool) {
+	var id [16]byte
+	f, ok := jobField(j, "id")
+	if !ok || f.Kind() != reflect.Array || f.Len() != len(id) || f.Type().Elem().Kind() != reflect.Uint8 {
+		return id, false
+	}
+	for i := range id {
+		id[i] = byte(f.Index(i).Uint())
+	}
+	return id, true
 }
 
 func jobName(j any) string {

@@ -30,6 +30,7 @@ type run struct {
 	// The job lock, when the gate has one.
 	owner    string
 	token    uint64
+	fire     time.Time    // the fire the run is for; zero if unknown
 	acquired time.Time    // when the grant's reply arrived
 	deadline atomic.Int64 // since base: when the lease is treated as over
 	timer    *time.Timer  // loses the run at the deadline
@@ -51,6 +52,7 @@ type run struct {
 	once      sync.Once
 	unlockErr error
 	regKey    <-chan struct{} // the registry key, nil if not registered
+	gid       uint64          // the goroutine gocron admitted the run on
 }
 
 var _ gocron.Lock = (*run)(nil)
@@ -350,75 +352,6 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	return fmt.Errorf("schedlock: job %q: extending job lock %q: %w", r.job, l.key, err)
 }
 
-// runKey carries a run in the contexts that Context, Task and Run hand out.
-type runKey struct{}
-
-// registry finds the run of a gocron job from the job's context: gocron
-// passes the same context to Gate.Lock and to the task. Runs are indexed
-// by the context's Done channel, so contexts derived with values still
-// lead to their run. Entries live from Lock to Unlock.
-type registry struct {
-	mu sync.Mutex
-	m  map[<-chan struct{}][]*run
-}
-
-var inflight = registry{m: make(map[<-chan struct{}][]*run)}
-
-func (reg *registry) add(ctx context.Context, r *run) {
-	if ctx == nil {
-		return
-	}
-	d := ctx.Done()
-	if d == nil {
-		return // a context that is never cancelled cannot name a run
-	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	r.regKey = d
-	reg.m[d] = append(reg.m[d], r)
-}
-
-func (reg *registry) remove(r *run) {
-	if r.regKey == nil {
-		return
-	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	list := reg.m[r.regKey]
-	for i, x := range list {
-		if x == r {
-			list = append(list[:i:i], list[i+1:]...)
-			break
-		}
-	}
-	if len(list) == 0 {
-		delete(reg.m, r.regKey)
-	} else {
-		reg.m[r.regKey] = list
-	}
-}
-
-// find returns the run ctx belongs to: the one it carries, else the
-// newest in flight for its Done channel.
-func (reg *registry) find(ctx context.Context) *run {
-	if ctx == nil {
-		return nil
-	}
-	if r, ok := ctx.Value(runKey{}).(*run); ok {
-		return r
-	}
-	d := ctx.Done()
-	if d == nil {
-		return nil
-	}
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	if list := reg.m[d]; len(list) > 0 {
-		return list[len(list)-1]
-	}
-	return nil
-}
-
 // Assert reports whether the run ctx belongs to still holds its gate: nil
 // if so; an error wrapping ErrLost (and ErrNotMaster or ErrNotSlave for a
 // role change) if the mastership or slave role ended or the job lock's
@@ -428,11 +361,14 @@ func (reg *registry) find(ctx context.Context) *run {
 // removed by hand in the store (Extend can).
 //
 // ctx is the context gocron passes to the job (its first parameter), one
-// derived from it with values, or one from Context, Task or Run.
+// derived from it with values, or one from Context, Task or Run. With
+// gocron's context, the run is the one gocron runs on the calling
+// goroutine; from another goroutine, the job's only run in flight, and
+// ErrOverlap while several are (see the package doc, While a job runs).
 func Assert(ctx context.Context) error {
-	r := inflight.find(ctx)
-	if r == nil {
-		return ErrNoRun
+	r, err := inflight.find(ctx)
+	if err != nil {
+		return err
 	}
 	return r.check()
 }
@@ -448,11 +384,13 @@ func Assert(ctx context.Context) error {
 // by the lease's local deadline: an extension that has not come back by
 // then fails with ErrLost, and one whose reply lands after it is void —
 // the run stays lost, even if the store did extend the key (it lapses
-// there by itself, or at the run's release).
+// there by itself, or at the run's release). ctx is as for Assert, and
+// Extend fails with ErrOverlap where Assert does: it never renews the
+// lease of another run.
 func Extend(ctx context.Context, d time.Duration) error {
-	r := inflight.find(ctx)
-	if r == nil {
-		return ErrNoRun
+	r, err := inflight.find(ctx)
+	if err != nil {
+		return err
 	}
 	return r.extend(ctx, d)
 }
@@ -465,22 +403,33 @@ func Extend(ctx context.Context, d time.Duration) error {
 // store could expire it. Call the CancelFunc when the work is done.
 //
 // ctx is the context gocron passes to the job: the first parameter of a
-// task function whose first parameter is a context.Context. If ctx is
-// from no gated run, Context is context.WithCancel(ctx).
+// task function whose first parameter is a context.Context; call Context
+// in the task itself, on the goroutine gocron runs it on, and hand the
+// context it returns to other goroutines (see Assert). If ctx is from no
+// gated run, Context is context.WithCancel(ctx); if overlapping runs
+// cannot be told apart, the context it returns is already cancelled, with
+// a cause wrapping ErrOverlap.
 func Context(ctx context.Context) (context.Context, context.CancelFunc) {
-	r := inflight.find(ctx)
-	if r == nil {
+	r, err := inflight.find(ctx)
+	switch {
+	case errors.Is(err, ErrNoRun):
 		return context.WithCancel(ctx)
+	case err != nil:
+		cctx, cancel := context.WithCancelCause(ctx)
+		cancel(err)
+		return cctx, func() {}
 	}
 	return r.watch(ctx)
 }
 
 // Epoch returns the role epoch that admitted the master-only run ctx
 // belongs to: the store's fencing token of this instance's tenure. Pass it
-// to resources that must reject a stale master.
+// to resources that must reject a stale master. It is the epoch of the
+// caller's run (see Assert), which a later tenure does not change; it
+// reports false when ctx leads to no master-only run, or to several.
 func Epoch(ctx context.Context) (uint64, bool) {
-	r := inflight.find(ctx)
-	if r == nil || r.g.role != Master {
+	r, err := inflight.find(ctx)
+	if err != nil || r.g.role != Master {
 		return 0, false
 	}
 	return r.epoch, true
@@ -490,10 +439,12 @@ func Epoch(ctx context.Context) (uint64, bool) {
 // belongs to: strictly larger than the token of every earlier holding of
 // the lock. It reports false when ctx is from no run with a lock, and once
 // the run has lost its gate (its context was cancelled with ErrLost) or
-// ended: the lock is then no longer its to claim.
+// ended: the lock is then no longer its to claim, even while a newer run
+// holds it. ctx is as for Assert; Token reports false where Assert fails
+// with ErrOverlap.
 func Token(ctx context.Context) (uint64, bool) {
-	r := inflight.find(ctx)
-	if r == nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
+	r, err := inflight.find(ctx)
+	if err != nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
 		return 0, false
 	}
 	return r.token, true
@@ -506,7 +457,9 @@ func Token(ctx context.Context) (uint64, bool) {
 // otherwise fn's error, joined with an error wrapping ErrLost if the job
 // lock had lapsed before fn returned. fn's context is cancelled when the
 // run loses its gate (see Context) and carries the run for Assert,
-// Extend, Epoch and Token. The run is named after the gate's lock, or its
+// Extend, Epoch, Token and Fire. Give ctx the fire's scheduled time with
+// FireContext so that a late start of a fire already run is skipped
+// (ErrFireDone). The run is named after the gate's lock, or its
 // role ("master-only") without one. A panic in fn releases the gate and
 // goes on.
 func Run(ctx context.Context, g *Gate, fn func(ctx context.Context) error) (err error) {

@@ -63,3 +63,39 @@ func TestSpringMixedFleetJobLock(t *testing.T) {
 		t.Fatalf("the job lock holds %q; want ShedLock's value format", v)
 	}
 }
+
+// On the Spring layout too, a Go instance that starts a fire late, after
+// the lock was released, skips it: the fire marker is a key of its own
+// beside ShedLock's.
+func TestSpringLateFireIsSkipped(t *testing.T) {
+	ctx := ctxT(t)
+	var gates []*schedlock.Gate
+	for i := range 2 {
+		st, err := springredis.New(server.Client(t), springredis.Layout{}, redisbackend.WithoutRestartGuard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		id, err := instanceid.New("127.0.0.1", "acme", "spring-late", 8080+i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := schedlock.NewGate(schedlock.Any, nil, schedlock.WithLock(st, "late", time.Minute, 0), schedlock.WithInstance(id), quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates = append(gates, g)
+	}
+	fire := time.Now().Truncate(time.Second)
+	runs := 0
+	job := func(context.Context) error { runs++; return nil }
+	if err := schedlock.Run(schedlock.FireContext(ctx, fire), gates[0], job); err != nil {
+		t.Fatal(err)
+	}
+	if err := schedlock.Run(schedlock.FireContext(ctx, fire), gates[1], job); !errors.Is(err, schedlock.ErrFireDone) {
+		t.Fatalf("the same fire started late: %v; want ErrFireDone", err)
+	}
+	if err := schedlock.Run(schedlock.FireContext(ctx, fire.Add(time.Second)), gates[1], job); err != nil || runs != 2 {
+		t.Fatalf("the next fire: %v, %d runs; want it run", err, runs)
+	}
+}

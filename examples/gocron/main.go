@@ -268,8 +268,9 @@ func startInstance(addr string, port int, cfg role.Config, log *slog.Logger, d *
 		// A lease of 10 s frees the lock of a crashed holder; it is kept
 		// 500 ms after the start, so that the other instances' fires of
 		// the same second (their schedulers started a little apart) are
-		// skipped.
-		{exportJob, schedlock.Locked(store, exportJob, 10*time.Second, 500*time.Millisecond, gate...), func(ctx context.Context) {
+		// skipped. WithScheduler gives the lock each run's fire time, so
+		// that an instance paused over a fire does not run it late.
+		{exportJob, schedlock.Locked(store, exportJob, 10*time.Second, 500*time.Millisecond, append(gate, schedlock.WithScheduler(sched))...), func(ctx context.Context) {
 			token, _ := schedlock.Token(ctx)
 			d.note(in.name, exportJob, "ran", fmt.Sprintf("under the job lock, token %d", token))
 		}},

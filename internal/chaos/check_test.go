@@ -196,6 +196,10 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		{"job fire time run twice", func(h *hist) {
 			h.write("n2.0", ResJob, 5002, "n2.0/job-9", 0, 4000, 4300, ResultOK)
 		}, CheckJobOnce, []string{"ran twice", "n1.1", "n2.0"}},
+		{"job fire time run again late, its write lost", func(h *hist) {
+			h.add(Event{Kind: KindHold, Node: "n1.1", Start: at(7000), Resource: ResJob, Token: 5100, Holding: "n1.1/job-20", Fire: 7000})
+			h.add(Event{Kind: KindHold, Node: "n2.0", Start: at(9500), Resource: ResJob, Token: 5101, Holding: "n2.0/job-21", Fire: 7000})
+		}, CheckJobOnce, []string{"ran twice", "n1.1", "n2.0"}},
 		{"no master after a heal", func(h *hist) {
 			h.fault(FaultPartition, 6500, 7000)
 			h.inc("n2.0", 8000, 7500)
@@ -318,5 +322,24 @@ func TestReport(t *testing.T) {
 	path := t.TempDir() + "/chaos-report.json"
 	if err := WriteReports(path, []Report{rep}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A fire time run twice is one violation, though the nodes' runs and the
+// ledger's writes both show it.
+func TestJobFireRunTwiceReportedOnce(t *testing.T) {
+	h := clean()
+	h.add(Event{Kind: KindHold, Node: "n1.1", Start: at(3990), Resource: ResJob, Token: 5001, Holding: "n1.1/job-1", Fire: 4000})
+	h.add(Event{Kind: KindHold, Node: "n2.0", Start: at(4290), Resource: ResJob, Token: 5002, Holding: "n2.0/job-9", Fire: 4000})
+	h.write("n2.0", ResJob, 5002, "n2.0/job-9", 0, 4000, 4300, ResultOK)
+	r := Check(h.final(), opts)
+	n := 0
+	for _, v := range r.Violations {
+		if v.Check == CheckJobOnce {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d job-once violations, want 1:\n%s", n, r.Summary())
 	}
 }

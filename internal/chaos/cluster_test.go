@@ -371,15 +371,29 @@ func (c *cluster) byOwner(owner string) *node {
 	return nil
 }
 
-// target returns the node a step aims at.
+// target returns the node a step aims at: the master, the holder of the
+// counter's lock, or for VariantLateFire a running node that is not the
+// master (its pause ends no tenure, so what the fleet sees afterwards is
+// its overdue fire of the locked job, started late).
 func (c *cluster) target(ctx context.Context, variant string) (*node, error) {
 	key := lockKey
-	if variant == chaos.VariantMaster {
+	if variant == chaos.VariantMaster || variant == chaos.VariantLateFire {
 		key = roleKey
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return c.holderOf(ctx, key)
+	n, err := c.holderOf(ctx, key)
+	if err != nil || variant != chaos.VariantLateFire {
+		return n, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range c.nodes {
+		if o != n && o.running() {
+			return o, nil
+		}
+	}
+	return n, nil // a fleet of one: the master it is
 }
 
 // coordMaster returns the coordination server that takes the writes of

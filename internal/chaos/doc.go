@@ -21,14 +21,16 @@
 // Schedule draws a fault schedule from a seed (the same seed gives the
 // same schedule): kill -9 of the master or of the lock holder (restarted
 // at once with the same instance ID), SIGSTOP of either for longer than
-// the TTL, a restart of the coordination server with its data, a restart
-// without it (plain, while a brand-new instance starts, or while the lock
-// holder is paused), a network cut between one node and the coordination
-// servers (each node dials them through its own proxy), a paused server,
-// and on the Sentinel topology a failover. The topologies are Redis
-// standalone, Sentinel and Cluster, and a Consul dev agent (which has no
-// restart with its data: it keeps everything in memory). Every fault kind of a topology
-// is injected at least once per run, and the topologies' first passes
+// the TTL, or of a node that is not the master (it wakes up with an
+// overdue fire of the locked job, which it starts late), a restart of the
+// coordination server with its data, a restart without it (plain, while
+// a brand-new instance starts, or while the lock holder is paused), a
+// network cut between one node and the coordination servers (each node
+// dials them through its own proxy), a paused server, and on the
+// Sentinel topology a failover. The topologies are Redis standalone,
+// Sentinel and Cluster, and a Consul dev agent (which has no restart with
+// its data: it keeps everything in memory). Every fault kind of a
+// topology is injected at least once per run, and the topologies' first passes
 // take different variants (ScheduleOptions.Rotate), so one run over all
 // of them injects every variant; after each heal the nemesis waits a
 // quiet time in which the fleet must recover.
@@ -44,7 +46,11 @@
 //   - the counter equals the acknowledged increments: nothing lost, nothing
 //     doubled;
 //   - liveness: after each heal a master and a counter increment within a
-//     bound, and each job fire time run at most once;
+//     bound;
+//   - each job fire time run at most once: every run records the fire
+//     time gocron scheduled it for (schedlock.Fire), however late it
+//     started, and two runs of one fire time — seen in the nodes' runs or
+//     in the ledger's writes — are one violation;
 //   - every error a node saw is a documented one.
 //
 // A deliberately broken build (the node's -unfenced switch turns the

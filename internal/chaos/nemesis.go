@@ -13,7 +13,9 @@ type Step struct {
 	Fault string
 	// Variant refines the fault: for kill9, sigstop and partition the
 	// target, VariantMaster or VariantHolder (the holder of the counter's
-	// lock); for server_restart_empty, VariantPlain, VariantNewNode (a
+	// lock), and for sigstop also VariantLateFire (a node that is not the
+	// master, paused over fires of the locked job, which starts the
+	// overdue fire late when it wakes up); for server_restart_empty, VariantPlain, VariantNewNode (a
 	// brand-new instance starts right after the restart) or
 	// VariantPausedHolder (the lock holder is paused across the restart).
 	Variant string
@@ -31,6 +33,7 @@ const (
 	VariantPlain        = "plain"
 	VariantNewNode      = "new-node"
 	VariantPausedHolder = "paused-holder"
+	VariantLateFire     = "late-fire"
 )
 
 func (s Step) String() string {
@@ -126,7 +129,10 @@ func step(rng *rand.Rand, kind string, o ScheduleOptions, first bool) Step {
 	switch kind {
 	case FaultKill9:
 		s.Variant = pick(VariantMaster, VariantHolder)
-	case FaultSigstop, FaultPartition:
+	case FaultSigstop:
+		s.Variant = pick(VariantLateFire, VariantMaster, VariantHolder)
+		s.Hold = lapse
+	case FaultPartition:
 		s.Variant = pick(VariantMaster, VariantHolder)
 		s.Hold = lapse
 	case FaultServerPause:

@@ -107,7 +107,7 @@ func TestScheduleRotatesVariants(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"kill9/master", "kill9/holder", "sigstop/master", "sigstop/holder", "partition/master", "partition/holder",
+		"kill9/master", "kill9/holder", "sigstop/late-fire", "sigstop/master", "sigstop/holder", "partition/master", "partition/holder",
 		"server_restart_empty/plain", "server_restart_empty/new-node", "server_restart_empty/paused-holder",
 	} {
 		if !seen[want] {

@@ -4,7 +4,8 @@
 //
 // It runs an Elector; a master-only gocron job that writes the ledger's
 // "role" resource with its epoch; a ShedLock-style locked job, fired on
-// every whole second, that writes the "job" resource with its lock token;
+// every whole second, that writes the "job" resource with its lock token
+// and its fire time (gocron's scheduled time, however late the run);
 // and synclock workers that increment the "counter" resource
 // read-modify-write under one lock, each write carrying the lock's token.
 // Every write goes through the ledger's check-and-set script, which
@@ -253,7 +254,7 @@ func run(o options) error {
 	}
 	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true),
 		schedlock.Task(n.lockedJob),
-		schedlock.Locked(store, "chaos-job", o.jobAtMost, o.jobAtLeast, schedlock.WithInstance(id), observe),
+		schedlock.Locked(store, "chaos-job", o.jobAtMost, o.jobAtLeast, schedlock.WithInstance(id), schedlock.WithScheduler(s), observe),
 		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("locked-job")); err != nil {
 		return err
 	}
@@ -352,16 +353,23 @@ func (n *node) masterJob(ctx context.Context) error {
 	return nil
 }
 
-// lockedJob writes the job resource with its lock token and fire time.
+// lockedJob writes the job resource with its lock token and its fire
+// time: the time gocron scheduled the run for, however late it started
+// (a node paused over a fire starts it when it wakes up).
 func (n *node) lockedJob(ctx context.Context) error {
 	token, ok := schedlock.Token(ctx)
 	if !ok {
 		n.logError("locked-job", fmt.Errorf("locked run without a token"))
 		return nil
 	}
-	fire := time.Now().Round(time.Second).UnixMilli()
+	at, ok := schedlock.Fire(ctx)
+	if !ok {
+		n.logError("locked-job", fmt.Errorf("locked run without a fire time"))
+		return nil
+	}
+	fire := at.UnixMilli()
 	holding := fmt.Sprintf("%s/job-%d", n.o.name, n.holds.Add(1))
-	n.log(chaos.Event{Kind: chaos.KindHold, Resource: chaos.ResJob, Token: token, Holding: holding})
+	n.log(chaos.Event{Kind: chaos.KindHold, Resource: chaos.ResJob, Token: token, Holding: holding, Fire: fire})
 	n.write(ctx, chaos.ResJob, token, holding, 0, fire)
 	return nil
 }
@@ -452,8 +460,9 @@ func (n *node) gateEvent(ev schedlock.Event) {
 	switch ev.Kind {
 	case schedlock.EventSkipped:
 		switch ev.Reason() {
-		case "locked", "not-master":
-			// The gates doing their work: another instance runs it.
+		case "locked", "not-master", "already-ran":
+			// The gates doing their work: another instance runs it, or
+			// ran this fire already.
 		default:
 			n.logError("schedlock.skipped", ev.Err)
 		}
