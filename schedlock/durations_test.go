@@ -52,11 +52,11 @@ func TestLockDurationsFromText(t *testing.T) {
 		{"P365D", "PT0S", 365 * 24 * time.Hour, 0, nil},
 		{"PT0.0005S", "PT0S", 0, 0, schedlock.ErrInvalid}, // below 1 ms: no longer rounded up
 		{"PT0.001S", "PT0S", time.Millisecond, 0, nil},
-		{"P1M", "PT0S", 0, 0, config.ErrInvalid},      // months vary
-		{"PT", "PT0S", 0, 0, config.ErrInvalid},       // nothing after T
-		{"30", "PT0S", 0, 0, config.ErrInvalid},       // no unit
-		{"-PT1S", "PT0S", 0, 0, config.ErrInvalid},    // negative
-		{"PT10M", "PT-1S", 0, 0, config.ErrInvalid},   // malformed
+		{"P1M", "PT0S", 0, 0, config.ErrInvalid},    // months vary
+		{"PT", "PT0S", 0, 0, config.ErrInvalid},     // nothing after T
+		{"30", "PT0S", 0, 0, config.ErrInvalid},     // no unit
+		{"-PT1S", "PT0S", 0, 0, config.ErrInvalid},  // negative
+		{"PT10M", "PT-1S", 0, 0, config.ErrInvalid}, // malformed
 	}
 	for _, c := range cases {
 		g, atMost, atLeast, err := lockFromText(store, c.atMost, c.atLeast)
