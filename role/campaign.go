@@ -155,7 +155,11 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 		case ctx.Err() != nil:
 		default:
 			e.setErr(err)
-			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
+			msg := "role: cannot reach the store to claim the role; will retry"
+			if errors.Is(err, backend.ErrAuth) {
+				msg = "role: the store refused the credentials (fix the password or token); will retry"
+			}
+			e.logger.Warn(msg, "key", e.key, "err", err)
 			c.sleep(ctx, backoff.next())
 		}
 	}
