@@ -385,7 +385,10 @@ func Default() Config {
 // options that the caller may change. ClientOptions is the same with an
 // error for TLS files that cannot be read; here such an error makes every
 // dial fail with it. Config.RedisStore makes the client and the store in
-// one call.
+// one call. UniversalOptions does not check r: call Config.Validate first
+// (Load does), or use RedisStore, which refuses what Validate refuses
+// (such as a pool size above MaxPoolSize, which go-redis would allocate
+// at once).
 //
 // ContextTimeoutEnabled is set: without it go-redis does not let a
 // context's deadline end a read, so a call to a server that stopped

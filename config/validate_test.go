@@ -61,6 +61,16 @@ func TestDurationLimits(t *testing.T) {
 	if _, err := config.Load(config.Map(map[string]any{expiration: year, interval: 1000, hold: year, "job-lock.default-lock-at-most-for": "P365D"})); err != nil {
 		t.Errorf("a year: %v", err)
 	}
+	// Consul's sessions hold a day at most: ConsulStore says so under the
+	// key, instead of failing on its restart guard.
+	long := config.Default()
+	long.Role.HeartbeatExpiration = 48 * time.Hour
+	if s, err := long.ConsulStore(); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), expiration+"=172800: must be at most 86400 (1 day) with Consul") {
+		if s != nil {
+			s.Close()
+		}
+		t.Errorf("ConsulStore with a 2-day role TTL: %v; want an *Error naming %s and Consul's limit", err, expiration)
+	}
 	// Validate, for a Config built in Go, too.
 	c := config.Config{Role: role.Config{HeartbeatExpiration: 366 * 24 * time.Hour}}
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), expiration+"=31622400: must be at most 31536000 (365 days)") {

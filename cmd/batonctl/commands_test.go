@@ -252,6 +252,15 @@ func TestCommandLine(t *testing.T) {
 			t.Errorf("stderr %q shows the password, or does not say where the token goes", r.stderr)
 		}
 	})
+	t.Run("wrong password", func(t *testing.T) {
+		r := testenv.NewRedis(t, testenv.RedisOptions{Config: []string{"requirepass right-pass"}})
+		run := fx.ctl(t, "", "--app", "x", "--config", writeConfig(t, "redis:\n  addrs: [\""+r.Addr()+"\"]\n  password: wrong-pass-6\n"), "status")
+		run.want(t, exitError, "status with a wrong password")
+		if !strings.Contains(run.stderr, "authentication failed at "+r.Addr()) || !strings.Contains(run.stderr, "redis.password") ||
+			strings.Contains(run.stderr, "unreachable") || strings.Contains(run.stderr, "wrong-pass-6") {
+			t.Errorf("stderr %q; want an authentication failure naming redis.password, without the password", run.stderr)
+		}
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		closed := closedPort(t)
 		r := fx.ctl(t, "", "--app", "x", "--timeout", "2s", "--config", writeConfig(t, "redis:\n  addrs: [\"127.0.0.1:"+closed+"\"]\n"), "status")
