@@ -293,27 +293,43 @@ func (ch *checker) jobLock() {
 func (ch *checker) redis() {
 	r := ch.c.Redis
 	if ch.given(keyRedisAddrs) {
-		if len(r.Addrs) == 0 {
-			ch.add(keyRedisAddrs, "must list at least one address")
-		}
-		var bad []string
-		for _, a := range r.Addrs {
-			if hide.HasUserinfo(a) {
-				pass := keyRedisPassword + " (the user name in " + keyRedisUsername + ")"
-				if r.MasterName != "" {
-					pass += ", or " + keyRedisSentinelPass + " for the Sentinels"
-				}
-				bad = append(bad, strconv.Quote(hide.Userinfo(a))+" holds credentials: write it as host:port and put the password in "+pass)
-				continue
+		ch.redisAddrs(r)
+	}
+	ch.redisTopology(r)
+	if ch.given(keyRedisKeyPrefix) {
+		ch.keyPrefix(keyRedisKeyPrefix, r.KeyPrefix)
+	}
+	ch.redisClient(r)
+	ch.redisTLS(r)
+}
+
+// redisAddrs checks redis.addrs: host:port addresses without credentials.
+func (ch *checker) redisAddrs(r Redis) {
+	if len(r.Addrs) == 0 {
+		ch.add(keyRedisAddrs, "must list at least one address")
+	}
+	var bad []string
+	for _, a := range r.Addrs {
+		if hide.HasUserinfo(a) {
+			pass := keyRedisPassword + " (the user name in " + keyRedisUsername + ")"
+			if r.MasterName != "" {
+				pass += ", or " + keyRedisSentinelPass + " for the Sentinels"
 			}
-			if reason := checkHostPort(a); reason != "" {
-				bad = append(bad, strconv.Quote(a)+" "+reason)
-			}
+			bad = append(bad, strconv.Quote(hide.Userinfo(a))+" holds credentials: write it as host:port and put the password in "+pass)
+			continue
 		}
-		if len(bad) > 0 {
-			ch.add(keyRedisAddrs, strings.Join(bad, "; "))
+		if reason := checkHostPort(a); reason != "" {
+			bad = append(bad, strconv.Quote(a)+" "+reason)
 		}
 	}
+	if len(bad) > 0 {
+		ch.add(keyRedisAddrs, strings.Join(bad, "; "))
+	}
+}
+
+// redisTopology checks the keys that depend on the topology: the
+// database, Sentinel against Cluster, and the key layout.
+func (ch *checker) redisTopology(r Redis) {
 	if ch.given(keyRedisDB) && r.DB < 0 {
 		ch.add(keyRedisDB, "must not be negative")
 	}
@@ -325,9 +341,11 @@ func (ch *checker) redis() {
 		ch.add(keyRedisDB, "must be 0 with Redis Cluster ("+keyRedisCluster+"=true or more than one address in "+
 			keyRedisAddrs+" without "+keyRedisMasterName+"), which has only database 0")
 	}
-	if ch.given(keyRedisKeyPrefix) {
-		ch.keyPrefix(keyRedisKeyPrefix, r.KeyPrefix)
-	}
+	ch.redisLayout(r, cluster)
+}
+
+// redisLayout checks redis.layout and the Java side's ShedLock settings.
+func (ch *checker) redisLayout(r Redis, cluster bool) {
 	if ch.given(keyRedisLayout) && r.Layout != LayoutBaton && r.Layout != LayoutSpring {
 		ch.add(keyRedisLayout, fmt.Sprintf("must be %q (baton's keys) or %q (the Spring framework's and ShedLock's, shared with Java instances)", LayoutBaton, LayoutSpring))
 	}
@@ -339,6 +357,10 @@ func (ch *checker) redis() {
 			ch.add(k.name, "must be non-empty, without spaces (as the Java side's ShedLock provider is set up)")
 		}
 	}
+}
+
+// redisClient checks the client's timeouts and pool size.
+func (ch *checker) redisClient(r Redis) {
 	for _, t := range []struct {
 		name string
 		d    time.Duration
@@ -351,6 +373,10 @@ func (ch *checker) redis() {
 		ch.add(keyRedisPoolSize, fmt.Sprintf("must be in 0..%d (0 for go-redis's default, 10 per GOMAXPROCS; %d is Redis's default maxclients, and go-redis sets the whole pool up at once)",
 			MaxPoolSize, MaxPoolSize))
 	}
+}
+
+// redisTLS checks that the TLS files go together and load.
+func (ch *checker) redisTLS(r Redis) {
 	if (r.CertFile == "") != (r.KeyFile == "") {
 		name, other := keyRedisTLSCertFile, keyRedisTLSKeyFile
 		if r.CertFile != "" {
@@ -385,18 +411,8 @@ func checkHostPort(a string) string {
 
 func (ch *checker) consul() {
 	c := ch.c.Consul
-	if ch.given(keyConsulAddress) && hide.HasUserinfo(c.Address) {
-		ch.add(keyConsulAddress, "holds credentials: write the address without them (host:port, or a URL http://host:port or https://host:port) and put the ACL token in "+keyConsulToken)
-	} else if ch.given(keyConsulAddress) && c.Address != "" {
-		a := c.Address
-		if rest, ok := strings.CutPrefix(a, "https://"); ok {
-			a = rest
-		} else if rest, ok := strings.CutPrefix(a, "http://"); ok {
-			a = rest
-		}
-		if reason := checkHostPort(a); reason != "" {
-			ch.add(keyConsulAddress, reason+" (want host:port, or a URL http://host:port or https://host:port)")
-		}
+	if ch.given(keyConsulAddress) {
+		ch.consulAddress(c.Address)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		name := keyConsulCertFile
@@ -414,6 +430,26 @@ func (ch *checker) consul() {
 	}
 	if ch.given(keyConsulLockDelay) && (c.LockDelay < 0 || c.LockDelay > time.Minute) {
 		ch.add(keyConsulLockDelay, "must be in 0..60000 (milliseconds; Consul caps it at 60 s)")
+	}
+}
+
+// consulAddress checks consul.address: host:port or an http(s) URL,
+// without credentials.
+func (ch *checker) consulAddress(a string) {
+	if hide.HasUserinfo(a) {
+		ch.add(keyConsulAddress, "holds credentials: write the address without them (host:port, or a URL http://host:port or https://host:port) and put the ACL token in "+keyConsulToken)
+		return
+	}
+	if a == "" {
+		return
+	}
+	if rest, ok := strings.CutPrefix(a, "https://"); ok {
+		a = rest
+	} else if rest, ok := strings.CutPrefix(a, "http://"); ok {
+		a = rest
+	}
+	if reason := checkHostPort(a); reason != "" {
+		ch.add(keyConsulAddress, reason+" (want host:port, or a URL http://host:port or https://host:port)")
 	}
 }
 

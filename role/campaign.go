@@ -155,15 +155,20 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 		case ctx.Err() != nil:
 		default:
 			e.setErr(err)
-			msg := "role: cannot reach the store to claim the role; will retry"
-			if errors.Is(err, backend.ErrAuth) {
-				msg = "role: the store refused the credentials (fix the password or token); will retry"
-			}
-			e.logger.Warn(msg, "key", e.key, "err", err)
+			e.logger.Warn(claimFailed(err), "key", e.key, "err", err)
 			c.sleep(ctx, backoff.next())
 		}
 	}
 	return backend.Lease{}, 0, false
+}
+
+// claimFailed is the log message of a claim the store failed with err: a
+// refused login is not a store out of reach.
+func claimFailed(err error) string {
+	if errors.Is(err, backend.ErrAuth) {
+		return "role: the store refused the credentials (fix the password or token); will retry"
+	}
+	return "role: cannot reach the store to claim the role; will retry"
 }
 
 // lead keeps the role until the tenure ends: at its deadline, when the
