@@ -127,9 +127,8 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		cfg = api.DefaultConfig()
 	}
 	c := *cfg
-	if hide.HasUserinfo(c.Address) {
-		return nil, fmt.Errorf("consulbackend: %w: the agent's address %q holds credentials: write it without them, and give the ACL token in "+
-			"api.Config.Token (config key consul.token) or HTTP basic auth in api.Config.HttpAuth", backend.ErrInvalidArgument, hide.Userinfo(c.Address))
+	if err := checkAddress(c.Address); err != nil {
+		return nil, err
 	}
 	client, err := api.NewClient(&c)
 	if err != nil {
@@ -160,6 +159,17 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkAddress refuses an agent address that holds credentials, which
+// the Consul client would take for part of the host, and which messages
+// would show; the error shows the address with the password redacted.
+func checkAddress(addr string) error {
+	if !hide.HasUserinfo(addr) {
+		return nil
+	}
+	return fmt.Errorf("consulbackend: %w: the agent's address %q holds credentials: write it without them, and give the ACL token in "+
+		"api.Config.Token (config key consul.token) or HTTP basic auth in api.Config.HttpAuth", backend.ErrInvalidArgument, hide.Userinfo(addr))
 }
 
 // Close ends the store's watches and waits for their goroutines, and

@@ -258,5 +258,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			}
 			t.Errorf("New with address %q: %v; want ErrInvalidArgument saying where the token goes, without the password", addr, err)
 		}
+		_, err = consulbackend.NewService(&api.Config{Address: addr}, consulbackend.ServiceOptions{ID: "10.0.0.7:acme:billing:8080", Name: "billing", Port: 8080})
+		if !errors.Is(err, backend.ErrInvalidArgument) || strings.Contains(err.Error(), pw) {
+			t.Errorf("NewService with address %q: %v; want ErrInvalidArgument without the password", addr, err)
+		}
 	}
 }
