@@ -334,7 +334,8 @@
 //	consul.session-ttl-min-in-seconds
 //	    default 10; BATON_CONSUL_SESSION_TTL_MIN_IN_SECONDS
 //	    The servers' session_ttl_min: the shortest lease Consul holds.
-//	    Config.ConsulStore refuses a role TTL or lock hold below it.
+//	    Config.ConsulStore refuses a role TTL or lock hold below it (or
+//	    above a day, the longest Consul session).
 //	consul.lock-delay-in-milliseconds
 //	    default 0; BATON_CONSUL_LOCK_DELAY_IN_MILLISECONDS
 //	    How long Consul refuses a key after a session holding it ended
