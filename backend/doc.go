@@ -65,4 +65,15 @@
 // Keys are opaque strings. A key may carry one Redis-style hash tag such as
 // "{acme:billing}:role"; stores that shard keep every key with the same tag
 // together. AppKey builds the keys baton uses.
+//
+// # Limits
+//
+// The limits of what a store accepts are written once, here, and the
+// packages above check them when they are configured rather than on every
+// call: ValidateLease bounds a configured lease to MinTTL..MaxTTL (1 ms to
+// 365 days) for role.NewElector, synclock.NewLocker, schedlock's job locks
+// and config.Load alike, and ValidateKeyPrefix restricts a store's key
+// prefix to letters, digits and - _ . : / for redisbackend, consulbackend
+// and config. A store that refuses the client's credentials returns an
+// error wrapping ErrAuth.
 package backend

@@ -53,10 +53,51 @@ func ValidateTTL(what string, d time.Duration) error {
 	if d <= 0 {
 		return fmt.Errorf("%w: %s %v must be positive", ErrInvalidArgument, what, d)
 	}
-	if d = RoundUpMillis(d); d < MinTTL || d > MaxTTL {
-		return fmt.Errorf("%w: %s %v is outside [%v, %v]", ErrInvalidArgument, what, d, MinTTL, MaxTTL)
+	return ValidateLease(what, RoundUpMillis(d))
+}
+
+// ValidateLease reports whether d is usable as the configured length of a
+// lease named what: a role's TTL, a lock's hold, a job lock's
+// lockAtMostFor. It is ValidateTTL without the rounding: d must be at
+// least MinTTL and at most MaxTTL as given, so that a duration no store
+// grants, or one a store would silently round up, is refused where it is
+// configured (role.NewElector, synclock.NewLocker, schedlock.Locked,
+// config.Load) instead of failing on every call at run time. The error
+// wraps ErrInvalidArgument and names what and the limit it breaks.
+func ValidateLease(what string, d time.Duration) error {
+	switch {
+	case d <= 0:
+		return fmt.Errorf("%w: %s %s must be positive", ErrInvalidArgument, what, FormatDuration(d))
+	case d < MinTTL:
+		return fmt.Errorf("%w: %s %s is shorter than %s, the shortest lease a store holds (stores count whole milliseconds)",
+			ErrInvalidArgument, what, FormatDuration(d), FormatDuration(MinTTL))
+	case d > MaxTTL:
+		return fmt.Errorf("%w: %s %s is longer than %s, the longest lease a store holds",
+			ErrInvalidArgument, what, FormatDuration(d), FormatDuration(MaxTTL))
 	}
 	return nil
+}
+
+// FormatDuration writes d for a message: whole days as days ("365
+// days"), the rest as time.Duration writes it ("400 days 1h30m0s",
+// "45s").
+func FormatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d < day && d > -day {
+		return d.String()
+	}
+	days, rest := d/day, d%day
+	if rest < 0 {
+		rest = -rest
+	}
+	s := fmt.Sprintf("%d days", days)
+	if days == 1 || days == -1 {
+		s = fmt.Sprintf("%d day", days)
+	}
+	if rest != 0 {
+		s += " " + rest.String()
+	}
+	return s
 }
 
 // ValidateKeepFor reports whether keepFor is usable in Release: <= 0 means

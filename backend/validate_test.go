@@ -212,3 +212,39 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// ValidateLease, the check of configured lease lengths, refuses what
+// ValidateTTL would round up, and says the limit in days.
+func TestValidateLease(t *testing.T) {
+	for _, d := range []time.Duration{backend.MinTTL, 1500 * time.Microsecond, time.Second, backend.MaxTTL} {
+		if err := backend.ValidateLease("HoldDuration", d); err != nil {
+			t.Errorf("ValidateLease(%v): %v; want nil", d, err)
+		}
+	}
+	for d, want := range map[time.Duration]string{
+		0:                            "HoldDuration 0s must be positive",
+		-time.Second:                 "HoldDuration -1s must be positive",
+		backend.MinTTL - 1:           "HoldDuration 999.999µs is shorter than 1ms",
+		backend.MaxTTL + time.Second: "HoldDuration 365 days 1s is longer than 365 days, the longest lease a store holds",
+		1<<63 - 1:                    "HoldDuration 106751 days 23h47m16.854775807s is longer than 365 days",
+	} {
+		err := backend.ValidateLease("HoldDuration", d)
+		if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateLease(%v) = %v; want an error wrapping ErrInvalidArgument saying %q", d, err, want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		45 * time.Second:             "45s",
+		24 * time.Hour:               "1 day",
+		backend.MaxTTL:               "365 days",
+		400*24*time.Hour + time.Hour: "400 days 1h0m0s",
+		-48 * time.Hour:              "-2 days",
+	} {
+		if got := backend.FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q; want %q", d, got, want)
+		}
+	}
+}

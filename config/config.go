@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
 	"github.com/baton-go/baton/instanceid"
+	hide "github.com/baton-go/baton/internal/redact"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
@@ -268,22 +270,25 @@ func (c Consul) APIConfig() *api.Config {
 // consulbackend.WithRestartGuard). It refuses a
 // configuration whose leases Consul cannot hold: a role TTL
 // (scheduler-lock.heartbeat-expiration-duration-in-seconds) or lock hold
-// (synchronized-lock.hold-duration-in-seconds) below the session minimum.
+// (synchronized-lock.hold-duration-in-seconds) below the session minimum
+// or above a day (consulbackend.MaxSessionTTL), and consul.* keys that
+// Validate refuses, such as an address with credentials.
 // The caller closes the store.
 func (c Config) ConsulStore() (*consulbackend.Store, error) {
 	min := c.Consul.SessionTTLMin
 	if min == 0 {
 		min = consulbackend.DefaultSessionTTLMin
 	}
+	if err := sectionCheck(&Config{Consul: c.Consul}, "consul."); err != nil {
+		return nil, err
+	}
 	r, l := c.Role.WithDefaults(), c.SyncLock.WithDefaults()
 	var bad []Problem
-	if !c.Role.Disabled && r.HeartbeatExpiration < min {
-		bad = append(bad, Problem{Key: keyRoleExpiration, Value: strconv.FormatInt(int64(r.HeartbeatExpiration/time.Second), 10),
-			Reason: fmt.Sprintf("must be at least the Consul session minimum of %v (%s): Consul cannot hold a role key for less", min, keyConsulTTLMin)})
+	if !c.Role.Disabled {
+		bad = append(bad, consulLease(keyRoleExpiration, r.HeartbeatExpiration, min, "a role key")...)
 	}
-	if !c.SyncLock.Disabled && l.HoldDuration < min {
-		bad = append(bad, Problem{Key: keyLockHold, Value: strconv.FormatInt(int64(l.HoldDuration/time.Second), 10),
-			Reason: fmt.Sprintf("must be at least the Consul session minimum of %v (%s): Consul cannot hold a lock for less", min, keyConsulTTLMin)})
+	if !c.SyncLock.Disabled {
+		bad = append(bad, consulLease(keyLockHold, l.HoldDuration, min, "a lock")...)
 	}
 	if len(bad) > 0 {
 		return nil, &Error{Problems: bad}
@@ -294,6 +299,47 @@ func (c Config) ConsulStore() (*consulbackend.Store, error) {
 		opts = append(opts, consulbackend.WithPrefix(c.Consul.KeyPrefix))
 	}
 	return consulbackend.New(c.Consul.APIConfig(), opts...)
+}
+
+// consulLease reports a lease key whose duration d a Consul session
+// cannot hold: less than the session minimum min, or more than
+// consulbackend.MaxSessionTTL.
+func consulLease(name string, d, min time.Duration, what string) []Problem {
+	value := inUnit(d, time.Second)
+	switch {
+	case d < min:
+		return []Problem{{Key: name, Value: value, Reason: fmt.Sprintf("must be at least the Consul session minimum of %v (%s): Consul cannot hold %s for less", min, keyConsulTTLMin, what)}}
+	case d > consulbackend.MaxSessionTTL:
+		return []Problem{{Key: name, Value: value, Reason: fmt.Sprintf("must be at most %s with Consul, the longest session it holds: Consul cannot hold %s for longer",
+			limitText(name, consulbackend.MaxSessionTTL), what)}}
+	}
+	return nil
+}
+
+// check applies Validate's rules of the redis.* keys to r, so that a store
+// is never made from an address with credentials, an absurd pool size or
+// a key prefix the store refuses, whether r was loaded or built in Go.
+func (r Redis) check() error {
+	return sectionCheck(&Config{Redis: r}, "redis.")
+}
+
+// sectionCheck returns the problems Validate finds in c under the keys
+// that start with prefix, or nil.
+func sectionCheck(c *Config, prefix string) error {
+	var e *Error
+	if err := c.Validate(); !errors.As(err, &e) {
+		return err
+	}
+	var mine []Problem
+	for _, p := range e.Problems {
+		if strings.HasPrefix(p.Key, prefix) {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	return &Error{Problems: mine}
 }
 
 // Default returns the configuration Load returns when no source sets
@@ -339,7 +385,10 @@ func Default() Config {
 // options that the caller may change. ClientOptions is the same with an
 // error for TLS files that cannot be read; here such an error makes every
 // dial fail with it. Config.RedisStore makes the client and the store in
-// one call.
+// one call. UniversalOptions does not check r: call Config.Validate first
+// (Load does), or use RedisStore, which refuses what Validate refuses
+// (such as a pool size above MaxPoolSize, which go-redis would allocate
+// at once).
 //
 // ContextTimeoutEnabled is set: without it go-redis does not let a
 // context's deadline end a read, so a call to a server that stopped
@@ -394,9 +443,14 @@ func (r Redis) ClientOptions() (*redis.UniversalOptions, error) {
 }
 
 // Where describes the Redis r names, for messages: its address, the
-// cluster's seed addresses, or the Sentinel master set and its Sentinels.
+// cluster's seed addresses, or the Sentinel master set and its Sentinels,
+// with the password of any address's userinfo redacted.
 func (r Redis) Where() string {
-	addrs := strings.Join(r.Addrs, ",")
+	shown := make([]string, len(r.Addrs))
+	for i, a := range r.Addrs {
+		shown[i] = hide.Userinfo(a)
+	}
+	addrs := strings.Join(shown, ",")
 	switch {
 	case r.MasterName != "":
 		return fmt.Sprintf("Sentinel master %q via %s", r.MasterName, addrs)
@@ -415,8 +469,7 @@ type RedisStore struct {
 	// Client is the go-redis client the store uses; the application may
 	// use it too, until Close.
 	Client redis.UniversalClient
-	where  string
-	tls    bool
+	redis  Redis // the redis.* keys, for messages
 }
 
 // Close closes the store's pub/sub connection and then the client.
@@ -427,10 +480,15 @@ func (s *RedisStore) Close() error {
 // Ping checks that the store answers, within ctx. Its error wraps
 // ErrUnreachable and the client's error, and names the address:
 // "config: store unreachable at 10.0.0.5:6379 (redis.addrs): dial tcp
-// ...: connection refused".
+// ...: connection refused". When the server answers but refuses the
+// credentials (a wrong password, none where one is needed), the error
+// wraps backend.ErrAuth instead and names the keys to fix:
+// "config: authentication failed at 10.0.0.5:6379: the server refused
+// the credentials; check redis.username and redis.password: WRONGPASS
+// ...".
 func (s *RedisStore) Ping(ctx context.Context) error {
 	if err := s.Client.Ping(ctx).Err(); err != nil {
-		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err, tls: s.tls}
+		return pingError(s.redis, err)
 	}
 	return nil
 }
@@ -447,11 +505,17 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 // the dial and read timeouts, and returns an error wrapping ErrUnreachable
 // that names the address when nothing answers; otherwise it does not talk
 // to Redis, and the role and locks wait for Redis as they would for a
-// restart. The caller closes the store, which closes the client.
+// restart. It first applies Validate's rules of the redis.* keys, so that
+// a Config built in Go with an address holding credentials, an absurd
+// pool size or a key prefix the store refuses fails with an *Error naming
+// the key. The caller closes the store, which closes the client.
 func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*RedisStore, error) {
 	if c.Redis.Layout == LayoutSpring {
 		return nil, &Error{Problems: []Problem{{Key: keyRedisLayout, Value: LayoutSpring,
 			Reason: "asks for the Spring framework's key layout: build the store with Config.SpringRedisStore"}}}
+	}
+	if err := c.Redis.check(); err != nil {
+		return nil, err
 	}
 	o, err := c.Redis.ClientOptions()
 	if err != nil {
@@ -463,7 +527,7 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 		rdb.Close()
 		return nil, fmt.Errorf("config: redis store: %w", err)
 	}
-	s := &RedisStore{Store: store, Client: rdb, where: c.Redis.Where(), tls: c.Redis.TLSEnabled()}
+	s := &RedisStore{Store: store, Client: rdb, redis: c.Redis}
 	if err := c.failFast(ctx, s.Ping); err != nil {
 		s.Close()
 		return nil, err
@@ -490,8 +554,7 @@ type SpringRedisStore struct {
 	*springredis.Store
 	// Client is the go-redis client the store uses.
 	Client redis.UniversalClient
-	where  string
-	tls    bool
+	redis  Redis // the redis.* keys, for messages
 }
 
 // Close closes the store and then the client.
@@ -502,7 +565,7 @@ func (s *SpringRedisStore) Close() error {
 // Ping checks that the store answers, within ctx (see RedisStore.Ping).
 func (s *SpringRedisStore) Ping(ctx context.Context) error {
 	if err := s.Client.Ping(ctx).Err(); err != nil {
-		return &unreachableError{where: s.where, key: keyRedisAddrs, err: err, tls: s.tls}
+		return pingError(s.redis, err)
 	}
 	return nil
 }
@@ -517,6 +580,9 @@ func (s *SpringRedisStore) Ping(ctx context.Context) error {
 // side's keys carry no hash tag). redis.fail-fast works as for
 // RedisStore.
 func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Option) (*SpringRedisStore, error) {
+	if err := c.Redis.check(); err != nil {
+		return nil, err
+	}
 	o, err := c.Redis.ClientOptions()
 	if err != nil {
 		return nil, err
@@ -528,7 +594,7 @@ func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Optio
 		rdb.Close()
 		return nil, fmt.Errorf("config: spring redis store: %w", err)
 	}
-	s := &SpringRedisStore{Store: store, Client: rdb, where: c.Redis.Where(), tls: c.Redis.TLSEnabled()}
+	s := &SpringRedisStore{Store: store, Client: rdb, redis: c.Redis}
 	if err := c.failFast(ctx, s.Ping); err != nil {
 		s.Close()
 		return nil, err
@@ -613,6 +679,35 @@ func (c Config) GoString() string {
 // redacted.
 func (c Config) LogValue() slog.Value {
 	return logValue(&c, "")
+}
+
+// MarshalJSON encodes r as encoding/json encodes the struct, field by
+// field, with the passwords redacted and the password of any address's
+// userinfo too, so that json.Marshal of a Config (or of anything that
+// holds a Redis) reveals no secret. The result is for reading: decoding
+// it gives "<redacted>" for every password that was set.
+func (r Redis) MarshalJSON() ([]byte, error) {
+	type plain Redis // without this method
+	p := plain(r)
+	p.Password, p.SentinelPassword = redact(p.Password), redact(p.SentinelPassword)
+	p.Addrs = make([]string, len(r.Addrs))
+	for i, a := range r.Addrs {
+		p.Addrs[i] = hide.Userinfo(a)
+	}
+	if r.Addrs == nil {
+		p.Addrs = nil
+	}
+	return json.Marshal(p)
+}
+
+// MarshalJSON encodes c as encoding/json encodes the struct, with the
+// token and the password of the address's userinfo redacted (see
+// Redis.MarshalJSON).
+func (c Consul) MarshalJSON() ([]byte, error) {
+	type plain Consul // without this method
+	p := plain(c)
+	p.Token, p.Address = redact(p.Token), hide.Userinfo(p.Address)
+	return json.Marshal(p)
 }
 
 // String formats r as space-separated key=value pairs of the redis.* keys
@@ -744,12 +839,16 @@ func slogValue(k *key, c *Config) slog.Value {
 		}
 		return slog.StringValue(inUnit(v, k.kind.unit()))
 	case []string:
-		return slog.AnyValue(slices.Clone(v))
+		items := make([]string, len(v))
+		for i, s := range v {
+			items[i] = hide.Userinfo(s)
+		}
+		return slog.AnyValue(items)
 	case string:
 		if k.secret {
 			return slog.StringValue(redact(v))
 		}
-		return slog.StringValue(v)
+		return slog.StringValue(hide.Userinfo(v))
 	}
 	return slog.StringValue(shownValue(k, c))
 }

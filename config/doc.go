@@ -85,13 +85,18 @@
 //   - a key no table entry has, in any source (with the closest key if
 //     there is a likely one), and a key set twice in one source;
 //   - a value of the wrong type: "abc" for a number, "maybe" for a bool;
-//   - a duration key that is zero or negative;
+//   - a duration key that is zero or negative, or longer than 365 days
+//     (backend.MaxTTL: no store holds a longer lease; role.NewElector,
+//     synclock.NewLocker and schedlock refuse the same durations with the
+//     same check, backend.ValidateLease); a job-lock duration below 1 ms,
+//     which a store would round up;
 //   - scheduler-lock.touch-heartbeat-interval-in-milliseconds must be less
 //     than half of scheduler-lock.heartbeat-expiration-duration-in-seconds,
 //     so that the role key survives one lost renewal;
 //   - scheduler-lock.safety-margin-in-milliseconds, if set, must be less
 //     than the heartbeat interval;
-//   - synchronized-lock.max-retries must not be negative;
+//   - synchronized-lock.max-retries must not be negative, and times the
+//     retry interval (the longest a waiter waits) at most 365 days;
 //   - job-lock.default-lock-at-most-for, if set, must be positive, and
 //     job-lock.default-lock-at-least-for must not exceed it;
 //   - instance.port, if set, must be in 1..65535; instance.app and
@@ -99,18 +104,35 @@
 //     at most 64 bytes, no ':', braces or spaces); instance.ip, if set, must
 //     be an IP address an instance can advertise, and
 //     instance.advertise-address must hold one;
-//   - redis.addrs must hold at least one host:port; redis.db must not be
-//     negative, and must be 0 with Redis Cluster; redis.cluster cannot be
-//     combined with redis.master-name; redis.key-prefix must not be empty
-//     or contain '{' or '}'; the redis timeouts must be positive and
-//     redis.pool-size not negative; redis.tls-cert-file and
-//     redis.tls-key-file go together, and the TLS files must load.
+//   - redis.addrs must hold at least one host:port, without credentials
+//     (redis://:pw@host is refused, with the password redacted: it goes
+//     in redis.password); redis.db must not be negative, and must be 0
+//     with Redis Cluster; redis.cluster cannot be combined with
+//     redis.master-name; redis.pool-size must be in 0..10000
+//     (MaxPoolSize); redis.tls-cert-file and redis.tls-key-file go
+//     together, and the TLS files must load;
+//   - redis.key-prefix and consul.key-prefix hold only letters, digits
+//     and - _ . : / (backend.ValidateKeyPrefix, the stores' own check): no
+//     glob characters, which would make key listings and ACL patterns
+//     match other prefixes, no braces, no spaces; consul.key-prefix
+//     neither starts nor ends with '/';
+//   - consul.address must be host:port or an http(s) URL, without
+//     credentials (the ACL token goes in consul.token).
+//
+// Config.RedisStore, SpringRedisStore and ConsulStore apply the rules of
+// their section again, so a Config built in Go cannot hand go-redis an
+// absurd pool or a store a bad prefix. A store that answers but refuses
+// the credentials fails RedisStore.Ping (redis.fail-fast) with
+// "authentication failed at ADDR ... check redis.username and
+// redis.password", wrapping backend.ErrAuth rather than ErrUnreachable.
 //
 // Load does not require instance.app and instance.port: programs often
 // set them in code (a constant app name, the port of their listener).
 // Config.InstanceID (instanceid.Detect) requires them, naming the key
 // that is missing.
-// Passwords and tokens are never shown in messages, String or logs.
+// Passwords and tokens are never shown in messages, String, logs or
+// JSON (Redis and Consul marshal with them redacted), nor is the password
+// of an address's userinfo.
 //
 // Config.Validate applies the same rules to a Config built in Go, where a
 // zero field means its default.
@@ -145,7 +167,7 @@
 //	scheduler-lock.heartbeat-expiration-duration-in-seconds
 //	    default 45; BATON_SCHEDULER_LOCK_HEARTBEAT_EXPIRATION_DURATION_IN_SECONDS
 //	    Time to live of the role key: how long a crashed master keeps the
-//	    role.
+//	    role. At most 31536000 (365 days).
 //	scheduler-lock.safety-margin-in-milliseconds
 //	    default a tenth of the expiration, at most half of the interval
 //	    (4500 with the defaults); BATON_SCHEDULER_LOCK_SAFETY_MARGIN_IN_MILLISECONDS
@@ -162,11 +184,12 @@
 //	synchronized-lock.hold-duration-in-seconds
 //	    default 45; BATON_SYNCHRONIZED_LOCK_HOLD_DURATION_IN_SECONDS
 //	    Longest one holder keeps a lock, so a crashed holder cannot
-//	    dead-lock the others.
+//	    dead-lock the others. At most 31536000 (365 days).
 //	synchronized-lock.max-retries
 //	    default 0; BATON_SYNCHRONIZED_LOCK_MAX_RETRIES
 //	    How many times a waiter tries again after its first attempt; 0
-//	    means until it gets the lock or its context ends.
+//	    means until it gets the lock or its context ends. Times the retry
+//	    interval, at most 365 days.
 //	synchronized-lock.claim-window-in-milliseconds
 //	    default 10000, at most the hold duration;
 //	    BATON_SYNCHRONIZED_LOCK_CLAIM_WINDOW_IN_MILLISECONDS
@@ -178,7 +201,7 @@
 //	    no default; BATON_JOB_LOCK_DEFAULT_LOCK_AT_MOST_FOR
 //	    Lease of a job lock whose job gives lockAtMostFor 0, as ShedLock's
 //	    defaultLockAtMostFor (schedlock.WithDefaults(cfg.JobLock)). "PT10M"
-//	    or "10m".
+//	    or "10m"; 1 ms to 365 days.
 //	job-lock.default-lock-at-least-for
 //	    default 0s; BATON_JOB_LOCK_DEFAULT_LOCK_AT_LEAST_FOR
 //	    How long after its start a run keeps a job lock whose job gives
@@ -206,7 +229,7 @@
 //	    default 127.0.0.1:6379; BATON_REDIS_ADDRS (comma-separated)
 //	    host:port of the Redis server, of the cluster's seed nodes, or of
 //	    the Sentinels. More than one address without redis.master-name
-//	    selects Redis Cluster.
+//	    selects Redis Cluster. No credentials: use redis.password.
 //	redis.cluster
 //	    default false; BATON_REDIS_CLUSTER
 //	    Use Redis Cluster even with a single seed address.
@@ -235,7 +258,7 @@
 //	redis.key-prefix
 //	    default baton; BATON_REDIS_KEY_PREFIX
 //	    First part of every Redis key baton writes, as in
-//	    baton:{tenant:app}:role. Without '{' or '}'.
+//	    baton:{tenant:app}:role. Letters, digits and - _ . : / only.
 //	redis.tls-ca-file
 //	    no default (the system's roots); BATON_REDIS_TLS_CA_FILE
 //	    PEM file of the CAs that sign the servers' certificates. Implies
@@ -263,7 +286,7 @@
 //	    Longest wait to send a command.
 //	redis.pool-size
 //	    default 0 (go-redis's: 10 per GOMAXPROCS); BATON_REDIS_POOL_SIZE
-//	    Most connections per server.
+//	    Most connections per server, at most 10000.
 //	redis.fail-fast
 //	    default false; BATON_REDIS_FAIL_FAST
 //	    Config.RedisStore pings the store and fails with "store
@@ -285,7 +308,8 @@
 //	consul.address
 //	    no default (the Consul client's: CONSUL_HTTP_ADDR or
 //	    127.0.0.1:8500); BATON_CONSUL_ADDRESS
-//	    Address of the Consul agent, host:port or a URL.
+//	    Address of the Consul agent, host:port or a URL, without
+//	    credentials (use consul.token).
 //	consul.token
 //	    no default; BATON_CONSUL_TOKEN
 //	    ACL token. Redacted in messages and logs.
@@ -305,11 +329,13 @@
 //	consul.key-prefix
 //	    default baton; BATON_CONSUL_KEY_PREFIX
 //	    First part of every Consul KV key baton writes, as in
-//	    baton/lease/{tenant:app}:role. Neither starting nor ending with '/'.
+//	    baton/lease/{tenant:app}:role. Letters, digits and - _ . : / only,
+//	    neither starting nor ending with '/'.
 //	consul.session-ttl-min-in-seconds
 //	    default 10; BATON_CONSUL_SESSION_TTL_MIN_IN_SECONDS
 //	    The servers' session_ttl_min: the shortest lease Consul holds.
-//	    Config.ConsulStore refuses a role TTL or lock hold below it.
+//	    Config.ConsulStore refuses a role TTL or lock hold below it (or
+//	    above a day, the longest Consul session).
 //	consul.lock-delay-in-milliseconds
 //	    default 0; BATON_CONSUL_LOCK_DELAY_IN_MILLISECONDS
 //	    How long Consul refuses a key after a session holding it ended

@@ -54,7 +54,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		if allDigits(body) {
 			return 0, &durationError{s, "has no unit; write for example 30s or PT30S"}
 		}
-		return 0, &durationError{s, "is not a duration: use Go's form (30s, 1h30m) or ISO-8601 (PT30S, P1D), at most 2562047h47m16.854775807s"}
+		return 0, &durationError{s, "is not a duration: use Go's form (30s, 1h30m) or ISO-8601 (PT30S, P1D), at most about 292 years (106751 days)"}
 	}
 	if d < 0 { // time.ParseDuration has no other sign than the one checked above
 		return 0, &durationError{s, "is negative; a duration must not be negative"}
@@ -134,7 +134,7 @@ func parseISO(rest string) (time.Duration, string) {
 		n.Quo(&n, &scale)
 		total.Add(&total, &n)
 		if total.Cmp(maxNanos) > 0 {
-			return 0, "is too long: at most 2562047h47m16.854775807s (about 292 years)"
+			return 0, "is too long: a duration holds at most about 292 years (106751 days)"
 		}
 	}
 	return time.Duration(total.Int64()), ""

@@ -131,3 +131,14 @@ func TestDurationText(t *testing.T) {
 		t.Errorf("P1Y: err = %v; want ErrInvalid", err)
 	}
 }
+
+// Messages say the longest duration in years and days, not as Go's
+// largest time.Duration.
+func TestDurationLimitReadable(t *testing.T) {
+	for _, in := range []string{"2562047h47m16.854775808s", "PT2562047H47M16.854775808S", "P99999999999999999999D"} {
+		_, err := config.ParseDuration(in)
+		if err == nil || strings.Contains(err.Error(), "at most 2562047h") || !strings.Contains(err.Error(), "about 292 years (106751 days)") {
+			t.Errorf("ParseDuration(%q): %v; want the limit in years and days", in, err)
+		}
+	}
+}

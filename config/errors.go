@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/baton-go/baton/backend"
+	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // ErrInvalid is wrapped by every error that reports bad configuration
@@ -36,6 +39,36 @@ type unreachableError struct {
 
 func (e *unreachableError) Error() string {
 	return fmt.Sprintf("config: store unreachable at %s (%s): %v%s", e.where, e.key, e.err, tlsHint(e.err, e.tls))
+}
+
+// authError reports a store that answered but refused the credentials.
+// It wraps backend.ErrAuth and the client's error, not ErrUnreachable:
+// retrying does not help.
+type authError struct {
+	where, keys string
+	err         error
+}
+
+func (e *authError) Error() string {
+	return fmt.Sprintf("config: authentication failed at %s: the server refused the credentials; check %s: %v", e.where, e.keys, e.err)
+}
+
+func (e *authError) Unwrap() []error { return []error{backend.ErrAuth, e.err} }
+
+// pingError is the error of a ping of the Redis r names that failed with
+// err: an *authError when the server refused the credentials, else an
+// *unreachableError.
+func pingError(r Redis, err error) error {
+	msg := err.Error()
+	if errors.Is(err, backend.ErrAuth) || strings.Contains(msg, "WRONGPASS") || strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "Protocol error: unauthenticated") ||
+		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password") {
+		keys := keyRedisUsername + " and " + keyRedisPassword
+		if r.MasterName != "" {
+			keys += " (" + keyRedisSentinelUser + " and " + keyRedisSentinelPass + " for the Sentinels)"
+		}
+		return &authError{where: r.Where(), keys: keys, err: err}
+	}
+	return &unreachableError{where: r.Where(), key: keyRedisAddrs, err: err, tls: r.TLSEnabled()}
 }
 
 // tlsHint says which key to look at when err is a TLS handshake's
@@ -81,7 +114,8 @@ type Problem struct {
 }
 
 // String formats p as one line:
-// "config: key=value (from origin): reason".
+// "config: key=value (from origin): reason". Line breaks in the reason
+// (an errors.Join's) become "; ".
 func (p Problem) String() string {
 	var b strings.Builder
 	b.WriteString("config: ")
@@ -94,7 +128,7 @@ func (p Problem) String() string {
 		b.WriteByte(')')
 	}
 	b.WriteString(": ")
-	b.WriteString(p.Reason)
+	b.WriteString(strings.ReplaceAll(p.Reason, "\n", "; "))
 	return b.String()
 }
 
@@ -156,8 +190,10 @@ func shorten(s string) string {
 }
 
 // showString formats a string for a message: bare when that is
-// unambiguous, quoted otherwise.
+// unambiguous, quoted otherwise, with the password of an address's
+// userinfo redacted (redis://:<redacted>@host:6379).
 func showString(s string) string {
+	s = hide.Userinfo(s)
 	if s == "" || !utf8.ValidString(s) {
 		return strconv.Quote(s)
 	}

@@ -3,6 +3,7 @@ package config_test
 import (
 	"bytes"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -120,5 +121,47 @@ func TestUniversalOptions(t *testing.T) {
 	o = config.Redis{Addrs: []string{"s:26379"}, MasterName: "mymaster", DB: 2}.UniversalOptions()
 	if o.TLSConfig != nil || o.MasterName != "mymaster" || o.DB != 2 || o.IsClusterMode {
 		t.Errorf("UniversalOptions() = %+v", o)
+	}
+}
+
+// json.Marshal of a Config, of its Redis and Consul parts and of a struct
+// that holds them shows no password or token; the rest keeps the shape
+// encoding/json gives the struct.
+func TestMarshalJSONRedacts(t *testing.T) {
+	c := secretConfig()
+	c.Redis.Username = "baton"
+	outs := map[string]any{"config": c, "pointer": &c, "redis": c.Redis, "consul": c.Consul, "nested": struct{ R config.Redis }{c.Redis}}
+	for name, v := range outs {
+		js, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, secret := range []string{redisSecret, sentinelSecret, consulSecret} {
+			if strings.Contains(string(js), secret) {
+				t.Errorf("json.Marshal(%s) shows a secret: %s", name, js)
+			}
+		}
+	}
+	js, _ := json.Marshal(c)
+	var back config.Config
+	if err := json.Unmarshal(js, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Redis.Password != "<redacted>" || back.Redis.Username != "baton" || back.Consul.Token != "<redacted>" ||
+		!reflect.DeepEqual(back.Redis.Addrs, c.Redis.Addrs) || back.Role != c.Role || back.Consul.KeyPrefix != c.Consul.KeyPrefix {
+		t.Errorf("json of a Config decodes to %+v; want it with the secrets redacted", back)
+	}
+	// An unset secret stays empty, so "not set" stays visible.
+	if js, _ := json.Marshal(config.Default()); !strings.Contains(string(js), `"Password":""`) {
+		t.Errorf("json of the default Config: %s", js)
+	}
+}
+
+// A reason holding several lines (an errors.Join) is one line in a
+// problem's message.
+func TestProblemOneLine(t *testing.T) {
+	p := config.Problem{Key: "scheduler-lock", Value: "...", Reason: "role: a\nrole: b"}
+	if got, want := p.String(), "config: scheduler-lock=...: role: a; role: b"; got != want {
+		t.Errorf("String() = %q; want %q", got, want)
 	}
 }

@@ -10,9 +10,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/instanceid"
+	hide "github.com/baton-go/baton/internal/redact"
 )
+
+// MaxPoolSize is the largest redis.pool-size: Redis's default maxclients.
+// go-redis sets a pool of that many connections up when it makes the
+// client, so an absurd size would exhaust the process's memory at once.
+const MaxPoolSize = 10000
 
 // Validate reports every rule c breaks, under the configuration keys, in
 // one *Error that wraps ErrInvalid; nil if there is none. It is for a
@@ -86,6 +93,47 @@ func (ch *checker) positive(name string, d time.Duration) bool {
 	return true
 }
 
+// atMost checks that a duration key, if given, is at most limit, and
+// reports whether it is. why follows the limit in the message.
+func (ch *checker) atMost(name string, d, limit time.Duration, why string) bool {
+	if !ch.given(name) || d <= limit {
+		return true
+	}
+	ch.add(name, "must be at most "+limitText(name, limit)+why)
+	return false
+}
+
+// lease checks a key that sets the length of a lease with
+// backend.ValidateLease, the check role.NewElector, synclock.NewLocker
+// and schedlock apply to the same durations, and reports whether the
+// value can be used in rules between keys. A value that is not positive
+// is left to positive.
+func (ch *checker) lease(name string, d time.Duration) bool {
+	if !ch.given(name) || d <= 0 || backend.ValidateLease(name, d) == nil {
+		return true
+	}
+	if d < backend.MinTTL {
+		ch.add(name, "must be at least "+limitText(name, backend.MinTTL)+": stores count whole milliseconds")
+		return false
+	}
+	ch.add(name, "must be at most "+limitText(name, backend.MaxTTL)+": no store holds a longer lease")
+	return false
+}
+
+// limitText writes a limit of key name in the key's unit, with the
+// duration it stands for: "31536000 (365 days)" for a key in seconds,
+// "365 days" for a key with its own unit.
+func limitText(name string, limit time.Duration) string {
+	if unit := keyIndex[name].kind.unit(); unit != 0 {
+		return inUnit(limit, unit) + " (" + backend.FormatDuration(limit) + ")"
+	}
+	return backend.FormatDuration(limit)
+}
+
+// longest is the reason after the limit of a duration that is not a
+// lease.
+const longest = ", the longest duration baton takes"
+
 // check applies every rule of the package documentation to c.
 func check(c *Config, st *state) []Problem {
 	ch := &checker{c: c, st: st}
@@ -96,14 +144,14 @@ func check(c *Config, st *state) []Problem {
 	// constructors reject.
 	if len(ch.problems) == n && !ch.anyBad("scheduler-lock.") {
 		if err := c.Role.Validate(); err != nil {
-			ch.problems = append(ch.problems, Problem{Key: "scheduler-lock", Value: "...", Reason: err.Error()})
+			ch.problems = append(ch.problems, Problem{Key: "scheduler-lock", Value: "...", Reason: oneLine(err)})
 		}
 	}
 	n = len(ch.problems)
 	ch.syncLock()
 	if len(ch.problems) == n && !ch.anyBad("synchronized-lock.") {
 		if err := c.SyncLock.Validate(); err != nil {
-			ch.problems = append(ch.problems, Problem{Key: "synchronized-lock", Value: "...", Reason: err.Error()})
+			ch.problems = append(ch.problems, Problem{Key: "synchronized-lock", Value: "...", Reason: oneLine(err)})
 		}
 	}
 	ch.jobLock()
@@ -137,7 +185,7 @@ func (ch *checker) anyBad(prefix string) bool {
 func (ch *checker) role() {
 	r := ch.c.Role
 	okInterval := ch.positive(keyRoleInterval, r.HeartbeatInterval)
-	okExpiration := ch.positive(keyRoleExpiration, r.HeartbeatExpiration)
+	okExpiration := ch.positive(keyRoleExpiration, r.HeartbeatExpiration) && ch.lease(keyRoleExpiration, r.HeartbeatExpiration)
 	okMargin := ch.positive(keyRoleMargin, r.SafetyMargin)
 	eff := r.WithDefaults()
 	iv, ex := eff.HeartbeatInterval, eff.HeartbeatExpiration
@@ -160,10 +208,16 @@ func (ch *checker) role() {
 
 func (ch *checker) syncLock() {
 	s := ch.c.SyncLock
-	ch.positive(keyLockRetry, s.RetryInterval)
-	okHold := ch.positive(keyLockHold, s.HoldDuration)
+	okRetry := ch.positive(keyLockRetry, s.RetryInterval) && ch.atMost(keyLockRetry, s.RetryInterval, backend.MaxTTL, longest)
+	okHold := ch.positive(keyLockHold, s.HoldDuration) && ch.lease(keyLockHold, s.HoldDuration)
 	if ch.given(keyLockMaxRetries) && s.MaxRetries < 0 {
 		ch.add(keyLockMaxRetries, "must not be negative (0 retries until the lock is acquired)")
+	}
+	// The longest a waiter waits, MaxRetries x RetryInterval, is bounded
+	// as synclock.Config.Validate bounds it.
+	if retry := s.WithDefaults().RetryInterval; okRetry && ch.given(keyLockMaxRetries) && int64(s.MaxRetries) > int64(backend.MaxTTL/retry) {
+		ch.add(keyLockMaxRetries, fmt.Sprintf("must be at most %d: %s x %s (%s ms) is the longest a waiter waits, and must be at most %s (0 retries until the lock is acquired)",
+			int64(backend.MaxTTL/retry), keyLockMaxRetries, keyLockRetry, inUnit(retry, time.Millisecond), backend.FormatDuration(backend.MaxTTL)))
 	}
 	if ch.positive(keyLockClaim, s.ClaimWindow) && okHold && ch.st.set[keyLockClaim] {
 		if hold := s.WithDefaults().HoldDuration; s.ClaimWindow > hold {
@@ -224,8 +278,12 @@ func (ch *checker) jobLock() {
 	if ch.given(keyJobLockAtMost) && j.LockAtMostFor <= 0 {
 		ch.add(keyJobLockAtMost, "must be positive (leave it out to make every job give its own)")
 	}
+	ch.lease(keyJobLockAtMost, j.LockAtMostFor)
 	if ch.given(keyJobLockAtLeast) && j.LockAtLeastFor < 0 {
 		ch.add(keyJobLockAtLeast, "must not be negative")
+	}
+	if j.LockAtMostFor <= 0 {
+		ch.atMost(keyJobLockAtLeast, j.LockAtLeastFor, backend.MaxTTL, ": no store keeps a lock longer")
 	}
 	if j.LockAtMostFor > 0 && j.LockAtLeastFor > j.LockAtMostFor {
 		ch.add(keyJobLockAtLeast, fmt.Sprintf("must not exceed %s (%v): a lock cannot be kept longer than its lease", keyJobLockAtMost, j.LockAtMostFor))
@@ -235,19 +293,43 @@ func (ch *checker) jobLock() {
 func (ch *checker) redis() {
 	r := ch.c.Redis
 	if ch.given(keyRedisAddrs) {
-		if len(r.Addrs) == 0 {
-			ch.add(keyRedisAddrs, "must list at least one address")
-		}
-		var bad []string
-		for _, a := range r.Addrs {
-			if reason := checkHostPort(a); reason != "" {
-				bad = append(bad, strconv.Quote(a)+" "+reason)
+		ch.redisAddrs(r)
+	}
+	ch.redisTopology(r)
+	if ch.given(keyRedisKeyPrefix) {
+		ch.keyPrefix(keyRedisKeyPrefix, r.KeyPrefix)
+	}
+	ch.redisClient(r)
+	ch.redisTLS(r)
+}
+
+// redisAddrs checks redis.addrs: host:port addresses without credentials.
+func (ch *checker) redisAddrs(r Redis) {
+	if len(r.Addrs) == 0 {
+		ch.add(keyRedisAddrs, "must list at least one address")
+	}
+	var bad []string
+	for _, a := range r.Addrs {
+		if hide.HasUserinfo(a) {
+			pass := keyRedisPassword + " (the user name in " + keyRedisUsername + ")"
+			if r.MasterName != "" {
+				pass += ", or " + keyRedisSentinelPass + " for the Sentinels"
 			}
+			bad = append(bad, strconv.Quote(hide.Userinfo(a))+" holds credentials: write it as host:port and put the password in "+pass)
+			continue
 		}
-		if len(bad) > 0 {
-			ch.add(keyRedisAddrs, strings.Join(bad, "; "))
+		if reason := checkHostPort(a); reason != "" {
+			bad = append(bad, strconv.Quote(a)+" "+reason)
 		}
 	}
+	if len(bad) > 0 {
+		ch.add(keyRedisAddrs, strings.Join(bad, "; "))
+	}
+}
+
+// redisTopology checks the keys that depend on the topology: the
+// database, Sentinel against Cluster, and the key layout.
+func (ch *checker) redisTopology(r Redis) {
 	if ch.given(keyRedisDB) && r.DB < 0 {
 		ch.add(keyRedisDB, "must not be negative")
 	}
@@ -259,14 +341,11 @@ func (ch *checker) redis() {
 		ch.add(keyRedisDB, "must be 0 with Redis Cluster ("+keyRedisCluster+"=true or more than one address in "+
 			keyRedisAddrs+" without "+keyRedisMasterName+"), which has only database 0")
 	}
-	if ch.given(keyRedisKeyPrefix) {
-		switch {
-		case r.KeyPrefix == "":
-			ch.add(keyRedisKeyPrefix, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultKeyPrefix))
-		case strings.ContainsAny(r.KeyPrefix, "{}"):
-			ch.add(keyRedisKeyPrefix, "must not contain '{' or '}', which would break the {tenant:app} hash tag of baton's keys")
-		}
-	}
+	ch.redisLayout(r, cluster)
+}
+
+// redisLayout checks redis.layout and the Java side's ShedLock settings.
+func (ch *checker) redisLayout(r Redis, cluster bool) {
 	if ch.given(keyRedisLayout) && r.Layout != LayoutBaton && r.Layout != LayoutSpring {
 		ch.add(keyRedisLayout, fmt.Sprintf("must be %q (baton's keys) or %q (the Spring framework's and ShedLock's, shared with Java instances)", LayoutBaton, LayoutSpring))
 	}
@@ -278,12 +357,26 @@ func (ch *checker) redis() {
 			ch.add(k.name, "must be non-empty, without spaces (as the Java side's ShedLock provider is set up)")
 		}
 	}
-	ch.positive(keyRedisDialTimeout, r.DialTimeout)
-	ch.positive(keyRedisReadTimeout, r.ReadTimeout)
-	ch.positive(keyRedisWriteTimeout, r.WriteTimeout)
-	if ch.given(keyRedisPoolSize) && r.PoolSize < 0 {
-		ch.add(keyRedisPoolSize, "must not be negative (0 for go-redis's default, 10 per GOMAXPROCS)")
+}
+
+// redisClient checks the client's timeouts and pool size.
+func (ch *checker) redisClient(r Redis) {
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{{keyRedisDialTimeout, r.DialTimeout}, {keyRedisReadTimeout, r.ReadTimeout}, {keyRedisWriteTimeout, r.WriteTimeout}} {
+		if ch.positive(t.name, t.d) {
+			ch.atMost(t.name, t.d, backend.MaxTTL, longest)
+		}
 	}
+	if ch.given(keyRedisPoolSize) && (r.PoolSize < 0 || r.PoolSize > MaxPoolSize) {
+		ch.add(keyRedisPoolSize, fmt.Sprintf("must be in 0..%d (0 for go-redis's default, 10 per GOMAXPROCS; %d is Redis's default maxclients, and go-redis sets the whole pool up at once)",
+			MaxPoolSize, MaxPoolSize))
+	}
+}
+
+// redisTLS checks that the TLS files go together and load.
+func (ch *checker) redisTLS(r Redis) {
 	if (r.CertFile == "") != (r.KeyFile == "") {
 		name, other := keyRedisTLSCertFile, keyRedisTLSKeyFile
 		if r.CertFile != "" {
@@ -318,16 +411,8 @@ func checkHostPort(a string) string {
 
 func (ch *checker) consul() {
 	c := ch.c.Consul
-	if ch.given(keyConsulAddress) && c.Address != "" {
-		a := c.Address
-		if rest, ok := strings.CutPrefix(a, "https://"); ok {
-			a = rest
-		} else if rest, ok := strings.CutPrefix(a, "http://"); ok {
-			a = rest
-		}
-		if reason := checkHostPort(a); reason != "" {
-			ch.add(keyConsulAddress, reason+" (want host:port, or a URL http://host:port or https://host:port)")
-		}
+	if ch.given(keyConsulAddress) {
+		ch.consulAddress(c.Address)
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		name := keyConsulCertFile
@@ -336,14 +421,9 @@ func (ch *checker) consul() {
 		}
 		ch.add(name, "must be set together with "+map[string]string{keyConsulCertFile: keyConsulKeyFile, keyConsulKeyFile: keyConsulCertFile}[name])
 	}
-	if ch.given(keyConsulKeyPrefix) {
-		p := c.KeyPrefix
-		switch {
-		case p == "":
-			ch.add(keyConsulKeyPrefix, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultKeyPrefix))
-		case strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, " \t\r\n"):
-			ch.add(keyConsulKeyPrefix, "must not start or end with '/' nor hold spaces")
-		}
+	if ch.given(keyConsulKeyPrefix) && ch.keyPrefix(keyConsulKeyPrefix, c.KeyPrefix) &&
+		(strings.HasPrefix(c.KeyPrefix, "/") || strings.HasSuffix(c.KeyPrefix, "/")) {
+		ch.add(keyConsulKeyPrefix, "must not start or end with '/'")
 	}
 	if ch.given(keyConsulTTLMin) && (c.SessionTTLMin <= 0 || c.SessionTTLMin > consulbackend.MaxSessionTTL) {
 		ch.add(keyConsulTTLMin, fmt.Sprintf("must be in 1..%d (seconds; Consul's default is 10)", int(consulbackend.MaxSessionTTL/time.Second)))
@@ -351,4 +431,66 @@ func (ch *checker) consul() {
 	if ch.given(keyConsulLockDelay) && (c.LockDelay < 0 || c.LockDelay > time.Minute) {
 		ch.add(keyConsulLockDelay, "must be in 0..60000 (milliseconds; Consul caps it at 60 s)")
 	}
+}
+
+// consulAddress checks consul.address: host:port or an http(s) URL,
+// without credentials.
+func (ch *checker) consulAddress(a string) {
+	if hide.HasUserinfo(a) {
+		ch.add(keyConsulAddress, "holds credentials: write the address without them (host:port, or a URL http://host:port or https://host:port) and put the ACL token in "+keyConsulToken)
+		return
+	}
+	if a == "" {
+		return
+	}
+	if rest, ok := strings.CutPrefix(a, "https://"); ok {
+		a = rest
+	} else if rest, ok := strings.CutPrefix(a, "http://"); ok {
+		a = rest
+	}
+	if reason := checkHostPort(a); reason != "" {
+		ch.add(keyConsulAddress, reason+" (want host:port, or a URL http://host:port or https://host:port)")
+	}
+}
+
+// keyPrefix checks a key prefix with backend.ValidateKeyPrefix, the check
+// the stores apply, and reports whether it passed.
+func (ch *checker) keyPrefix(name, prefix string) bool {
+	err := backend.ValidateKeyPrefix(prefix)
+	switch {
+	case prefix == "":
+		ch.add(name, fmt.Sprintf("must not be empty (leave it out for %q)", DefaultKeyPrefix))
+	case err == nil:
+		return true
+	case len(prefix) > backend.MaxKeyPrefixLen:
+		ch.add(name, fmt.Sprintf("must be at most %d bytes", backend.MaxKeyPrefixLen))
+	default:
+		ch.add(name, prefixReason(prefix))
+	}
+	return false
+}
+
+// prefixReason says why backend.ValidateKeyPrefix refuses prefix, naming
+// its first bad character.
+func prefixReason(prefix string) string {
+	const use = "; use only " + backend.KeyPrefixChars
+	if strings.ContainsAny(prefix, "{}") {
+		return "must not contain '{' or '}', which would break the {tenant:app} hash tag of baton's keys" + use
+	}
+	for _, r := range prefix {
+		if backend.ValidateKeyPrefix(string(r)) == nil {
+			continue
+		}
+		if strings.ContainsRune(`*?[]\^`, r) {
+			return "holds " + strconv.QuoteRune(r) + ", a glob character, which would make key listings and ACL patterns match other prefixes" + use
+		}
+		return "holds " + strconv.QuoteRune(r) + use
+	}
+	return "is not a usable key prefix" + use
+}
+
+// oneLine is err's message on one line, for a Problem's reason: the
+// lines of an errors.Join are separated by "; ".
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }

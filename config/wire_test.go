@@ -245,3 +245,35 @@ func TestLayoutChecked(t *testing.T) {
 		}
 	}
 }
+
+// A wrong password, or none where the server wants one, is reported as
+// refused credentials naming the keys to fix, not as a store out of
+// reach; the store's own calls say so too. The password shows nowhere.
+func TestRedisStoreWrongPassword(t *testing.T) {
+	const pw = "wrong-pass-8"
+	r := testenv.NewRedis(t, testenv.RedisOptions{Config: []string{"requirepass right-pass"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, password := range []string{pw, ""} {
+		cfg, err := config.Load(config.Map(map[string]any{"redis.addrs": r.Addr(), "redis.password": password, "redis.fail-fast": true}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := cfg.RedisStore(ctx)
+		if !errors.Is(err, backend.ErrAuth) || errors.Is(err, config.ErrUnreachable) || s != nil ||
+			!strings.Contains(err.Error(), "authentication failed at "+r.Addr()) || !strings.Contains(err.Error(), "redis.password") ||
+			strings.Contains(err.Error(), pw) {
+			t.Errorf("RedisStore with password %q: %v; want an authentication failure naming the address and redis.password", password, err)
+		}
+		cfg.Redis.FailFast = false
+		s, err = cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Acquire(ctx, backend.AppKey("acme", "billing", "role"), "me", time.Minute, 0)
+		if !errors.Is(err, backend.ErrAuth) || !strings.Contains(err.Error(), "redis.password") || strings.Contains(err.Error(), pw) {
+			t.Errorf("Acquire with password %q: %v; want an error wrapping backend.ErrAuth naming redis.password", password, err)
+		}
+		s.Close()
+	}
+}

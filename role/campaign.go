@@ -164,7 +164,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 			c.sleep(ctx, backoff.next())
 		default:
 			e.setErr(err)
-			e.logger.Warn("role: cannot reach the store to claim the role; will retry", "key", e.key, "err", err)
+			e.logger.Warn(claimFailed(err), "key", e.key, "err", err)
 			c.sleep(ctx, backoff.next())
 		}
 	}
@@ -181,6 +181,15 @@ func (c *campaign) forgetFloor(err error) {
 	e := c.e
 	e.logger.Warn("role: the store refused the highest epoch seen as the floor of a claim; forgetting it", "key", e.key, "epoch", e.epoch.Load(), "err", err)
 	e.epoch.Store(0)
+}
+
+// claimFailed is the log message of a claim the store failed with err: a
+// refused login is not a store out of reach.
+func claimFailed(err error) string {
+	if errors.Is(err, backend.ErrAuth) {
+		return "role: the store refused the credentials (fix the password or token); will retry"
+	}
+	return "role: cannot reach the store to claim the role; will retry"
 }
 
 // lead keeps the role until the tenure ends: at its deadline, when the

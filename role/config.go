@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // Defaults of the seed framework's scheduler-lock.* keys.
@@ -53,20 +55,25 @@ func (c Config) WithDefaults() Config {
 // Validate reports every timing rule the configuration breaks, after
 // defaults are applied, in one error. It names the Go fields; the config
 // package reports the same rules under the configuration keys.
+// HeartbeatExpiration must be a lease a store holds (backend.ValidateLease:
+// 1 ms to 365 days); HeartbeatInterval must be at least 1 ms and less
+// than half of it. Errors of durations out of range wrap
+// backend.ErrInvalidArgument.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
 	if c.HeartbeatInterval < time.Millisecond {
 		errs = append(errs, fmt.Errorf("role: HeartbeatInterval %v must be at least 1ms", c.HeartbeatInterval))
 	}
-	if c.HeartbeatExpiration < time.Millisecond {
-		errs = append(errs, fmt.Errorf("role: HeartbeatExpiration %v must be at least 1ms", c.HeartbeatExpiration))
+	if err := backend.ValidateLease("HeartbeatExpiration", c.HeartbeatExpiration); err != nil {
+		errs = append(errs, fmt.Errorf("role: %w", err))
 	}
 	if c.SafetyMargin < 0 {
 		errs = append(errs, fmt.Errorf("role: SafetyMargin %v must not be negative", c.SafetyMargin))
 	}
 	if len(errs) == 0 {
-		if 2*c.HeartbeatInterval >= c.HeartbeatExpiration {
+		// 2*interval >= expiration, without overflow.
+		if c.HeartbeatInterval >= c.HeartbeatExpiration-c.HeartbeatExpiration/2 {
 			errs = append(errs, fmt.Errorf("role: HeartbeatInterval %v must be less than half of HeartbeatExpiration %v so that one lost renewal is survivable", c.HeartbeatInterval, c.HeartbeatExpiration))
 		}
 		if c.SafetyMargin >= c.HeartbeatInterval {

@@ -2,6 +2,7 @@ package role_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -201,6 +202,9 @@ func TestConsulWrongToken(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "check consul.token") || !strings.Contains(err.Error(), a.Addr()) ||
 		strings.Contains(err.Error(), "is the Consul agent running") {
 		t.Fatalf("Acquire with a wrong token: %v; want an error that names the agent and the ACL token", err)
+	}
+	if !errors.Is(err, backend.ErrAuth) {
+		t.Errorf("Acquire with a wrong token: %v; want an error wrapping backend.ErrAuth", err)
 	}
 	// With the right token the same store works.
 	good := storetest.Consul(t, a)

@@ -3,6 +3,7 @@ package role_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -469,5 +470,54 @@ func TestRedisPartitionedMasterStepsDownBeforeSuccessor(t *testing.T) {
 	if v.isMaster || v.tenureLive || v.master == a.ID().String() || !v.demoted {
 		t.Fatalf("when b was elected, the cut-off a still had: IsMaster %v, a live tenure %v, Master() %q, OnDemoted called %v",
 			v.isMaster, v.tenureLive, v.master, v.demoted)
+	}
+}
+
+// lockedLog is a log destination that tests read while the elector
+// writes to it.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A wrong password is logged as refused credentials, not as a store out
+// of reach, and the elector's last error wraps backend.ErrAuth; the
+// password shows nowhere.
+func TestRedisWrongPassword(t *testing.T) {
+	const pw = "wrong-pass-7"
+	r := testenv.NewRedis(t, testenv.RedisOptions{Config: []string{"requirepass right-pass"}})
+	o := r.Options()
+	o.Password = pw
+	rdb := redis.NewClient(o)
+	defer rdb.Close()
+	st, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	logs := &lockedLog{}
+	el := startElector(t, st, 7950, role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}, nil,
+		role.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	defer stopAll(t, el)
+	waitFor(t, "the log to say the store refused the credentials", func() bool {
+		return strings.Contains(logs.String(), "refused the credentials")
+	}, el)
+	if err := el.Status().LastError; !errors.Is(err, backend.ErrAuth) || !strings.Contains(err.Error(), "redis.password") {
+		t.Errorf("last error %v; want one wrapping backend.ErrAuth that names redis.password", err)
+	}
+	if out := logs.String(); strings.Contains(out, "cannot reach") || strings.Contains(out, pw) {
+		t.Errorf("log:\n%s\nwant no \"cannot reach\" and no password", out)
 	}
 }

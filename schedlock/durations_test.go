@@ -48,11 +48,15 @@ func TestLockDurationsFromText(t *testing.T) {
 		{"PT30S", "PT1M", 0, 0, schedlock.ErrInvalid}, // lockAtMostFor < lockAtLeastFor
 		{"PT0S", "PT0S", 0, 0, schedlock.ErrInvalid},  // no lease
 		{"P400D", "PT0S", 0, 0, schedlock.ErrInvalid}, // beyond what a store holds
-		{"P1M", "PT0S", 0, 0, config.ErrInvalid},      // months vary
-		{"PT", "PT0S", 0, 0, config.ErrInvalid},       // nothing after T
-		{"30", "PT0S", 0, 0, config.ErrInvalid},       // no unit
-		{"-PT1S", "PT0S", 0, 0, config.ErrInvalid},    // negative
-		{"PT10M", "PT-1S", 0, 0, config.ErrInvalid},   // malformed
+		{"P366D", "PT0S", 0, 0, schedlock.ErrInvalid}, // a day beyond it
+		{"P365D", "PT0S", 365 * 24 * time.Hour, 0, nil},
+		{"PT0.0005S", "PT0S", 0, 0, schedlock.ErrInvalid}, // below 1 ms: no longer rounded up
+		{"PT0.001S", "PT0S", time.Millisecond, 0, nil},
+		{"P1M", "PT0S", 0, 0, config.ErrInvalid},    // months vary
+		{"PT", "PT0S", 0, 0, config.ErrInvalid},     // nothing after T
+		{"30", "PT0S", 0, 0, config.ErrInvalid},     // no unit
+		{"-PT1S", "PT0S", 0, 0, config.ErrInvalid},  // negative
+		{"PT10M", "PT-1S", 0, 0, config.ErrInvalid}, // malformed
 	}
 	for _, c := range cases {
 		g, atMost, atLeast, err := lockFromText(store, c.atMost, c.atLeast)
@@ -81,7 +85,7 @@ func FuzzLockDurations(f *testing.F) {
 		if errors.Is(err, config.ErrInvalid) {
 			return
 		}
-		valid := backend.RoundUpMillis(atMost) >= backend.MinTTL && backend.RoundUpMillis(atMost) <= backend.MaxTTL && atLeast <= atMost
+		valid := atMost >= backend.MinTTL && atMost <= backend.MaxTTL && atLeast <= atMost
 		if valid != (err == nil) || (err == nil) != (g != nil) {
 			t.Fatalf("(%q, %q) = %v, %v: gate %v, error %v; the rules say valid=%v", atMostText, atLeastText, atMost, atLeast, g, err, valid)
 		}

@@ -118,8 +118,9 @@ type settings struct {
 // run started, decided by the store's clock, so that instances whose
 // schedulers fire a little apart do not run a fast job twice per fire.
 //
-// lockAtMostFor must be at least 1ms and not less than lockAtLeastFor,
-// which may be 0. A zero duration takes the gate's default (WithDefaults),
+// lockAtMostFor must be a lease a store holds, 1ms to 365 days
+// (backend.ValidateLease; it is not rounded up), and not less than
+// lockAtLeastFor, which may be 0. A zero duration takes the gate's default (WithDefaults),
 // as a @SchedulerLock without lockAtMostFor takes ShedLock's
 // defaultLockAtMostFor; without a default, a zero lockAtMostFor is an
 // error and a zero lockAtLeastFor keeps nothing. Set lockAtMostFor well
@@ -309,9 +310,11 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	return errs
 }
 
-// checkDurations applies ShedLock's rules to a lock's durations.
+// checkDurations applies ShedLock's rules to a lock's durations, and
+// refuses a lockAtMostFor no store holds (backend.ValidateLease: 1 ms to
+// 365 days), which would otherwise fail on every run.
 func checkDurations(atMostFor, atLeastFor time.Duration) error {
-	if err := backend.ValidateTTL("lockAtMostFor", backend.RoundUpMillis(atMostFor)); err != nil {
+	if err := backend.ValidateLease("lockAtMostFor", atMostFor); err != nil {
 		return err
 	}
 	if atLeastFor < 0 {

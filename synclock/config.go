@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // Defaults of the seed framework's synchronized-lock.* keys.
@@ -70,15 +72,23 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports every rule the configuration breaks, after defaults
-// are applied, in one error.
+// are applied, in one error. HoldDuration and ClaimWindow must be leases
+// a store holds (backend.ValidateLease: 1 ms to 365 days), RetryInterval
+// at least 1 ms and at most that long too, and MaxRetries x RetryInterval,
+// the longest a waiter waits with MaxRetries set, at most
+// backend.MaxTTL (365 days; 0 retries without a bound). Errors of
+// durations out of range wrap backend.ErrInvalidArgument.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
 	if c.RetryInterval < time.Millisecond {
 		errs = append(errs, fmt.Errorf("synclock: RetryInterval %v must be at least 1ms", c.RetryInterval))
+	} else if c.RetryInterval > backend.MaxTTL {
+		errs = append(errs, fmt.Errorf("synclock: %w: RetryInterval %s is longer than %s", backend.ErrInvalidArgument,
+			backend.FormatDuration(c.RetryInterval), backend.FormatDuration(backend.MaxTTL)))
 	}
-	if c.HoldDuration < time.Millisecond {
-		errs = append(errs, fmt.Errorf("synclock: HoldDuration %v must be at least 1ms", c.HoldDuration))
+	if err := backend.ValidateLease("HoldDuration", c.HoldDuration); err != nil {
+		errs = append(errs, fmt.Errorf("synclock: %w", err))
 	}
 	if c.ClaimWindow < time.Millisecond {
 		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must be at least 1ms", c.ClaimWindow))
@@ -87,6 +97,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("synclock: MaxRetries %d must not be negative (0 means retry until the context ends)", c.MaxRetries))
+	} else if c.RetryInterval > 0 && int64(c.MaxRetries) > int64(backend.MaxTTL/c.RetryInterval) {
+		errs = append(errs, fmt.Errorf("synclock: %w: MaxRetries %d x RetryInterval %v is longer than %s: a waiter would wait longer than the longest lease; "+
+			"set fewer retries, or 0 to retry until the context ends", backend.ErrInvalidArgument, c.MaxRetries, c.RetryInterval, backend.FormatDuration(backend.MaxTTL)))
 	}
 	return errors.Join(errs...)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/baton-go/baton/backend"
+	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // DefaultPrefix is the KV prefix used when none is given.
@@ -69,11 +70,15 @@ type Option func(*Store) error
 
 // WithPrefix sets the KV prefix under which the store keeps its data
 // (default "baton"). Stores with different prefixes never see each
-// other's leases.
+// other's leases. The prefix holds only letters, digits and - _ . : /
+// (backend.ValidateKeyPrefix), and neither starts nor ends with /.
 func WithPrefix(prefix string) Option {
 	return func(s *Store) error {
-		if prefix == "" || strings.ContainsAny(prefix, " \t\r\n") || strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
-			return fmt.Errorf("consulbackend: %w: prefix %q must be non-empty, without spaces, and neither start nor end with /", backend.ErrInvalidArgument, prefix)
+		if err := backend.ValidateKeyPrefix(prefix); err != nil {
+			return fmt.Errorf("consulbackend: WithPrefix: %w", err)
+		}
+		if strings.HasPrefix(prefix, "/") || strings.HasSuffix(prefix, "/") {
+			return fmt.Errorf("consulbackend: WithPrefix: %w: the key prefix %q must neither start nor end with /", backend.ErrInvalidArgument, prefix)
 		}
 		s.prefix = prefix
 		return nil
@@ -122,6 +127,9 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		cfg = api.DefaultConfig()
 	}
 	c := *cfg
+	if err := checkAddress(c.Address); err != nil {
+		return nil, err
+	}
 	client, err := api.NewClient(&c)
 	if err != nil {
 		return nil, fmt.Errorf("consulbackend: %w: client for the agent at %s: %v", backend.ErrInvalidArgument, c.Address, err)
@@ -151,6 +159,17 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// checkAddress refuses an agent address that holds credentials, which
+// the Consul client would take for part of the host, and which messages
+// would show; the error shows the address with the password redacted.
+func checkAddress(addr string) error {
+	if !hide.HasUserinfo(addr) {
+		return nil
+	}
+	return fmt.Errorf("consulbackend: %w: the agent's address %q holds credentials: write it without them, and give the ACL token in "+
+		"api.Config.Token (config key consul.token) or HTTP basic auth in api.Config.HttpAuth", backend.ErrInvalidArgument, hide.Userinfo(addr))
 }
 
 // Close ends the store's watches and waits for their goroutines, and
@@ -872,7 +891,12 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 	var se api.StatusError
 	msg := err.Error()
 	switch {
-	case errors.As(err, &se) && se.Code == 403, strings.Contains(msg, "ACL not found"), strings.Contains(msg, "Permission denied"):
+	case strings.Contains(msg, "ACL not found"):
+		// The token is unknown: an authentication failure, which
+		// retrying does not cure.
+		return fmt.Errorf("consulbackend: %s %q on the agent at %s: %w: the agent does not know the ACL token (check consul.token, api.Config.Token): %w",
+			op, key, s.addr, backend.ErrAuth, err)
+	case errors.As(err, &se) && se.Code == 403, strings.Contains(msg, "Permission denied"):
 		hint = " (the ACL token is unknown to the agent, or lacks key:write and session:write on the prefix: check consul.token)"
 	case ctx.Err() == nil && !errors.As(err, &se) && !strings.Contains(msg, "Failed request") && !strings.Contains(msg, "Unexpected response code"):
 		hint = " (is the Consul agent running and reachable there?)"

@@ -316,3 +316,32 @@ func TestForgedTokens(t *testing.T) {
 		}
 	}
 }
+
+// New refuses a prefix with glob characters, braces or spaces, naming
+// the option, and an agent address with credentials without showing the
+// password; neither needs an agent.
+func TestNewRejectsBadOptions(t *testing.T) {
+	for _, p := range []string{"bat[on", "b?ton", "svc*", "a{b}", "bat on", "/baton", "baton/"} {
+		if s, err := consulbackend.New(&api.Config{Address: "127.0.0.1:1"}, consulbackend.WithPrefix(p)); !errors.Is(err, backend.ErrInvalidArgument) ||
+			!strings.Contains(err.Error(), "WithPrefix") {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("WithPrefix(%q): %v; want ErrInvalidArgument naming WithPrefix", p, err)
+		}
+	}
+	const pw = "pw-in-url-9"
+	for _, addr := range []string{"user:" + pw + "@127.0.0.1:8500", "https://user:" + pw + "@127.0.0.1:8501"} {
+		s, err := consulbackend.New(&api.Config{Address: addr})
+		if !errors.Is(err, backend.ErrInvalidArgument) || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "consul.token") {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("New with address %q: %v; want ErrInvalidArgument saying where the token goes, without the password", addr, err)
+		}
+		_, err = consulbackend.NewService(&api.Config{Address: addr}, consulbackend.ServiceOptions{ID: "10.0.0.7:acme:billing:8080", Name: "billing", Port: 8080})
+		if !errors.Is(err, backend.ErrInvalidArgument) || strings.Contains(err.Error(), pw) {
+			t.Errorf("NewService with address %q: %v; want ErrInvalidArgument without the password", addr, err)
+		}
+	}
+}

@@ -98,6 +98,9 @@ func NewService(cfg *api.Config, opts ServiceOptions) (*Service, error) {
 		cfg = api.DefaultConfig()
 	}
 	c := *cfg
+	if err := checkAddress(c.Address); err != nil {
+		return nil, err
+	}
 	client, err := api.NewClient(&c)
 	if err != nil {
 		return nil, fmt.Errorf("consulbackend: service %q: client for the agent at %s: %w", opts.ID, c.Address, err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // aclCommands are the commands a store sends or its scripts call: the
@@ -40,12 +42,19 @@ func ACLRules(prefix string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	rules := []string{"resetkeys", "~" + prefix + ":*", "resetchannels", "&" + prefix + ":*", "-@all"}
+	// A prefix New accepts has no glob characters; escaping them anyway
+	// keeps a bad prefix from granting other prefixes.
+	p := globEscaper.Replace(prefix)
+	rules := []string{"resetkeys", "~" + p + ":*", "resetchannels", "&" + p + ":*", "-@all"}
 	for _, c := range aclCommands {
 		rules = append(rules, "+"+c)
 	}
 	return strings.Join(rules, " ")
 }
+
+// globEscaper escapes the characters a Redis glob pattern reads as
+// wildcards.
+var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
 // username returns the ACL user rdb logs in as, or "default".
 func username(rdb redis.UniversalClient) string {
@@ -67,8 +76,9 @@ func username(rdb redis.UniversalClient) string {
 // errACL is what an error from Redis that refused the store's user wraps.
 var errACL = errors.New("refused by Redis's ACL")
 
-// aclError explains a NOPERM or WRONGPASS reply: which user, what was
-// refused, and what to do. Other errors are returned as they are.
+// aclError explains a NOPERM, WRONGPASS or NOAUTH reply: which user, what
+// was refused, and what to do. A refused login wraps backend.ErrAuth, a
+// refused command or key errACL. Other errors are returned as they are.
 func (s *Store) aclError(err error) error {
 	if err == nil {
 		return nil
@@ -76,9 +86,12 @@ func (s *Store) aclError(err error) error {
 	msg := err.Error()
 	switch {
 	case strings.Contains(msg, "WRONGPASS"):
-		return fmt.Errorf("%w: user %q: wrong password, or no such user (check the client's Username and Password): %w", errACL, s.user, err)
-	case strings.Contains(msg, "NOAUTH"):
-		return fmt.Errorf("%w: the server needs a password and the client gave none: %w", errACL, err)
+		return fmt.Errorf("%w: user %q: wrong password, or no such user (check the client's Username and Password: config keys redis.username and redis.password): %w",
+			backend.ErrAuth, s.user, err)
+	case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "Protocol error: unauthenticated"):
+		// The second is how Redis refuses a long command (a script call)
+		// from a client that has not logged in.
+		return fmt.Errorf("%w: the server needs a password and the client gave none (the client's Password: config key redis.password): %w", backend.ErrAuth, err)
 	case strings.Contains(msg, "NOPERM"):
 		return fmt.Errorf("%w: user %q may not do this (%s); grant it redisbackend.ACLRules(%q): %w", errACL, s.user, refused(msg), s.prefix, err)
 	case strings.Contains(msg, "user executing the script can't"):

@@ -1,6 +1,7 @@
 package redisbackend_test
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -85,6 +86,9 @@ func TestACLRefusals(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `user "baton"`) || !strings.Contains(err.Error(), "wrong password") {
 		t.Errorf("Acquire with a wrong password: %v; want an error naming user baton and the password", err)
 	}
+	if !errors.Is(err, backend.ErrAuth) {
+		t.Errorf("Acquire with a wrong password: %v; want an error wrapping backend.ErrAuth", err)
+	}
 
 	other := newStore(t, aclUser(t, r, "elsewhere", "pw", strings.Replace(redisbackend.ACLRules(""), "~baton:*", "~other:*", 1)))
 	_, err = other.Acquire(ctx, key, "a", time.Minute, 0)
@@ -138,5 +142,14 @@ func TestACLTenant(t *testing.T) {
 	_, err = acme.Acquire(ctx, backend.AppKey("globex", "billing", "lock", "nightly"), "a", time.Minute, 0)
 	if err == nil || !strings.Contains(err.Error(), `user "acme"`) {
 		t.Fatalf("another tenant's lock: %v; want a refusal naming user acme", err)
+	}
+}
+
+// ACLRules escapes glob characters, so that even a prefix the store
+// refuses grants no other prefix.
+func TestACLRulesEscapeGlobs(t *testing.T) {
+	rules := redisbackend.ACLRules(`b?t[on]*\x`)
+	if !strings.Contains(rules, `~b\?t\[on\]\*\\x:* `) || !strings.Contains(rules, `&b\?t\[on\]\*\\x:* `) {
+		t.Errorf("ACLRules of a prefix with glob characters: %s", rules)
 	}
 }

@@ -277,10 +277,14 @@ type Option func(*Store) error
 
 // WithPrefix sets the prefix of every Redis key the store writes (default
 // "baton"). Stores with different prefixes never see each other's leases.
+// The prefix holds only letters, digits and - _ . : /
+// (backend.ValidateKeyPrefix): a glob character would make the store's key
+// walk (SCAN MATCH) miss its own keys and ACLRules grant other prefixes,
+// and braces would break the {tenant:app} hash tags.
 func WithPrefix(prefix string) Option {
 	return func(s *Store) error {
-		if prefix == "" || strings.ContainsAny(prefix, "{} \t\r\n") {
-			return fmt.Errorf("redisbackend: %w: prefix %q must be non-empty without braces or spaces", backend.ErrInvalidArgument, prefix)
+		if err := backend.ValidateKeyPrefix(prefix); err != nil {
+			return fmt.Errorf("redisbackend: WithPrefix: %w", err)
 		}
 		s.prefix = prefix
 		return nil

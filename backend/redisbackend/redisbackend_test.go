@@ -292,6 +292,14 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			t.Errorf("WithPrefix(%q): %v", p, err)
 		}
 	}
+	// Glob characters would make the key walk (SCAN MATCH) miss the
+	// store's keys and ACLRules grant other prefixes.
+	for _, p := range []string{"bat[on", "b?ton", "svc*", `a`} {
+		_, err := redisbackend.New(rdb, redisbackend.WithPrefix(p))
+		if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "WithPrefix") || !strings.Contains(err.Error(), backend.KeyPrefixChars) {
+			t.Errorf("WithPrefix(%q): %v; want ErrInvalidArgument naming WithPrefix and the characters allowed", p, err)
+		}
+	}
 	if _, err := redisbackend.New(rdb, redisbackend.WithHealthCheck(0)); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Errorf("WithHealthCheck(0): %v", err)
 	}

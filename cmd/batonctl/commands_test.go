@@ -287,6 +287,29 @@ func TestCommandLine(t *testing.T) {
 			}
 		}
 	})
+	t.Run("credentials in addresses", func(t *testing.T) {
+		const pw = "pw-in-url-5"
+		r := fx.ctl(t, "", "--app", "x", "--config", writeConfig(t, "redis:\n  addrs: [\"redis://:"+pw+"@127.0.0.1:6379\"]\n"), "status")
+		r.want(t, exitError, "status with a password in redis.addrs")
+		if strings.Contains(r.stderr, pw) || !strings.Contains(r.stderr, "redis.password") {
+			t.Errorf("stderr %q shows the password, or does not say it goes in redis.password", r.stderr)
+		}
+		t.Setenv("CONSUL_HTTP_ADDR", "https://user:"+pw+"@127.0.0.1:8501")
+		r = fx.ctl(t, "", "--app", "x", "--backend", "consul", "status")
+		r.want(t, exitError, "status with a password in CONSUL_HTTP_ADDR")
+		if strings.Contains(r.stderr, pw) || !strings.Contains(r.stderr, "consul.token") {
+			t.Errorf("stderr %q shows the password, or does not say where the token goes", r.stderr)
+		}
+	})
+	t.Run("wrong password", func(t *testing.T) {
+		r := testenv.NewRedis(t, testenv.RedisOptions{Config: []string{"requirepass right-pass"}})
+		run := fx.ctl(t, "", "--app", "x", "--config", writeConfig(t, "redis:\n  addrs: [\""+r.Addr()+"\"]\n  password: wrong-pass-6\n"), "status")
+		run.want(t, exitError, "status with a wrong password")
+		if !strings.Contains(run.stderr, "authentication failed at "+r.Addr()) || !strings.Contains(run.stderr, "redis.password") ||
+			strings.Contains(run.stderr, "unreachable") || strings.Contains(run.stderr, "wrong-pass-6") {
+			t.Errorf("stderr %q; want an authentication failure naming redis.password, without the password", run.stderr)
+		}
+	})
 	t.Run("unreachable", func(t *testing.T) {
 		closed := closedPort(t)
 		r := fx.ctl(t, "", "--app", "x", "--timeout", "2s", "--config", writeConfig(t, "redis:\n  addrs: [\"127.0.0.1:"+closed+"\"]\n"), "status")

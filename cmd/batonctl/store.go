@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/baton-go/baton/config"
+	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // loadConfig reads the configuration as the library does: the file named
@@ -92,8 +93,9 @@ func open(ctx context.Context, o options) (*session, error) {
 	return s, nil
 }
 
-// consulWhere names the Consul agent the configuration points at.
+// consulWhere names the Consul agent the configuration points at, with
+// the password of any userinfo redacted.
 func consulWhere(cfg *config.Config) string {
 	a := cfg.Consul.APIConfig()
-	return fmt.Sprintf("%s://%s", a.Scheme, a.Address)
+	return hide.Userinfo(fmt.Sprintf("%s://%s", a.Scheme, a.Address))
 }
