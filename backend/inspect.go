@@ -1,6 +1,9 @@
 package backend
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Inspector is implemented by stores that can list the leases held on keys
 // under a prefix, for status pages and operators' tools. It reads and
@@ -24,6 +27,31 @@ type Inspector interface {
 	// first in its line. Member groups (Registry) are not leases and are
 	// never listed.
 	Leases(ctx context.Context, prefix string) ([]LeaseInfo, error)
+
+	// LeasesUpTo is Leases with its work bounded by limit (at least 1,
+	// else ErrInvalidArgument) and not by the number of keys, for pages
+	// that are read again and again: it lists at most limit leases,
+	// sorted by key, each with at most limit waiters (MoreWaiting says
+	// there are more), and says in LeaseList how many more leases it saw. Which leases a store lists when
+	// there are more is the store's to say (the first by key, or the
+	// first its scan came across); the empty prefix is allowed, as in
+	// Leases.
+	LeasesUpTo(ctx context.Context, prefix string, limit int) (LeaseList, error)
+}
+
+// LeaseList is what Inspector.LeasesUpTo lists.
+type LeaseList struct {
+	// Leases are at most the limit asked for, sorted by key.
+	Leases []LeaseInfo
+	// More is how many more keys under the prefix the store saw that
+	// hold, or may hold, a lease: a store that found their names but did
+	// not read them counts each (a few may turn out free, kept for a
+	// waiter).
+	More int
+	// Partial is true when the store stopped looking before it had seen
+	// every key under the prefix, to keep its work bounded: More is then
+	// only a lower bound ("more than More").
+	Partial bool
 }
 
 // LeaseInfo is one held lease as Inspector.Leases lists it.
@@ -36,6 +64,18 @@ type LeaseInfo struct {
 	// places have not lapsed, first in line first; empty when nobody
 	// waits or the store keeps no lines.
 	Waiters []string
+	// MoreWaiting is true when a bounded listing (LeasesUpTo) did not
+	// read every place in line: more owners wait, or did until their
+	// places lapsed. Leases reads every place and leaves it false.
+	MoreWaiting bool
+}
+
+// ValidateLimit checks the limit of Inspector.LeasesUpTo: at least 1.
+func ValidateLimit(limit int) error {
+	if limit < 1 {
+		return fmt.Errorf("%w: limit %d: a bounded listing must list at least 1 entry", ErrInvalidArgument, limit)
+	}
+	return nil
 }
 
 // ValidatePrefix checks the prefix of Inspector.Leases: empty, or at most
