@@ -18,12 +18,15 @@ type inspectorStore interface {
 }
 
 // inspectCases are the properties of backend.Inspector, checked only for
-// stores that implement it (Run asks a first client).
+// stores that implement it (Run asks a first client), and of
+// backend.MemberLister, the bounded listing of a Registry's members,
+// skipped by stores that do not implement it.
 func (s *suite) inspectCases() []testCase {
 	return []testCase{
 		{"LeasesListsHeld", s.testLeasesListsHeld},
 		{"LeasesArguments", s.testLeasesArguments},
 		{"LeasesUpTo", s.testLeasesUpTo},
+		{"MembersUpTo", s.testMembersUpTo},
 	}
 }
 

@@ -18,7 +18,7 @@ var aclCommands = []string{
 	"evalsha", "eval",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
-	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin",
+	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin", "zcount",
 	"multi", "exec", "wait", "scan",
 	"publish", "spublish", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
 	"hello", "ping",
