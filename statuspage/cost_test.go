@@ -35,7 +35,7 @@ type quietPage struct {
 	srv   *testenv.Redis
 }
 
-func newQuietPage(t *testing.T) *quietPage {
+func newQuietPage(t testing.TB) *quietPage {
 	t.Helper()
 	srv := testenv.NewRedis(t)
 	q := &quietPage{app: newApp(), srv: srv, admin: srv.Client(t)}
@@ -51,7 +51,7 @@ func newQuietPage(t *testing.T) *quietPage {
 }
 
 // serve returns a server of a new page of q's elector.
-func (q *quietPage) serve(t *testing.T, opts ...statuspage.Option) *httptest.Server {
+func (q *quietPage) serve(t testing.TB, opts ...statuspage.Option) *httptest.Server {
 	t.Helper()
 	page, err := statuspage.New(q.store, q.el, opts...)
 	if err != nil {
@@ -65,7 +65,7 @@ func (q *quietPage) serve(t *testing.T, opts ...statuspage.Option) *httptest.Ser
 }
 
 // hold makes n locks of q's service held, named item-<from>...
-func (q *quietPage) hold(t *testing.T, from, n int) {
+func (q *quietPage) hold(t testing.TB, from, n int) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -88,7 +88,7 @@ func (q *quietPage) hold(t *testing.T, from, n int) {
 }
 
 // join adds n members to q's service's member list.
-func (q *quietPage) join(t *testing.T, n int) {
+func (q *quietPage) join(t testing.TB, n int) {
 	t.Helper()
 	reg := q.store.(backend.Registry)
 	for i := range n {
@@ -103,7 +103,7 @@ func (q *quietPage) join(t *testing.T, n int) {
 // commands returns how many commands the server has run, from INFO
 // commandstats, leaving out INFO itself and what a client sends when it
 // connects (HELLO, CLIENT SETINFO).
-func (q *quietPage) commands(t *testing.T) int {
+func (q *quietPage) commands(t testing.TB) int {
 	t.Helper()
 	info, err := q.admin.Info(t.Context(), "commandstats").Result()
 	if err != nil {
@@ -127,7 +127,7 @@ func (q *quietPage) commands(t *testing.T) int {
 
 // fetch GETs (or HEADs) path of srv and returns the response and its
 // body.
-func fetch(t *testing.T, method string, srv *httptest.Server, path string) (*http.Response, []byte) {
+func fetch(t testing.TB, method string, srv *httptest.Server, path string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+"/baton/"+path, nil)
 	if err != nil {

@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -220,21 +221,71 @@ func (h *Handler) read(ctx context.Context) Status {
 	if held != nil {
 		s.Master = masterOf(*held, h.el.Status(), s.Transitions, now)
 	}
-	h.readMembers(ctx, &s)
+	master := ""
+	if held != nil {
+		master = held.Owner
+	}
+	h.readMembers(ctx, &s, master)
 	h.readLocks(ctx, &s, held != nil)
 	return s
 }
 
 // readMembers fills in the members: at most h.maxMembers, this instance
-// and the master first among those kept.
-func (h *Handler) readMembers(ctx context.Context, s *Status) {
+// and the master among them when they are live. master is the role
+// key's owner, "" if none.
+func (h *Handler) readMembers(ctx context.Context, s *Status, master string) {
 	mctx, cancel := context.WithTimeout(ctx, h.timeout)
-	members, err := h.el.Members(mctx)
-	cancel()
+	defer cancel()
+	ml, ok := h.store.(backend.MemberLister)
+	if !ok {
+		h.readAllMembers(mctx, s)
+		return
+	}
+	id := h.el.ID().String()
+	first := []string{id}
+	if master != "" {
+		first = append(first, ownerID(master))
+	}
+	list, err := ml.MembersUpTo(mctx, backend.AppKey(h.el.ID().Tenant, h.el.ID().App, memberGroup), h.maxMembers, first...)
+	if err != nil {
+		s.MembersError = fmt.Sprintf("listing the members of %s/%s: %v", s.Service.Tenant, s.Service.App, err)
+		return
+	}
+	dup := h.el.Status().Duplicate
+	s.MembersMore = list.More
+	for _, m := range list.Members {
+		s.Members = append(s.Members, Member{
+			ID: m.Identity, Owner: m.Name, Master: m.Name == master, Self: m.Identity == id && m.Name != dup,
+			StartedAt: startedAt(m.Data), LastHeartbeatMillis: m.Age.Milliseconds(),
+		})
+	}
+}
+
+// memberGroup is the last part of the key of the member group that
+// role.Elector heartbeats in (backend.AppKey(tenant, app, memberGroup));
+// TestStatus fails if the two part ways.
+const memberGroup = "members"
+
+// startedAt reads the start time out of the member data a role.Elector
+// writes ({"started": time}); data in another shape has none.
+func startedAt(data []byte) time.Time {
+	var d struct {
+		Started time.Time `json:"started"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return time.Time{}
+	}
+	return d.Started
+}
+
+// readAllMembers is readMembers for a store that cannot list a bounded
+// part of a group: it reads them all (role.Elector.Members) and keeps
+// this instance, the master and the first others by owner.
+func (h *Handler) readAllMembers(ctx context.Context, s *Status) {
+	members, err := h.el.Members(ctx)
 	if err != nil {
 		s.MembersError = err.Error()
 	}
-	// Keep this instance and the master, then the first others by owner.
 	keep := func(m role.Member) bool { return m.Self || m.Master }
 	shown := slices.DeleteFunc(slices.Clone(members), func(m role.Member) bool { return !keep(m) })
 	for _, m := range members {
