@@ -152,11 +152,13 @@ func fetch(t testing.TB, method string, srv *httptest.Server, path string) (*htt
 // scripts of 51 keys, five calls each: about 370.
 const maxCommandsPerRead = 450
 
-// TestStatusCostBounded fills a private redis-server with 200 held locks
-// and then with 3,000 (each with its fencing counter) and checks that
+// TestStatusCostBounded fills a private redis-server with 200 held locks,
+// then 3,000, then 12,000 (each with its fencing counter) and checks that
 // one read of /status and one of the page run at most
-// maxCommandsPerRead commands either way, scripts' own calls included,
-// answer in under 256 KB, list DefaultMaxLocks locks and count the rest.
+// maxCommandsPerRead commands each time, scripts' own calls included,
+// answer in under 256 KB, list DefaultMaxLocks locks and count the rest:
+// exactly while the server's keys fit the scan's budget, as a lower
+// bound of a partial list beyond it.
 // Before the status page bounded its reads, each read scanned every key
 // and ran one script per lease: some 15,000 commands and 1 MB of JSON
 // for 3,000 locks.
@@ -164,7 +166,7 @@ func TestStatusCostBounded(t *testing.T) {
 	q := newQuietPage(t)
 	q.join(t, 3)
 	held := 0
-	for _, n := range []int{200, 3000} {
+	for _, n := range []int{200, 3000, 12000} {
 		q.hold(t, held, n-held)
 		held = n
 		for _, path := range []string{"status", ""} {
@@ -180,6 +182,9 @@ func TestStatusCostBounded(t *testing.T) {
 				t.Errorf("%d locks: GET /%s answered %d bytes; want under 256 KB", n, path, len(body))
 			}
 			if path != "status" {
+				if want := fmt.Sprintf(`id="locks-more">and %d more`, n-statuspage.DefaultMaxLocks); n < 12000 && !strings.Contains(string(body), want) {
+					t.Errorf("%d locks: the page does not say how many more locks there are (%q)", n, want)
+				}
 				continue
 			}
 			var s statuspage.Status
@@ -189,8 +194,12 @@ func TestStatusCostBounded(t *testing.T) {
 			if len(s.Locks) != statuspage.DefaultMaxLocks || s.LocksError != "" {
 				t.Errorf("%d locks: /status lists %d locks (error %q); want %d", n, len(s.Locks), s.LocksError, statuspage.DefaultMaxLocks)
 			}
-			if !s.LocksPartial && s.LocksMore != n-statuspage.DefaultMaxLocks {
-				t.Errorf("%d locks: /status counts %d more locks after a full scan; want %d", n, s.LocksMore, n-statuspage.DefaultMaxLocks)
+			switch {
+			case n == 12000 && (!s.LocksPartial || s.LocksMore <= 0):
+				// 24,000 keys: more than the scan's budget of slots.
+				t.Errorf("%d locks: /status counts %d more locks, partial %v; want a partial scan and more than 0", n, s.LocksMore, s.LocksPartial)
+			case n < 12000 && (s.LocksPartial || s.LocksMore != n-statuspage.DefaultMaxLocks):
+				t.Errorf("%d locks: /status counts %d more locks, partial %v; want a full scan and %d more", n, s.LocksMore, s.LocksPartial, n-statuspage.DefaultMaxLocks)
 			}
 			if len(s.Members) != 3 || s.MembersMore != 0 {
 				t.Errorf("%d locks: /status lists %d members and %d more; want 3", n, len(s.Members), s.MembersMore)
