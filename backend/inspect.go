@@ -28,15 +28,16 @@ type Inspector interface {
 	// never listed.
 	Leases(ctx context.Context, prefix string) ([]LeaseInfo, error)
 
-	// LeasesUpTo is Leases with its work bounded by limit (at least 1,
-	// else ErrInvalidArgument) and not by the number of keys, for pages
-	// that are read again and again: it lists at most limit leases,
-	// sorted by key, each with at most limit waiters (MoreWaiting says
-	// there are more), and says in LeaseList how many more leases it saw. Which leases a store lists when
+	// LeasesUpTo is Leases with its work bounded by limit (at least 1)
+	// and waiters (at least 0; else ErrInvalidArgument) and not by the
+	// number of keys, for pages that are read again and again: it lists
+	// at most limit leases, sorted by key, each with at most waiters
+	// waiters (MoreWaiting says there are more), and says in LeaseList
+	// how many more leases it saw. Which leases a store lists when
 	// there are more is the store's to say (the first by key, or the
 	// first its scan came across); the empty prefix is allowed, as in
 	// Leases.
-	LeasesUpTo(ctx context.Context, prefix string, limit int) (LeaseList, error)
+	LeasesUpTo(ctx context.Context, prefix string, limit, waiters int) (LeaseList, error)
 }
 
 // LeaseList is what Inspector.LeasesUpTo lists.
@@ -70,12 +71,22 @@ type LeaseInfo struct {
 	MoreWaiting bool
 }
 
-// ValidateLimit checks the limit of Inspector.LeasesUpTo: at least 1.
+// ValidateLimit checks the limit of a bounded listing
+// (Inspector.LeasesUpTo, MemberLister.MembersUpTo): at least 1.
 func ValidateLimit(limit int) error {
 	if limit < 1 {
 		return fmt.Errorf("%w: limit %d: a bounded listing must list at least 1 entry", ErrInvalidArgument, limit)
 	}
 	return nil
+}
+
+// ValidateLeaseLimits checks the limits of Inspector.LeasesUpTo: limit
+// at least 1, waiters at least 0.
+func ValidateLeaseLimits(limit, waiters int) error {
+	if waiters < 0 {
+		return fmt.Errorf("%w: waiters %d: a bounded listing lists 0 waiters or more", ErrInvalidArgument, waiters)
+	}
+	return ValidateLimit(limit)
 }
 
 // ValidatePrefix checks the prefix of Inspector.Leases: empty, or at most

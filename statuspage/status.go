@@ -318,7 +318,7 @@ func (h *Handler) readLocks(ctx context.Context, s *Status, roleHeld bool) {
 	}
 	// One more than shown: the role key may take a place.
 	lctx, cancel := context.WithTimeout(ctx, h.timeout)
-	list, err := in.LeasesUpTo(lctx, h.prefix, h.maxLocks+1)
+	list, err := in.LeasesUpTo(lctx, h.prefix, h.maxLocks+1, waitersShown)
 	cancel()
 	if err != nil {
 		s.LocksError = err.Error()
@@ -388,9 +388,6 @@ func (h *Handler) lockOf(l backend.LeaseInfo, now time.Time) Lock {
 		Holder: ownerID(l.Owner), Owner: l.Owner, Token: l.Token,
 		LeaseMillis: l.TTL.Milliseconds(), HeldAtLeastMillis: heldAtLeast(l.Token, now).Milliseconds(),
 		Waiters: l.Waiters, WaitersMore: l.MoreWaiting,
-	}
-	if len(lk.Waiters) > waitersShown {
-		lk.Waiters, lk.WaitersMore = lk.Waiters[:waitersShown], true
 	}
 	if lk.Waiters == nil {
 		lk.Waiters = []string{}

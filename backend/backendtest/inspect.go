@@ -190,11 +190,11 @@ func (s *suite) testLeasesArguments(t *testing.T) {
 
 // testLeasesUpTo checks that LeasesUpTo lists at most limit of the held
 // leases under a prefix, sorted by key, each as Leases lists it with at
-// most limit of its waiters, and counts the rest in More (MoreWaiting
+// most its limit of waiters, and counts the rest in More (MoreWaiting
 // says more wait): with five leases and a limit of two, the two first by key
 // and More 3 (a store whose scan saw every key, as it does on a test
 // server, sees them all); with a limit above the count, all of them and
-// More 0. A limit below 1 is ErrInvalidArgument.
+// More 0. A limit below 1 or of waiters below 0 is ErrInvalidArgument.
 func (s *suite) testLeasesUpTo(t *testing.T) {
 	ctx := testCtx(t)
 	in := s.inspector(t)
@@ -214,15 +214,15 @@ func (s *suite) testLeasesUpTo(t *testing.T) {
 	}
 	all := leases(t, ctx, in, prefix)
 
-	got, err := in.LeasesUpTo(ctx, prefix, 2)
+	got, err := in.LeasesUpTo(ctx, prefix, 2, 2)
 	if err != nil {
-		t.Fatalf("LeasesUpTo(%q, 2): %v", prefix, err)
+		t.Fatalf("LeasesUpTo(%q, 2, 2): %v", prefix, err)
 	}
 	if got.Partial {
-		t.Skipf("LeasesUpTo(%q, 2) stopped its scan before the end of the store's keys: too many keys on the server for this test", prefix)
+		t.Skipf("LeasesUpTo(%q, 2, 2) stopped its scan before the end of the store's keys: too many keys on the server for this test", prefix)
 	}
 	if want := keys[:2]; !slices.Equal(leaseKeys(got.Leases), want) || got.More != 3 {
-		t.Fatalf("LeasesUpTo(%q, 2) lists %q and %d more; want %q and 3 more", prefix, leaseKeys(got.Leases), got.More, want)
+		t.Fatalf("LeasesUpTo(%q, 2, 2) lists %q and %d more; want %q and 3 more", prefix, leaseKeys(got.Leases), got.More, want)
 	}
 	for i, l := range got.Leases {
 		want := all[i]
@@ -232,23 +232,30 @@ func (s *suite) testLeasesUpTo(t *testing.T) {
 	}
 	if len(waiters) > 0 {
 		if a := got.Leases[0]; !slices.Equal(a.Waiters, waiters[:2]) || !a.MoreWaiting {
-			t.Errorf("LeasesUpTo(%q, 2) lists %q with waiters %q (more waiting: %v); want %q and more waiting", prefix, a.Key, a.Waiters, a.MoreWaiting, waiters[:2])
+			t.Errorf("LeasesUpTo(%q, 2, 2) lists %q with waiters %q (more waiting: %v); want %q and more waiting", prefix, a.Key, a.Waiters, a.MoreWaiting, waiters[:2])
+		}
+		got, err := in.LeasesUpTo(ctx, prefix, 1, 0)
+		if err != nil {
+			t.Fatalf("LeasesUpTo(%q, 1, 0): %v", prefix, err)
+		}
+		if len(got.Leases) != 1 || len(got.Leases[0].Waiters) != 0 || !got.Leases[0].MoreWaiting {
+			t.Errorf("LeasesUpTo(%q, 1, 0) lists %+v; want %q with no waiters listed and more waiting", prefix, got.Leases, keys[0])
 		}
 	}
 
-	got, err = in.LeasesUpTo(ctx, prefix, 10)
+	got, err = in.LeasesUpTo(ctx, prefix, 10, 10)
 	if err != nil {
-		t.Fatalf("LeasesUpTo(%q, 10): %v", prefix, err)
+		t.Fatalf("LeasesUpTo(%q, 10, 10): %v", prefix, err)
 	}
 	if !slices.Equal(leaseKeys(got.Leases), keys) || got.More != 0 || got.Partial {
-		t.Errorf("LeasesUpTo(%q, 10) lists %q, %d more (partial %v); want %q and no more", prefix, leaseKeys(got.Leases), got.More, got.Partial, keys)
+		t.Errorf("LeasesUpTo(%q, 10, 10) lists %q, %d more (partial %v); want %q and no more", prefix, leaseKeys(got.Leases), got.More, got.Partial, keys)
 	}
 	if len(waiters) > 0 && (!slices.Equal(got.Leases[0].Waiters, waiters) || got.Leases[0].MoreWaiting) {
-		t.Errorf("LeasesUpTo(%q, 10) lists %q with waiters %q (more waiting: %v); want %q and no more", prefix, keys[0], got.Leases[0].Waiters, got.Leases[0].MoreWaiting, waiters)
+		t.Errorf("LeasesUpTo(%q, 10, 10) lists %q with waiters %q (more waiting: %v); want %q and no more", prefix, keys[0], got.Leases[0].Waiters, got.Leases[0].MoreWaiting, waiters)
 	}
-	for _, limit := range []int{0, -1} {
-		if _, err := in.LeasesUpTo(ctx, prefix, limit); !errors.Is(err, backend.ErrInvalidArgument) {
-			t.Errorf("LeasesUpTo(%q, %d): err = %v; want ErrInvalidArgument", prefix, limit, err)
+	for _, limits := range [][2]int{{0, 1}, {-1, 1}, {1, -1}} {
+		if _, err := in.LeasesUpTo(ctx, prefix, limits[0], limits[1]); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("LeasesUpTo(%q, %d, %d): err = %v; want ErrInvalidArgument", prefix, limits[0], limits[1], err)
 		}
 	}
 }

@@ -73,12 +73,12 @@ func (s *Store) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo,
 }
 
 // LeasesUpTo implements backend.Inspector: the first limit leases by key
-// that Leases lists, each with its first limit waiters. Consul's KV
+// that Leases lists, each with its first waiters waiters. Consul's KV
 // listings cannot stop early, so it reads every entry under the prefix
 // as Leases does (two listings, one round trip each): bounded in calls,
 // not in bytes. More is exact and the list never partial.
-func (s *Store) LeasesUpTo(ctx context.Context, prefix string, limit int) (backend.LeaseList, error) {
-	if err := backend.ValidateLimit(limit); err != nil {
+func (s *Store) LeasesUpTo(ctx context.Context, prefix string, limit, waiters int) (backend.LeaseList, error) {
+	if err := backend.ValidateLeaseLimits(limit, waiters); err != nil {
 		return backend.LeaseList{}, fmt.Errorf("consulbackend: leases up to: %w", err)
 	}
 	all, err := s.Leases(ctx, prefix)
@@ -90,8 +90,8 @@ func (s *Store) LeasesUpTo(ctx context.Context, prefix string, limit int) (backe
 		all, out.More = all[:limit], len(all)-limit
 	}
 	for _, l := range all {
-		if len(l.Waiters) > limit {
-			l.Waiters, l.MoreWaiting = l.Waiters[:limit], true
+		if len(l.Waiters) > waiters {
+			l.Waiters, l.MoreWaiting = l.Waiters[:waiters], true
 		}
 		out.Leases = append(out.Leases, l)
 	}

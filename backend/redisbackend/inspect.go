@@ -41,7 +41,7 @@ const scanBudget = 40
 // Redis key as the same key without braces ("invoice:42"), and is listed
 // without them unless prefix begins with a brace.
 func (s *Store) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo, error) {
-	l, err := s.list(ctx, "leases", prefix, 0)
+	l, err := s.list(ctx, "leases", prefix, 0, -1)
 	return l.Leases, err
 }
 
@@ -50,23 +50,24 @@ func (s *Store) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo,
 // scanBudget SCAN calls per pattern and server (each visits about
 // scanCount slots of the key table, whichever keys they hold), takes the
 // first limit lease keys by name among those it found, and reads them
-// and at most limit places of each one's line with one pipeline of
+// and at most waiters places of each one's line with one pipeline of
 // read-only scripts (one place more tells whether more wait). More counts the other lease keys it found (by name:
 // it does not read them); Partial says the scan stopped before the end of
 // the key table, as it does on a server with more than about
 // scanBudget * scanCount (10,000) keys, so that leases under the prefix may be
 // missing from the list and from More. Its cost is a constant number of
 // calls, whatever the number of keys.
-func (s *Store) LeasesUpTo(ctx context.Context, prefix string, limit int) (backend.LeaseList, error) {
-	if err := backend.ValidateLimit(limit); err != nil {
+func (s *Store) LeasesUpTo(ctx context.Context, prefix string, limit, waiters int) (backend.LeaseList, error) {
+	if err := backend.ValidateLeaseLimits(limit, waiters); err != nil {
 		return backend.LeaseList{}, fmt.Errorf("redisbackend: leases up to: %w", err)
 	}
-	return s.list(ctx, "leases up to", prefix, limit)
+	return s.list(ctx, "leases up to", prefix, limit, waiters)
 }
 
 // list lists the leases under prefix: all of them (limit 0), or at most
-// limit with at most limit places in line each, after a bounded scan.
-func (s *Store) list(ctx context.Context, op, prefix string, limit int) (backend.LeaseList, error) {
+// limit after a bounded scan; each with at most waiters places in line
+// read (-1: all).
+func (s *Store) list(ctx context.Context, op, prefix string, limit, waiters int) (backend.LeaseList, error) {
 	if err := ctx.Err(); err != nil {
 		return backend.LeaseList{}, fmt.Errorf("redisbackend: %s %q: %w", op, prefix, backend.ContextError(ctx))
 	}
@@ -89,7 +90,7 @@ func (s *Store) list(ctx context.Context, op, prefix string, limit int) (backend
 	if limit > 0 && len(keys) > limit {
 		keys, out.More = keys[:limit], len(keys)-limit
 	}
-	out.Leases, err = s.inspectAll(ctx, keys, limit)
+	out.Leases, err = s.inspectAll(ctx, keys, waiters)
 	return out, err
 }
 
@@ -146,7 +147,7 @@ func (s *Store) leaseName(name, prefix string) (string, bool) {
 const inspectBatch = 500
 
 // inspectAll reads the leases on keys, each with at most places places
-// of its line (0: all), in pipelines of read-only scripts; free keys are
+// of its line (-1: all), in pipelines of read-only scripts; free keys are
 // left out.
 func (s *Store) inspectAll(ctx context.Context, keys []string, places int) ([]backend.LeaseInfo, error) {
 	var out []backend.LeaseInfo
