@@ -35,6 +35,8 @@ func BenchmarkStatus(b *testing.B) {
 	for _, path := range []string{"status", ""} {
 		b.Run("GET/"+path, func(b *testing.B) {
 			srv := q.serve(b, statuspage.WithRefresh(time.Nanosecond)) // a read per request
+			slowlog(b, q, "0")
+			defer slowlog(b, q, "10000")
 			before, size := q.commands(b), 0
 			start := time.Now()
 			for b.Loop() {
@@ -45,6 +47,7 @@ func BenchmarkStatus(b *testing.B) {
 			b.ReportMetric(time.Since(start).Seconds()*1000/n, "ms/op")
 			b.ReportMetric(float64(size)/n, "resp-bytes/op")
 			b.ReportMetric(float64(q.commands(b)-before)/n, "redis-cmds/op")
+			reportSlowest(b, q)
 		})
 	}
 
@@ -88,6 +91,25 @@ func BenchmarkStatus(b *testing.B) {
 			b.ReportMetric(float64(slowest.Microseconds())/1000, "slowest-cmd-ms")
 		})
 	}
+}
+
+// reportSlowest reports the slowest command in the server's SLOWLOG, and
+// the 99th percentile of their durations, in ms.
+func reportSlowest(b *testing.B, q *quietPage) {
+	entries, err := q.admin.SlowLogGet(b.Context(), -1).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ds []time.Duration
+	for _, e := range entries {
+		ds = append(ds, e.Duration)
+	}
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	b.ReportMetric(float64(ds[len(ds)-1].Microseconds())/1000, "slowest-cmd-ms")
+	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-cmd-ms")
 }
 
 // slowlog makes the server log the commands slower than µs microseconds
