@@ -260,31 +260,50 @@ func TestStatusReadShared(t *testing.T) {
 }
 
 // TestMembersCapped checks that the members listed are at most the
-// limit, this instance among them, and that the rest are counted.
+// limit, this instance among them, and that the rest are counted: on a
+// store that lists a bounded part of a group (backend.MemberLister) and
+// on one that does not, whose members the elector reads in full.
 func TestMembersCapped(t *testing.T) {
 	in := start(t, shared, newApp(), 8081)
 	waitFor(t, "a master", in.el.IsMaster)
 	q := &quietPage{app: in.id.App, store: in.store}
 	q.join(t, 30)
-	page, err := statuspage.New(in.store, in.el, statuspage.WithLimits(3, 10), statuspage.WithRefresh(refresh))
-	if err != nil {
-		t.Fatal(err)
+	for name, store := range map[string]backend.Store{
+		"lister":        in.store,
+		"registry only": registryOnly{in.store, in.store.(backend.Registry)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			page, err := statuspage.New(store, in.el, statuspage.WithLimits(3, 10), statuspage.WithRefresh(refresh))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s statuspage.Status
+			waitFor(t, "this instance listed among the members", func() bool {
+				s = page.Status(context.WithoutCancel(t.Context()))
+				return slices.ContainsFunc(s.Members, func(m statuspage.Member) bool { return m.Self })
+			})
+			if len(s.Members) != 10 || s.MembersMore != 21 {
+				t.Errorf("the status lists %d members and %d more; want 10 and 21 more", len(s.Members), s.MembersMore)
+			}
+			self, master := 0, 0
+			for _, m := range s.Members {
+				if m.Self {
+					self++
+				}
+				if m.Master {
+					master++
+				}
+			}
+			if self != 1 || master != 1 {
+				t.Errorf("the members listed %+v hold this instance %d times and the master %d times; want each once", s.Members, self, master)
+			}
+		})
 	}
-	var s statuspage.Status
-	waitFor(t, "this instance listed among the members", func() bool {
-		s = page.Status(context.WithoutCancel(t.Context()))
-		return slices.ContainsFunc(s.Members, func(m statuspage.Member) bool { return m.Self })
-	})
-	if len(s.Members) != 10 || s.MembersMore != 21 {
-		t.Errorf("the status lists %d members and %d more; want 10 and 21 more", len(s.Members), s.MembersMore)
-	}
-	self := 0
-	for _, m := range s.Members {
-		if m.Self {
-			self++
-		}
-	}
-	if self != 1 {
-		t.Errorf("the members listed %+v hold this instance %d times; want once", s.Members, self)
-	}
+}
+
+// registryOnly is a store with a member list and no bounded listing of
+// it (nor of its leases).
+type registryOnly struct {
+	backend.Store
+	backend.Registry
 }

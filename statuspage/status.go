@@ -218,11 +218,9 @@ func (h *Handler) read(ctx context.Context) Status {
 	now := h.now()
 	problems, held := h.health(ctx)
 	s := h.local(now, problems)
-	if held != nil {
-		s.Master = masterOf(*held, h.el.Status(), s.Transitions, now)
-	}
 	master := ""
 	if held != nil {
+		s.Master = masterOf(*held, h.el.Status(), s.Transitions, now)
 		master = held.Owner
 	}
 	h.readMembers(ctx, &s, master)
