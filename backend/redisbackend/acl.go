@@ -11,7 +11,8 @@ import (
 // aclCommands are the commands a store sends or its scripts call: the
 // scripts (EVALSHA, and EVAL when the server does not have them yet), the
 // commands inside them, the handover mailbox's transaction, the replica
-// acknowledgement, pub/sub, the key walk of Leases (SCAN), and the
+// acknowledgement, pub/sub, the key walk of Leases and LeasesUpTo (SCAN),
+// the count of live members of MembersUpTo (ZCOUNT), and the
 // connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,
 // whose refusal it ignores).
 var aclCommands = []string{
