@@ -147,7 +147,8 @@ footer { font-size:.85rem; color:var(--muted); padding:0 .2rem 1rem; }
 </table>
 <p class="muted">Stores do not record when a lease was granted: "held for" is a lower bound read from the fencing token, which is at least the store's clock in µs at the grant.</p>
 {{else if not (or .LocksError .LocksMore)}}<p class="muted">No locks held under <code>{{.Prefix}}</code>{{if .LocksPartial}} among the keys the store looked at{{end}}.</p>{{end}}
-{{if .LocksMore}}<p class="muted" id="locks-more">and {{if .LocksPartial}}more than {{end}}{{.LocksMore}} more, not listed{{if .LocksPartial}}: the store looks at a bounded part of its keys per read{{end}}</p>{{end}}
+{{if .LocksPartial}}<p class="muted" id="locks-more">{{if .LocksMore}}and more than {{.LocksMore}} more, not listed{{else}}There may be more{{end}}: the store looks at a bounded part of its keys per read.</p>
+{{else if .LocksMore}}<p class="muted" id="locks-more">and {{.LocksMore}} more, not listed</p>{{end}}
 </section>
 
 <section id="transitions">
