@@ -12,9 +12,10 @@
 //
 // Stores may also implement optional interfaces, which the packages above
 // look for with a type assertion: Registry (a list of live members per
-// group), Queue and Handover (waiting lines, and handing a released key
-// to the first waiter), Inspector (listing the leases held under a
-// prefix, for status pages and operators' tools) and Breaker (ending a
+// group, and MemberLister, a bounded part of one), Queue and Handover
+// (waiting lines, and handing a released key to the first waiter),
+// Inspector (listing the leases held under a prefix, for operators' tools,
+// and a bounded part of them, for status pages) and Breaker (ending a
 // lease whoever holds it, for an operator freeing a stuck lock).
 //
 // # What is promised

@@ -72,8 +72,10 @@ func (r *ring) add(e Event) {
 }
 
 // newest returns the events, newest first.
+// newest returns the events newest first: an empty list, not nil, when
+// there are none, so that JSON shows [] rather than null.
 func (r *ring) newest() []Event {
-	out := slices.Clone(r.events)
+	out := append(make([]Event, 0, len(r.events)), r.events...)
 	slices.Reverse(out)
 	return out
 }

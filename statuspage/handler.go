@@ -17,23 +17,38 @@ import (
 const (
 	// DefaultTimeout bounds each store read of a request.
 	DefaultTimeout = 2 * time.Second
-	// DefaultRefresh is how often the page reloads itself.
+	// DefaultRefresh is how often the page reloads itself, and how long
+	// one read of the store serves every request.
 	DefaultRefresh = 5 * time.Second
+	// DefaultMaxLocks and DefaultMaxMembers bound the locks and the
+	// members a status lists; it says how many more there are.
+	DefaultMaxLocks   = 50
+	DefaultMaxMembers = 50
 )
+
+// waitersShown bounds the waiters listed per lock; Lock.WaitersMore says
+// when there are more.
+const waitersShown = 5
 
 var _ http.Handler = (*Handler)(nil)
 
 // Handler serves the health and status of one instance of a service:
 // /healthz, /status and the page. Create it with New. It starts no
-// goroutine; each request reads the elector and the store.
+// goroutine. /status and the page answer from one snapshot of the store,
+// read at most once per refresh interval however many requests come
+// (requests that come during the read share it); /healthz reads the role
+// key on each request.
 type Handler struct {
-	store   backend.Store
-	el      *role.Elector
-	events  *Events
-	prefix  string
-	timeout time.Duration
-	refresh time.Duration
-	now     func() time.Time
+	store      backend.Store
+	el         *role.Elector
+	events     *Events
+	prefix     string
+	timeout    time.Duration
+	refresh    time.Duration
+	maxLocks   int
+	maxMembers int
+	now        func() time.Time
+	snaps      snapshots
 }
 
 // Option configures a Handler.
@@ -48,7 +63,10 @@ func WithEvents(ev *Events) Option {
 // WithLockPrefix sets the prefix of the lease keys the page lists as
 // locks (default: the service's, backend.AppKey(tenant, app) + ":", which
 // covers its synclock locks and schedlock job locks). The role key is
-// never listed among them.
+// never listed among them. New refuses the empty prefix, which would list
+// the leases of every tenant and app that shares the store; a prefix
+// outside the service's own keys is the caller's choice, and the page
+// lists what is under it.
 func WithLockPrefix(prefix string) Option {
 	return func(h *Handler) { h.prefix = prefix }
 }
@@ -60,9 +78,20 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithRefresh sets how often the page reloads itself in the browser
-// (default DefaultRefresh); 0 turns reloading off.
+// (default DefaultRefresh), which is also how long one read of the store
+// serves /status and the page; 0 turns reloading off, and the read then
+// serves for DefaultRefresh.
 func WithRefresh(d time.Duration) Option {
 	return func(h *Handler) { h.refresh = d }
+}
+
+// WithLimits bounds how many locks and how many members a status lists
+// (defaults DefaultMaxLocks and DefaultMaxMembers; each at least 1). It
+// counts the rest (Status.LocksMore, Status.MembersMore), so that the
+// response and the store reads behind it stay small however many keys
+// the store holds.
+func WithLimits(locks, members int) Option {
+	return func(h *Handler) { h.maxLocks, h.maxMembers = locks, members }
 }
 
 // New returns a Handler for the instance that el elects for, on store,
@@ -76,26 +105,45 @@ func New(store backend.Store, el *role.Elector, opts ...Option) (*Handler, error
 	}
 	id := el.ID()
 	h := &Handler{
-		store:   store,
-		el:      el,
-		prefix:  backend.AppKey(id.Tenant, id.App) + ":",
-		timeout: DefaultTimeout,
-		refresh: DefaultRefresh,
-		now:     time.Now,
+		store:      store,
+		el:         el,
+		prefix:     backend.AppKey(id.Tenant, id.App) + ":",
+		timeout:    DefaultTimeout,
+		refresh:    DefaultRefresh,
+		maxLocks:   DefaultMaxLocks,
+		maxMembers: DefaultMaxMembers,
+		now:        time.Now,
 	}
 	for _, o := range opts {
 		o(h)
 	}
-	if h.timeout <= 0 {
-		return nil, fmt.Errorf("statuspage: timeout %v must be positive", h.timeout)
+	if err := h.validate(); err != nil {
+		return nil, err
 	}
-	if h.refresh < 0 {
-		return nil, fmt.Errorf("statuspage: refresh %v must not be negative", h.refresh)
-	}
-	if err := backend.ValidatePrefix(h.prefix); err != nil {
-		return nil, fmt.Errorf("statuspage: lock %w", err)
+	h.snaps.maxAge = h.refresh
+	if h.refresh == 0 {
+		h.snaps.maxAge = DefaultRefresh
 	}
 	return h, nil
+}
+
+func (h *Handler) validate() error {
+	if h.timeout <= 0 {
+		return fmt.Errorf("statuspage: %w: timeout %v must be positive", backend.ErrInvalidArgument, h.timeout)
+	}
+	if h.refresh < 0 {
+		return fmt.Errorf("statuspage: %w: refresh %v must not be negative", backend.ErrInvalidArgument, h.refresh)
+	}
+	if h.maxLocks < 1 || h.maxMembers < 1 {
+		return fmt.Errorf("statuspage: %w: WithLimits(%d, %d): a status lists at least 1 lock and 1 member", backend.ErrInvalidArgument, h.maxLocks, h.maxMembers)
+	}
+	if h.prefix == "" {
+		return fmt.Errorf("statuspage: %w: WithLockPrefix(\"\") would list the leases of every tenant and app that shares the store; leave the option out to list this service's", backend.ErrInvalidArgument)
+	}
+	if err := backend.ValidatePrefix(h.prefix); err != nil {
+		return fmt.Errorf("statuspage: lock %w", err)
+	}
+	return nil
 }
 
 // ServeHTTP serves, by the end of the request's path:
@@ -107,8 +155,12 @@ func New(store backend.Store, el *role.Elector, opts ...Option) (*Handler, error
 // Mount it under a path that ends in a slash, such as
 // mux.Handle("/baton/", http.StripPrefix("/baton", h)): the page links
 // to status and healthz relative to itself. Other paths get 404, methods
-// other than GET and HEAD 405.
+// other than GET and HEAD 405. HEAD of /status and the page reads
+// nothing: it answers with the code of the last status read (200 before
+// the first). Every response says X-Content-Type-Options: nosniff and
+// Cache-Control: no-store.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -139,13 +191,19 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodHead {
+		if s, ok := h.snaps.latest(); ok && !s.Healthy {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		return
+	}
 	s := h.Status(r.Context())
 	body, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		http.Error(w, "statuspage: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	if !s.Healthy {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
@@ -153,6 +211,10 @@ func (h *Handler) serveStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodHead {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		return
+	}
 	s := h.Status(r.Context())
 	var buf bytes.Buffer
 	if err := page.Execute(&buf, pageData{Status: s, Refresh: refreshSeconds(h.refresh), Prefix: h.prefix}); err != nil {

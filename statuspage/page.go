@@ -23,6 +23,7 @@ func refreshSeconds(d time.Duration) int {
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"ms":    fmtMillis,
+	"plus":  func(a, b int) int { return a + b },
 	"clock": func(t time.Time) string { return t.Format("15:04:05") },
 	"stamp": func(t time.Time) string { return t.Format(time.RFC3339) },
 	"ago": func(t time.Time, now time.Time) string {
@@ -117,7 +118,7 @@ footer { font-size:.85rem; color:var(--muted); padding:0 .2rem 1rem; }
 </section>
 
 <section id="members">
-<h2>Members ({{len .Members}})</h2>
+<h2>Members ({{len .Members}}{{if .MembersMore}} of {{plus (len .Members) .MembersMore}}{{end}})</h2>
 {{if .MembersError}}<p class="bad">{{.MembersError}}</p>{{end}}
 {{if .Members}}<table>
 <thead><tr><th>Instance</th><th>Role</th><th>Last heartbeat</th><th>Started</th></tr></thead>
@@ -128,10 +129,11 @@ footer { font-size:.85rem; color:var(--muted); padding:0 .2rem 1rem; }
 <td data-label="Started">{{if .StartedAt.IsZero}}<span class="muted">unknown</span>{{else}}{{stamp .StartedAt}}{{end}}</td>
 </tr>{{end}}</tbody>
 </table>{{else if not .MembersError}}<p class="muted">No live members.</p>{{end}}
+{{if .MembersMore}}<p class="muted" id="members-more">and {{.MembersMore}} more, not listed</p>{{end}}
 </section>
 
 <section id="locks">
-<h2>Locks held ({{len .Locks}})</h2>
+<h2>Locks held ({{len .Locks}}{{if .LocksMore}} of {{if .LocksPartial}}more than {{end}}{{plus (len .Locks) .LocksMore}}{{end}})</h2>
 {{if .LocksError}}<p class="bad">{{.LocksError}}</p>{{end}}
 {{if .Locks}}<table>
 <thead><tr><th>Lock</th><th>Holder</th><th>Held for</th><th>Lease left</th><th>Waiters</th></tr></thead>
@@ -140,11 +142,13 @@ footer { font-size:.85rem; color:var(--muted); padding:0 .2rem 1rem; }
 <td data-label="Holder"><code>{{.Holder}}</code></td>
 <td data-label="Held for">{{if .HeldAtLeastMillis}}at least {{ms .HeldAtLeastMillis}}{{else}}<span class="muted">not recorded</span>{{end}}<br><span class="muted">token <code>{{.Token}}</code></span></td>
 <td data-label="Lease left">{{ms .LeaseMillis}}</td>
-<td data-label="Waiters">{{if .Waiters}}{{len .Waiters}}: {{range $i, $w := .Waiters}}{{if $i}}, {{end}}<code>{{$w}}</code>{{end}}{{else}}<span class="muted">none</span>{{end}}</td>
+<td data-label="Waiters">{{if .Waiters}}{{len .Waiters}}{{if .WaitersMore}}+{{end}}: {{range $i, $w := .Waiters}}{{if $i}}, {{end}}<code>{{$w}}</code>{{end}}{{if .WaitersMore}}, <span class="muted">and more</span>{{end}}{{else}}<span class="muted">none</span>{{end}}</td>
 </tr>{{end}}</tbody>
 </table>
 <p class="muted">Stores do not record when a lease was granted: "held for" is a lower bound read from the fencing token, which is at least the store's clock in µs at the grant.</p>
-{{else if not .LocksError}}<p class="muted">No locks held under <code>{{.Prefix}}</code>.</p>{{end}}
+{{else if not (or .LocksError .LocksMore)}}<p class="muted">No locks held under <code>{{.Prefix}}</code>{{if .LocksPartial}} among the keys the store looked at{{end}}.</p>{{end}}
+{{if .LocksPartial}}<p class="muted" id="locks-more">{{if .LocksMore}}and more than {{.LocksMore}} more, not listed{{else}}There may be more{{end}}: the store looks at a bounded part of its keys per read.</p>
+{{else if .LocksMore}}<p class="muted" id="locks-more">and {{.LocksMore}} more, not listed</p>{{end}}
 </section>
 
 <section id="transitions">

@@ -2,8 +2,10 @@ package statuspage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,13 +30,26 @@ type Status struct {
 	// Master is the service's master as the store has it, nil when
 	// nobody holds the role or the store could not be read.
 	Master *Master `json:"master"`
-	// Members are the live instances of the service, sorted by owner.
+	// Members are the live instances of the service, sorted by owner: at
+	// most the handler's limit (WithLimits), this instance and the master
+	// among them when they are live.
 	Members []Member `json:"members"`
+	// MembersMore is how many more live members there are.
+	MembersMore int `json:"members_more"`
 	// MembersError says why Members could not be read, if so.
 	MembersError string `json:"members_error,omitempty"`
 	// Locks are the leases held under the page's lock prefix (the role
-	// key aside), sorted by key.
+	// key aside), sorted by key: at most the handler's limit
+	// (WithLimits).
 	Locks []Lock `json:"locks"`
+	// LocksMore is how many more held locks the store saw (by their
+	// keys' names; a few may have just been freed). When LocksPartial is
+	// true the store stopped looking before it had seen every key, to
+	// bound its work (on Redis, a server with more than some ten thousand
+	// keys): there may be more locks than LocksMore, and the listed ones
+	// are those it came across.
+	LocksMore    int  `json:"locks_more"`
+	LocksPartial bool `json:"locks_partial"`
 	// LocksError says why Locks could not be read, if so (for instance, a
 	// store that does not implement backend.Inspector).
 	LocksError string `json:"locks_error,omitempty"`
@@ -131,8 +146,10 @@ type Lock struct {
 	// held, read from its token; stores do not record when a lease was
 	// granted. 0 when the token tells nothing.
 	HeldAtLeastMillis int64 `json:"held_at_least_ms,omitempty"`
-	// Waiters are the owners in the key's waiting line, first first.
-	Waiters []string `json:"waiters"`
+	// Waiters are the owners in the key's waiting line, first first: at
+	// most a few; WaitersMore says that more wait.
+	Waiters     []string `json:"waiters"`
+	WaitersMore bool     `json:"waiters_more,omitempty"`
 }
 
 // health returns the problems that make this instance unhealthy, reading
@@ -158,19 +175,30 @@ func (h *Handler) health(ctx context.Context) (problems []string, master *backen
 	return problems, master
 }
 
-// Status reads the status of the service as this instance sees it: its
-// elector's view, the role key, the members, the locks and the recent
-// events. It asks the store three times (the role key, the members, the
-// locks), each bounded by the handler's timeout; a part that cannot be
-// read says why in the Status.
+// Status returns the status of the service as this instance sees it:
+// its elector's view, the role key, the members, the locks and the
+// recent events, as read at GeneratedAt, at most the refresh interval
+// ago (WithRefresh). When the last read is older, Status reads again;
+// calls that come during that read wait for it and share it. Each read
+// asks the store three times (the role key, the members, the locks),
+// each bounded by the handler's timeout and by its limits (WithLimits),
+// not by ctx, which only bounds the wait; a part that cannot be read
+// says why in the Status.
 func (h *Handler) Status(ctx context.Context) Status {
-	now := h.now()
-	est := h.el.Status()
+	s, ok := h.snaps.get(ctx, h.read)
+	if !ok {
+		s = h.local(h.now(), []string{"the request ended before the status was read: " + backend.ContextError(ctx).Error()})
+	}
+	return s
+}
+
+// local returns the part of a Status that needs no store: the service,
+// this instance's view and the recent events, with problems.
+func (h *Handler) local(now time.Time, problems []string) Status {
 	id := h.el.ID()
-	problems, held := h.health(ctx)
 	s := Status{
 		Service:     Service{Tenant: id.Tenant, App: id.App},
-		Instance:    instanceOf(est),
+		Instance:    instanceOf(h.el.Status()),
 		Healthy:     len(problems) == 0,
 		Problems:    problems,
 		Members:     []Member{},
@@ -182,41 +210,134 @@ func (h *Handler) Status(ctx context.Context) Status {
 	if h.events != nil {
 		s.Transitions, s.Jobs = h.events.Transitions(), h.events.Jobs()
 	}
-	if held != nil {
-		s.Master = masterOf(*held, est, s.Transitions, now)
-	}
+	return s
+}
 
+// read reads a new Status from the elector and the store.
+func (h *Handler) read(ctx context.Context) Status {
+	now := h.now()
+	problems, held := h.health(ctx)
+	s := h.local(now, problems)
+	master := ""
+	if held != nil {
+		s.Master = masterOf(*held, h.el.Status(), s.Transitions, now)
+		master = held.Owner
+	}
+	h.readMembers(ctx, &s, master)
+	h.readLocks(ctx, &s, held != nil)
+	return s
+}
+
+// readMembers fills in the members: at most h.maxMembers, this instance
+// and the master among them when they are live. master is the role
+// key's owner, "" if none.
+func (h *Handler) readMembers(ctx context.Context, s *Status, master string) {
 	mctx, cancel := context.WithTimeout(ctx, h.timeout)
-	members, err := h.el.Members(mctx)
-	cancel()
+	defer cancel()
+	ml, ok := h.store.(backend.MemberLister)
+	if !ok {
+		h.readAllMembers(mctx, s)
+		return
+	}
+	id := h.el.ID().String()
+	first := []string{id}
+	if master != "" {
+		first = append(first, ownerID(master))
+	}
+	list, err := ml.MembersUpTo(mctx, backend.AppKey(h.el.ID().Tenant, h.el.ID().App, memberGroup), h.maxMembers, first...)
+	if err != nil {
+		s.MembersError = fmt.Sprintf("listing the members of %s/%s: %v", s.Service.Tenant, s.Service.App, err)
+		return
+	}
+	dup := h.el.Status().Duplicate
+	s.MembersMore = list.More
+	for _, m := range list.Members {
+		s.Members = append(s.Members, Member{
+			ID: m.Identity, Owner: m.Name, Master: m.Name == master, Self: m.Identity == id && m.Name != dup,
+			StartedAt: startedAt(m.Data), LastHeartbeatMillis: m.Age.Milliseconds(),
+		})
+	}
+}
+
+// memberGroup is the last part of the key of the member group that
+// role.Elector heartbeats in (backend.AppKey(tenant, app, memberGroup));
+// TestStatus fails if the two part ways.
+const memberGroup = "members"
+
+// startedAt reads the start time out of the member data a role.Elector
+// writes ({"started": time}); data in another shape has none.
+func startedAt(data []byte) time.Time {
+	var d struct {
+		Started time.Time `json:"started"`
+	}
+	if json.Unmarshal(data, &d) != nil {
+		return time.Time{}
+	}
+	return d.Started
+}
+
+// readAllMembers is readMembers for a store that cannot list a bounded
+// part of a group: it reads them all (role.Elector.Members) and keeps
+// this instance, the master and the first others by owner.
+func (h *Handler) readAllMembers(ctx context.Context, s *Status) {
+	members, err := h.el.Members(ctx)
 	if err != nil {
 		s.MembersError = err.Error()
 	}
+	keep := func(m role.Member) bool { return m.Self || m.Master }
+	shown := slices.DeleteFunc(slices.Clone(members), func(m role.Member) bool { return !keep(m) })
 	for _, m := range members {
+		if len(shown) >= h.maxMembers {
+			break
+		}
+		if !keep(m) {
+			shown = append(shown, m)
+		}
+	}
+	shown = shown[:min(len(shown), h.maxMembers)]
+	slices.SortFunc(shown, func(a, b role.Member) int { return strings.Compare(a.Owner, b.Owner) })
+	s.MembersMore = len(members) - len(shown)
+	for _, m := range shown {
 		s.Members = append(s.Members, Member{
 			ID: m.ID, Owner: m.Owner, Master: m.Master, Self: m.Self,
 			StartedAt: m.StartedAt, LastHeartbeatMillis: m.LastSeen.Milliseconds(),
 		})
 	}
+}
 
+// readLocks fills in the locks: at most h.maxLocks, the role key left
+// out. roleHeld says whether the role key is held, and so may be among
+// the keys the store counted but did not list.
+func (h *Handler) readLocks(ctx context.Context, s *Status, roleHeld bool) {
 	in, ok := h.store.(backend.Inspector)
 	if !ok {
 		s.LocksError = fmt.Sprintf("the store (%T) cannot list its locks: it does not implement backend.Inspector", h.store)
-		return s
+		return
 	}
+	// One more than shown: the role key may take a place.
 	lctx, cancel := context.WithTimeout(ctx, h.timeout)
-	leases, err := in.Leases(lctx, h.prefix)
+	list, err := in.LeasesUpTo(lctx, h.prefix, h.maxLocks+1, waitersShown)
 	cancel()
 	if err != nil {
 		s.LocksError = err.Error()
 	}
-	for _, l := range leases {
-		if l.Key == h.el.Key() {
-			continue
+	now := s.GeneratedAt
+	listedRole := false
+	for _, l := range list.Leases {
+		switch {
+		case l.Key == h.el.Key():
+			listedRole = true
+		case len(s.Locks) == h.maxLocks:
+			s.LocksMore++
+		default:
+			s.Locks = append(s.Locks, h.lockOf(l, now))
 		}
-		s.Locks = append(s.Locks, h.lockOf(l, now))
 	}
-	return s
+	s.LocksMore += list.More
+	if roleHeld && !listedRole && list.More > 0 && strings.HasPrefix(h.el.Key(), h.prefix) {
+		s.LocksMore-- // the role key, counted among the keys not read
+	}
+	s.LocksPartial = list.Partial
 }
 
 func instanceOf(st role.Status) Instance {
@@ -264,7 +385,7 @@ func (h *Handler) lockOf(l backend.LeaseInfo, now time.Time) Lock {
 		Key: l.Key, Kind: "other", Name: strings.TrimPrefix(l.Key, h.prefix),
 		Holder: ownerID(l.Owner), Owner: l.Owner, Token: l.Token,
 		LeaseMillis: l.TTL.Milliseconds(), HeldAtLeastMillis: heldAtLeast(l.Token, now).Milliseconds(),
-		Waiters: l.Waiters,
+		Waiters: l.Waiters, WaitersMore: l.MoreWaiting,
 	}
 	if lk.Waiters == nil {
 		lk.Waiters = []string{}

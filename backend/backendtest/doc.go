@@ -108,7 +108,12 @@
 //     subtests are added only for them): Leases lists exactly the leases
 //     held under a prefix, sorted, as Get reports them, with the live
 //     waiters of each line in order, and nothing the store keeps beside
-//     its leases (counters, lines, markers, member groups).
+//     its leases (counters, lines, markers, member groups); LeasesUpTo
+//     lists at most its limit of them and of each line's waiters, and
+//     counts the rest. For registries that implement
+//     backend.MemberLister, MembersUpTo lists at most its limit of live
+//     members, the identities asked for first, then the latest to
+//     expire, and counts the rest.
 //   - with Harness.Forge: data written into the store past its checks (an
 //     owner, a waiter or a member named with terminal escapes and a
 //     newline, a waiter asking for a ttl of 0, a place that is garbage) is

@@ -18,11 +18,15 @@ type inspectorStore interface {
 }
 
 // inspectCases are the properties of backend.Inspector, checked only for
-// stores that implement it (Run asks a first client).
+// stores that implement it (Run asks a first client), and of
+// backend.MemberLister, the bounded listing of a Registry's members,
+// skipped by stores that do not implement it.
 func (s *suite) inspectCases() []testCase {
 	return []testCase{
 		{"LeasesListsHeld", s.testLeasesListsHeld},
 		{"LeasesArguments", s.testLeasesArguments},
+		{"LeasesUpTo", s.testLeasesUpTo},
+		{"MembersUpTo", s.testMembersUpTo},
 	}
 }
 
@@ -181,5 +185,77 @@ func (s *suite) testLeasesArguments(t *testing.T) {
 	cancel()
 	if _, err := in.Leases(ended, s.key("leases-args")); !errors.Is(err, context.Canceled) {
 		t.Errorf("Leases with an ended context: err = %v; want one matching context.Canceled", err)
+	}
+}
+
+// testLeasesUpTo checks that LeasesUpTo lists at most limit of the held
+// leases under a prefix, sorted by key, each as Leases lists it with at
+// most its limit of waiters, and counts the rest in More (MoreWaiting
+// says more wait): with five leases and a limit of two, the two first by key
+// and More 3 (a store whose scan saw every key, as it does on a test
+// server, sees them all); with a limit above the count, all of them and
+// More 0. A limit below 1 or of waiters below 0 is ErrInvalidArgument.
+func (s *suite) testLeasesUpTo(t *testing.T) {
+	ctx := testCtx(t)
+	in := s.inspector(t)
+	prefix := s.key("upto") + ":"
+	var keys []string
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		keys = append(keys, prefix+name)
+		s.acquire(t, ctx, in, prefix+name, "owner-"+name, longTTL, 0)
+	}
+	var waiters []string
+	if q, ok := backend.Store(in).(backend.Queue); ok {
+		waiters = []string{"waiter-1", "waiter-2", "waiter-3"}
+		for _, owner := range waiters {
+			_, err := q.AcquireQueued(ctx, keys[0], owner, longTTL, 0, waitPatience)
+			heldError(t, owner+"'s AcquireQueued of the held key", err)
+		}
+	}
+	all := leases(t, ctx, in, prefix)
+
+	got, err := in.LeasesUpTo(ctx, prefix, 2, 2)
+	if err != nil {
+		t.Fatalf("LeasesUpTo(%q, 2, 2): %v", prefix, err)
+	}
+	if got.Partial {
+		t.Skipf("LeasesUpTo(%q, 2, 2) stopped its scan before the end of the store's keys: too many keys on the server for this test", prefix)
+	}
+	if want := keys[:2]; !slices.Equal(leaseKeys(got.Leases), want) || got.More != 3 {
+		t.Fatalf("LeasesUpTo(%q, 2, 2) lists %q and %d more; want %q and 3 more", prefix, leaseKeys(got.Leases), got.More, want)
+	}
+	for i, l := range got.Leases {
+		want := all[i]
+		if l.Owner != want.Owner || l.Token != want.Token {
+			t.Errorf("LeasesUpTo lists %q held by %q (token %d); Leases lists it held by %q (token %d)", l.Key, l.Owner, l.Token, want.Owner, want.Token)
+		}
+	}
+	if len(waiters) > 0 {
+		if a := got.Leases[0]; !slices.Equal(a.Waiters, waiters[:2]) || !a.MoreWaiting {
+			t.Errorf("LeasesUpTo(%q, 2, 2) lists %q with waiters %q (more waiting: %v); want %q and more waiting", prefix, a.Key, a.Waiters, a.MoreWaiting, waiters[:2])
+		}
+		got, err := in.LeasesUpTo(ctx, prefix, 1, 0)
+		if err != nil {
+			t.Fatalf("LeasesUpTo(%q, 1, 0): %v", prefix, err)
+		}
+		if len(got.Leases) != 1 || len(got.Leases[0].Waiters) != 0 || !got.Leases[0].MoreWaiting {
+			t.Errorf("LeasesUpTo(%q, 1, 0) lists %+v; want %q with no waiters listed and more waiting", prefix, got.Leases, keys[0])
+		}
+	}
+
+	got, err = in.LeasesUpTo(ctx, prefix, 10, 10)
+	if err != nil {
+		t.Fatalf("LeasesUpTo(%q, 10, 10): %v", prefix, err)
+	}
+	if !slices.Equal(leaseKeys(got.Leases), keys) || got.More != 0 || got.Partial {
+		t.Errorf("LeasesUpTo(%q, 10, 10) lists %q, %d more (partial %v); want %q and no more", prefix, leaseKeys(got.Leases), got.More, got.Partial, keys)
+	}
+	if len(waiters) > 0 && (!slices.Equal(got.Leases[0].Waiters, waiters) || got.Leases[0].MoreWaiting) {
+		t.Errorf("LeasesUpTo(%q, 10, 10) lists %q with waiters %q (more waiting: %v); want %q and no more", prefix, keys[0], got.Leases[0].Waiters, got.Leases[0].MoreWaiting, waiters)
+	}
+	for _, limits := range [][2]int{{0, 1}, {-1, 1}, {1, -1}} {
+		if _, err := in.LeasesUpTo(ctx, prefix, limits[0], limits[1]); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("LeasesUpTo(%q, %d, %d): err = %v; want ErrInvalidArgument", prefix, limits[0], limits[1], err)
+		}
 	}
 }

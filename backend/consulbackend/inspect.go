@@ -71,3 +71,29 @@ func (s *Store) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo,
 	slices.SortFunc(out, func(a, b backend.LeaseInfo) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
 }
+
+// LeasesUpTo implements backend.Inspector: the first limit leases by key
+// that Leases lists, each with its first waiters waiters. Consul's KV
+// listings cannot stop early, so it reads every entry under the prefix
+// as Leases does (two listings, one round trip each): bounded in calls,
+// not in bytes. More is exact and the list never partial.
+func (s *Store) LeasesUpTo(ctx context.Context, prefix string, limit, waiters int) (backend.LeaseList, error) {
+	if err := backend.ValidateLeaseLimits(limit, waiters); err != nil {
+		return backend.LeaseList{}, fmt.Errorf("consulbackend: leases up to: %w", err)
+	}
+	all, err := s.Leases(ctx, prefix)
+	if err != nil {
+		return backend.LeaseList{}, err
+	}
+	var out backend.LeaseList
+	if len(all) > limit {
+		all, out.More = all[:limit], len(all)-limit
+	}
+	for _, l := range all {
+		if len(l.Waiters) > waiters {
+			l.Waiters, l.MoreWaiting = l.Waiters[:waiters], true
+		}
+		out.Leases = append(out.Leases, l)
+	}
+	return out, nil
+}

@@ -13,14 +13,15 @@ import (
 // aclCommands are the commands a store sends or its scripts call: the
 // scripts (EVALSHA, and EVAL when the server does not have them yet), the
 // commands inside them, the handover mailbox's transaction, the replica
-// acknowledgement, pub/sub, the key walk of Leases (SCAN), and the
+// acknowledgement, pub/sub, the key walk of Leases and LeasesUpTo (SCAN),
+// the count of live members of MembersUpTo (ZCOUNT), and the
 // connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,
 // whose refusal it ignores).
 var aclCommands = []string{
 	"evalsha", "eval",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
-	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin",
+	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin", "zcount",
 	"multi", "exec", "wait", "scan",
 	"publish", "spublish", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
 	"hello", "ping",

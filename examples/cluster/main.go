@@ -467,6 +467,13 @@ func (c *crashable) Leases(ctx context.Context, prefix string) ([]backend.LeaseI
 	return c.Store.(backend.Inspector).Leases(ctx, prefix)
 }
 
+func (c *crashable) LeasesUpTo(ctx context.Context, prefix string, limit, waiters int) (backend.LeaseList, error) {
+	if c.crashed.Load() {
+		return backend.LeaseList{}, errCrashed
+	}
+	return c.Store.(backend.Inspector).LeasesUpTo(ctx, prefix, limit, waiters)
+}
+
 // servePages serves the status page of each instance at /<port>/ on addr,
 // with an index at /, until the returned stop is called. It returns the
 // index's URL.
