@@ -3,9 +3,13 @@ package redisbackend
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // aclCommands are the commands a store sends or its scripts call: the
@@ -36,12 +40,55 @@ var aclCommands = []string{
 // that find no fencing counter), with an error that says to grant these
 // rules, rather than granted them unguarded. A Registry, a
 // waiting line and WithReplicaAck need nothing more.
+//
+// SCAN is among them too, for Leases (batonctl locks, the status page's
+// lock list): Redis does not confine SCAN to a user's key patterns, so
+// this user sees the name of every key of the server. For a user shared
+// by the tenants of one server, or any user that must not see other
+// keys, use TenantACLRules.
 func ACLRules(prefix string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	rules := []string{"resetkeys", "~" + prefix + ":*", "resetchannels", "&" + prefix + ":*", "-@all"}
-	for _, c := range aclCommands {
+	return aclRules(prefix+":*", aclCommands)
+}
+
+// TenantACLRules returns the rules of a Redis ACL user for one tenant of
+// a server that several tenants share: only the keys and pub/sub channels
+// of the tenant's apps ("<prefix>:{<tenant>:*", every app's {tenant:app}
+// hash tag), and the commands of ACLRules except SCAN, which Redis does
+// not confine to key patterns and which would show the tenant every key
+// name of the server (lock names carry entity IDs). Such a user runs
+// everything role, synclock and schedlock need: leases, fencing, watches
+// and wake-ups, waiting lines and handover, the member registry, the
+// restart guard and Break. Leases, which lists keys with SCAN, is
+// refused to it: list leases (batonctl locks, the status page's lock
+// list) as an operator's user of ACLRules.
+//
+// What a tenant's user can still do to the others is said in the README
+// (Tenants): its EVAL runs any Lua script, confined to its own keys and
+// commands but not in time, so a script that loops stalls every client
+// of the server; and keys, memory and connections are shared. The
+// tenant must be a name instanceid accepts (no ':', braces, spaces or
+// control characters); glob characters in it or in prefix are escaped.
+func TenantACLRules(prefix, tenant string) (string, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if tenant == "" || strings.ContainsFunc(tenant, func(r rune) bool {
+		return r == ':' || r == '{' || r == '}' || r == ' ' || !unicode.IsPrint(r)
+	}) {
+		return "", fmt.Errorf("redisbackend: %w: tenant %q must be non-empty, without ':', braces, spaces or control characters", backend.ErrInvalidArgument, tenant)
+	}
+	commands := slices.DeleteFunc(slices.Clone(aclCommands), func(c string) bool { return c == "scan" })
+	return aclRules(globEscape(prefix+":{"+tenant+":")+"*", commands), nil
+}
+
+// aclRules returns the rules of a user confined to the keys and channels
+// matching pattern and allowed commands.
+func aclRules(pattern string, commands []string) string {
+	rules := []string{"resetkeys", "~" + pattern, "resetchannels", "&" + pattern, "-@all"}
+	for _, c := range commands {
 		rules = append(rules, "+"+c)
 	}
 	return strings.Join(rules, " ")
@@ -79,6 +126,8 @@ func (s *Store) aclError(err error) error {
 		return fmt.Errorf("%w: user %q: wrong password, or no such user (check the client's Username and Password): %w", errACL, s.user, err)
 	case strings.Contains(msg, "NOAUTH"):
 		return fmt.Errorf("%w: the server needs a password and the client gave none: %w", errACL, err)
+	case strings.Contains(msg, "NOPERM") && refused(msg) == "command scan":
+		return fmt.Errorf("%w: user %q may not list keys (SCAN would show it every key of the server, so TenantACLRules leaves it out); list leases as a user with redisbackend.ACLRules(%q): %w", errACL, s.user, s.prefix, err)
 	case strings.Contains(msg, "NOPERM"):
 		return fmt.Errorf("%w: user %q may not do this (%s); grant it redisbackend.ACLRules(%q): %w", errACL, s.user, refused(msg), s.prefix, err)
 	case strings.Contains(msg, "user executing the script can't"):

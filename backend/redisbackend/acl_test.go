@@ -1,6 +1,7 @@
 package redisbackend_test
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -115,13 +116,16 @@ func TestACLRefusals(t *testing.T) {
 	}
 }
 
-// A tenant's user confined to its own {tenant:... keys and channels runs
-// its own leases and watches, and is refused another tenant's, with an
+// A tenant's user of TenantACLRules, confined to its own {tenant:... keys
+// and channels, runs its own leases and watches, and is refused another tenant's, with an
 // error that names it.
 func TestACLTenant(t *testing.T) {
 	r := testenv.NewRedis(t)
 	ctx := ctxT(t)
-	rules := strings.NewReplacer("~baton:*", "~baton:{acme:*", "&baton:*", "&baton:{acme:*").Replace(redisbackend.ACLRules(""))
+	rules, err := redisbackend.TenantACLRules("", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
 	acme := newStore(t, aclUser(t, r, "acme", "pw", rules))
 	own := backend.AppKey("acme", "billing", "lock", "nightly")
 	w, err := acme.Watch(ctx, own)
@@ -138,5 +142,171 @@ func TestACLTenant(t *testing.T) {
 	_, err = acme.Acquire(ctx, backend.AppKey("globex", "billing", "lock", "nightly"), "a", time.Minute, 0)
 	if err == nil || !strings.Contains(err.Error(), `user "acme"`) {
 		t.Fatalf("another tenant's lock: %v; want a refusal naming user acme", err)
+	}
+}
+
+// tenantStore is what a store shows the conformance suite as a tenant's
+// user: everything but Leases (backend.Inspector), which needs SCAN.
+type tenantStore interface {
+	backend.Store
+	backend.Handover
+	backend.Breaker
+	backend.Registry
+}
+
+// withoutLeases hides the Leases of a store whose user may not list keys.
+type withoutLeases struct{ tenantStore }
+
+// A tenant's user of TenantACLRules runs everything a store does but
+// listing — the conformance suite's leases, fencing, watches, waiting
+// line and handover, member registry, Break and a restart empty — on the
+// keys of its own tenant (the suite's keys are under tenant "conf"), and
+// README gives its rules.
+func TestACLTenantConformance(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rules, err := redisbackend.TenantACLRules("", "conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aclUser(t, r, "conf", "pw", rules)
+	h := restartable(func(t testing.TB) redis.UniversalClient { return aclClient(t, r, "conf", "pw") }, func(t testing.TB) {
+		if err := r.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		aclUser(t, r, "conf", "pw", rules)
+	})
+	newStore := h.NewStore
+	h.NewStore = func(t testing.TB) backend.Store { return withoutLeases{newStore(t).(tenantStore)} }
+	h.Wipe = func(t testing.TB) {
+		if err := r.FlushAll(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backendtest.Run(t, h)
+	acme, err := redisbackend.TenantACLRules("", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), acme) {
+		t.Errorf("README does not give the ACL rules of tenant acme's user:\n%s", acme)
+	}
+}
+
+// A tenant's user of TenantACLRules, on a server another tenant shares,
+// cannot list the server's keys (Redis does not confine SCAN to key
+// patterns: it would show the other tenant's lock names, entity IDs and
+// all), nor read, write, watch or publish on the other tenant's keys and
+// channels, by a command, a script or the store; Leases says to list as
+// an operator's user.
+func TestACLTenantConfined(t *testing.T) {
+	r := testenv.NewRedis(t)
+	ctx := ctxT(t)
+	admin := newStore(t, r.Client(t))
+	theirs := backend.AppKey("globex", "billing", "lock", "invoice:42")
+	if _, err := admin.Acquire(ctx, theirs, "g", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := redisbackend.TenantACLRules("", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := aclUser(t, r, "acme", "pw", rules)
+	if keys, _, err := c.Scan(ctx, 0, "*", 1000).Result(); err == nil {
+		t.Errorf("SCAN as tenant acme's user lists %q; want it refused", keys)
+	}
+	acme := newStore(t, c)
+	if _, err := acme.Leases(ctx, ""); err == nil || !strings.Contains(err.Error(), `user "acme"`) || !strings.Contains(err.Error(), "ACLRules") {
+		t.Errorf("Leases as tenant acme's user: %v; want a refusal that names the user and says to list with ACLRules", err)
+	}
+
+	name := admin.LeaseKey(theirs)
+	channel, _, _ := admin.Notices(theirs)
+	for _, args := range [][]any{
+		{"GET", name}, {"SET", name, "1 acme"}, {"DEL", name}, {"TYPE", name}, {"EXISTS", name}, {"PTTL", name},
+		{"HGET", name, "f"}, {"ZRANGE", name, 0, -1}, {"PUBLISH", channel, "released"},
+		{"EVAL", "return redis.call('GET', KEYS[1])", 1, name},
+		{"EVAL", "return redis.call('DEL', ARGV[1])", 0, name},
+	} {
+		if err := c.Do(ctx, args...).Err(); err == nil || !(strings.Contains(err.Error(), "NOPERM") || strings.Contains(err.Error(), "can't access")) {
+			t.Errorf("%v as tenant acme's user: %v; want an ACL refusal", args, err)
+		}
+	}
+	sub := c.Subscribe(ctx, channel)
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err == nil {
+		t.Errorf("SUBSCRIBE %s as tenant acme's user: no error; want an ACL refusal", channel)
+	}
+	if _, err := acme.Acquire(ctx, theirs, "a", time.Minute, 0); err == nil || !strings.Contains(err.Error(), `user "acme"`) {
+		t.Errorf("Acquire of globex's lock as tenant acme's user: %v; want a refusal naming the user", err)
+	}
+	if _, err := acme.Break(ctx, theirs); err == nil {
+		t.Error("Break of globex's lock as tenant acme's user: no error; want a refusal")
+	}
+	if l, err := admin.Get(ctx, theirs); err != nil || l.Owner != "g" {
+		t.Errorf("globex's lock after acme's tries: %+v, %v; want it still held by g", l, err)
+	}
+
+	for _, bad := range []string{"", "ac:me", "{acme}", "ac me", "ac\x1bme"} {
+		if _, err := redisbackend.TenantACLRules("", bad); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("TenantACLRules(%q): %v; want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
+// What a tenant's user can do to the others, as README says: a script
+// it runs with EVAL is confined to its keys and commands but not in time;
+// while it loops the server answers everyone else BUSY, until an
+// administrator's SCRIPT KILL (which the tenant's user may not send)
+// ends it.
+func TestACLTenantBusyScript(t *testing.T) {
+	r := testenv.NewRedis(t)
+	ctx := ctxT(t)
+	admin := r.Client(t)
+	if err := admin.ConfigSet(ctx, "busy-reply-threshold", "50").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := redisbackend.TenantACLRules("", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := aclUser(t, r, "acme", "pw", rules)
+	if err := c.Do(ctx, "SCRIPT", "KILL").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("SCRIPT KILL as tenant acme's user: %v; want an ACL refusal", err)
+	}
+	// The loop ends by itself after a minute of server time, should the
+	// kill never come.
+	const loop = `local t0 = redis.call('TIME')
+while true do
+  local t = redis.call('TIME')
+  if t[1] - t0[1] > 60 then return 'done' end
+end`
+	done := make(chan error, 1)
+	go func() { done <- c.Eval(ctx, loop, nil).Err() }()
+	for {
+		err := admin.Ping(ctx).Err()
+		if err != nil && strings.Contains(err.Error(), "BUSY") {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("tenant's script ended (%v) before another client was told BUSY", err)
+		default:
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no BUSY reply while the tenant's script runs: %v", err)
+		}
+	}
+	if err := admin.Do(ctx, "SCRIPT", "KILL").Err(); err != nil {
+		t.Fatalf("SCRIPT KILL as the administrator: %v", err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the tenant's script after SCRIPT KILL: %v; want it killed", err)
+	}
+	if err := admin.Ping(ctx).Err(); err != nil {
+		t.Errorf("PING after the kill: %v", err)
 	}
 }

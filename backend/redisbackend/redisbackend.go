@@ -40,7 +40,12 @@
 // ACLRules gives the rules of a least-privilege Redis user for a store:
 // keys and pub/sub channels under the prefix, and the commands the store
 // and its scripts use. Refusals (WRONGPASS, NOPERM) come back as errors
-// that name the client's user.
+// that name the client's user. TenantACLRules gives those of one tenant
+// of a shared server: its own {tenant:app} keys and channels only, and no
+// SCAN (Redis does not confine SCAN to key patterns), so Leases is
+// refused to it. Such a user can still stall the server with a script of
+// its own (EVAL is not confined in time); the README's Tenants section
+// says what tenants share.
 //
 // # Fencing tokens
 //
