@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
@@ -75,10 +74,8 @@ func TenantACLRules(prefix, tenant string) (string, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	if tenant == "" || strings.ContainsFunc(tenant, func(r rune) bool {
-		return r == ':' || r == '{' || r == '}' || r == ' ' || !unicode.IsPrint(r)
-	}) {
-		return "", fmt.Errorf("redisbackend: %w: tenant %q must be non-empty, without ':', braces, spaces or control characters", backend.ErrInvalidArgument, tenant)
+	if err := backend.ValidateTagName("tenant", tenant); err != nil {
+		return "", fmt.Errorf("redisbackend: tenant acl rules: %w", err)
 	}
 	commands := slices.DeleteFunc(slices.Clone(aclCommands), func(c string) bool { return c == "scan" })
 	return aclRules(globEscape(prefix+":{"+tenant+":")+"*", commands), nil

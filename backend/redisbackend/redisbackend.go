@@ -403,15 +403,11 @@ func (s *Store) MailboxKey(key string) string { return s.LeaseKey(key) + mailbox
 // for a key with a hash tag T of its own, as every key of role, synclock
 // and schedlock has ({tenant:app}); "" for a key without one.
 func (s *Store) IntactKey(key string) string {
-	i := strings.IndexByte(key, '{')
-	if i < 0 {
+	tag := backend.HashTag(key)
+	if tag == "" {
 		return ""
 	}
-	j := strings.IndexByte(key[i+1:], '}')
-	if j <= 0 {
-		return "" // no tag, or an empty one: Redis hashes the whole key
-	}
-	return s.prefix + ":" + key[i:i+j+2] + intactSuffix
+	return s.prefix + ":" + tag + intactSuffix
 }
 
 // MarkerKey returns the Redis key that marks key as watched (see
