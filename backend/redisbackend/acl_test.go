@@ -261,7 +261,8 @@ func TestACLTenantConfined(t *testing.T) {
 // it runs with EVAL is confined to its keys and commands but not in time;
 // while it loops the server answers everyone else BUSY, until an
 // administrator's SCRIPT KILL (which the tenant's user may not send)
-// ends it.
+// ends it, or, once the script has written, until it ends by itself
+// (SCRIPT KILL is refused: only SHUTDOWN NOSAVE would end it).
 func TestACLTenantBusyScript(t *testing.T) {
 	r := testenv.NewRedis(t)
 	ctx := ctxT(t)
@@ -277,19 +278,46 @@ func TestACLTenantBusyScript(t *testing.T) {
 	if err := c.Do(ctx, "SCRIPT", "KILL").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 		t.Errorf("SCRIPT KILL as tenant acme's user: %v; want an ACL refusal", err)
 	}
-	// The loop ends by itself after a minute of server time, should the
-	// kill never come.
-	const loop = `local t0 = redis.call('TIME')
-while true do
-  local t = redis.call('TIME')
-  if t[1] - t0[1] > 60 then return 'done' end
-end`
+	// A loop that ends by itself after a minute of server time, should
+	// the kill never come.
+	done := busy(t, admin, c, `local t0 = redis.call('TIME')
+while redis.call('TIME')[1] - t0[1] < 60 do end
+return 'done'`)
+	if err := admin.Do(ctx, "SCRIPT", "KILL").Err(); err != nil {
+		t.Fatalf("SCRIPT KILL as the administrator: %v", err)
+	}
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("the tenant's script after SCRIPT KILL: %v; want it killed", err)
+	}
+
+	// One that wrote first cannot be killed: it runs to its end, one to
+	// two seconds on.
+	done = busy(t, admin, c, `redis.call('SET', 'baton:{acme:billing}:x', '1')
+local t0 = redis.call('TIME')
+while redis.call('TIME')[1] - t0[1] < 2 do end
+return 'done'`)
+	if err := admin.Do(ctx, "SCRIPT", "KILL").Err(); err == nil || !strings.Contains(err.Error(), "UNKILLABLE") {
+		t.Errorf("SCRIPT KILL of a tenant's script that wrote: %v; want UNKILLABLE", err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the tenant's script that wrote: %v; want it to run to its end", err)
+	}
+	if err := admin.Ping(ctx).Err(); err != nil {
+		t.Errorf("PING after the scripts: %v", err)
+	}
+}
+
+// busy runs script as c's user and returns once another client, admin,
+// is answered BUSY; the channel receives the script's error when it ends.
+func busy(t *testing.T, admin, c *redis.Client, script string) <-chan error {
+	t.Helper()
+	ctx := ctxT(t)
 	done := make(chan error, 1)
-	go func() { done <- c.Eval(ctx, loop, nil).Err() }()
+	go func() { done <- c.Eval(ctx, script, nil).Err() }()
 	for {
 		err := admin.Ping(ctx).Err()
 		if err != nil && strings.Contains(err.Error(), "BUSY") {
-			break
+			return done
 		}
 		select {
 		case err := <-done:
@@ -299,14 +327,5 @@ end`
 		if ctx.Err() != nil {
 			t.Fatalf("no BUSY reply while the tenant's script runs: %v", err)
 		}
-	}
-	if err := admin.Do(ctx, "SCRIPT", "KILL").Err(); err != nil {
-		t.Fatalf("SCRIPT KILL as the administrator: %v", err)
-	}
-	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Errorf("the tenant's script after SCRIPT KILL: %v; want it killed", err)
-	}
-	if err := admin.Ping(ctx).Err(); err != nil {
-		t.Errorf("PING after the kill: %v", err)
 	}
 }
