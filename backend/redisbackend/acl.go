@@ -126,10 +126,10 @@ func (s *Store) aclError(err error) error {
 	case strings.Contains(msg, "NOPERM") && refused(msg) == "command scan":
 		return fmt.Errorf("%w: user %q may not list keys (SCAN would show it every key of the server, so TenantACLRules leaves it out); list leases as a user with redisbackend.ACLRules(%q): %w", errACL, s.user, s.prefix, err)
 	case strings.Contains(msg, "NOPERM"):
-		return fmt.Errorf("%w: user %q may not do this (%s); grant it redisbackend.ACLRules(%q): %w", errACL, s.user, refused(msg), s.prefix, err)
+		return fmt.Errorf("%w: user %q may not do this (%s); grant it redisbackend.ACLRules(%q) (a tenant's user: TenantACLRules, for its own tenant's keys only): %w", errACL, s.user, refused(msg), s.prefix, err)
 	case strings.Contains(msg, "user executing the script can't"):
 		// Redis 7.0 does not say which command or key of the script.
-		return fmt.Errorf("%w: user %q may not run a command or touch a key that one of baton's scripts does; grant it redisbackend.ACLRules(%q): %w", errACL, s.user, s.prefix, err)
+		return fmt.Errorf("%w: user %q may not run a command or touch a key that one of baton's scripts does; grant it redisbackend.ACLRules(%q) (a tenant's user: TenantACLRules, for its own tenant's keys only): %w", errACL, s.user, s.prefix, err)
 	}
 	return err
 }

@@ -250,6 +250,19 @@ func TestACLTenantConfined(t *testing.T) {
 		t.Errorf("globex's lock after acme's tries: %+v, %v; want it still held by g", l, err)
 	}
 
+	// Glob characters in a tenant's name match themselves only.
+	glob, err := redisbackend.TenantACLRules("", "a*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := aclUser(t, r, "glob", "pw", glob)
+	if err := g.Set(ctx, "baton:{a*:billing}:x", "1", 0).Err(); err != nil {
+		t.Errorf("tenant a*'s user on its own key: %v", err)
+	}
+	if err := g.Get(ctx, "baton:{acme:billing}:lock:x").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("tenant a*'s user on tenant acme's key: %v; want an ACL refusal", err)
+	}
+
 	for _, bad := range []string{"", "ac:me", "{acme}", "ac me", "ac\x1bme"} {
 		if _, err := redisbackend.TenantACLRules("", bad); !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("TenantACLRules(%q): %v; want ErrInvalidArgument", bad, err)
