@@ -16,7 +16,8 @@ import (
 )
 
 // tenantStore returns a store on r that logs in as tenant's ACL user of
-// redisbackend.TenantACLRules, made (again) with the password pw.
+// redisbackend.TenantACLRules, made (again) with the password pw,
+// calling baton's Redis functions, which it loads first.
 func tenantStore(t testing.TB, r *testenv.Redis, tenant string) *redisbackend.Store {
 	t.Helper()
 	rules, err := redisbackend.TenantACLRules("", tenant)
@@ -32,11 +33,14 @@ func tenantStore(t testing.TB, r *testenv.Redis, tenant string) *redisbackend.St
 	if err := r.Client(t).Do(ctx, args...).Err(); err != nil {
 		t.Fatalf("ACL SETUSER %s: %v", tenant, err)
 	}
+	if err := redisbackend.LoadFunctions(ctx, r.Client(t)); err != nil {
+		t.Fatal(err)
+	}
 	o := r.Options()
 	o.Username, o.Password = tenant, "pw"
 	c := redis.NewClient(o)
 	t.Cleanup(func() { c.Close() })
-	s, err := redisbackend.New(c, redisbackend.WithoutRestartGuard()) // a server started for the tests
+	s, err := redisbackend.New(c, redisbackend.WithoutRestartGuard(), redisbackend.WithFunctions()) // a server started for the tests
 	if err != nil {
 		t.Fatal(err)
 	}

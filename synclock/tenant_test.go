@@ -15,7 +15,8 @@ import (
 )
 
 // tenantRedisStore returns a store on the package's server that logs in
-// as tenant acme's ACL user of redisbackend.TenantACLRules.
+// as tenant acme's ACL user of redisbackend.TenantACLRules, calling
+// baton's Redis functions, which it loads first.
 func tenantRedisStore(t testing.TB) *redisbackend.Store {
 	t.Helper()
 	rules, err := redisbackend.TenantACLRules("", "acme")
@@ -29,11 +30,14 @@ func tenantRedisStore(t testing.TB) *redisbackend.Store {
 	if err := server.Client(t).Do(ctxT(t), args...).Err(); err != nil {
 		t.Fatalf("ACL SETUSER acme: %v", err)
 	}
+	if err := redisbackend.LoadFunctions(ctxT(t), server.Client(t)); err != nil {
+		t.Fatal(err)
+	}
 	o := server.Options()
 	o.Username, o.Password = "acme", "pw"
 	c := redis.NewClient(o)
 	t.Cleanup(func() { c.Close() })
-	s, err := redisbackend.New(c, redisbackend.WithoutRestartGuard()) // a server started for the tests
+	s, err := redisbackend.New(c, redisbackend.WithoutRestartGuard(), redisbackend.WithFunctions()) // a server started for the tests
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,13 +12,14 @@ import (
 )
 
 // aclCommands are the commands a store sends or its scripts call: the
-// scripts (EVALSHA, and EVAL when the server does not have them yet), the
+// scripts (EVALSHA, and EVAL when the server does not have them yet; a
+// store WithFunctions calls FCALL instead), the
 // commands inside them, the handover mailbox's transaction, the replica
 // acknowledgement, pub/sub, the key walk of Leases (SCAN), and the
 // connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,
 // whose refusal it ignores).
 var aclCommands = []string{
-	"evalsha", "eval",
+	"evalsha", "eval", "fcall",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
 	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin",
@@ -53,23 +54,25 @@ func ACLRules(prefix string) string {
 }
 
 // TenantACLRules returns the rules of a Redis ACL user for one tenant of
-// a server that several tenants share: only the keys and pub/sub channels
-// of the tenant's apps ("<prefix>:{<tenant>:*", every app's {tenant:app}
-// hash tag), and the commands of ACLRules except SCAN, which Redis does
-// not confine to key patterns and which would show the tenant every key
-// name of the server (lock names carry entity IDs). Such a user runs
-// everything role, synclock and schedlock need: leases, fencing, watches
-// and wake-ups, waiting lines and handover, the member registry, the
-// restart guard and Break. Leases, which lists keys with SCAN, is
-// refused to it: list leases (batonctl locks, the status page's lock
-// list) as an operator's user of ACLRules.
+// a server that several tenants share, for stores WithFunctions: only
+// the keys and pub/sub channels of the tenant's apps
+// ("<prefix>:{<tenant>:*", every app's {tenant:app} hash tag), and the
+// commands of ACLRules but three. Without EVAL and EVALSHA the user runs
+// no Lua but baton's functions (FCALL), which an administrator loaded
+// (LoadFunctions): a script of its own could loop, and the server serves
+// nobody while a script runs. Without SCAN, which Redis does not confine
+// to key patterns, it cannot list the key names of the server (lock
+// names carry entity IDs).
 //
-// What a tenant's user can still do to the others is said in the README
-// (Tenants): its EVAL runs any Lua script, confined to its own keys and
-// commands but not in time, so a script that loops stalls every client
-// of the server; and keys, memory and connections are shared. The
-// tenant must be a name instanceid accepts (no ':', braces, spaces or
-// control characters); glob characters in it or in prefix are escaped.
+// Such a user runs everything role, synclock and schedlock need: leases,
+// fencing, watches and wake-ups, waiting lines and handover, the member
+// registry, the restart guard and Break. Leases, which lists keys with
+// SCAN, is refused to it: list leases (batonctl locks, the status page's
+// lock list) as an operator's user of ACLRules. What tenants still share
+// (memory, connections, the server's time) is said in the README
+// (Tenants). The tenant must be a name instanceid accepts (no ':',
+// braces, spaces or control characters); glob characters in it or in
+// prefix are escaped.
 func TenantACLRules(prefix, tenant string) (string, error) {
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -77,7 +80,7 @@ func TenantACLRules(prefix, tenant string) (string, error) {
 	if err := backend.ValidateTagName("tenant", tenant); err != nil {
 		return "", fmt.Errorf("redisbackend: tenant acl rules: %w", err)
 	}
-	commands := slices.DeleteFunc(slices.Clone(aclCommands), func(c string) bool { return c == "scan" })
+	commands := slices.DeleteFunc(slices.Clone(aclCommands), func(c string) bool { return c == "scan" || c == "eval" || c == "evalsha" })
 	return aclRules(globEscape(prefix+":{"+tenant+":")+"*", commands), nil
 }
 
@@ -123,6 +126,11 @@ func (s *Store) aclError(err error) error {
 		return fmt.Errorf("%w: user %q: wrong password, or no such user (check the client's Username and Password): %w", errACL, s.user, err)
 	case strings.Contains(msg, "NOAUTH"):
 		return fmt.Errorf("%w: the server needs a password and the client gave none: %w", errACL, err)
+	case strings.Contains(msg, "Function not found"):
+		return fmt.Errorf("baton's Redis functions (library %s) are not loaded on this server: an administrator loads them with redisbackend.LoadFunctions "+
+			"(a server that restarted without its data has lost them): %w", libraryName(), err)
+	case strings.Contains(msg, "NOPERM") && (refused(msg) == "command eval" || refused(msg) == "command evalsha"):
+		return fmt.Errorf("%w: user %q may not send scripts; a store of a tenant's user (TenantACLRules) needs redisbackend.WithFunctions: %w", errACL, s.user, err)
 	case strings.Contains(msg, "NOPERM") && refused(msg) == "command scan":
 		return fmt.Errorf("%w: user %q may not list keys (SCAN would show it every key of the server, so TenantACLRules leaves it out); list leases as a user with redisbackend.ACLRules(%q): %w", errACL, s.user, s.prefix, err)
 	case strings.Contains(msg, "NOPERM"):

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,7 +127,8 @@ func TestACLTenant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	acme := newStore(t, aclUser(t, r, "acme", "pw", rules))
+	loadFunctions(t, r.Client(t))
+	acme := functionStore(t, aclUser(t, r, "acme", "pw", rules))
 	own := backend.AppKey("acme", "billing", "lock", "nightly")
 	w, err := acme.Watch(ctx, own)
 	if err != nil {
@@ -145,6 +147,27 @@ func TestACLTenant(t *testing.T) {
 	}
 }
 
+// functionStore returns a store WithFunctions on rdb, without the restart
+// guard unless opts turn it on, closed with the test.
+func functionStore(t testing.TB, rdb redis.UniversalClient, opts ...redisbackend.Option) *redisbackend.Store {
+	t.Helper()
+	s, err := redisbackend.New(rdb, append([]redisbackend.Option{redisbackend.WithoutRestartGuard(), redisbackend.WithFunctions()}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// loadFunctions loads baton's functions with the administrator's client
+// admin.
+func loadFunctions(t testing.TB, admin redis.UniversalClient) {
+	t.Helper()
+	if err := redisbackend.LoadFunctions(ctxT(t), admin); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // tenantStore is what a store shows the conformance suite as a tenant's
 // user: everything but Leases (backend.Inspector), which needs SCAN.
 type tenantStore interface {
@@ -157,11 +180,12 @@ type tenantStore interface {
 // withoutLeases hides the Leases of a store whose user may not list keys.
 type withoutLeases struct{ tenantStore }
 
-// A tenant's user of TenantACLRules runs everything a store does but
-// listing — the conformance suite's leases, fencing, watches, waiting
-// line and handover, member registry, Break and a restart empty — on the
-// keys of its own tenant (the suite's keys are under tenant "conf"), and
-// README gives its rules.
+// A tenant's user of TenantACLRules, through a store WithFunctions, runs
+// everything a store does but listing — the conformance suite's leases,
+// fencing, watches, waiting line and handover, member registry, Break and
+// a restart empty (after which the administrator loads the functions
+// again) — on the keys of its own tenant (the suite's keys are under
+// tenant "conf"), and README gives its rules.
 func TestACLTenantConformance(t *testing.T) {
 	r := testenv.NewRedis(t)
 	rules, err := redisbackend.TenantACLRules("", "conf")
@@ -169,14 +193,26 @@ func TestACLTenantConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	aclUser(t, r, "conf", "pw", rules)
-	h := restartable(func(t testing.TB) redis.UniversalClient { return aclClient(t, r, "conf", "pw") }, func(t testing.TB) {
-		if err := r.Restart(); err != nil {
-			t.Fatal(err)
-		}
-		aclUser(t, r, "conf", "pw", rules)
-	})
-	newStore := h.NewStore
-	h.NewStore = func(t testing.TB) backend.Store { return withoutLeases{newStore(t).(tenantStore)} }
+	loadFunctions(t, r.Client(t))
+	var restarted atomic.Bool
+	h := backendtest.Harness{
+		NewStore: func(t testing.TB) backend.Store {
+			guard := redisbackend.WithoutRestartGuard()
+			if restarted.Load() {
+				guard = redisbackend.WithRestartGuard(0)
+			}
+			return withoutLeases{functionStore(t, aclClient(t, r, "conf", "pw"), guard)}
+		},
+		// The server forgets the user and the functions with its data.
+		Restart: func(t testing.TB) {
+			if err := r.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			aclUser(t, r, "conf", "pw", rules)
+			loadFunctions(t, r.Client(t))
+			restarted.Store(true)
+		},
+	}
 	h.Wipe = func(t testing.TB) {
 		if err := r.FlushAll(ctxT(t)); err != nil {
 			t.Fatal(err)
@@ -218,7 +254,8 @@ func TestACLTenantConfined(t *testing.T) {
 	if keys, _, err := c.Scan(ctx, 0, "*", 1000).Result(); err == nil {
 		t.Errorf("SCAN as tenant acme's user lists %q; want it refused", keys)
 	}
-	acme := newStore(t, c)
+	loadFunctions(t, r.Client(t))
+	acme := functionStore(t, c)
 	if _, err := acme.Leases(ctx, ""); err == nil || !strings.Contains(err.Error(), `user "acme"`) || !strings.Contains(err.Error(), "ACLRules") {
 		t.Errorf("Leases as tenant acme's user: %v; want a refusal that names the user and says to list with ACLRules", err)
 	}
@@ -228,8 +265,7 @@ func TestACLTenantConfined(t *testing.T) {
 	for _, args := range [][]any{
 		{"GET", name}, {"SET", name, "1 acme"}, {"DEL", name}, {"TYPE", name}, {"EXISTS", name}, {"PTTL", name},
 		{"HGET", name, "f"}, {"ZRANGE", name, 0, -1}, {"PUBLISH", channel, "released"},
-		{"EVAL", "return redis.call('GET', KEYS[1])", 1, name},
-		{"EVAL", "return redis.call('DEL', ARGV[1])", 0, name},
+		{"FCALL", redisbackend.FunctionName("get"), 7, name, name, name, name, name, name, name, "-1", "PUBLISH", "1"},
 	} {
 		if err := c.Do(ctx, args...).Err(); err == nil || !(strings.Contains(err.Error(), "NOPERM") || strings.Contains(err.Error(), "can't access")) {
 			t.Errorf("%v as tenant acme's user: %v; want an ACL refusal", args, err)
@@ -270,12 +306,13 @@ func TestACLTenantConfined(t *testing.T) {
 	}
 }
 
-// What a tenant's user can do to the others, as README says: a script
-// it runs with EVAL is confined to its keys and commands but not in time;
-// while it loops the server answers everyone else BUSY, until an
-// administrator's SCRIPT KILL (which the tenant's user may not send)
-// ends it, or, once the script has written, until it ends by itself
-// (SCRIPT KILL is refused: only SHUTDOWN NOSAVE would end it).
+// Why a tenant's user sends no scripts: a Lua script of a user with EVAL
+// (ACLRules, even with the tenant's key patterns) is confined to its keys
+// and commands but not in time; while it loops the server answers
+// everyone else BUSY, until an administrator's SCRIPT KILL ends it, or,
+// once it has written, until it ends by itself (SCRIPT KILL is refused:
+// only SHUTDOWN NOSAVE would end it). A tenant's user of TenantACLRules
+// may not send a script, nor load or delete functions.
 func TestACLTenantBusyScript(t *testing.T) {
 	r := testenv.NewRedis(t)
 	ctx := ctxT(t)
@@ -287,9 +324,22 @@ func TestACLTenantBusyScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := aclUser(t, r, "acme", "pw", rules)
+	loadFunctions(t, admin)
+	tenant := aclUser(t, r, "acme", "pw", rules)
+	for _, args := range [][]any{
+		{"EVAL", "return 1", 0}, {"EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", 0}, {"SCRIPT", "LOAD", "return 1"}, {"SCRIPT", "KILL"},
+		{"FUNCTION", "LOAD", "#!lua name=mine\nredis.register_function('mine', function() while true do end end)"},
+		{"FUNCTION", "DELETE", strings.TrimSuffix(redisbackend.FunctionName(""), "_")}, {"FUNCTION", "FLUSH"},
+	} {
+		if err := tenant.Do(ctx, args...).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Errorf("%q as tenant acme's user: %v; want an ACL refusal", args, err)
+		}
+	}
+
+	// A user with EVAL, confined to acme's keys as the tenant is.
+	c := aclUser(t, r, "evaluator", "pw", strings.NewReplacer("~baton:*", "~baton:{acme:*", "&baton:*", "&baton:{acme:*").Replace(redisbackend.ACLRules("")))
 	if err := c.Do(ctx, "SCRIPT", "KILL").Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-		t.Errorf("SCRIPT KILL as tenant acme's user: %v; want an ACL refusal", err)
+		t.Errorf("SCRIPT KILL as a user of ACLRules: %v; want an ACL refusal", err)
 	}
 	// A loop that ends by itself after a minute of server time, should
 	// the kill never come.
@@ -300,7 +350,7 @@ return 'done'`)
 		t.Fatalf("SCRIPT KILL as the administrator: %v", err)
 	}
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Errorf("the tenant's script after SCRIPT KILL: %v; want it killed", err)
+		t.Errorf("the script after SCRIPT KILL: %v; want it killed", err)
 	}
 
 	// One that wrote first cannot be killed: it runs to its end, one to
@@ -310,10 +360,10 @@ local t0 = redis.call('TIME')
 while redis.call('TIME')[1] - t0[1] < 2 do end
 return 'done'`)
 	if err := admin.Do(ctx, "SCRIPT", "KILL").Err(); err == nil || !strings.Contains(err.Error(), "UNKILLABLE") {
-		t.Errorf("SCRIPT KILL of a tenant's script that wrote: %v; want UNKILLABLE", err)
+		t.Errorf("SCRIPT KILL of a script that wrote: %v; want UNKILLABLE", err)
 	}
 	if err := <-done; err != nil {
-		t.Errorf("the tenant's script that wrote: %v; want it to run to its end", err)
+		t.Errorf("the script that wrote: %v; want it to run to its end", err)
 	}
 	if err := admin.Ping(ctx).Err(); err != nil {
 		t.Errorf("PING after the scripts: %v", err)
@@ -334,11 +384,11 @@ func busy(t *testing.T, admin, c *redis.Client, script string) <-chan error {
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("tenant's script ended (%v) before another client was told BUSY", err)
+			t.Fatalf("the script ended (%v) before another client was told BUSY", err)
 		default:
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("no BUSY reply while the tenant's script runs: %v", err)
+			t.Fatalf("no BUSY reply while the script runs: %v", err)
 		}
 	}
 }
