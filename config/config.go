@@ -140,6 +140,12 @@ type Redis struct {
 	// cannot reach it (redis.fail-fast), for a service that would rather
 	// not start than start as a slave that can never win.
 	FailFast bool
+	// Functions makes the store call baton's Redis functions (FCALL)
+	// instead of sending Lua scripts (redis.functions), for an ACL user
+	// that may not send scripts (redisbackend.TenantACLRules); an
+	// administrator loads them (redisbackend.LoadFunctions). Not with
+	// LayoutSpring.
+	Functions bool
 	// Layout is the key layout of the role and locks (redis.layout):
 	// LayoutBaton (the default), or LayoutSpring for a fleet in which
 	// Java instances of the service run beside Go ones during a
@@ -655,6 +661,9 @@ func (c Config) RedisStoreOptions() []redisbackend.Option {
 	var opts []redisbackend.Option
 	if c.Redis.KeyPrefix != "" {
 		opts = append(opts, redisbackend.WithPrefix(c.Redis.KeyPrefix))
+	}
+	if c.Redis.Functions {
+		opts = append(opts, redisbackend.WithFunctions())
 	}
 	r := c.Role.WithDefaults()
 	longest := max(r.HeartbeatExpiration, c.SyncLock.WithDefaults().HoldDuration)

@@ -292,6 +292,12 @@
 //	    Config.RedisStore pings the store and fails with "store
 //	    unreachable at ADDR" when it does not answer, instead of starting
 //	    as a slave that waits for Redis.
+//	redis.functions
+//	    default false; BATON_REDIS_FUNCTIONS
+//	    The store calls baton's Redis functions (FCALL) instead of
+//	    sending Lua scripts, for an ACL user that may not send scripts (a
+//	    tenant's, redisbackend.TenantACLRules); an administrator loads them
+//	    first (redisbackend.LoadFunctions). Not with layout spring.
 //	redis.layout
 //	    default baton; BATON_REDIS_LAYOUT
 //	    Key layout of the role and locks: baton, or spring for a fleet in

@@ -85,6 +85,7 @@ func TestEnvEveryKey(t *testing.T) {
 		"redis.write-timeout-in-milliseconds": "800",
 		"redis.pool-size":                     "4",
 		"redis.fail-fast":                     "yes",
+		"redis.functions":                     "no",
 		"redis.layout":                        "baton",
 		"redis.shedlock-environment":          "prod",
 		"redis.shedlock-key-prefix":           "shedlock",

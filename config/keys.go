@@ -104,6 +104,7 @@ const (
 	keyRedisWriteTimeout = "redis.write-timeout-in-milliseconds"
 	keyRedisPoolSize     = "redis.pool-size"
 	keyRedisFailFast     = "redis.fail-fast"
+	keyRedisFunctions    = "redis.functions"
 	keyRedisLayout       = "redis.layout"
 	keyRedisShedLockEnv  = "redis.shedlock-environment"
 	keyRedisShedLockPfx  = "redis.shedlock-key-prefix"
@@ -234,6 +235,9 @@ var keys = []key{
 	{name: keyRedisFailFast, kind: kindBool,
 		set: func(c *Config, v any) { c.Redis.FailFast = v.(bool) },
 		get: func(c *Config) any { return c.Redis.FailFast }},
+	{name: keyRedisFunctions, kind: kindBool,
+		set: func(c *Config, v any) { c.Redis.Functions = v.(bool) },
+		get: func(c *Config) any { return c.Redis.Functions }},
 	{name: keyRedisLayout, kind: kindString,
 		set: func(c *Config, v any) { c.Redis.Layout = v.(string) },
 		get: func(c *Config) any { return c.Redis.Layout }},

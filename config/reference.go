@@ -128,6 +128,8 @@ var keyDocs = map[string]keyDoc{
 		doc: "Most connections per server, at most `10000`."},
 	keyRedisFailFast: {def: "`false`",
 		doc: "`cfg.RedisStore(ctx)` pings the store and fails with `store unreachable at ADDR` when it does not answer, instead of starting as a slave that waits for Redis."},
+	keyRedisFunctions: {def: "`false`",
+		doc: "The store calls baton's Redis functions (`FCALL`) instead of sending Lua scripts, for an ACL user that may not send scripts (a tenant's, `redisbackend.TenantACLRules`); an administrator loads them first (`redisbackend.LoadFunctions`). Not with layout `spring`. See [Tenants](#redis-in-production)."},
 	keyRedisLayout: {def: "`baton`",
 		doc: "Key layout of the role and locks: `baton`, or `spring` for a fleet in which Java instances (the Spring framework, ShedLock's Redis provider) run beside Go ones during a migration; build that store with `cfg.SpringRedisStore(ctx)` (`cfg.RedisStore` refuses it). Not with Cluster. See [Mixed Java/Go fleets](#mixed-javago-fleets)."},
 	keyRedisShedLockEnv: {def: "`default`",

@@ -349,6 +349,9 @@ func (ch *checker) redisLayout(r Redis, cluster bool) {
 	if ch.given(keyRedisLayout) && r.Layout != LayoutBaton && r.Layout != LayoutSpring {
 		ch.add(keyRedisLayout, fmt.Sprintf("must be %q (baton's keys) or %q (the Spring framework's and ShedLock's, shared with Java instances)", LayoutBaton, LayoutSpring))
 	}
+	if r.Layout == LayoutSpring && r.Functions {
+		ch.add(keyRedisFunctions, "cannot be true with "+keyRedisLayout+" "+LayoutSpring+": the Spring layout's scripts are not among baton's Redis functions")
+	}
 	if r.Layout == LayoutSpring && cluster {
 		ch.add(keyRedisLayout, "cannot be "+LayoutSpring+" with Redis Cluster: the Java side's keys carry no hash tag")
 	}

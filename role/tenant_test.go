@@ -6,16 +6,53 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
 
-// Two tenants run an app of the same name on one Redis: each elects its
-// own master, sees only its own members and masters, holds its own locks
-// and counts its own fencing tokens, and every key either writes carries
-// its own {tenant:app} tag.
+// tenantStore returns a store on r that logs in as tenant's ACL user of
+// redisbackend.TenantACLRules, made (again) with the password pw,
+// calling baton's Redis functions, which it loads first.
+func tenantStore(t testing.TB, r *testenv.Redis, tenant string) *redisbackend.Store {
+	t.Helper()
+	rules, err := redisbackend.TenantACLRules("", tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []any{"ACL", "SETUSER", tenant, "reset", "on", ">pw"}
+	for _, f := range strings.Fields(rules) {
+		args = append(args, f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	if err := r.Client(t).Do(ctx, args...).Err(); err != nil {
+		t.Fatalf("ACL SETUSER %s: %v", tenant, err)
+	}
+	if err := redisbackend.LoadFunctions(ctx, r.Client(t)); err != nil {
+		t.Fatal(err)
+	}
+	o := r.Options()
+	o.Username, o.Password = tenant, "pw"
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	s, err := redisbackend.New(c, redisbackend.WithoutRestartGuard(), redisbackend.WithFunctions()) // a server started for the tests
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Two tenants run an app of the same name on one Redis, each as its own
+// ACL user (redisbackend.TenantACLRules): each elects its own master,
+// sees only its own members and masters, holds its own locks and counts
+// its own fencing tokens, and every key either writes carries its own
+// {tenant:app} tag.
 func TestTenantIsolation(t *testing.T) {
 	r := testenv.NewRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
@@ -29,7 +66,7 @@ func TestTenantIsolation(t *testing.T) {
 		return v
 	}
 	start := func(tenant string, port int) *role.Elector {
-		el, err := role.NewElector(redisStore(t, r), tenantID(tenant, port), cfg, quiet)
+		el, err := role.NewElector(tenantStore(t, r, tenant), tenantID(tenant, port), cfg, quiet)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,13 +110,13 @@ func TestTenantIsolation(t *testing.T) {
 
 	// One lock name in both tenants: both are held at once, each with its
 	// own fencing counter.
-	s := redisStore(t, r)
+	sa, sg := tenantStore(t, r, "acme"), tenantStore(t, r, "globex")
 	ka, kg := backend.AppKey("acme", "billing", "lock", "nightly"), backend.AppKey("globex", "billing", "lock", "nightly")
-	la, err := s.Acquire(ctx, ka, "a", time.Minute, uint64(time.Now().Add(30*24*time.Hour).UnixMicro()))
+	la, err := sa.Acquire(ctx, ka, "a", time.Minute, uint64(time.Now().Add(30*24*time.Hour).UnixMicro()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lg, err := s.Acquire(ctx, kg, "g", time.Minute, 0)
+	lg, err := sg.Acquire(ctx, kg, "g", time.Minute, 0)
 	if err != nil {
 		t.Fatalf("the same lock name in the other tenant while the first holds it: %v", err)
 	}

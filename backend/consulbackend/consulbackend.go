@@ -403,7 +403,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 	if st.fenceKV == nil && st.bootedKV != nil {
 		// The guard let a key without a counter through because the
 		// store had not lost its data: grant only if that still holds.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.bootedKey(), Index: st.bootedKV.ModifyIndex}})
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.BootedKey(key), Index: st.bootedKV.ModifyIndex}})
 	}
 	if st.leaseKV != nil {
 		// Replace the lease key only as it was read.
@@ -878,6 +878,12 @@ func (s *Store) txnFailed(op, key string, resp *api.TxnResponse) error {
 			what = append(what, fmt.Sprintf("op %d: %s", e.OpIndex, e.What))
 		}
 	}
+	if len(what) == 0 {
+		// Consul leaves out of a transaction's reply the reads its
+		// token may not make, and says nothing more.
+		return fmt.Errorf("consulbackend: %s %q: the agent at %s left entries out of the transaction's reply: the ACL token may not read them "+
+			"(check consul.token: its policy must cover the keys of the service, as consulbackend.ACLPolicy's does)", op, key, s.addr)
+	}
 	return fmt.Errorf("consulbackend: %s %q: the agent at %s refused the transaction: %s", op, key, s.addr, strings.Join(what, "; "))
 }
 
@@ -897,7 +903,7 @@ func (s *Store) transport(op, key string, ctx context.Context, err error) error 
 		return fmt.Errorf("consulbackend: %s %q on the agent at %s: %w: the agent does not know the ACL token (check consul.token, api.Config.Token): %w",
 			op, key, s.addr, backend.ErrAuth, err)
 	case errors.As(err, &se) && se.Code == 403, strings.Contains(msg, "Permission denied"):
-		hint = " (the ACL token is unknown to the agent, or lacks key:write and session:write on the prefix: check consul.token)"
+		hint = " (the ACL token lacks key:write on the service's keys or session:write: check consul.token and consulbackend.ACLPolicy)"
 	case ctx.Err() == nil && !errors.As(err, &se) && !strings.Contains(msg, "Failed request") && !strings.Contains(msg, "Unexpected response code"):
 		hint = " (is the Consul agent running and reachable there?)"
 	}

@@ -140,12 +140,15 @@
 //
 // # Restart guard, members, the catalog
 //
-// A Consul that lost its KV store is told by a missing marker (see
-// WithRestartGuard); keys without a counter are then refused, Recovering,
-// for the guard. The markers hold no time, so no clock, stepped back or
-// forged, can stretch the refusal: it lasts as long as the session that
-// locks the recovering entry, which Consul's servers end by its TTL (at
-// most MaxSessionTTL, twice that in the worst case). The member Registry keeps an entry per member, locked by
+// A Consul that lost its KV store is told, service by service, by a
+// missing marker "<prefix>/booted/{tenant:app}" (see WithRestartGuard);
+// the service's keys without a counter are then refused, Recovering, for
+// the guard, and no other service's. The markers hold no time, so no
+// clock, stepped back or forged, can stretch the refusal: it lasts as
+// long as the session that locks the recovering entry, which Consul's
+// servers end by its TTL (at most MaxSessionTTL, twice that in the worst
+// case). ACLPolicy gives the rules of a service's ACL token: its own keys
+// and markers, and sessions. The member Registry keeps an entry per member, locked by
 // a session with the heartbeat's TTL; Members reports that TTL and an Age
 // of 0 (unknown). Service registers an instance in the catalog, tagged
 // master or slave, for role.WithAnnouncer, whatever the lease store.

@@ -123,8 +123,8 @@ func (s *Store) look(ctx context.Context, op, key string, line bool) (*state, er
 	ops := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.LeaseKey(key)}},
 		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.FenceKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.bootedKey()}},
-		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.recoveringKey()}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.BootedKey(key)}},
+		{KV: &api.KVTxnOp{Verb: api.KVGetOrEmpty, Key: s.RecoveringKey(key)}},
 	}
 	if line {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVGetTree, Key: s.LineKey(key)}})

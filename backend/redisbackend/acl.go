@@ -3,6 +3,7 @@ package redisbackend
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -11,14 +12,15 @@ import (
 )
 
 // aclCommands are the commands a store sends or its scripts call: the
-// scripts (EVALSHA, and EVAL when the server does not have them yet), the
+// scripts (EVALSHA, and EVAL when the server does not have them yet; a
+// store WithFunctions calls FCALL instead), the
 // commands inside them, the handover mailbox's transaction, the replica
 // acknowledgement, pub/sub, the key walk of Leases and LeasesUpTo (SCAN),
 // the count of live members of MembersUpTo (ZCOUNT), and the
 // connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,
 // whose refusal it ignores).
 var aclCommands = []string{
-	"evalsha", "eval",
+	"evalsha", "eval", "fcall",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
 	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zpopmin", "zcount",
@@ -39,23 +41,61 @@ var aclCommands = []string{
 // that find no fencing counter), with an error that says to grant these
 // rules, rather than granted them unguarded. A Registry, a
 // waiting line and WithReplicaAck need nothing more.
+//
+// SCAN is among them too, for Leases (batonctl locks, the status page's
+// lock list): Redis does not confine SCAN to a user's key patterns, so
+// this user sees the name of every key of the server. For a user shared
+// by the tenants of one server, or any user that must not see other
+// keys, use TenantACLRules.
 func ACLRules(prefix string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
 	// A prefix New accepts has no glob characters; escaping them anyway
 	// keeps a bad prefix from granting other prefixes.
-	p := globEscaper.Replace(prefix)
-	rules := []string{"resetkeys", "~" + p + ":*", "resetchannels", "&" + p + ":*", "-@all"}
-	for _, c := range aclCommands {
+	return aclRules(globEscape(prefix)+":*", aclCommands)
+}
+
+// TenantACLRules returns the rules of a Redis ACL user for one tenant of
+// a server that several tenants share, for stores WithFunctions: only
+// the keys and pub/sub channels of the tenant's apps
+// ("<prefix>:{<tenant>:*", every app's {tenant:app} hash tag), and the
+// commands of ACLRules but three. Without EVAL and EVALSHA the user runs
+// no Lua but baton's functions (FCALL), which an administrator loaded
+// (LoadFunctions): a script of its own could loop, and the server serves
+// nobody while a script runs. Without SCAN, which Redis does not confine
+// to key patterns, it cannot list the key names of the server (lock
+// names carry entity IDs).
+//
+// Such a user runs everything role, synclock and schedlock need: leases,
+// fencing, watches and wake-ups, waiting lines and handover, the member
+// registry, the restart guard and Break. Leases, which lists keys with
+// SCAN, is refused to it: list leases (batonctl locks, the status page's
+// lock list) as an operator's user of ACLRules. What tenants still share
+// (memory, connections, the server's time) is said in the README
+// (Tenants). The tenant must be a name instanceid accepts (no ':',
+// braces, spaces or control characters); glob characters in it or in
+// prefix are escaped.
+func TenantACLRules(prefix, tenant string) (string, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := backend.ValidateTagName("tenant", tenant); err != nil {
+		return "", fmt.Errorf("redisbackend: tenant acl rules: %w", err)
+	}
+	commands := slices.DeleteFunc(slices.Clone(aclCommands), func(c string) bool { return c == "scan" || c == "eval" || c == "evalsha" })
+	return aclRules(globEscape(prefix+":{"+tenant+":")+"*", commands), nil
+}
+
+// aclRules returns the rules of a user confined to the keys and channels
+// matching pattern and allowed commands.
+func aclRules(pattern string, commands []string) string {
+	rules := []string{"resetkeys", "~" + pattern, "resetchannels", "&" + pattern, "-@all"}
+	for _, c := range commands {
 		rules = append(rules, "+"+c)
 	}
 	return strings.Join(rules, " ")
 }
-
-// globEscaper escapes the characters a Redis glob pattern reads as
-// wildcards.
-var globEscaper = strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`)
 
 // username returns the ACL user rdb logs in as, or "default".
 func username(rdb redis.UniversalClient) string {
@@ -93,11 +133,18 @@ func (s *Store) aclError(err error) error {
 		// The second is how Redis refuses a long command (a script call)
 		// from a client that has not logged in.
 		return fmt.Errorf("%w: the server needs a password and the client gave none (the client's Password: config key redis.password): %w", backend.ErrAuth, err)
+	case strings.Contains(msg, "Function not found"):
+		return fmt.Errorf("baton's Redis functions (library %s) are not loaded on this server: an administrator loads them with redisbackend.LoadFunctions "+
+			"(a server that restarted without its data has lost them): %w", libraryName(), err)
+	case strings.Contains(msg, "NOPERM") && (refused(msg) == "command eval" || refused(msg) == "command evalsha"):
+		return fmt.Errorf("%w: user %q may not send scripts; a store of a tenant's user (TenantACLRules) needs redisbackend.WithFunctions: %w", errACL, s.user, err)
+	case strings.Contains(msg, "NOPERM") && refused(msg) == "command scan":
+		return fmt.Errorf("%w: user %q may not list keys (SCAN would show it every key of the server, so TenantACLRules leaves it out); list leases as a user with redisbackend.ACLRules(%q): %w", errACL, s.user, s.prefix, err)
 	case strings.Contains(msg, "NOPERM"):
-		return fmt.Errorf("%w: user %q may not do this (%s); grant it redisbackend.ACLRules(%q): %w", errACL, s.user, refused(msg), s.prefix, err)
+		return fmt.Errorf("%w: user %q may not do this (%s); grant it redisbackend.ACLRules(%q) (a tenant's user: TenantACLRules, for its own tenant's keys only): %w", errACL, s.user, refused(msg), s.prefix, err)
 	case strings.Contains(msg, "user executing the script can't"):
 		// Redis 7.0 does not say which command or key of the script.
-		return fmt.Errorf("%w: user %q may not run a command or touch a key that one of baton's scripts does; grant it redisbackend.ACLRules(%q): %w", errACL, s.user, s.prefix, err)
+		return fmt.Errorf("%w: user %q may not run a command or touch a key that one of baton's scripts does; grant it redisbackend.ACLRules(%q) (a tenant's user: TenantACLRules, for its own tenant's keys only): %w", errACL, s.user, s.prefix, err)
 	}
 	return err
 }

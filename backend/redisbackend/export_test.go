@@ -1,6 +1,9 @@
 package redisbackend
 
-import "time"
+import (
+	"reflect"
+	"time"
+)
 
 // SetMarkerTTL sets how long the watch markers of s outlive their last
 // refresh; call it before the first Watch.
@@ -14,3 +17,13 @@ func UseScriptShim(s *Store, shim string) {
 
 // GroupKeys returns the Redis keys of member group group.
 func (s *Store) GroupKeys(group string) []string { return s.groupKeys(group) }
+
+// ScriptFields returns how many fields a scriptSet has and how many
+// scripts its each method visits.
+func ScriptFields() (fields, visited int) {
+	return reflect.TypeFor[scriptSet]().NumField(), len(leaseScripts.all())
+}
+
+// FunctionName returns the name of the library function that runs the
+// script name ("get", "acquire", "group_members", ...).
+func FunctionName(name string) string { return libraryName() + "_" + name }

@@ -166,7 +166,7 @@ func (s *Store) inspectBatch(ctx context.Context, keys []string, places int) ([]
 	pipe := s.rdb.Pipeline()
 	cmds := make([]*redis.Cmd, len(keys))
 	for i, key := range keys {
-		cmds[i] = s.scripts.inspect.EvalSha(ctx, pipe, s.leaseKeys(key), scriptArgs(s.settings, places)...)
+		cmds[i] = s.scripts.inspect.send(ctx, pipe, s.leaseKeys(key), scriptArgs(s.settings, places)...)
 	}
 	_, _ = pipe.Exec(ctx) // each command's error is read below
 	var out []backend.LeaseInfo

@@ -10,9 +10,6 @@ import (
 
 var _ backend.MemberLister = (*Store)(nil)
 
-// topScript is lua/group/top.lua behind the group prelude.
-var topScript = groupScript("top")
-
 // MembersUpTo implements backend.MemberLister with one read-only script
 // whose calls are bounded by limit: the members that claim an identity in
 // first, then the group's sorted set read from its latest expiry down,
@@ -30,7 +27,7 @@ func (s *Store) MembersUpTo(ctx context.Context, group string, limit int, first 
 	for _, id := range first {
 		args = append(args, id)
 	}
-	res, err := topScript.Run(ctx, s.rdb, s.groupKeys(group), args...).StringSlice()
+	res, err := s.scripts.top.run(ctx, s.rdb, s.groupKeys(group), args...).StringSlice()
 	if err != nil {
 		return backend.MemberList{}, s.groupTransport("members up to", group, ctx, err)
 	}

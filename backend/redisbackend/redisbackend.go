@@ -35,7 +35,8 @@
 // reserved (see Registry below).
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
-// server does not have it yet), so the owner check, the fencing increment,
+// server does not have it yet; WithFunctions: the function of baton's
+// library that runs it, FCALL), so the owner check, the fencing increment,
 // the write and the release notification are atomic. Each script is a file
 // of the package's lua directory, sent behind one shared prelude
 // (lua/prelude.lua), and declares in KEYS the six keys of K that a lease
@@ -48,7 +49,13 @@
 // ACLRules gives the rules of a least-privilege Redis user for a store:
 // keys and pub/sub channels under the prefix, and the commands the store
 // and its scripts use. Refusals (WRONGPASS, NOPERM) come back as errors
-// that name the client's user.
+// that name the client's user. TenantACLRules gives those of one tenant
+// of a shared server: its own {tenant:app} keys and channels only, no
+// SCAN (Redis does not confine SCAN to key patterns), so Leases is
+// refused to it, and no scripts of its own (a looping script stalls the
+// server): its stores call baton's Redis functions instead
+// (WithFunctions), which an administrator loads (LoadFunctions). The
+// README's Tenants section says what tenants still share.
 //
 // # Fencing tokens
 //
@@ -375,7 +382,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 		guard = s.guard.Milliseconds()
 	}
 	s.settings = scriptSettings(guard, sharded, s.replicas == 0)
-	s.scripts = leaseScripts
+	if s.scripts == nil {
+		s.scripts = leaseScripts // WithFunctions sets its own
+	}
 	s.marker = &marker{rdb: rdb, scripts: s.scripts, settings: s.settings, ttl: s.marks}
 	return s, nil
 }
@@ -423,15 +432,11 @@ func (s *Store) MailboxKey(key string) string { return s.LeaseKey(key) + mailbox
 // for a key with a hash tag T of its own, as every key of role, synclock
 // and schedlock has ({tenant:app}); "" for a key without one.
 func (s *Store) IntactKey(key string) string {
-	i := strings.IndexByte(key, '{')
-	if i < 0 {
+	tag := backend.HashTag(key)
+	if tag == "" {
 		return ""
 	}
-	j := strings.IndexByte(key[i+1:], '}')
-	if j <= 0 {
-		return "" // no tag, or an empty one: Redis hashes the whole key
-	}
-	return s.prefix + ":" + key[i:i+j+2] + intactSuffix
+	return s.prefix + ":" + tag + intactSuffix
 }
 
 // MarkerKey returns the Redis key that marks key as watched (see

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/baton-go/baton/backend"
 )
 
@@ -27,19 +25,6 @@ const (
 	memberDataSuffix = ":member-data"
 	memberIDsSuffix  = ":member-ids"
 )
-
-// The group scripts are lua/group/<name>.lua, each behind
-// lua/group/prelude.lua, which names the three keys and purges expired
-// members.
-var (
-	heartbeatScript = groupScript("heartbeat")
-	membersScript   = groupScript("members")
-	leaveScript     = groupScript("leave")
-)
-
-func groupScript(name string) *redis.Script {
-	return redis.NewScript(readLua("group/prelude") + readLua("group/"+name))
-}
 
 func (s *Store) groupKeys(group string) []string {
 	k := s.LeaseKey(group)
@@ -67,7 +52,7 @@ func (s *Store) Heartbeat(ctx context.Context, group string, m backend.Member, t
 	if err := backend.ValidateTTL("ttl", ttl); err != nil {
 		return nil, fmt.Errorf("redisbackend: heartbeat: %w", err)
 	}
-	res, err := heartbeatScript.Run(ctx, s.rdb, s.groupKeys(group),
+	res, err := s.scripts.heartbeat.run(ctx, s.rdb, s.groupKeys(group),
 		m.Name, m.Identity, string(m.Data), backend.RoundUpMillis(ttl).Milliseconds()).StringSlice()
 	if err != nil {
 		return nil, s.groupTransport("heartbeat", group, ctx, err)
@@ -93,7 +78,7 @@ func (s *Store) Members(ctx context.Context, group string) ([]backend.Member, er
 	if err := s.begin(ctx, "members", group); err != nil {
 		return nil, err
 	}
-	res, err := membersScript.Run(ctx, s.rdb, s.groupKeys(group)).StringSlice()
+	res, err := s.scripts.members.run(ctx, s.rdb, s.groupKeys(group)).StringSlice()
 	if err != nil {
 		return nil, s.groupTransport("members", group, ctx, err)
 	}
@@ -164,7 +149,7 @@ func (s *Store) Leave(ctx context.Context, group, name string) error {
 	if err := backend.ValidateOwner(name); err != nil {
 		return fmt.Errorf("redisbackend: leave: %w", err)
 	}
-	if err := leaveScript.Run(ctx, s.rdb, s.groupKeys(group), name).Err(); err != nil {
+	if err := s.scripts.leave.run(ctx, s.rdb, s.groupKeys(group), name).Err(); err != nil {
 		return s.groupTransport("leave", group, ctx, err)
 	}
 	return nil

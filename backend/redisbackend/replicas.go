@@ -42,14 +42,14 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 
 // grant runs a granting script; with WithReplicaAck it sends WAIT on the
 // same connection, in one pipeline, and checks the count.
-func (s *Store) grant(ctx context.Context, script *redis.Script, key string, args ...any) (any, error) {
+func (s *Store) grant(ctx context.Context, script *script, key string, args ...any) (any, error) {
 	if s.replicas == 0 {
 		return s.run(ctx, script, key, args...).Result()
 	}
 	keys, args := s.leaseKeys(key), scriptArgs(s.settings, args...)
 	res, acked, err := s.grantAndWait(ctx, script, keys, args...)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := script.Load(ctx, s.rdb).Err(); err != nil {
+		if err := script.lua.Load(ctx, s.rdb).Err(); err != nil {
 			return nil, err
 		}
 		res, acked, err = s.grantAndWait(ctx, script, keys, args...)
@@ -63,9 +63,9 @@ func (s *Store) grant(ctx context.Context, script *redis.Script, key string, arg
 	return res, nil
 }
 
-func (s *Store) grantAndWait(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, int64, error) {
+func (s *Store) grantAndWait(ctx context.Context, script *script, keys []string, args ...any) (any, int64, error) {
 	pipe := s.rdb.Pipeline()
-	eval := script.EvalSha(ctx, pipe, keys, args...)
+	eval := script.send(ctx, pipe, keys, args...)
 	wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicaWait.Milliseconds())
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		if eval.Err() != nil {

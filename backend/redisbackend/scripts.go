@@ -28,30 +28,79 @@ import (
 //go:embed lua/*.lua lua/group/*.lua
 var luaFiles embed.FS
 
-// scriptSet is the lease scripts.
+// scriptSet is the store's scripts: the lease scripts and the
+// Registry's group scripts. Every field is a *script, named in each
+// (functions.go).
 type scriptSet struct {
-	acquire, acquireQueued, dequeue, renew, release, mark, get, breakLease, inspect *redis.Script
+	acquire, acquireQueued, dequeue, renew, release, mark, get, breakLease, inspect *script
+	heartbeat, members, leave, top                                                  *script
 }
 
 // leaseScripts are the scripts every store runs.
 var leaseScripts = loadScripts("")
 
-// loadScripts reads the scripts, each lua/<name>.lua behind the prelude
-// and, in front of both, shim (Lua that tests add).
+// loadScripts reads the scripts, each lease script lua/<name>.lua behind
+// the prelude and, in front of both, shim (Lua that tests add); and
+// the group scripts, lua/group/<name>.lua behind lua/group/prelude.lua.
 func loadScripts(shim string) *scriptSet {
 	prelude := shim + readLua("prelude")
-	script := func(name string) *redis.Script { return redis.NewScript(prelude + readLua(name)) }
-	return &scriptSet{
-		acquire:       script("acquire"),
-		acquireQueued: script("acquire_queued"),
-		dequeue:       script("dequeue"),
-		renew:         script("renew"),
-		release:       script("release"),
-		mark:          script("mark"),
-		get:           script("get"),
-		breakLease:    script("break"),
-		inspect:       script("inspect"),
+	lease := func(name string) *script { return newScript(name, prelude+readLua(name)) }
+	group := func(name string) *script {
+		return newScript("group_"+name, readLua("group/prelude")+readLua("group/"+name))
 	}
+	return &scriptSet{
+		acquire:       lease("acquire"),
+		acquireQueued: lease("acquire_queued"),
+		dequeue:       lease("dequeue"),
+		renew:         lease("renew"),
+		release:       lease("release"),
+		mark:          lease("mark"),
+		get:           lease("get"),
+		breakLease:    lease("break"),
+		inspect:       lease("inspect"),
+		heartbeat:     group("heartbeat"),
+		members:       group("members"),
+		leave:         group("leave"),
+		top:           group("top"),
+	}
+}
+
+// script is one of the store's Lua scripts. A store sends it (EVALSHA,
+// and EVAL when the server does not have it yet) or, WithFunctions,
+// calls the function of baton's library that runs it (FCALL).
+type script struct {
+	name string // its name in the library: lowercase letters and '_'
+	src  string
+	lua  *redis.Script
+	fn   string // the function to call; "" to send the script
+}
+
+func newScript(name, src string) *script {
+	return &script{name: name, src: src, lua: redis.NewScript(src)}
+}
+
+// caller is what runs a script: a client or a pipeline.
+type caller interface {
+	redis.Scripter
+	FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd
+}
+
+// run runs sc on c: FCALL of its function, or EVALSHA, then EVAL if the
+// server does not have the script.
+func (sc *script) run(ctx context.Context, c caller, keys []string, args ...any) *redis.Cmd {
+	if sc.fn != "" {
+		return c.FCall(ctx, sc.fn, keys, args...)
+	}
+	return sc.lua.Run(ctx, c, keys, args...)
+}
+
+// send queues sc on the pipeline pipe: FCALL of its function, or
+// EVALSHA (a NOSCRIPT reply asks the caller to load it).
+func (sc *script) send(ctx context.Context, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
+	if sc.fn != "" {
+		return pipe.FCall(ctx, sc.fn, keys, args...)
+	}
+	return sc.lua.EvalSha(ctx, pipe, keys, args...)
 }
 
 func readLua(name string) string {
@@ -106,8 +155,8 @@ func leaseKeys(name, intact string) []string {
 
 // run runs a lease script on key with the store's settings in front of
 // args.
-func (s *Store) run(ctx context.Context, script *redis.Script, key string, args ...any) *redis.Cmd {
-	return script.Run(ctx, s.rdb, s.leaseKeys(key), scriptArgs(s.settings, args...)...)
+func (s *Store) run(ctx context.Context, script *script, key string, args ...any) *redis.Cmd {
+	return script.run(ctx, s.rdb, s.leaseKeys(key), scriptArgs(s.settings, args...)...)
 }
 
 // leaseKeys returns the seven keys of key's scripts.

@@ -30,6 +30,10 @@
 //	watch [KEY]     print KEY's holder (default: the role key, i.e. the
 //	                master), then a line for every change, until
 //	                interrupted (SIGINT, SIGTERM)
+//	functions       print baton's Redis function library, for stores
+//	                with redis.functions (a tenant's ACL user)
+//	functions load  load it into the configured Redis (every master of
+//	                a Cluster), as an administrator's user
 //
 // KEY is a full key such as {acme:billing}:lock:nightly, or the part of
 // the service's key after {tenant:app}: (lock:nightly, job:report, role).

@@ -141,9 +141,12 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		usage(stdout, fs)
 		return nil
 	}
+	if name == "functions" {
+		return functions(ctx, o, rest, stdout)
+	}
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q (commands: status, members, master, locks, release, watch)", name)
+		return usagef("unknown command %q (commands: status, members, master, locks, release, watch, functions)", name)
 	}
 	if len(rest) < cmd.minArgs || len(rest) > cmd.maxArgs {
 		return usagef("usage: batonctl [flags] %s", cmd.usage)
@@ -209,6 +212,8 @@ Commands:
   locks [PREFIX]  the leases held under the service's keys (KEY starting with PREFIX)
   release KEY     end the lease on KEY whoever holds it (needs --force; asks unless --yes)
   watch [KEY]     print every change of holder of KEY (default: the role) until interrupted
+  functions       print baton's Redis function library (for redis.functions)
+  functions load  load it into the configured Redis (every master of a Cluster)
 
 KEY is a full key such as {tenant:app}:lock:nightly, or the part after
 {tenant:app}: of the service's keys (lock:nightly, job:report, role).
