@@ -169,6 +169,8 @@ func (h *Handler) health(ctx context.Context) (problems []string, master *backen
 	switch {
 	case err == nil:
 		master = &l
+	case errors.Is(err, backend.ErrAuth):
+		problems = append(problems, "store refused the credentials: "+err.Error())
 	case !errors.Is(err, backend.ErrNotFound):
 		problems = append(problems, "store unreachable: "+err.Error())
 	}
