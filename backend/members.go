@@ -3,6 +3,7 @@ package backend
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -27,12 +28,17 @@ type MemberList struct {
 	More int
 }
 
-// PickMembers is MembersUpTo over all, the live members of a group, for
-// stores that read them all anyway: it keeps the members that claim an
-// identity in first, then those with the most TTL left, at most limit in
-// all, sorted by name.
-func PickMembers(all []Member, limit int, first ...string) (MemberList, error) {
+// MembersUpTo is MemberLister.MembersUpTo for a registry whose Members
+// reads the whole group anyway (in memory; Consul, whose listings cannot
+// stop early): it keeps the members that claim an identity in first,
+// then those with the most TTL left, at most limit in all, sorted by
+// name.
+func MembersUpTo(ctx context.Context, r Registry, group string, limit int, first ...string) (MemberList, error) {
 	if err := ValidateLimit(limit); err != nil {
+		return MemberList{}, fmt.Errorf("members up to %q: %w", group, err)
+	}
+	all, err := r.Members(ctx, group)
+	if err != nil {
 		return MemberList{}, err
 	}
 	ms := slices.Clone(all)
