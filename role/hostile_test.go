@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 )
@@ -132,29 +132,13 @@ func TestHostileForgedEpoch(t *testing.T) {
 	}
 }
 
-// forgingStore names, once, a holder with a token far ahead of the clock,
-// as a store that did not check what it read would: the elector keeps it
-// as its epoch, the floor of its claims, which the memory store then
-// refuses (ErrFloorAhead).
-type forgingStore struct {
-	*membackend.Store
-	forged atomic.Bool
-}
-
-func (s *forgingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
-	if s.forged.CompareAndSwap(false, true) {
-		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, Owner: "forger", Token: backend.MaxToken - 1, TTL: time.Millisecond}}
-	}
-	return s.Store.Acquire(ctx, key, owner, ttl, floor)
-}
-
 // An epoch the store refuses as the floor of a claim, because no grant
 // can have had it (ErrFloorAhead), is forgotten: the elector claims again
 // without it and becomes master, so an epoch once seen never locks it out
 // of the role.
 func TestFloorAheadIsForgotten(t *testing.T) {
 	cfg := role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: time.Second}
-	el := startElector(t, &forgingStore{Store: membackend.New()}, 7950, cfg, nil)
+	el := startElector(t, &storetest.Forging{Store: membackend.New()}, 7950, cfg, nil)
 	t.Cleanup(func() { stopAll(t, el) })
 	waitFor(t, "the elector to be master", el.IsMaster, el)
 	if ep := el.Epoch(); ep >= backend.MaxToken-1 {

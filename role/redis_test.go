@@ -473,25 +473,6 @@ func TestRedisPartitionedMasterStepsDownBeforeSuccessor(t *testing.T) {
 	}
 }
 
-// lockedLog is a log destination that tests read while the elector
-// writes to it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A wrong password is logged as refused credentials, not as a store out
 // of reach, and the elector's last error wraps backend.ErrAuth; the
 // password shows nowhere.
@@ -507,7 +488,7 @@ func TestRedisWrongPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	logs := &lockedLog{}
+	logs := &testenv.SyncBuffer{}
 	el := startElector(t, st, 7950, role.Config{HeartbeatInterval: 200 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}, nil,
 		role.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	defer stopAll(t, el)

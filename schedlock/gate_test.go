@@ -12,6 +12,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 )
@@ -663,21 +664,6 @@ func TestOverlappingRunsShareTheJobContext(t *testing.T) {
 	}
 }
 
-// forgingStore names, once, a holder with a token far ahead of the clock,
-// as a store that did not check what it read would: the gate keeps it as
-// its floor, which the memory store then refuses (ErrFloorAhead).
-type forgingStore struct {
-	*membackend.Store
-	forged atomic.Bool
-}
-
-func (s *forgingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
-	if s.forged.CompareAndSwap(false, true) {
-		return backend.Lease{}, &backend.HeldError{Holder: backend.Lease{Key: key, Owner: "forger", Token: backend.MaxToken - 1, TTL: time.Millisecond}}
-	}
-	return s.Store.Acquire(ctx, key, owner, ttl, floor)
-}
-
 // A lock token the store refuses as a floor, because no grant can have
 // had it (ErrFloorAhead), is forgotten and the lock asked for again
 // without it: the run is admitted, so a token once seen never locks the
@@ -686,7 +672,7 @@ func TestFloorAheadIsForgotten(t *testing.T) {
 	mem := membackend.New()
 	defer mem.Close()
 	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
-	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(id), schedlock.WithLock(&forgingStore{Store: mem}, "x", time.Minute, 0))
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(id), schedlock.WithLock(&storetest.Forging{Store: mem}, "x", time.Minute, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/synclock"
 )
 
@@ -266,41 +267,12 @@ func TestForgedTokenDoesNotPoison(t *testing.T) {
 	}
 }
 
-// forgingStore names, once, a holder with a token far ahead of the clock,
-// as a store that did not check what it read would: the Locker keeps it
-// as its floor, which the memory store then refuses (ErrFloorAhead).
-type forgingStore struct {
-	*membackend.Store
-	forged atomic.Bool
-}
-
-func (s *forgingStore) forge(key string) error {
-	if s.forged.CompareAndSwap(false, true) {
-		return &backend.HeldError{Holder: backend.Lease{Key: key, Owner: "forger", Token: backend.MaxToken - 1, TTL: time.Millisecond}}
-	}
-	return nil
-}
-
-func (s *forgingStore) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
-	if err := s.forge(key); err != nil {
-		return backend.Lease{}, err
-	}
-	return s.Store.Acquire(ctx, key, owner, ttl, floor)
-}
-
-func (s *forgingStore) AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
-	if err := s.forge(key); err != nil {
-		return backend.Lease{}, err
-	}
-	return s.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
-}
-
 // A floor the store refuses as ahead of its clock (ErrFloorAhead) is
 // forgotten: the next claim asks without it and is granted, so a token
 // once seen never locks the Locker out of the key.
 func TestFloorAheadIsForgotten(t *testing.T) {
 	ctx := ctxT(t)
-	st := &forgingStore{Store: membackend.New()}
+	st := &storetest.Forging{Store: membackend.New()}
 	lk := lockerOn(t, 1, st, synclock.Config{})
 	if err := lk.TryDo(ctx, "k", func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
 		t.Fatalf("TryDo while the forged holder is named: %v; want ErrLocked", err)
