@@ -21,8 +21,11 @@ type campaign struct {
 	watch backend.Watch
 
 	// while slave: when, in nanoseconds since the elector's base, the
-	// master's lease as last seen ends at the earliest.
-	heldUntil int64
+	// master's lease as last seen ends at the earliest; and whether the
+	// wait is for a holder the slave has seen (not a refusal that named
+	// nobody, as the restart guard's).
+	heldUntil   int64
+	holderKnown bool
 
 	// while master (the tenure's deadline is e.deadline: this goroutine
 	// sets and moves it; IsMaster sets it to 0 once it has passed):
@@ -140,7 +143,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				// data, and leases granted before may still be believed
 				// in): nobody is master; wait it out, or for a release.
 				e.logger.Info("role: the store grants no role until leases it may have lost have ended; waiting", "key", e.key, "for", h.TTL)
-				c.heldUntil = e.now() + int64(h.TTL)
+				c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), false
 				c.wait(ctx)
 			case h.Owner == "":
 				c.sleep(ctx, backoff.next())
@@ -149,7 +152,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				// Sleep until the holder's lease ends or a release wakes
 				// us; the TTL counts from now, after the reply, so it is
 				// not shorter than the store's.
-				c.heldUntil = e.now() + int64(h.TTL)
+				c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), true
 				c.wait(ctx)
 			}
 		case ctx.Err() != nil:
@@ -534,7 +537,9 @@ func (c *campaign) closeWatch() {
 // wait sleeps until the role key is worth claiming: its holder released
 // it, or the lease last seen (heldUntil) has ended, or ctx ended. An
 // announced renewal moves heldUntil to the renewed lease's end, so a slave
-// asks the store nothing while the master is healthy. A "maybe free"
+// asks the store nothing while the master is healthy; but a wait that
+// began with no holder named (the restart guard's refusal) ends at the
+// first renewal, so that the slave looks and learns who was elected. A "maybe free"
 // event (a lost connection, a store that lost its data) does not end the
 // wait early: the old master may still believe in a lease the store
 // forgot, and it stops believing only at its own deadline, which is before
@@ -555,6 +560,11 @@ func (c *campaign) wait(ctx context.Context) {
 			case backend.EventReleased:
 				return
 			case backend.EventRenewed:
+				if !c.holderKnown {
+					// A master was elected while the store was refusing
+					// everyone: look, to learn who it is.
+					return
+				}
 				c.heldUntil = e.now() + int64(ev.TTL)
 				t.Reset(c.waitBound(ev.TTL + jitter(ttl)))
 			default:

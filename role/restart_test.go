@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
@@ -308,4 +310,38 @@ func joinLines(lines []string) string {
 		s += l + "\n"
 	}
 	return s
+}
+
+// recoveringOnce refuses its first claim as a store does after a data
+// loss (Recovering, nobody named) for refusal, as a fresh server's
+// restart guard may refuse one newcomer longer than another whose claim
+// came a second of uptime later.
+type recoveringOnce struct {
+	backend.Store
+	refusal time.Duration
+	done    atomic.Bool
+}
+
+func (s *recoveringOnce) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
+	if s.done.CompareAndSwap(false, true) {
+		return backend.Lease{}, &backend.HeldError{Recovering: true, Holder: backend.Lease{Key: key, TTL: s.refusal}}
+	}
+	return s.Store.Acquire(ctx, key, owner, ttl, floor)
+}
+
+// A slave that waits out a refusal of the restart guard while another
+// instance is elected and renews learns who the master is: the
+// announced renewals of a master it has never identified send it to look,
+// instead of extending a wait that began with no master named (the
+// cluster demo's slave saw master "" for a whole tenure).
+func TestSlaveWaitingOutGuardLearnsMaster(t *testing.T) {
+	mem := membackend.New()
+	t.Cleanup(func() { mem.Close() })
+	cfg := role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 600 * time.Millisecond}
+	m := startElector(t, mem, 7521, cfg, nil)
+	defer stopAll(t, m)
+	waitFor(t, "a master", m.IsMaster, m)
+	s := startElector(t, &recoveringOnce{Store: mem, refusal: time.Second}, 7522, cfg, nil)
+	defer stopAll(t, s)
+	waitFor(t, "the slave names the master", func() bool { return s.Master() == m.ID().String() }, m, s)
 }

@@ -95,8 +95,8 @@ type instance struct {
 // awaitMaster returns the master the instance sees, waiting up to within
 // for it to see one: a slave learns of a new master at its next look at
 // the store, which on a store the demo has not used before (the restart
-// guard kept the role from everyone at first) comes a little after the
-// election.
+// guard kept the role from everyone at first) comes after the election,
+// at the latest at the master's first renewal.
 func (in *instance) awaitMaster(within time.Duration) string {
 	deadline := time.After(within)
 	for {
@@ -233,7 +233,7 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 	}
 	for _, in := range instances {
 		if in != first.who {
-			tl.say("%s is a slave and sees master %s", in.id, in.awaitMaster(2*cfg.HeartbeatInterval))
+			tl.say("%s is a slave and sees master %s", in.id, in.awaitMaster(2*cfg.HeartbeatExpiration+2*cfg.HeartbeatInterval))
 		}
 	}
 

@@ -41,6 +41,9 @@ func TestDemoRunsOnAFreshRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSlavesNameMaster(t, out.String())
+	if t.Failed() {
+		t.Log(out.String())
+	}
 }
 
 // checkSlavesNameMaster checks that the timeline's lines about the
