@@ -89,7 +89,7 @@ func TestRedisStoreFailFast(t *testing.T) {
 		t.Errorf("error %q does not start with %q", err, want)
 	}
 
-	cfg.Redis.FailFast = false
+	cfg.Redis.NoFailFast = true
 	s, err = cfg.RedisStore(ctx)
 	if err != nil {
 		t.Fatalf("RedisStore without fail-fast: %v", err)
@@ -265,7 +265,7 @@ func TestRedisStoreWrongPassword(t *testing.T) {
 			strings.Contains(err.Error(), pw) {
 			t.Errorf("RedisStore with password %q: %v; want an authentication failure naming the address and redis.password", password, err)
 		}
-		cfg.Redis.FailFast = false
+		cfg.Redis.NoFailFast = true
 		s, err = cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
 		if err != nil {
 			t.Fatal(err)
