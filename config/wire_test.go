@@ -40,6 +40,9 @@ func TestRedisStoreFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	var _ backend.Store = s
+	if got := backend.StoreName(s); got != "redis" {
+		t.Errorf("backend.StoreName = %q, want redis: logs would say backend=%s", got, got)
+	}
 	o := s.Client.(*redis.Client).Options()
 	if o.PoolSize != 3 || o.DialTimeout != 1500*time.Millisecond || o.ReadTimeout != 700*time.Millisecond ||
 		o.WriteTimeout != 800*time.Millisecond || !o.ContextTimeoutEnabled {
@@ -185,6 +188,9 @@ func TestRedisStoreTopologies(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if got := backend.StoreName(s); got != tc.name {
+				t.Errorf("backend.StoreName = %q, want %q: logs would name the wrong store", got, tc.name)
+			}
 			key := backend.AppKey("acme", "billing", "lock", tc.name)
 			if _, err := s.Acquire(ctx, key, "me", time.Minute, 0); err != nil {
 				t.Fatal(err)
@@ -217,6 +223,9 @@ func TestSpringRedisStoreFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if got := backend.StoreName(s); got != "spring" {
+		t.Errorf("backend.StoreName = %q, want spring", got)
+	}
 	raw := r.Client(t)
 	for key, want := range map[string]string{
 		backend.AppKey("acme", "billing", "job", "export"): "shedlock:prod:export",
