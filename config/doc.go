@@ -150,6 +150,14 @@
 // second, so a client may need up to about a second to reconnect after
 // the server is back; no option changes that interval.
 //
+// go-redis logs its own messages (dial retries, pool errors) through one
+// logger per process, by default to stderr. RedisStore and
+// SpringRedisStore send them to slog.Default() at debug level instead,
+// for every go-redis client of the process, unless redis.client-log says
+// off (dropped) or keep (go-redis's logger left as it is, for a program
+// that sets its own with redis.SetLogger). A client made from
+// UniversalOptions alone leaves the logger alone.
+//
 // # Durations
 //
 // ParseDuration reads durations in Go's form ("30s", "1h30m") and in
