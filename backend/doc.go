@@ -16,7 +16,9 @@
 // (waiting lines, and handing a released key to the first waiter),
 // Inspector (listing the leases held under a prefix, for operators' tools,
 // and a bounded part of them, for status pages) and Breaker (ending a
-// lease whoever holds it, for an operator freeing a stuck lock).
+// lease whoever holds it, for an operator freeing a stuck lock). Namer
+// names the kind of store for logs (StoreName: redis, sentinel, cluster,
+// spring, consul, memory), also through a type that embeds the store.
 //
 // # What is promised
 //

@@ -136,10 +136,17 @@ type Redis struct {
 	// (redis.pool-size). Zero means go-redis's default, 10 per
 	// GOMAXPROCS.
 	PoolSize int
-	// FailFast makes Config.RedisStore ping the store and fail when it
-	// cannot reach it (redis.fail-fast), for a service that would rather
-	// not start than start as a slave that can never win.
-	FailFast bool
+	// NoFailFast lets Config.RedisStore and SpringRedisStore return a
+	// store without pinging it (redis.fail-fast: false), for a service
+	// that must start while Redis is down and wait for it as a slave. By
+	// default (false) they ping and fail when the store does not answer
+	// or refuses the credentials, since a service that starts anyway is a
+	// slave that can never win.
+	NoFailFast bool
+	// ClientLog says where go-redis's own messages go (redis.client-log):
+	// ClientLogDebug (the default, also for ""), ClientLogOff or
+	// ClientLogKeep. See ClientLogDebug for why this is process-wide.
+	ClientLog string
 	// Functions makes the store call baton's Redis functions (FCALL)
 	// instead of sending Lua scripts (redis.functions), for an ACL user
 	// that may not send scripts (redisbackend.TenantACLRules); an
@@ -352,8 +359,10 @@ func sectionCheck(c *Config, prefix string) error {
 // anything: the seed framework's defaults (heartbeat every 15 s, role TTL
 // 45 s, lock retry every 1 s, lock hold at most 45 s, retry until
 // success, both features enabled), tenant "default", Redis at
-// 127.0.0.1:6379 with key prefix "baton", Consul with key prefix "baton"
-// and a session minimum of 10 s. Role.SafetyMargin stays zero,
+// 127.0.0.1:6379 with key prefix "baton", pinged when the store is made
+// (redis.fail-fast) and with go-redis's own messages at slog's debug
+// level (redis.client-log), Consul with key prefix "baton" and a session
+// minimum of 10 s. Role.SafetyMargin stays zero,
 // which the role package reads as its own default.
 func Default() Config {
 	return Config{
@@ -373,6 +382,8 @@ func Default() Config {
 			DialTimeout:  DefaultDialTimeout,
 			ReadTimeout:  DefaultReadTimeout,
 			WriteTimeout: DefaultWriteTimeout,
+
+			ClientLog: ClientLogDebug,
 
 			ShedLockEnvironment: "default",
 			ShedLockKeyPrefix:   "job-lock",
@@ -507,11 +518,19 @@ func (s *RedisStore) Ping(ctx context.Context) error {
 // lease, marker and health-check timing for the heartbeat). opts are
 // appended, so they win.
 //
-// With redis.fail-fast set it also pings the store, bounded by ctx and by
-// the dial and read timeouts, and returns an error wrapping ErrUnreachable
-// that names the address when nothing answers; otherwise it does not talk
-// to Redis, and the role and locks wait for Redis as they would for a
-// restart. It first applies Validate's rules of the redis.* keys, so that
+// Unless redis.fail-fast is false (Redis.NoFailFast), it then pings the
+// store, bounded by ctx and by the dial and read timeouts, and returns an
+// error wrapping ErrUnreachable that names the address when nothing
+// answers, or wrapping backend.ErrAuth when the server refuses the
+// credentials (see RedisStore.Ping). With redis.fail-fast false it does
+// not talk to Redis, and the role and locks wait for Redis as they would
+// for a restart.
+//
+// It routes go-redis's own log messages as redis.client-log says (by
+// default to slog.Default() at debug level; see ClientLogDebug): that
+// setting is process-wide, because go-redis has one logger per process.
+//
+// It first applies Validate's rules of the redis.* keys, so that
 // a Config built in Go with an address holding credentials, an absurd
 // pool size or a key prefix the store refuses fails with an *Error naming
 // the key. The caller closes the store, which closes the client.
@@ -527,6 +546,7 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 	if err != nil {
 		return nil, err
 	}
+	c.Redis.routeClientLog()
 	rdb := redis.NewUniversalClient(o)
 	store, err := redisbackend.New(rdb, append(c.RedisStoreOptions(), opts...)...)
 	if err != nil {
@@ -541,10 +561,10 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 	return s, nil
 }
 
-// failFast pings a new store with ping when redis.fail-fast is set,
+// failFast pings a new store with ping unless redis.fail-fast is false,
 // bounded by ctx and by the dial and read timeouts.
 func (c Config) failFast(ctx context.Context, ping func(context.Context) error) error {
-	if !c.Redis.FailFast {
+	if c.Redis.NoFailFast {
 		return nil
 	}
 	r := c.Redis
@@ -583,8 +603,8 @@ func (s *SpringRedisStore) Ping(ctx context.Context) error {
 // environment and key prefix from redis.shedlock-environment and
 // redis.shedlock-key-prefix, and baton's own records with the options
 // RedisStoreOptions gives, then opts. It refuses a Cluster (the Java
-// side's keys carry no hash tag). redis.fail-fast works as for
-// RedisStore.
+// side's keys carry no hash tag). redis.fail-fast and redis.client-log
+// work as for RedisStore.
 func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Option) (*SpringRedisStore, error) {
 	if err := c.Redis.check(); err != nil {
 		return nil, err
@@ -593,6 +613,7 @@ func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Optio
 	if err != nil {
 		return nil, err
 	}
+	c.Redis.routeClientLog()
 	rdb := redis.NewUniversalClient(o)
 	layout := springredis.Layout{Environment: c.Redis.ShedLockEnvironment, JobKeyPrefix: c.Redis.ShedLockKeyPrefix}
 	store, err := springredis.New(rdb, layout, append(c.RedisStoreOptions(), opts...)...)

@@ -16,7 +16,10 @@
 // credentials, timeouts, pool size, TLS, ContextTimeoutEnabled) and the
 // store with RedisStoreOptions: the key prefix and a restart guard as
 // long as the longest lease the configuration keeps (see redisbackend's
-// "Restart guard"). With redis.fail-fast it pings the store first.
+// "Restart guard"). It pings the store first and fails when the store
+// does not answer or refuses the credentials, unless redis.fail-fast is
+// false; go-redis's own messages go to slog's debug level
+// (redis.client-log).
 // ConsulStore does the same for Consul.
 //
 // The keys are the seed framework's (scheduler-lock.*, synchronized-lock.*)
@@ -109,7 +112,8 @@
 //     in redis.password); redis.db must not be negative, and must be 0
 //     with Redis Cluster; redis.cluster cannot be combined with
 //     redis.master-name; redis.pool-size must be in 0..10000
-//     (MaxPoolSize); redis.tls-cert-file and redis.tls-key-file go
+//     (MaxPoolSize); redis.client-log is debug, off or keep;
+//     redis.tls-cert-file and redis.tls-key-file go
 //     together, and the TLS files must load;
 //   - redis.key-prefix and consul.key-prefix hold only letters, digits
 //     and - _ . : / (backend.ValidateKeyPrefix, the stores' own check): no
@@ -122,7 +126,7 @@
 // Config.RedisStore, SpringRedisStore and ConsulStore apply the rules of
 // their section again, so a Config built in Go cannot hand go-redis an
 // absurd pool or a store a bad prefix. A store that answers but refuses
-// the credentials fails RedisStore.Ping (redis.fail-fast) with
+// the credentials fails RedisStore.Ping (and so RedisStore, by default) with
 // "authentication failed at ADDR ... check redis.username and
 // redis.password", wrapping backend.ErrAuth rather than ErrUnreachable.
 //
@@ -145,6 +149,14 @@
 // of them) go-redis stops dialling and probes the server about once a
 // second, so a client may need up to about a second to reconnect after
 // the server is back; no option changes that interval.
+//
+// go-redis logs its own messages (dial retries, pool errors) through one
+// logger per process, by default to stderr. RedisStore and
+// SpringRedisStore send them to slog.Default() at debug level instead,
+// for every go-redis client of the process, unless redis.client-log says
+// off (dropped) or keep (go-redis's logger left as it is, for a program
+// that sets its own with redis.SetLogger). A client made from
+// UniversalOptions alone leaves the logger alone.
 //
 // # Durations
 //
@@ -288,10 +300,19 @@
 //	    default 0 (go-redis's: 10 per GOMAXPROCS); BATON_REDIS_POOL_SIZE
 //	    Most connections per server, at most 10000.
 //	redis.fail-fast
-//	    default false; BATON_REDIS_FAIL_FAST
+//	    default true; BATON_REDIS_FAIL_FAST
 //	    Config.RedisStore pings the store and fails with "store
-//	    unreachable at ADDR" when it does not answer, instead of starting
-//	    as a slave that waits for Redis.
+//	    unreachable at ADDR", or "authentication failed at ADDR" when the
+//	    server refuses the credentials. false (Redis.NoFailFast) returns
+//	    the store unpinged: the service starts as a slave that waits for
+//	    Redis.
+//	redis.client-log
+//	    default debug; BATON_REDIS_CLIENT_LOG
+//	    Where go-redis's own messages (dial retries, pool errors) go:
+//	    debug sends them to slog.Default() at debug level, off drops
+//	    them, keep leaves go-redis's logger (stderr, or the program's
+//	    redis.SetLogger). Process-wide, as go-redis has one logger; see
+//	    ClientLogDebug.
 //	redis.functions
 //	    default false; BATON_REDIS_FUNCTIONS
 //	    The store calls baton's Redis functions (FCALL) instead of

@@ -84,7 +84,8 @@ func TestEnvEveryKey(t *testing.T) {
 		"redis.read-timeout-in-milliseconds":  "700",
 		"redis.write-timeout-in-milliseconds": "800",
 		"redis.pool-size":                     "4",
-		"redis.fail-fast":                     "yes",
+		"redis.fail-fast":                     "no",
+		"redis.client-log":                    "off",
 		"redis.functions":                     "no",
 		"redis.layout":                        "baton",
 		"redis.shedlock-environment":          "prod",
@@ -117,7 +118,7 @@ func TestEnvEveryKey(t *testing.T) {
 	want.Redis.CAFile, want.Redis.CertFile, want.Redis.KeyFile = ca, cert, key
 	want.Redis.ServerName = "localhost"
 	want.Redis.DialTimeout, want.Redis.ReadTimeout, want.Redis.WriteTimeout = 1500*time.Millisecond, 700*time.Millisecond, 800*time.Millisecond
-	want.Redis.PoolSize, want.Redis.FailFast = 4, true
+	want.Redis.PoolSize, want.Redis.NoFailFast, want.Redis.ClientLog = 4, true, config.ClientLogOff
 	want.Redis.ShedLockEnvironment, want.Redis.ShedLockKeyPrefix = "prod", "shedlock"
 	want.JobLock = schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second}
 	if !reflect.DeepEqual(*c, want) {

@@ -104,6 +104,7 @@ const (
 	keyRedisWriteTimeout = "redis.write-timeout-in-milliseconds"
 	keyRedisPoolSize     = "redis.pool-size"
 	keyRedisFailFast     = "redis.fail-fast"
+	keyRedisClientLog    = "redis.client-log"
 	keyRedisFunctions    = "redis.functions"
 	keyRedisLayout       = "redis.layout"
 	keyRedisShedLockEnv  = "redis.shedlock-environment"
@@ -233,8 +234,11 @@ var keys = []key{
 		set: func(c *Config, v any) { c.Redis.PoolSize = int(v.(int64)) },
 		get: func(c *Config) any { return int64(c.Redis.PoolSize) }},
 	{name: keyRedisFailFast, kind: kindBool,
-		set: func(c *Config, v any) { c.Redis.FailFast = v.(bool) },
-		get: func(c *Config) any { return c.Redis.FailFast }},
+		set: func(c *Config, v any) { c.Redis.NoFailFast = !v.(bool) },
+		get: func(c *Config) any { return !c.Redis.NoFailFast }},
+	{name: keyRedisClientLog, kind: kindString,
+		set: func(c *Config, v any) { c.Redis.ClientLog = v.(string) },
+		get: func(c *Config) any { return c.Redis.ClientLog }},
 	{name: keyRedisFunctions, kind: kindBool,
 		set: func(c *Config, v any) { c.Redis.Functions = v.(bool) },
 		get: func(c *Config) any { return c.Redis.Functions }},

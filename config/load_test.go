@@ -47,6 +47,7 @@ var full = config.Config{
 		DialTimeout:      config.DefaultDialTimeout,
 		ReadTimeout:      config.DefaultReadTimeout,
 		WriteTimeout:     config.DefaultWriteTimeout,
+		ClientLog:        config.ClientLogDebug,
 
 		Layout:              config.LayoutBaton,
 		ShedLockEnvironment: "default",
@@ -105,8 +106,11 @@ func TestDefault(t *testing.T) {
 		SyncLock: synclock.Config{RetryInterval: time.Second, HoldDuration: 45 * time.Second},
 		Redis: config.Redis{Addrs: []string{"127.0.0.1:6379"}, KeyPrefix: "baton",
 			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
-			Layout: "baton", ShedLockEnvironment: "default", ShedLockKeyPrefix: "job-lock"},
+			ClientLog: "debug", Layout: "baton", ShedLockEnvironment: "default", ShedLockKeyPrefix: "job-lock"},
 		Consul: config.Consul{KeyPrefix: "baton", SessionTTLMin: 10 * time.Second},
+	}
+	if d.Redis.NoFailFast {
+		t.Error("Default() does not fail fast (redis.fail-fast false)")
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("Default() = %v\nwant        %v", d, want)

@@ -86,7 +86,7 @@ func TestString(t *testing.T) {
 		`redis.sentinel-username= redis.sentinel-password=<redacted> redis.db=0 redis.tls=false redis.key-prefix=baton ` +
 		`redis.tls-ca-file= redis.tls-cert-file= redis.tls-key-file= redis.tls-server-name= redis.tls-insecure-skip-verify=false ` +
 		`redis.dial-timeout-in-milliseconds=5000 ` +
-		`redis.read-timeout-in-milliseconds=5000 redis.write-timeout-in-milliseconds=5000 redis.pool-size=0 redis.fail-fast=false redis.functions=false ` +
+		`redis.read-timeout-in-milliseconds=5000 redis.write-timeout-in-milliseconds=5000 redis.pool-size=0 redis.fail-fast=true redis.client-log=debug redis.functions=false ` +
 		`redis.layout=baton redis.shedlock-environment=default redis.shedlock-key-prefix=job-lock ` +
 		`consul.address= consul.token=<redacted> consul.datacenter= consul.tls=false consul.tls-ca-file= ` +
 		`consul.tls-cert-file= consul.tls-key-file= consul.key-prefix=baton consul.session-ttl-min-in-seconds=10 ` +

@@ -102,6 +102,9 @@ func TestConsulStore(t *testing.T) {
 	if s.Prefix() != "cfg-test" {
 		t.Errorf("prefix %q, want cfg-test", s.Prefix())
 	}
+	if got := backend.StoreName(s); got != "consul" {
+		t.Errorf("backend.StoreName = %q, want consul", got)
+	}
 	// A Consul that baton never used looks like one that lost its data:
 	// the guard, as long as the longest configured lease, refuses keys.
 	_, err = s.Acquire(ctx, backend.AppKey("acme", "billing", "role"), "me", cfg.Role.HeartbeatExpiration, 0)

@@ -376,6 +376,12 @@ func (ch *checker) redisClient(r Redis) {
 		ch.add(keyRedisPoolSize, fmt.Sprintf("must be in 0..%d (0 for go-redis's default, 10 per GOMAXPROCS; %d is Redis's default maxclients, and go-redis sets the whole pool up at once)",
 			MaxPoolSize, MaxPoolSize))
 	}
+	switch r.ClientLog {
+	case "", ClientLogDebug, ClientLogOff, ClientLogKeep:
+	default:
+		ch.add(keyRedisClientLog, fmt.Sprintf("must be %q (go-redis's messages at slog's debug level), %q (dropped) or %q (go-redis's own logger, stderr unless the program set one)",
+			ClientLogDebug, ClientLogOff, ClientLogKeep))
+	}
 }
 
 // redisTLS checks that the TLS files go together and load.

@@ -40,6 +40,9 @@ func TestRedisStoreFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	var _ backend.Store = s
+	if got := backend.StoreName(s); got != "redis" {
+		t.Errorf("backend.StoreName = %q, want redis: logs would say backend=%s", got, got)
+	}
 	o := s.Client.(*redis.Client).Options()
 	if o.PoolSize != 3 || o.DialTimeout != 1500*time.Millisecond || o.ReadTimeout != 700*time.Millisecond ||
 		o.WriteTimeout != 800*time.Millisecond || !o.ContextTimeoutEnabled {
@@ -89,7 +92,7 @@ func TestRedisStoreFailFast(t *testing.T) {
 		t.Errorf("error %q does not start with %q", err, want)
 	}
 
-	cfg.Redis.FailFast = false
+	cfg.Redis.NoFailFast = true
 	s, err = cfg.RedisStore(ctx)
 	if err != nil {
 		t.Fatalf("RedisStore without fail-fast: %v", err)
@@ -185,6 +188,9 @@ func TestRedisStoreTopologies(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
+			if got := backend.StoreName(s); got != tc.name {
+				t.Errorf("backend.StoreName = %q, want %q: logs would name the wrong store", got, tc.name)
+			}
 			key := backend.AppKey("acme", "billing", "lock", tc.name)
 			if _, err := s.Acquire(ctx, key, "me", time.Minute, 0); err != nil {
 				t.Fatal(err)
@@ -217,6 +223,9 @@ func TestSpringRedisStoreFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if got := backend.StoreName(s); got != "spring" {
+		t.Errorf("backend.StoreName = %q, want spring", got)
+	}
 	raw := r.Client(t)
 	for key, want := range map[string]string{
 		backend.AppKey("acme", "billing", "job", "export"): "shedlock:prod:export",
@@ -265,7 +274,7 @@ func TestRedisStoreWrongPassword(t *testing.T) {
 			strings.Contains(err.Error(), pw) {
 			t.Errorf("RedisStore with password %q: %v; want an authentication failure naming the address and redis.password", password, err)
 		}
-		cfg.Redis.FailFast = false
+		cfg.Redis.NoFailFast = true
 		s, err = cfg.RedisStore(ctx, redisbackend.WithoutRestartGuard())
 		if err != nil {
 			t.Fatal(err)

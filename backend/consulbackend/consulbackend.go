@@ -116,6 +116,10 @@ func WithLockDelay(d time.Duration) Option {
 	}
 }
 
+// StoreName returns "consul": the kind of store, for logs
+// (backend.StoreName).
+func (s *Store) StoreName() string { return "consul" }
+
 // New returns a Store that talks to the Consul agent cfg describes
 // (address, datacenter, ACL token, TLS; nil means api.DefaultConfig, which
 // reads CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN and the like). The store makes

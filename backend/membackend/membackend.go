@@ -104,6 +104,10 @@ func WithoutHandover() Option {
 	return func(s *Store) { s.noHandover = true }
 }
 
+// StoreName returns "memory": the kind of store, for logs
+// (backend.StoreName).
+func (s *Store) StoreName() string { return "memory" }
+
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{

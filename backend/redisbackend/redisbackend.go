@@ -392,6 +392,35 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 // Prefix returns the key prefix of the store.
 func (s *Store) Prefix() string { return s.prefix }
 
+// StoreName names the kind of Redis the store talks to, for logs
+// (backend.StoreName): "cluster" on a Redis Cluster client, "sentinel" on
+// a Sentinel-managed master (redis.NewFailoverClient, or
+// redis.NewUniversalClient with a MasterName), "ring" on a Ring, "redis"
+// on a single server.
+func (s *Store) StoreName() string {
+	if s == nil {
+		return ""
+	}
+	return topology(s.rdb)
+}
+
+// topology names the kind of Redis rdb talks to (see StoreName).
+func topology(rdb redis.UniversalClient) string {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		return "cluster"
+	case *redis.Ring:
+		return "ring"
+	case *redis.Client:
+		// go-redis gives a failover client this placeholder address; the
+		// master's real address comes from the Sentinels at each dial.
+		if c.Options().Addr == "FailoverClient" {
+			return "sentinel"
+		}
+	}
+	return "redis"
+}
+
 // LeaseKey returns the Redis key that holds the lease on key.
 func (s *Store) LeaseKey(key string) string {
 	if strings.IndexByte(key, '{') >= 0 {

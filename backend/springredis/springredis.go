@@ -102,6 +102,10 @@ var (
 	_ backend.Registry = (*Store)(nil)
 )
 
+// StoreName returns "spring": the kind of store, for logs
+// (backend.StoreName).
+func (s *Store) StoreName() string { return "spring" }
+
 // New returns a Store on rdb, a standalone or Sentinel client (the
 // shared keys carry no Cluster hash tag, so a Cluster client is refused),
 // with the Java side's keys as layout says and baton's own records

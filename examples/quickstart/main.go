@@ -51,9 +51,8 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	// 1. Configuration first, so that files and BATON_* variables decide
 	// everything, the instance ID included. Later sources win.
 	sources := []config.Source{config.Map(map[string]any{
-		"instance.app":    "billing",
-		"instance.port":   8080,
-		"redis.fail-fast": true, // do not start if Redis is unreachable
+		"instance.app":  "billing",
+		"instance.port": 8080,
 	})}
 	if configFile != "" {
 		sources = append(sources, config.File(configFile))
