@@ -19,6 +19,7 @@ import (
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/statuspage"
 )
 
 // status, members and master against a service with a master, a slave
@@ -44,7 +45,7 @@ func TestStatusMembersMaster(t *testing.T) {
 			golden(t, fx.name+"-"+c.name, r.stdout)
 		}
 		r := fx.ctl(t, "", "--app", app, "--output", "json", "master")
-		var got masterJSON
+		var got statuspage.Master
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 			t.Fatalf("master --output json: %v\n%s", err, r.stdout)
 		}

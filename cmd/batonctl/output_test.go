@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/statuspage"
 )
 
 // hostile is stored text that a terminal would act on: a screen clear,
@@ -23,7 +24,7 @@ func TestTablesQuoteStoredText(t *testing.T) {
 	if err := s.printLocks([]backend.LeaseInfo{{Lease: l, Waiters: []string{"plain-waiter", hostile}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.printMembers([]memberJSON{{ID: hostile, Owner: hostile + "#00aa"}}); err != nil {
+	if err := s.printMembers([]statuspage.Member{{ID: hostile, Owner: hostile + "#00aa"}}); err != nil {
 		t.Fatal(err)
 	}
 	s.printHolder(l.Key, l)
