@@ -128,6 +128,14 @@ func TestRelease(t *testing.T) {
 		golden(t, fx.name+"-release-declined", r.stderr)
 		still("after the declined confirmation")
 
+		// The prompt says "Type yes": y is not yes (it used to release).
+		r = fx.ctl(t, "y\n", "--app", app, "release", "lock:settle", "--force")
+		r.want(t, exitNo, "release answered y")
+		if !strings.Contains(r.stderr, `the answer was "y", not yes`) {
+			t.Errorf("release answered y: stderr %q; want it to say that only yes confirms", r.stderr)
+		}
+		still("after the answer y")
+
 		r = fx.ctl(t, "", "--app", app, "release", "lock:settle", "--force")
 		r.want(t, exitNo, "release with nothing on stdin")
 		still("without a confirmation")
@@ -261,7 +269,9 @@ func TestCommandLine(t *testing.T) {
 		want string
 	}{
 		{"no command", []string{"--app", "x"}, exitUsage, "no command given"},
-		{"unknown command", []string{"--app", "x", "purge"}, exitUsage, `unknown command "purge"`},
+		{"unknown command", []string{"--app", "x", "purge"}, exitUsage, `unknown command "purge" (commands: functions, help, locks, master, members, release, status, watch)`},
+		{"misspelt command", []string{"--app", "x", "stauts"}, exitUsage, `unknown command "stauts"; did you mean "status"?`},
+		{"misspelt command with flags after", []string{"lock", "--app", "x"}, exitUsage, `unknown command "lock"; did you mean "locks"?`},
 		{"unknown flag", []string{"--bogus", "status"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"bad output", []string{"--app", "x", "--output", "yaml", "status"}, exitUsage, `--output "yaml": want table or json`},
 		{"bad backend", []string{"--app", "x", "--backend", "etcd", "status"}, exitUsage, `--backend "etcd": want redis or consul`},
