@@ -248,7 +248,8 @@ Commands:
   functions       print baton's Redis function library (for redis.functions)
   functions load  load it into the configured Redis (every master of a Cluster)
 
-KEY is a full key such as {tenant:app}:lock:nightly, or the part after
+KEY is a full key such as {tenant:app}:lock:nightly, the store key the output
+shows (baton:{tenant:app}:lock:nightly on Redis), or the part after
 {tenant:app}: of the service's keys (lock:nightly, job:report, role).
 
 Flags:
@@ -258,7 +259,9 @@ Flags:
 	fs.SetOutput(io.Discard)
 	fmt.Fprint(w, `
 Configuration: --config FILE, then the BATON_* environment variables, then
---app and --tenant, as the library reads it (package config).
+--app, --tenant, --redis, --consul and --prefix, as the library reads it
+(package config). Without a file:
+  batonctl --redis 127.0.0.1:6379 --prefix baton --tenant acme --app billing status
 
 Exit codes: 0 done; 1 error (store unreachable, bad configuration);
 2 wrong command line; 3 no (no master, release refused or declined, key free);
