@@ -23,6 +23,14 @@
 //	page, _ := statuspage.New(store, el, statuspage.WithEvents(events))
 //	mux.Handle("/baton/", http.StripPrefix("/baton", page))
 //
+// batonctl's --output json describes the master, the members and the
+// locks in the same shapes (Master, Member, Lock, made by MasterOf,
+// MemberOf and LockOf), so that a script reads both alike. Waiters are
+// named by their instance IDs (WaiterNames), the process nonce kept only
+// when two places in one line share an ID; keys come with the store key
+// that holds them (StoreKey), and a time or lower bound that is not known
+// is left out, never shown as zero.
+//
 // # What it costs
 //
 // Nothing that grows with the number of keys or of requests. /status and

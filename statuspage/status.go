@@ -2,7 +2,6 @@ package statuspage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,8 +75,9 @@ type Instance struct {
 	// Role is "master", "slave", "disabled" (the role feature is off) or
 	// "stopped" (the elector does not run).
 	Role string `json:"role"`
-	// Since is when this instance last became master or slave.
-	Since time.Time `json:"since"`
+	// Since is when this instance last became master or slave; absent
+	// when it has not yet (a slave that never saw a change of role).
+	Since time.Time `json:"since,omitzero"`
 	// Epoch is the highest role epoch this instance has seen.
 	Epoch uint64 `json:"epoch"`
 	// LastError is the elector's last store error, and LastErrorAt when
@@ -90,11 +90,17 @@ type Instance struct {
 	Duplicate string `json:"duplicate,omitempty"`
 }
 
-// Master is the holder of the role key.
+// Master is the holder of the role key. batonctl's --output json shows
+// the master in this shape too (MasterOf makes both).
 type Master struct {
 	// ID is the master's instance ID; Owner adds its process nonce.
 	ID    string `json:"id"`
 	Owner string `json:"owner"`
+	// Key is the role key, and StoreKey the key that holds it in the
+	// store (see StoreKey): the Redis key with its prefix, or the Consul
+	// KV path; absent when the store does not say.
+	Key      string `json:"key"`
+	StoreKey string `json:"store_key,omitempty"`
 	// Epoch is the tenure's fencing token.
 	Epoch uint64 `json:"epoch"`
 	// LeaseMillis is what is left of the role key's lease (on Consul, the
@@ -111,12 +117,14 @@ type Master struct {
 	HeldAtLeastMillis int64 `json:"held_at_least_ms,omitempty"`
 }
 
-// Member is one live instance of the service.
+// Member is one live instance of the service, in /status and in
+// batonctl's --output json (MemberOf makes both).
 type Member struct {
 	ID    string `json:"id"`
 	Owner string `json:"owner"`
 	// Master and Self say whether the member holds the role key and
-	// whether it is this instance.
+	// whether it is this instance (always false in batonctl, which is no
+	// instance).
 	Master bool `json:"master"`
 	Self   bool `json:"self"`
 	// StartedAt is when the member's elector started, on its clock.
@@ -124,15 +132,22 @@ type Member struct {
 	// LastHeartbeatMillis is how long ago the store received its last
 	// heartbeat (Consul cannot tell: 0).
 	LastHeartbeatMillis int64 `json:"last_heartbeat_ms"`
+	// TTLMillis is how long the member stays listed without another
+	// heartbeat; absent when the store does not say.
+	TTLMillis int64 `json:"ttl_ms,omitempty"`
 }
 
-// Lock is one held lease under the page's lock prefix.
+// Lock is one held lease under the page's lock prefix, in /status and
+// in batonctl's --output json (LockOf makes both).
 type Lock struct {
 	// Key is the lease key; Kind is "lock" (synclock), "job" (schedlock)
 	// or "other", and Name the key without the service's prefix and kind.
 	Key  string `json:"key"`
 	Kind string `json:"kind"`
 	Name string `json:"name"`
+	// StoreKey is the key that holds the lease in the store (see
+	// StoreKey); absent when the store does not say.
+	StoreKey string `json:"store_key,omitempty"`
 	// Holder is the holder's instance ID (its owner string without the
 	// process nonce); Owner is the owner string as stored.
 	Holder string `json:"holder"`
@@ -146,8 +161,9 @@ type Lock struct {
 	// held, read from its token; stores do not record when a lease was
 	// granted. 0 when the token tells nothing.
 	HeldAtLeastMillis int64 `json:"held_at_least_ms,omitempty"`
-	// Waiters are the owners in the key's waiting line, first first: at
-	// most a few; WaitersMore says that more wait.
+	// Waiters are the instances in the key's waiting line, first first
+	// (see WaiterNames): at most a few on the page; WaitersMore says that
+	// more wait.
 	Waiters     []string `json:"waiters"`
 	WaitersMore bool     `json:"waiters_more,omitempty"`
 }
@@ -222,7 +238,7 @@ func (h *Handler) read(ctx context.Context) Status {
 	s := h.local(now, problems)
 	master := ""
 	if held != nil {
-		s.Master = masterOf(*held, h.el.Status(), s.Transitions, now)
+		s.Master = h.masterOf(*held, h.el.Status(), s.Transitions, now)
 		master = held.Owner
 	}
 	h.readMembers(ctx, &s, master)
@@ -254,10 +270,9 @@ func (h *Handler) readMembers(ctx context.Context, s *Status, master string) {
 	dup := h.el.Status().Duplicate
 	s.MembersMore = list.More
 	for _, m := range list.Members {
-		s.Members = append(s.Members, Member{
-			ID: m.Identity, Owner: m.Name, Master: m.Name == master, Self: m.Identity == id && m.Name != dup,
-			StartedAt: startedAt(m.Data), LastHeartbeatMillis: m.Age.Milliseconds(),
-		})
+		mb := MemberOf(m, master)
+		mb.Self = m.Identity == id && m.Name != dup
+		s.Members = append(s.Members, mb)
 	}
 }
 
@@ -265,18 +280,6 @@ func (h *Handler) readMembers(ctx context.Context, s *Status, master string) {
 // role.Elector heartbeats in (backend.AppKey(tenant, app, memberGroup));
 // TestStatus fails if the two part ways.
 const memberGroup = "members"
-
-// startedAt reads the start time out of the member data a role.Elector
-// writes ({"started": time}); data in another shape has none.
-func startedAt(data []byte) time.Time {
-	var d struct {
-		Started time.Time `json:"started"`
-	}
-	if json.Unmarshal(data, &d) != nil {
-		return time.Time{}
-	}
-	return d.Started
-}
 
 // readAllMembers is readMembers for a store that cannot list a bounded
 // part of a group: it reads them all (role.Elector.Members) and keeps
@@ -332,7 +335,7 @@ func (h *Handler) readLocks(ctx context.Context, s *Status, roleHeld bool) {
 		case len(s.Locks) == h.maxLocks:
 			s.LocksMore++
 		default:
-			s.Locks = append(s.Locks, h.lockOf(l, now))
+			s.Locks = append(s.Locks, LockOf(h.store, l, h.prefix, now))
 		}
 	}
 	s.LocksMore += list.More
@@ -359,14 +362,12 @@ func instanceOf(st role.Status) Instance {
 	return in
 }
 
-// masterOf describes the role lease l. Since is this instance's own
-// tenure start when it is the master, or else when it saw the master
-// change to l's holder (the newest such event).
-func masterOf(l backend.Lease, st role.Status, transitions []Event, now time.Time) *Master {
-	m := &Master{
-		ID: ownerID(l.Owner), Owner: l.Owner, Epoch: l.Token,
-		LeaseMillis: l.TTL.Milliseconds(), HeldAtLeastMillis: heldAtLeast(l.Token, now).Milliseconds(),
-	}
+// masterOf describes the role lease l (MasterOf) with when this
+// instance saw its tenure begin: its own tenure start when it is the
+// master, or else when it saw the master change to l's holder (the
+// newest such event).
+func (h *Handler) masterOf(l backend.Lease, st role.Status, transitions []Event, now time.Time) *Master {
+	m := MasterOf(h.store, l, now)
 	if st.IsMaster && m.ID == st.Instance {
 		since := st.Since
 		m.Since = &since
@@ -380,43 +381,4 @@ func masterOf(l backend.Lease, st role.Status, transitions []Event, now time.Tim
 		}
 	}
 	return m
-}
-
-func (h *Handler) lockOf(l backend.LeaseInfo, now time.Time) Lock {
-	lk := Lock{
-		Key: l.Key, Kind: "other", Name: strings.TrimPrefix(l.Key, h.prefix),
-		Holder: ownerID(l.Owner), Owner: l.Owner, Token: l.Token,
-		LeaseMillis: l.TTL.Milliseconds(), HeldAtLeastMillis: heldAtLeast(l.Token, now).Milliseconds(),
-		Waiters: l.Waiters, WaitersMore: l.MoreWaiting,
-	}
-	if lk.Waiters == nil {
-		lk.Waiters = []string{}
-	}
-	for _, kind := range []string{"lock", "job"} {
-		if name, ok := strings.CutPrefix(lk.Name, kind+":"); ok {
-			lk.Kind, lk.Name = kind, name
-			break
-		}
-	}
-	return lk
-}
-
-// heldAtLeast is how long a lease whose fencing token is token has been
-// held at least: every store makes a token at least its clock in µs at
-// the grant, so the grant came no later than the token read as a time.
-// It is 0 when that time is not in the past of now.
-func heldAtLeast(token uint64, now time.Time) time.Duration {
-	if token > backend.MaxToken {
-		return 0
-	}
-	return max(now.Sub(time.UnixMicro(int64(token))), 0)
-}
-
-// ownerID returns the instance ID part of an owner string: what comes
-// before the process nonce ("#...").
-func ownerID(owner string) string {
-	if i := strings.LastIndexByte(owner, '#'); i >= 0 {
-		return owner[:i]
-	}
-	return owner
 }

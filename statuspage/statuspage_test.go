@@ -234,8 +234,11 @@ func testStatus(t *testing.T, st storetest.Backend) {
 		lk.LeaseMillis <= 0 || lk.LeaseMillis > synclock.DefaultHoldDuration.Milliseconds() {
 		t.Errorf("lock %+v; want lock invoice:42 held by %s with a token and a lease of at most the hold duration", lk, a.id)
 	}
-	if !strings.HasPrefix(lk.Waiters[0], b.id.String()+"#") {
-		t.Errorf("lock waiters %q; want b (%s)", lk.Waiters, b.id)
+	if !slices.Equal(lk.Waiters, []string{b.id.String()}) {
+		t.Errorf("lock waiters %q; want b's instance ID (%s), without its process nonce", lk.Waiters, b.id)
+	}
+	if code, raw := get(t, b, "status"); code != http.StatusOK || strings.Contains(raw, "0001-01-01") {
+		t.Errorf("the slave's /status answered %d and shows a zero time:\n%s", code, raw)
 	}
 	if !slices.ContainsFunc(s.Transitions, func(e statuspage.Event) bool { return e.Kind == "elected" }) {
 		t.Errorf("a's transitions %+v lack its election", s.Transitions)

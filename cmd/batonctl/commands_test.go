@@ -19,6 +19,7 @@ import (
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/statuspage"
 )
 
 // status, members and master against a service with a master, a slave
@@ -44,7 +45,7 @@ func TestStatusMembersMaster(t *testing.T) {
 			golden(t, fx.name+"-"+c.name, r.stdout)
 		}
 		r := fx.ctl(t, "", "--app", app, "--output", "json", "master")
-		var got masterJSON
+		var got statuspage.Master
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 			t.Fatalf("master --output json: %v\n%s", err, r.stdout)
 		}
@@ -126,6 +127,14 @@ func TestRelease(t *testing.T) {
 		r.want(t, exitNo, "release answered no")
 		golden(t, fx.name+"-release-declined", r.stderr)
 		still("after the declined confirmation")
+
+		// The prompt says "Type yes": y is not yes (it used to release).
+		r = fx.ctl(t, "y\n", "--app", app, "release", "lock:settle", "--force")
+		r.want(t, exitNo, "release answered y")
+		if !strings.Contains(r.stderr, `the answer was "y", not yes`) {
+			t.Errorf("release answered y: stderr %q; want it to say that only yes confirms", r.stderr)
+		}
+		still("after the answer y")
 
 		r = fx.ctl(t, "", "--app", app, "release", "lock:settle", "--force")
 		r.want(t, exitNo, "release with nothing on stdin")
@@ -260,7 +269,9 @@ func TestCommandLine(t *testing.T) {
 		want string
 	}{
 		{"no command", []string{"--app", "x"}, exitUsage, "no command given"},
-		{"unknown command", []string{"--app", "x", "purge"}, exitUsage, `unknown command "purge"`},
+		{"unknown command", []string{"--app", "x", "purge"}, exitUsage, `unknown command "purge" (commands: functions, help, locks, master, members, release, status, watch)`},
+		{"misspelt command", []string{"--app", "x", "stauts"}, exitUsage, `unknown command "stauts"; did you mean "status"?`},
+		{"misspelt command with flags after", []string{"lock", "--app", "x"}, exitUsage, `unknown command "lock"; did you mean "locks"?`},
 		{"unknown flag", []string{"--bogus", "status"}, exitUsage, "flag provided but not defined: -bogus"},
 		{"bad output", []string{"--app", "x", "--output", "yaml", "status"}, exitUsage, `--output "yaml": want table or json`},
 		{"bad backend", []string{"--app", "x", "--backend", "etcd", "status"}, exitUsage, `--backend "etcd": want redis or consul`},

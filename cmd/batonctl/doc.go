@@ -8,13 +8,23 @@
 //
 // It reads the configuration the library reads (package config): the
 // file named by --config (.yaml, .yml, .json, .toml or .properties), then
-// the BATON_* environment variables, then --app and --tenant, which
-// override instance.app and instance.tenant. The service is
-// {tenant:app}; its keys are {tenant:app}:role, {tenant:app}:lock:NAME
-// (synclock) and {tenant:app}:job:NAME (schedlock). The store is Redis
-// (redis.*; in the Spring framework's layout with redis.layout=spring)
-// or Consul (consul.*): --backend redis|consul chooses; without it,
-// Consul when the configuration sets consul.address and not redis.addrs.
+// the BATON_* environment variables, then the flags that set keys: --app
+// and --tenant (instance.app, instance.tenant), --redis (redis.addrs),
+// --consul (consul.address), --prefix (the store's key prefix). A store
+// that a program made with a prefix of its own is reached with the flags
+// alone, as every example prints:
+//
+//	batonctl --redis 127.0.0.1:6379 --prefix baton-demo --tenant acme --app billing status
+//
+// The service is {tenant:app}; its keys are {tenant:app}:role,
+// {tenant:app}:lock:NAME (synclock) and {tenant:app}:job:NAME
+// (schedlock), which the store keeps under its prefix: on Redis the key
+// baton:{tenant:app}:role, on Consul the KV path
+// baton/lease/{tenant:app}:role (the output shows these store keys). The
+// store is Redis (redis.*; in the Spring framework's layout with
+// redis.layout=spring) or Consul (consul.*): --redis or --consul
+// chooses, or --backend redis|consul; without them, Consul when the
+// configuration sets consul.address and not redis.addrs.
 //
 // # Commands
 //
@@ -35,9 +45,14 @@
 //	functions load  load it into the configured Redis (every master of
 //	                a Cluster), as an administrator's user
 //
-// KEY is a full key such as {acme:billing}:lock:nightly, or the part of
-// the service's key after {tenant:app}: (lock:nightly, job:report, role).
-// A PREFIX with a hash tag ({) is taken as a full key prefix.
+// KEY is a full key such as {acme:billing}:lock:nightly, the store key
+// that holds it as the output shows it (baton:{acme:billing}:lock:nightly
+// on Redis), or the part of the service's key after {tenant:app}:
+// (lock:nightly, job:report, role). A PREFIX with a hash tag ({) is taken
+// as a full key prefix, or a store key prefix.
+//
+// A mistyped command is answered with the closest one (did you mean
+// "status"?).
 //
 // Text read from the store (keys, owners, instance IDs, waiters) is shown
 // as it is when every character of it is printable, and quoted as a Go
@@ -56,12 +71,22 @@
 //	--config FILE     configuration file
 //	--app NAME        the service (instance.app); required if not configured
 //	--tenant NAME     the tenant (instance.tenant, default "default")
+//	--redis ADDR      the Redis server, host:port; several comma-separated
+//	                  for a Cluster or Sentinel (redis.addrs)
+//	--consul ADDR     the Consul agent, host:port or a URL (consul.address);
+//	                  the store is then Consul
+//	--prefix P        the store's key prefix (redis.key-prefix or
+//	                  consul.key-prefix, default "baton")
 //	--backend NAME    redis or consul
 //	--output FORMAT   table (default) or json; watch writes one JSON
 //	                  object per line
 //	--force           let release end a lease its holder did not release
 //	--yes             release without asking for confirmation
-//	--timeout D       longest wait for the store per request (default 10s)
+//	--timeout D       longest wait for the store per request (default 5s,
+//	                  the Redis client's own dial and read timeouts, so a
+//	                  server that does not answer fails after 5s); when
+//	                  given, it sets those client timeouts too, so that
+//	                  the wait is D
 //	--interval D      watch: how often to look when no event comes
 //	                  (default 1s; a grant of a free key is not signalled)
 //
@@ -69,30 +94,45 @@
 //
 // # Output
 //
-// Tables are for people; --output json is for scripts, with these
-// fields (durations in ms, times in RFC 3339; a token or epoch is a
-// fencing token, a large integer that only increases):
+// Tables are for people; --output json is for scripts. It describes the
+// master, the members and the locks as the status page's /status does,
+// with the same fields (package statuspage: Master, Member, Lock, made by
+// the same functions), so that a script reads both alike. Durations are
+// in ms, times in RFC 3339, and a token or epoch is a fencing token, a
+// large integer that only increases:
 //
-//	status   {tenant, app, backend, store, master, members, locks_held}
-//	         master: {id, owner, epoch, ttl_ms, key} or null;
-//	         locks_held: null when the store cannot list leases
-//	members  [{id, owner, master, last_seen_ms, ttl_ms, started}]
-//	         (last_seen_ms absent on Consul, which cannot tell)
-//	master   {id, owner, epoch, ttl_ms, key}, or null with exit 3
-//	locks    [{key, id, owner, token, ttl_ms, waiters}]
-//	release  {key, released: {key, id, owner, token, ttl_ms}, now}
-//	         now: the lease right after (the waiter the key was handed
-//	         to) or null
-//	watch    one object per line: {time, key, held, id, owner, token,
-//	         ttl_ms}
+//	status   {service: {tenant, app}, backend, store, key_prefix, master,
+//	         members, locks, locks_held}; master: a Master or null;
+//	         locks and locks_held: null when the store cannot list
+//	         leases (locks_error says so)
+//	members  [Member]: {id, owner, master, self, started_at,
+//	         last_heartbeat_ms, ttl_ms} (self is always false: batonctl
+//	         is no instance; last_heartbeat_ms is 0 on Consul, which
+//	         cannot tell)
+//	master   Master: {id, owner, key, store_key, epoch, lease_ms,
+//	         held_at_least_ms}, or null with exit 3
+//	locks    [Lock]: {key, kind, name, store_key, holder, owner, token,
+//	         lease_ms, held_at_least_ms, waiters}
+//	release  {key, store_key, released: Lock, now: Lock or null}; now
+//	         is the lease right after (the waiter the key was handed to)
+//	watch    one object per line: {time, key, store_key, held, holder,
+//	         owner, token, lease_ms}
 //
-// id is the instance ID part of an owner ("ip:tenant:app:port"); owner
-// adds the per-process nonce after '#'.
+// id and holder are the instance ID part of an owner
+// ("ip:tenant:app:port"); owner adds the per-process nonce after '#',
+// which release needs to end that grant and no other. Waiters are named
+// by their instance IDs, and keep their nonces only when two places in
+// one line share an instance ID (two processes with one ID).
+// store_key is the key the store keeps the lease in (with Redis's key
+// prefix; Consul's KV path). Values that are unknown or zero
+// (held_at_least_ms, started_at) are left out, never shown as 0 or as
+// the year 1.
 //
 // # Releasing a stuck lock
 //
 // release refuses without --force and says who holds the key. With
-// --force it asks for confirmation on stdin (yes or y) unless --yes is
+// --force it asks for confirmation on stdin (exactly yes, as the prompt
+// says; y or anything else releases nothing) unless --yes is
 // given, and then ends the lease it showed, and only that grant (its
 // owner and fencing token), through backend.Breaker: the key is freed
 // (or handed to the waiter first in its line, as a release would) and its

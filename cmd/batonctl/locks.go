@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/statuspage"
 )
 
 // errNoInspector reports a store that cannot list leases.
@@ -17,7 +18,7 @@ var errNoInspector = errors.New("the store cannot list leases")
 // keys ({tenant:app}:prefix).
 func (s *session) leasePrefix(arg string) string {
 	if strings.Contains(arg, "{") {
-		return arg
+		return s.unstore(arg)
 	}
 	return backend.AppKey(s.tenant, s.app) + ":" + arg
 }
@@ -56,35 +57,54 @@ func locks(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	if s.json() {
-		out := make([]leaseJSON, 0, len(ls))
-		for _, l := range ls {
-			j := leaseOut(l.Lease)
-			j.Waiters = l.Waiters
-			out = append(out, j)
-		}
-		return writeJSON(s.stdout, out)
+		return writeJSON(s.stdout, s.locksOut(ls))
 	}
 	if len(ls) == 0 {
-		fprintf(s.stderr, "no locks held under %s\n", s.leasePrefix(arg))
+		prefix := s.leasePrefix(arg)
+		fprintf(s.stderr, "no locks held under %s (%s)\n", prefix, s.storeWhere(prefix))
 		return nil
 	}
 	return s.printLocks(ls)
 }
 
-// printLocks writes the leases ls as a table.
+// locksOut describes held leases as /status does.
+func (s *session) locksOut(ls []backend.LeaseInfo) []statuspage.Lock {
+	out := make([]statuspage.Lock, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, s.lockOut(l))
+	}
+	return out
+}
+
+// storeWhere says where the store keeps key, or the keys that begin with
+// it: "Redis keys baton:{acme:billing}:lock:...".
+func (s *session) storeWhere(key string) string {
+	sk := s.storeKey(key)
+	if sk == key {
+		return "the same keys in the " + s.kind + " store"
+	}
+	if s.kind == "consul" {
+		return "Consul KV " + sk
+	}
+	return "Redis key " + sk
+}
+
+// printLocks writes the leases ls as a table, each under the key the
+// store keeps it in (STORE KEY: on Redis, with the key prefix).
 func (s *session) printLocks(ls []backend.LeaseInfo) error {
 	tw := table(s.stdout)
-	fprintf(tw, "KEY\tHOLDER\tTOKEN\tTTL %s\tWAITERS\n", strings.ToUpper(s.ttlNote()))
+	fprintf(tw, "STORE KEY\tHOLDER\tTOKEN\tTTL %s\tWAITERS\n", strings.ToUpper(s.ttlNote()))
 	for _, l := range ls {
+		lk := s.lockOut(l)
 		waiters := "-"
-		if len(l.Waiters) > 0 {
-			quoted := make([]string, len(l.Waiters))
-			for i, w := range l.Waiters {
+		if len(lk.Waiters) > 0 {
+			quoted := make([]string, len(lk.Waiters))
+			for i, w := range lk.Waiters {
 				quoted[i] = text(w)
 			}
-			waiters = fmt.Sprintf("%d: %s", len(l.Waiters), strings.Join(quoted, ","))
+			waiters = fmt.Sprintf("%d: %s", len(lk.Waiters), strings.Join(quoted, ","))
 		}
-		fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", text(l.Key), text(instanceOf(l.Owner)), l.Token, dur(l.TTL), waiters)
+		fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", text(s.storeKey(l.Key)), text(lk.Holder), l.Token, dur(l.TTL), waiters)
 	}
 	return tw.Flush()
 }

@@ -50,12 +50,22 @@ type options struct {
 	app        string
 	tenant     string
 	backend    string
+	redis      string // --redis: redis.addrs, comma-separated
+	consul     string // --consul: consul.address
+	prefix     string // --prefix: the store's key prefix
 	output     string
 	yes        bool
 	force      bool
 	timeout    time.Duration
+	timeoutSet bool // --timeout was given: it sets the Redis client's timeouts too
 	interval   time.Duration
 }
+
+// defaultTimeout is --timeout's default: the Redis client's own dial and
+// read timeouts (config.DefaultDialTimeout, config.DefaultReadTimeout),
+// so that a server that does not answer fails after it, whichever of the
+// two bounds the wait.
+const defaultTimeout = 5 * time.Second
 
 // usageError is a wrong command line (exit 2).
 type usageError struct{ msg string }
@@ -119,11 +129,14 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&o.configFile, "config", "", "configuration `file` (.yaml, .yml, .json, .toml, .properties)")
 	fs.StringVar(&o.app, "app", "", "the service's `name` (overrides instance.app)")
 	fs.StringVar(&o.tenant, "tenant", "", "the `tenant` (overrides instance.tenant)")
-	fs.StringVar(&o.backend, "backend", "", "the store: redis or consul (default: consul when the configuration sets consul.address and not redis.addrs, else redis)")
+	fs.StringVar(&o.backend, "backend", "", "the store: redis or consul (default: redis with --redis, consul with --consul; else consul when the configuration sets consul.address and not redis.addrs, else redis)")
+	fs.StringVar(&o.redis, "redis", "", "the Redis server's `host:port`, several comma-separated for a Cluster or Sentinel (sets redis.addrs)")
+	fs.StringVar(&o.consul, "consul", "", "the Consul agent's `address`, host:port or a URL (sets consul.address; the store is Consul)")
+	fs.StringVar(&o.prefix, "prefix", "", "the store's key `prefix` (sets redis.key-prefix or consul.key-prefix; default "+config.DefaultKeyPrefix+")")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table or json")
 	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
 	fs.BoolVar(&o.force, "force", false, "allow release to end a lease its holder did not release")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "longest wait for the store, per request")
+	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "longest wait for the store, per request; when given, it also sets the Redis client's dial, read and write timeouts (whose default is 5s too)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "watch: how often to look when no event comes")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -133,6 +146,7 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return usagef("%v", err)
 	}
+	fs.Visit(func(f *flag.Flag) { o.timeoutSet = o.timeoutSet || f.Name == "timeout" })
 	if len(pos) == 0 {
 		return usagef("no command given")
 	}
@@ -141,24 +155,18 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		usage(stdout, fs)
 		return nil
 	}
+	if err := o.check(); err != nil {
+		return err
+	}
 	if name == "functions" {
 		return functions(ctx, o, rest, stdout)
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q (commands: status, members, master, locks, release, watch, functions)", name)
+		return usagef("unknown command %q%s (commands: %s)", name, didYouMean(name), strings.Join(commandNames(), ", "))
 	}
 	if len(rest) < cmd.minArgs || len(rest) > cmd.maxArgs {
 		return usagef("usage: batonctl [flags] %s", cmd.usage)
-	}
-	if o.output != "table" && o.output != "json" {
-		return usagef("--output %q: want table or json", o.output)
-	}
-	if o.backend != "" && o.backend != "redis" && o.backend != "consul" {
-		return usagef("--backend %q: want redis or consul", o.backend)
-	}
-	if o.timeout <= 0 || o.interval <= 0 {
-		return usagef("--timeout and --interval must be positive")
 	}
 	s, err := open(ctx, o)
 	if err != nil {
@@ -167,6 +175,31 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer s.close()
 	s.stdin, s.stdout, s.stderr = stdin, stdout, stderr
 	return cmd.run(ctx, s, rest)
+}
+
+// check checks the flags that do not depend on the command, and sets
+// o.backend from --redis or --consul.
+func (o *options) check() error {
+	if o.output != "table" && o.output != "json" {
+		return usagef("--output %q: want table or json", o.output)
+	}
+	if o.backend != "" && o.backend != "redis" && o.backend != "consul" {
+		return usagef("--backend %q: want redis or consul", o.backend)
+	}
+	switch {
+	case o.redis != "" && o.consul != "":
+		return usagef("--redis and --consul: pass one, the store to look at")
+	case o.redis != "" && o.backend == "consul", o.consul != "" && o.backend == "redis":
+		return usagef("--backend %s does not go with --redis or --consul: pass the address of the store you name", o.backend)
+	case o.redis != "":
+		o.backend = "redis"
+	case o.consul != "":
+		o.backend = "consul"
+	}
+	if o.timeout <= 0 || o.interval <= 0 {
+		return usagef("--timeout and --interval must be positive")
+	}
+	return nil
 }
 
 // parseArgs parses flags before, between and after the positional
@@ -215,7 +248,8 @@ Commands:
   functions       print baton's Redis function library (for redis.functions)
   functions load  load it into the configured Redis (every master of a Cluster)
 
-KEY is a full key such as {tenant:app}:lock:nightly, or the part after
+KEY is a full key such as {tenant:app}:lock:nightly, the store key the output
+shows (baton:{tenant:app}:lock:nightly on Redis), or the part after
 {tenant:app}: of the service's keys (lock:nightly, job:report, role).
 
 Flags:
@@ -225,7 +259,9 @@ Flags:
 	fs.SetOutput(io.Discard)
 	fmt.Fprint(w, `
 Configuration: --config FILE, then the BATON_* environment variables, then
---app and --tenant, as the library reads it (package config).
+--app, --tenant, --redis, --consul and --prefix, as the library reads it
+(package config). Without a file:
+  batonctl --redis 127.0.0.1:6379 --prefix baton --tenant acme --app billing status
 
 Exit codes: 0 done; 1 error (store unreachable, bad configuration);
 2 wrong command line; 3 no (no master, release refused or declined, key free);
@@ -265,12 +301,23 @@ func (s *session) call(ctx context.Context) (context.Context, context.CancelFunc
 }
 
 // key returns the full key that arg names: arg itself when it has a hash
-// tag, else the service's key arg ({tenant:app}:arg).
+// tag, the key a store key holds (baton:{tenant:app}:lock:x on Redis,
+// as the output shows it), else the service's key arg
+// ({tenant:app}:arg).
 func (s *session) key(arg string) string {
-	if strings.Contains(arg, "{") {
-		return arg
+	if !strings.Contains(arg, "{") {
+		return backend.AppKey(s.tenant, s.app, arg)
 	}
-	return backend.AppKey(s.tenant, s.app, arg)
+	return s.unstore(arg)
+}
+
+// unstore returns the key that the store key k holds when k is one of
+// the store's keys (or the start of one), else k.
+func (s *session) unstore(k string) string {
+	if i := strings.IndexByte(k, '{'); i > 0 && s.storeKey(k[i:]) == k {
+		return k[i:]
+	}
+	return k
 }
 
 // roleKey is the service's role key.

@@ -162,7 +162,10 @@ var normalisers = []struct {
 	{regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`), "<time>"},
 	{regexp.MustCompile(`#[0-9a-f]{8,32}\b`), "#<nonce>"},
 	{regexp.MustCompile(`\b\d{13,17}\b`), "<token>"},
-	{regexp.MustCompile(`"(ttl_ms|last_seen_ms)": ?\d+`), `"$1": <ms>`},
+	// A lower bound read from a token: absent when it is 0 (a grant
+	// within the millisecond), so left out.
+	{regexp.MustCompile(`,\n\s*"held_at_least_ms": ?\d+`), ""},
+	{regexp.MustCompile(`"(ttl_ms|lease_ms|last_heartbeat_ms)": ?\d+`), `"$1": <ms>`},
 	{regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|µs|ns|m|s))+\b`), "<dur>"},
 	{regexp.MustCompile(`127\.0\.0\.1:\d{2,5}\b`), "127.0.0.1:<port>"},
 	{regexp.MustCompile(`(\S) {2,}`), "$1  "},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/statuspage"
 )
 
 // instanceOf returns the instance ID in an owner string: a role owner is
@@ -46,33 +47,32 @@ func table(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// leaseJSON is a lease in JSON output.
-type leaseJSON struct {
-	Key   string `json:"key"`
-	ID    string `json:"id"`
-	Owner string `json:"owner"`
-	Token uint64 `json:"token"`
-	// TTLMillis is what the lease has left (Consul: what it was given).
-	TTLMillis int64    `json:"ttl_ms"`
-	Waiters   []string `json:"waiters,omitempty"`
+// The JSON output describes the master, the members and the locks in
+// the shapes of the status page's /status (statuspage.Master, Member and
+// Lock, made by the same functions), so that a script reads both alike.
+
+// servicePrefix is what precedes the name of each of the service's keys:
+// {tenant:app}:.
+func (s *session) servicePrefix() string { return backend.AppKey(s.tenant, s.app) + ":" }
+
+// lockOut describes a held lease as /status does.
+func (s *session) lockOut(l backend.LeaseInfo) statuspage.Lock {
+	return statuspage.LockOf(s.store, l, s.servicePrefix(), time.Now())
 }
 
-func leaseOut(l backend.Lease) leaseJSON {
-	return leaseJSON{Key: l.Key, ID: instanceOf(l.Owner), Owner: l.Owner, Token: l.Token, TTLMillis: l.TTL.Milliseconds()}
+// masterOut describes the role lease as /status does.
+func (s *session) masterOut(l backend.Lease) *statuspage.Master {
+	return statuspage.MasterOf(s.store, l, time.Now())
 }
 
-// masterJSON is the master in JSON output: the role lease, whose token
-// is the master's epoch.
-type masterJSON struct {
-	ID        string `json:"id"`
-	Owner     string `json:"owner"`
-	Epoch     uint64 `json:"epoch"`
-	TTLMillis int64  `json:"ttl_ms"`
-	Key       string `json:"key"`
-}
-
-func masterOut(l backend.Lease) *masterJSON {
-	return &masterJSON{ID: instanceOf(l.Owner), Owner: l.Owner, Epoch: l.Token, TTLMillis: l.TTL.Milliseconds(), Key: l.Key}
+// storeKey is the key in which the store keeps the lease on key (the
+// Redis key with its prefix, the Consul KV path), or key itself when the
+// store does not say.
+func (s *session) storeKey(key string) string {
+	if k := statuspage.StoreKey(s.store, key); k != "" {
+		return k
+	}
+	return key
 }
 
 // ttlNote says how to read a lease's TTL on the store: Consul reports

@@ -7,20 +7,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/statuspage"
 )
 
-// releaseJSON is release's JSON output.
+// releaseJSON is release's JSON output, the leases in /status's shape.
 type releaseJSON struct {
-	Key string `json:"key"`
+	Key      string `json:"key"`
+	StoreKey string `json:"store_key"`
 	// Released is the lease that was ended.
-	Released leaseJSON `json:"released"`
+	Released statuspage.Lock `json:"released"`
 	// Now is the lease on the key right after: the waiter first in line
 	// that the key was handed to, or another owner that took it at once;
 	// null when the key was free.
-	Now *leaseJSON `json:"now"`
+	Now *statuspage.Lock `json:"now"`
 }
 
 // release ends the lease on a key whoever holds it (backend.Breaker):
@@ -51,7 +54,7 @@ func release(ctx context.Context, s *session, args []string) error {
 		if l.Token != 0 {
 			fenced = fmt.Sprintf(" Tokens granted after it are above %d, so resources that check fencing tokens turn the old holder away.", l.Token)
 		}
-		return nof("refusing to release %s, %s, without --force: its holder may still be running, and a forced release lets another take the key at once.%s Run again with --force", key, held, fenced)
+		return nof("refusing to release %s (%s), %s, without --force: its holder may still be running, and a forced release lets another take the key at once.%s Run again with --force", key, s.storeWhere(key), held, fenced)
 	}
 	if !s.o.yes {
 		if err := s.confirm(fmt.Sprintf("Release %s, %s? Its holder is not told and may still be running. Type yes to release: ", key, held)); err != nil {
@@ -66,24 +69,24 @@ func release(ctx context.Context, s *session, args []string) error {
 	cctx, cancel = s.call(ctx)
 	now, err := s.store.Get(cctx, key)
 	cancel()
-	var next *leaseJSON
+	var next *statuspage.Lock
 	switch {
 	case err == nil:
-		j := leaseOut(now)
+		j := s.lockOut(backend.LeaseInfo{Lease: now})
 		next = &j
 	case !errors.Is(err, backend.ErrNotFound):
 		fprintf(s.stderr, "batonctl: released %s, but could not read it again: %v\n", key, err)
 	}
 	if s.json() {
-		return writeJSON(s.stdout, releaseJSON{Key: key, Released: leaseOut(broken), Now: next})
+		return writeJSON(s.stdout, releaseJSON{Key: key, StoreKey: s.storeKey(key), Released: s.lockOut(backend.LeaseInfo{Lease: broken}), Now: next})
 	}
-	fprintf(s.stdout, "released %s: it was held by %s (owner %s, %s)", key, text(instanceOf(broken.Owner)), text(broken.Owner), tokenText(broken.Token))
+	fprintf(s.stdout, "released %s (%s): it was held by %s (owner %s, %s)", key, s.storeWhere(key), text(instanceOf(broken.Owner)), text(broken.Owner), tokenText(broken.Token))
 	if broken.Token != 0 {
 		fprintf(s.stdout, "; every later holder's token is above %d", broken.Token)
 	}
 	fprintf(s.stdout, "\n")
 	if next != nil {
-		fprintf(s.stdout, "%s is now held by %s (owner %s, %s)\n", key, text(next.ID), text(next.Owner), tokenText(next.Token))
+		fprintf(s.stdout, "%s is now held by %s (owner %s, %s)\n", key, text(next.Holder), text(next.Owner), tokenText(next.Token))
 	}
 	return nil
 }
@@ -110,7 +113,8 @@ func (s *session) breakShown(ctx context.Context, b backend.Breaker, key string,
 }
 
 // confirm asks question on stderr and reads the answer from stdin; only
-// "yes" (or "y") confirms.
+// "yes", as the question asks, confirms (any other answer, "y" too,
+// releases nothing and says so).
 func (s *session) confirm(question string) error {
 	fprintf(s.stderr, "%s", question)
 	answer, err := bufio.NewReader(s.stdin).ReadString('\n')
@@ -121,15 +125,16 @@ func (s *session) confirm(question string) error {
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("reading the confirmation: %w", err)
 	}
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "yes", "y":
+	switch a := strings.TrimSpace(answer); {
+	case a == "yes":
 		return nil
-	case "":
-		if errors.Is(err, io.EOF) {
-			return nof("no confirmation on stdin: nothing released (pass --yes to release without asking)")
-		}
+	case a == "" && errors.Is(err, io.EOF):
+		return nof("no confirmation on stdin: nothing released (pass --yes to release without asking)")
+	case a == "":
+		return nof("not confirmed: nothing released")
+	default:
+		return nof("not confirmed (the answer was %s, not yes): nothing released", strconv.Quote(a))
 	}
-	return nof("not confirmed: nothing released")
 }
 
 // isTerminal reports whether r is a terminal, which echoes what is typed.

@@ -4,30 +4,56 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/baton-go/baton/config"
 	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // loadConfig reads the configuration as the library does: the file named
-// by --config, the BATON_* environment, then --app and --tenant.
+// by --config, the BATON_* environment, then the flags that set keys.
 func loadConfig(o options) (*config.Config, error) {
 	var sources []config.Source
 	if o.configFile != "" {
 		sources = append(sources, config.File(o.configFile))
 	}
 	sources = append(sources, config.Env("BATON_"))
-	flags := map[string]any{}
-	if o.app != "" {
-		flags["instance.app"] = o.app
-	}
-	if o.tenant != "" {
-		flags["instance.tenant"] = o.tenant
-	}
-	if len(flags) > 0 {
+	if flags := o.keys(); len(flags) > 0 {
 		sources = append(sources, config.Map(flags))
 	}
 	return config.Load(sources...)
+}
+
+// keys returns the configuration keys the flags set: --app, --tenant,
+// --redis, --consul, --prefix (the key prefix of the store --backend,
+// --redis or --consul names, or of both stores when none does) and
+// --timeout when given (the Redis client's timeouts).
+func (o options) keys() map[string]any {
+	flags := map[string]any{}
+	set := func(key, value string) {
+		if value != "" {
+			flags[key] = value
+		}
+	}
+	set("instance.app", o.app)
+	set("instance.tenant", o.tenant)
+	set("consul.address", o.consul)
+	if o.redis != "" {
+		flags["redis.addrs"] = strings.Split(o.redis, ",")
+	}
+	if o.backend != "consul" {
+		set("redis.key-prefix", o.prefix)
+	}
+	if o.backend != "redis" {
+		set("consul.key-prefix", o.prefix)
+	}
+	if o.timeoutSet {
+		ms := max(o.timeout.Milliseconds(), 1)
+		for _, k := range []string{"dial", "read", "write"} {
+			flags["redis."+k+"-timeout-in-milliseconds"] = ms
+		}
+	}
+	return flags
 }
 
 // backendOf is the store the configuration names: --backend if given,
@@ -69,7 +95,7 @@ func open(ctx context.Context, o options) (*session, error) {
 		s.store, s.kind, s.where, s.closeAll = st, "consul", consulWhere(cfg), st.Close
 	default:
 		if cfg.Redis.Layout == config.LayoutSpring {
-			st, err := cfg.SpringRedisStore(ctx)
+			st, err := cfg.SpringRedisStore(pctx)
 			if err != nil {
 				return nil, err
 			}
@@ -80,7 +106,7 @@ func open(ctx context.Context, o options) (*session, error) {
 			s.store, s.kind, s.where, s.closeAll = st, "redis (spring layout)", cfg.Redis.Where(), st.Close
 			break
 		}
-		st, err := cfg.RedisStore(ctx)
+		st, err := cfg.RedisStore(pctx)
 		if err != nil {
 			return nil, err
 		}

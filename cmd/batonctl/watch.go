@@ -8,17 +8,20 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/statuspage"
 )
 
-// watchJSON is one line of watch's JSON output (one object per line).
+// watchJSON is one line of watch's JSON output (one object per line);
+// its fields are named as in /status's locks (statuspage.Lock).
 type watchJSON struct {
-	Time      time.Time `json:"time"`
-	Key       string    `json:"key"`
-	Held      bool      `json:"held"`
-	ID        string    `json:"id,omitempty"`
-	Owner     string    `json:"owner,omitempty"`
-	Token     uint64    `json:"token,omitempty"`
-	TTLMillis int64     `json:"ttl_ms,omitempty"`
+	Time        time.Time `json:"time"`
+	Key         string    `json:"key"`
+	StoreKey    string    `json:"store_key,omitempty"`
+	Held        bool      `json:"held"`
+	Holder      string    `json:"holder,omitempty"`
+	Owner       string    `json:"owner,omitempty"`
+	Token       uint64    `json:"token,omitempty"`
+	LeaseMillis int64     `json:"lease_ms,omitempty"`
 }
 
 // holding is who holds a key, as watch compares it.
@@ -93,9 +96,9 @@ func watch(ctx context.Context, s *session, args []string) error {
 func (s *session) printHolder(key string, l backend.Lease) {
 	now := time.Now().UTC()
 	if s.json() {
-		j := watchJSON{Time: now, Key: key, Held: l.Owner != ""}
+		j := watchJSON{Time: now, Key: key, StoreKey: statuspage.StoreKey(s.store, key), Held: l.Owner != ""}
 		if j.Held {
-			j.ID, j.Owner, j.Token, j.TTLMillis = instanceOf(l.Owner), l.Owner, l.Token, l.TTL.Milliseconds()
+			j.Holder, j.Owner, j.Token, j.LeaseMillis = instanceOf(l.Owner), l.Owner, l.Token, l.TTL.Milliseconds()
 		}
 		b, _ := json.Marshal(j) // strings, numbers and a time cannot fail
 		fprintf(s.stdout, "%s\n", b)

@@ -1,8 +1,9 @@
 // Command cluster is baton's main demo: three instances of one service
 // elect a master, the master stops gracefully and hands over in
 // milliseconds, then the next master crashes and a third instance takes
-// over once the role key's TTL has run out. It prints a timeline and exits
-// by itself.
+// over once the role key's TTL has run out. It prints the batonctl command
+// line that inspects it while it runs, then a timeline, and exits by
+// itself.
 //
 //	go run ./examples/cluster                      # embedded in-process Redis
 //	go run ./examples/cluster -redis 127.0.0.1:6379  # a real Redis
@@ -50,6 +51,7 @@ import (
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
@@ -65,9 +67,9 @@ func main() {
 	verbose := flag.Bool("v", false, "also print the electors' own log")
 	httpAddr := flag.String("http", "", "serve each instance's status page on this address (host:port, port 0 picks one); empty: no pages")
 	flag.Parse()
-	open := func() (backend.Store, string, func(), error) { return connectRedis(*addr) }
+	open := func() (conn, error) { return connectRedis(*addr) }
 	if *useConsul {
-		open = func() (backend.Store, string, func(), error) { return connectConsul(*consulAddr, *consulMin) }
+		open = func() (conn, error) { return connectConsul(*consulAddr, *consulMin) }
 	}
 	opts := options{ttl: *ttl, verbose: *verbose, http: *httpAddr, hold: func(url string) {
 		fmt.Printf("\nstatus pages stay up at %s until Ctrl-C\n", url)
@@ -124,19 +126,32 @@ type options struct {
 	out io.Writer
 }
 
-// run plays the demo on the store open returns (with a description of
-// it, and a function that closes it and whatever it started).
-func run(open func() (backend.Store, string, func(), error), o options) error {
+// conn is the store the demo runs on: the store, a description of it,
+// the batonctl command line that inspects it, and a function that closes
+// it and whatever it started.
+type conn struct {
+	store backend.Store
+	where string
+	ctl   string
+	stop  func()
+}
+
+// keyPrefix starts the demo's keys in the store, apart from other users'.
+const keyPrefix = "baton-demo"
+
+// run plays the demo on the store open returns.
+func run(open func() (conn, error), o options) error {
 	ttl, verbose := o.ttl, o.verbose
 	out := o.out
 	if out == nil {
 		out = os.Stdout
 	}
-	store, where, stop, err := open()
+	c, err := open()
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer c.stop()
+	store, where := c.store, c.where
 
 	cfg := role.Config{HeartbeatExpiration: ttl, HeartbeatInterval: ttl / 3, SafetyMargin: ttl / 10}
 	if err := cfg.Validate(); err != nil {
@@ -151,7 +166,8 @@ func run(open func() (backend.Store, string, func(), error), o options) error {
 	start := time.Now()
 	tl := &timeline{start: start, out: out}
 	fmt.Fprintf(out, "baton cluster demo: 3 instances of service acme/billing on %s\n", where)
-	fmt.Fprintf(out, "role TTL %v, heartbeat every %v, safety margin %v\n\n", cfg.HeartbeatExpiration, cfg.HeartbeatInterval, cfg.SafetyMargin)
+	fmt.Fprintf(out, "role TTL %v, heartbeat every %v, safety margin %v\n", cfg.HeartbeatExpiration, cfg.HeartbeatInterval, cfg.SafetyMargin)
+	fmt.Fprintf(out, "inspect it with batonctl while it runs: %s\n\n", c.ctl)
 
 	elected := make(chan tenure, 8)
 	var instances []*instance
@@ -305,32 +321,32 @@ type tenure struct {
 
 // connectRedis returns a store on the Redis at addr, or on an embedded
 // Redis whose clock is driven by real time when addr is empty.
-func connectRedis(addr string) (backend.Store, string, func(), error) {
+func connectRedis(addr string) (conn, error) {
 	rdb, where, stopRedis, err := redisClient(addr)
 	if err != nil {
-		return nil, "", nil, err
+		return conn{}, err
 	}
-	store, err := redisbackend.New(rdb, redisbackend.WithPrefix("baton-demo"))
+	store, err := redisbackend.New(rdb, redisbackend.WithPrefix(keyPrefix))
 	if err != nil {
 		rdb.Close()
 		stopRedis()
-		return nil, "", nil, err
+		return conn{}, err
 	}
-	return store, where, func() {
+	return conn{store: store, where: where, ctl: ctlline.Redis(rdb.Options().Addr, keyPrefix, "acme", "billing"), stop: func() {
 		store.Close()
 		rdb.Close()
 		stopRedis()
-	}, nil
+	}}, nil
 }
 
 // connectConsul returns a store on the Consul agent at addr, or on a
 // private dev agent it starts when addr is empty.
-func connectConsul(addr string, ttlMin time.Duration) (backend.Store, string, func(), error) {
+func connectConsul(addr string, ttlMin time.Duration) (conn, error) {
 	where, stopAgent := "the Consul agent at "+addr, func() {}
 	if addr == "" {
 		agent, err := testenv.StartConsul(testenv.ConsulOptions{SessionTTLMin: time.Second})
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("starting a Consul dev agent (build it with `make deps`, or pass -consul-addr): %w", err)
+			return conn{}, fmt.Errorf("starting a Consul dev agent (build it with `make deps`, or pass -consul-addr): %w", err)
 		}
 		addr, ttlMin = agent.Addr(), agent.SessionTTLMin()
 		where = "a private Consul dev agent at " + addr
@@ -338,22 +354,22 @@ func connectConsul(addr string, ttlMin time.Duration) (backend.Store, string, fu
 	}
 	cfg := api.DefaultConfig()
 	cfg.Address = addr
-	store, err := consulbackend.New(cfg, consulbackend.WithPrefix("baton-demo"), consulbackend.WithSessionTTLMin(ttlMin))
+	store, err := consulbackend.New(cfg, consulbackend.WithPrefix(keyPrefix), consulbackend.WithSessionTTLMin(ttlMin))
 	if err != nil {
 		stopAgent()
-		return nil, "", nil, err
+		return conn{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if _, err := store.Get(ctx, backend.AppKey("acme", "billing", "role")); err != nil && !errors.Is(err, backend.ErrNotFound) {
 		store.Close()
 		stopAgent()
-		return nil, "", nil, fmt.Errorf("cannot reach Consul: %w", err)
+		return conn{}, fmt.Errorf("cannot reach Consul: %w", err)
 	}
-	return store, where, func() {
+	return conn{store: store, where: where, ctl: ctlline.Consul(addr, keyPrefix, "acme", "billing"), stop: func() {
 		store.Close()
 		stopAgent()
-	}, nil
+	}}, nil
 }
 
 // redisClient returns a client for addr, or starts an embedded Redis

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/statuspage"
 )
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // the demo then crashes an instance that is no longer master.
 func TestDemoRuns(t *testing.T) {
 	var out testenv.SyncBuffer
-	if err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, options{ttl: 2 * time.Second, out: &out}); err != nil {
+	if err := run(func() (conn, error) { return connectRedis("") }, options{ttl: 2 * time.Second, out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	checkSlavesNameMaster(t, out.String())
@@ -37,7 +37,7 @@ func TestDemoRuns(t *testing.T) {
 func TestDemoRunsOnAFreshRedis(t *testing.T) {
 	srv := testenv.NewRedis(t)
 	var out testenv.SyncBuffer
-	if err := run(func() (backend.Store, string, func(), error) { return connectRedis(srv.Addr()) }, options{ttl: 2 * time.Second, out: &out}); err != nil {
+	if err := run(func() (conn, error) { return connectRedis(srv.Addr()) }, options{ttl: 2 * time.Second, out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	checkSlavesNameMaster(t, out.String())
@@ -66,13 +66,39 @@ func checkSlavesNameMaster(t *testing.T, timeline string) {
 }
 
 // The demo runs end to end on a Consul dev agent it starts, as
-// `go run ./examples/cluster -consul` does.
+// `go run ./examples/cluster -consul` does; the batonctl command line it
+// prints names the master while it runs.
 func TestDemoRunsOnConsul(t *testing.T) {
+	ctl := testenv.Batonctl(t)
 	var out testenv.SyncBuffer
-	if err := run(func() (backend.Store, string, func(), error) { return connectConsul("", 0) }, options{ttl: 2 * time.Second, out: &out}); err != nil {
+	held := false
+	hold := func(string) {
+		held = true
+		checkBatonctl(t, ctl, out.String(), "127.0.0.1:acme:billing:")
+	}
+	if err := run(func() (conn, error) { return connectConsul("", 0) }, options{ttl: 2 * time.Second, out: &out, http: "127.0.0.1:0", hold: hold}); err != nil {
 		t.Fatal(err)
 	}
 	checkSlavesNameMaster(t, out.String())
+	if !held {
+		t.Error("the demo never held its pages up")
+	}
+}
+
+// checkBatonctl runs the batonctl command line the demo printed, as
+// printed, and checks that it names a master whose ID starts with
+// master. The demo printed no such line, and batonctl had no flags to
+// reach the demo's keys.
+func checkBatonctl(t *testing.T, ctl, output, master string) {
+	t.Helper()
+	args, err := ctlline.Args(output)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, output)
+	}
+	code, stdout, stderr := testenv.RunBatonctl(t, ctl, args...)
+	if code != 0 || !strings.Contains(stdout, "master   "+master) {
+		t.Errorf("batonctl %s: exit %d, stdout:\n%s\nstderr:\n%s\nwant the master %s", strings.Join(args, " "), code, stdout, stderr, master)
+	}
 }
 
 // With -http, the demo serves each instance's status page; once the
@@ -82,6 +108,8 @@ func TestDemoRunsOnConsul(t *testing.T) {
 // master with its epoch, as the master's own page does, and the crashed
 // instance's page says that its store is unreachable.
 func TestDemoServesPages(t *testing.T) {
+	ctl := testenv.Batonctl(t)
+	var out testenv.SyncBuffer
 	held := false
 	hold := func(url string) {
 		held = true
@@ -118,6 +146,7 @@ func TestDemoServesPages(t *testing.T) {
 		if len(master) != 1 || len(stopped) != 1 || len(crashed) != 1 {
 			t.Fatalf("the pages report masters %q, stopped instances %q and crashed instances %q; want one of each", master, stopped, crashed)
 		}
+		checkBatonctl(t, ctl, out.String(), master[0]+" (epoch ")
 		for _, s := range named {
 			if s.Master == nil || s.Master.ID != master[0] || s.Master.Epoch == 0 {
 				t.Errorf("%s's page names master %+v; want %s with its epoch", s.Instance.ID, s.Master, master[0])
@@ -128,7 +157,7 @@ func TestDemoServesPages(t *testing.T) {
 			}
 		}
 	}
-	err := run(func() (backend.Store, string, func(), error) { return connectRedis("") }, options{ttl: 2 * time.Second, http: "127.0.0.1:0", hold: hold})
+	err := run(func() (conn, error) { return connectRedis("") }, options{ttl: 2 * time.Second, http: "127.0.0.1:0", hold: hold, out: &out})
 	if err != nil {
 		t.Fatal(err)
 	}

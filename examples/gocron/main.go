@@ -7,7 +7,8 @@
 //	warm    slave-only      schedlock.SlaveOnly: runs on every slave
 //	export  once per fire   schedlock.Locked: ShedLock's job lock, one run across the fleet
 //
-// Every run and every skip is printed with its reason. Once the master
+// Every run and every skip is printed with its reason, after the batonctl
+// command line that shows the demo's master, members and locks. Once the master
 // has run report and export has run, the master stops gracefully and
 // another instance takes over at once: report moves with the role. A
 // summary table ends the demo.
@@ -41,6 +42,7 @@ import (
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
@@ -65,6 +67,9 @@ const (
 	exportJob  = "export"
 	phaseLimit = time.Minute
 )
+
+// keyPrefix starts the demo's keys in Redis, apart from other users'.
+const keyPrefix = "baton-gocron-demo"
 
 // instance is one member of the demo fleet.
 type instance struct {
@@ -125,7 +130,8 @@ func run(ctx context.Context, addr string, length time.Duration, out io.Writer) 
 		addr = m.Addr()
 	}
 	d := &demo{start: time.Now(), out: out, counts: map[[3]string]int{}, ran: make(chan [2]string, 256)}
-	fmt.Fprintf(out, "baton gocron demo: 3 instances of acme/billing on Redis at %s, jobs every %v\n\n", addr, every)
+	fmt.Fprintf(out, "baton gocron demo: 3 instances of acme/billing on Redis at %s, jobs every %v\n", addr, every)
+	fmt.Fprintf(out, "inspect it with batonctl while it runs: %s\n\n", ctlline.Redis(addr, keyPrefix, "acme", "billing"))
 
 	quiet := slog.New(slog.DiscardHandler)
 	cfg := role.Config{HeartbeatInterval: 300 * time.Millisecond, HeartbeatExpiration: 2 * time.Second}
@@ -211,7 +217,7 @@ func startInstance(addr string, port int, cfg role.Config, log *slog.Logger, d *
 		return nil, err
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	store, err := redisbackend.New(rdb, redisbackend.WithPrefix("baton-gocron-demo"))
+	store, err := redisbackend.New(rdb, redisbackend.WithPrefix(keyPrefix))
 	if err != nil {
 		rdb.Close()
 		return nil, err

@@ -4,11 +4,13 @@ import (
 	"context"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/testenv"
 )
 
@@ -20,6 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // as locked, and after the first master stops, another instance runs
 // report under a larger epoch.
 func TestDemo(t *testing.T) {
+	ctl := testenv.Batonctl(t)
 	for name, addr := range map[string]func(t *testing.T) string{
 		"Embedded": func(*testing.T) string { return "" },
 		"Redis":    func(t *testing.T) string { return testenv.NewRedis(t).Addr() },
@@ -28,7 +31,10 @@ func TestDemo(t *testing.T) {
 			var out testenv.SyncBuffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			if err := run(ctx, addr(t), 2*time.Second, &out); err != nil {
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, addr(t), 4*time.Second, &out) }()
+			checkBatonctl(t, ctl, &out, done)
+			if err := <-done; err != nil {
 				t.Fatalf("run: %v\n%s", err, out.String())
 			}
 			text := out.String()
@@ -62,5 +68,35 @@ func TestDemo(t *testing.T) {
 					stopped, before, after, text)
 			}
 		})
+	}
+}
+
+// checkBatonctl runs the batonctl command line the demo printed, while
+// the demo runs (until done says it ended), until it names a master. The
+// demo printed no such line, and batonctl had no flags to reach it.
+func checkBatonctl(t *testing.T, ctl string, out *testenv.SyncBuffer, done chan error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "report  ran") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no report ran within a minute:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	args, err := ctlline.Args(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		code, stdout, stderr := testenv.RunBatonctl(t, ctl, args...)
+		if code == 0 && strings.Contains(stdout, "master   127.0.0.1:acme:billing:") {
+			return
+		}
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("the demo ended before batonctl %s named its master: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

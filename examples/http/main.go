@@ -11,9 +11,10 @@
 //	GET  /baton/status      the same as the page, as JSON
 //	GET  /metrics           Prometheus metrics (package metrics)
 //
-// It prints each instance's URL and runs until Ctrl-C; stop it and start
-// it again to see the other instance take over, or open the two status
-// pages side by side.
+// It prints each instance's URL and the batonctl command line that shows
+// its master, members and locks, and runs until Ctrl-C; stop it and
+// start it again to see the other instance take over, or open the two
+// status pages side by side.
 //
 //	go run ./examples/http                        # embedded in-process Redis, ports 8080 and 8081
 //	go run ./examples/http -redis 127.0.0.1:6379  # a real Redis
@@ -45,6 +46,7 @@ import (
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/metrics"
 	"github.com/baton-go/baton/role"
@@ -106,6 +108,7 @@ func run(ctx context.Context, addr string, ports []int, out io.Writer, ready cha
 		urls = append(urls, s.url)
 		fmt.Fprintf(out, "instance %s: %s/  status page %s/baton/  metrics %s/metrics\n", s.id, s.url, s.url, s.url)
 	}
+	fmt.Fprintf(out, "inspect it with batonctl: %s\n", ctlline.Redis(addr, keyPrefix, "acme", "billing"))
 	fmt.Fprintln(out, "Ctrl-C stops.")
 	if ready != nil {
 		ready <- urls
@@ -113,6 +116,9 @@ func run(ctx context.Context, addr string, ports []int, out io.Writer, ready cha
 	<-ctx.Done()
 	return nil
 }
+
+// keyPrefix starts the example's keys in Redis, apart from other users'.
+const keyPrefix = "baton-http-example"
 
 // server is one instance: its client and store, elector, locker and HTTP
 // server.
@@ -139,7 +145,7 @@ func startServer(addr string, port int, m *metrics.Metrics) (*server, error) {
 		return nil, err
 	}
 	s.rdb = redis.NewClient(&redis.Options{Addr: addr})
-	if s.store, err = redisbackend.New(s.rdb, redisbackend.WithPrefix("baton-http-example")); err != nil {
+	if s.store, err = redisbackend.New(s.rdb, redisbackend.WithPrefix(keyPrefix)); err != nil {
 		s.rdb.Close()
 		ln.Close()
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/testenv"
 )
 
@@ -37,6 +38,7 @@ func get(t *testing.T, method, url string) (int, string) {
 // the master's name, a lock section runs under a token, and each
 // instance's health, status JSON and metrics agree on who is master.
 func TestService(t *testing.T) {
+	ctl := testenv.Batonctl(t)
 	for name, addr := range map[string]func(t *testing.T) string{
 		"Embedded": func(*testing.T) string { return "" },
 		"Redis":    func(t *testing.T) string { return testenv.NewRedis(t).Addr() },
@@ -110,10 +112,31 @@ func TestService(t *testing.T) {
 					t.Errorf("GET %s/baton/: %d, page without the master %s", u, code, masterID)
 				}
 			}
+			checkBatonctl(t, ctl, out.String(), masterID)
 			_, metricsText := get(t, "GET", urls[master]+"/metrics")
 			if want := `baton_role_is_master{app="billing",instance_id="` + masterID + `",tenant="acme"} 1`; !strings.Contains(metricsText, want) {
 				t.Errorf("GET /metrics lacks %q:\n%s", want, metricsText)
 			}
 		})
+	}
+}
+
+// checkBatonctl runs the batonctl command line the example printed, as
+// printed and with locks for status: status names the master, locks
+// answers. batonctl could not reach the example's keys before it had
+// --redis and --prefix, and the example printed no such line.
+func checkBatonctl(t *testing.T, ctl, output, masterID string) {
+	t.Helper()
+	args, err := ctlline.Args(output)
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, output)
+	}
+	code, stdout, stderr := testenv.RunBatonctl(t, ctl, args...)
+	if code != 0 || !strings.Contains(stdout, "master   "+masterID+" (epoch ") {
+		t.Errorf("batonctl %s: exit %d, stdout:\n%s\nstderr:\n%s\nwant the master %s", strings.Join(args, " "), code, stdout, stderr, masterID)
+	}
+	args[len(args)-1] = "locks"
+	if code, stdout, stderr := testenv.RunBatonctl(t, ctl, args...); code != 0 {
+		t.Errorf("batonctl %s: exit %d, stdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, stdout, stderr)
 	}
 }

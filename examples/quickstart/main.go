@@ -82,6 +82,8 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		return err
 	}
 	defer store.Close()
+	say.Printf("inspect it from the repository: go run ./cmd/batonctl --redis %s --prefix %s --tenant %s --app %s status",
+		redisAddr, cfg.Redis.KeyPrefix, id.Tenant, id.App)
 
 	// 3. The election. SetDefault registers the elector for code that is
 	// not handed it (role.IsMaster) and names the instance for job locks.

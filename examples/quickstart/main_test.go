@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/baton-go/baton/internal/ctlline"
 	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/synclock"
@@ -157,13 +158,23 @@ func TestQuickstartOnRealRedis(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, file, r.Addr(), log.New(out.w, "", 0)) }()
 
-	waitFor(t, out.ch, time.Minute,
+	seen := waitFor(t, out.ch, time.Minute,
 		"section close-invoices ran under the lock",
 		"127.0.0.1:acme:billing:9090 is master",
-		"job send-report ran on the master")
+		"job send-report ran on the master",
+		"inspect it from the repository: go run ./cmd/batonctl --redis "+r.Addr()+" --prefix quickstart --tenant acme --app billing status")
 	n, err := r.Client(t).Exists(ctx, "quickstart:{acme:billing}:role").Result()
 	if err != nil || n != 1 {
 		t.Errorf("role key under the configured prefix: exists %d, %v", n, err)
+	}
+	// The batonctl line it printed reaches that key and names the master.
+	args, err := ctlline.Args(strings.Join(seen, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := testenv.RunBatonctl(t, testenv.Batonctl(t), args...)
+	if code != 0 || !strings.Contains(stdout, "master   127.0.0.1:acme:billing:9090 (epoch ") {
+		t.Errorf("batonctl %s: exit %d, stdout:\n%s\nstderr:\n%s\nwant the master 127.0.0.1:acme:billing:9090", strings.Join(args, " "), code, stdout, stderr)
 	}
 	cancel()
 	if err := <-done; err != nil {
