@@ -74,6 +74,10 @@ type Config struct {
 	Redis Redis
 	// Consul holds the consul.* keys.
 	Consul Consul
+
+	// ignored lists the keys of Spring sources that Load did not use
+	// (Ignored).
+	ignored []string
 }
 
 // Redis says how to reach Redis (redis.* keys). UniversalOptions turns it

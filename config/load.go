@@ -34,13 +34,15 @@ func Load(sources ...Source) (*Config, error) {
 		if s.read == nil {
 			return nil, fmt.Errorf("config: source %d is the zero Source; make sources with File, Env, Map or Bytes", i)
 		}
-		values, origin, problems, err := s.read()
+		d, err := s.read()
 		if err != nil {
 			return nil, err
 		}
-		l.problems = append(l.problems, problems...)
+		l.problems = append(l.problems, d.problems...)
+		l.ignored = append(l.ignored, d.ignored...)
 		flat := map[string]any{}
-		l.flatten(reflect.ValueOf(values), "", flat, origin)
+		origin := d.origin
+		l.flatten(reflect.ValueOf(d.values), "", flat, origin)
 		// Only known keys reach koanf, so no key is the prefix of
 		// another and the flat map unflattens without clashes.
 		if err := l.k.Load(confmap.Provider(flat, "."), nil); err != nil {
@@ -72,6 +74,8 @@ func Load(sources ...Source) (*Config, error) {
 	if len(problems) > 0 {
 		return nil, &Error{Problems: problems}
 	}
+	c.ignored = sortedUnique(l.ignored)
+	logIgnored(c.ignored)
 	return &c, nil
 }
 
@@ -80,6 +84,7 @@ type loader struct {
 	k        *koanf.Koanf      // the merged known keys of all sources so far
 	origin   map[string]string // key -> where its current value came from
 	problems []Problem
+	ignored  []string // keys Spring sources were asked to ignore and did
 }
 
 // flatten walks a source's nested map v and stores the value of every
@@ -159,6 +164,8 @@ func unknownKey(name string, val any, origin string) Problem {
 		if k, ok := keyIndex[s]; ok && k.secret {
 			value = redact(value)
 		}
+	} else if looksSpring(name) {
+		reason += "; a Spring Boot file loads as it is with config.Spring(config.File(...))"
 	}
 	if looksSecret(name) {
 		value = redact(value)

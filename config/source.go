@@ -37,10 +37,20 @@ const (
 // a map or bytes. Make one with File, Env, Map or Bytes and pass it to
 // Load; the zero Source is not usable.
 type Source struct {
-	// read returns the source's values as a nested map, origin names
-	// where a given key was read from, and problems found while reading
-	// (unknown environment variables). err is a failure that stops Load.
-	read func() (values map[string]any, origin func(key string) string, problems []Problem, err error)
+	// read returns what the source holds. err is a failure that stops
+	// Load.
+	read func() (sourceData, error)
+}
+
+// sourceData is what a Source read: its values as a nested map, origin
+// naming where a given key was read from, problems found while reading
+// (unknown environment variables), and the keys it was asked to ignore
+// and did (Spring).
+type sourceData struct {
+	values   map[string]any
+	origin   func(key string) string
+	problems []Problem
+	ignored  []string
 }
 
 // File reads the file at path. Its format follows from the extension:
@@ -49,21 +59,21 @@ type Source struct {
 // empty file sets nothing. To read baton's keys from one part of a larger
 // file, such as Spring's application.yml, wrap it in Sub.
 func File(path string) Source {
-	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+	return Source{read: func() (sourceData, error) {
 		format, err := formatOf(path)
 		if err != nil {
-			return nil, nil, nil, err
+			return sourceData{}, err
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("config: %w", err)
+			return sourceData{}, fmt.Errorf("config: %w", err)
 		}
 		origin := "file " + path
 		m, err := parse(data, format)
 		if err != nil {
-			return nil, nil, nil, &syntaxError{origin: origin, err: err}
+			return sourceData{}, &syntaxError{origin: origin, err: err}
 		}
-		return m, func(string) string { return origin }, nil, nil
+		return sourceData{values: m, origin: func(string) string { return origin }}, nil
 	}}
 }
 
@@ -71,7 +81,7 @@ func File(path string) Source {
 // any case; "yml" is YAML). Empty data sets nothing.
 func Bytes(data []byte, format Format) Source {
 	data = append([]byte(nil), data...)
-	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+	return Source{read: func() (sourceData, error) {
 		f := Format(strings.ToLower(string(format)))
 		if f == "yml" {
 			f = YAML
@@ -79,13 +89,13 @@ func Bytes(data []byte, format Format) Source {
 		switch f {
 		case YAML, JSON, TOML, Properties:
 		default:
-			return nil, nil, nil, fmt.Errorf("config: unknown format %q (want yaml, json, toml or properties): %w", string(format), ErrInvalid)
+			return sourceData{}, fmt.Errorf("config: unknown format %q (want yaml, json, toml or properties): %w", string(format), ErrInvalid)
 		}
 		m, err := parse(data, f)
 		if err != nil {
-			return nil, nil, nil, &syntaxError{origin: string(f) + " input", err: err}
+			return sourceData{}, &syntaxError{origin: string(f) + " input", err: err}
 		}
-		return m, func(string) string { return "" }, nil, nil
+		return sourceData{values: m, origin: func(string) string { return "" }}, nil
 	}}
 }
 
@@ -96,8 +106,8 @@ func Bytes(data []byte, format Format) Source {
 // strings are converted the same way as in files and the environment. A
 // nil value sets nothing. Load does not modify m.
 func Map(m map[string]any) Source {
-	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
-		return m, func(string) string { return "" }, nil, nil
+	return Source{read: func() (sourceData, error) {
+		return sourceData{values: m, origin: func(string) string { return "" }}, nil
 	}}
 }
 
@@ -113,9 +123,9 @@ func Map(m map[string]any) Source {
 // files: "true", "15000", and for redis.addrs a comma-separated list.
 // prefix must not be empty.
 func Env(prefix string) Source {
-	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+	return Source{read: func() (sourceData, error) {
 		if prefix == "" || prefix == "_" {
-			return nil, nil, nil, errors.New("config: Env needs a non-empty prefix such as \"BATON_\"")
+			return sourceData{}, errors.New("config: Env needs a non-empty prefix such as \"BATON_\"")
 		}
 		p := envPrefix(prefix)
 		vars := map[string]string{} // key -> variable name
@@ -137,10 +147,10 @@ func Env(prefix string) Source {
 			},
 		}), nil)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("config: read environment: %w", err)
+			return sourceData{}, fmt.Errorf("config: read environment: %w", err)
 		}
 		sort.Slice(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
-		return k.Raw(), func(key string) string { return "env " + vars[key] }, problems, nil
+		return sourceData{values: k.Raw(), origin: func(key string) string { return "env " + vars[key] }, problems: problems}, nil
 	}}
 }
 
@@ -254,27 +264,30 @@ func (e *syntaxError) Unwrap() []error { return []error{ErrInvalid, e.err} }
 // sets nothing. Sub does not apply to Env, whose prefix already selects
 // baton's variables.
 func Sub(path string, src Source) Source {
-	return Source{read: func() (map[string]any, func(string) string, []Problem, error) {
+	return Source{read: func() (sourceData, error) {
 		path := strings.Trim(path, ".")
 		if path == "" {
-			return nil, nil, nil, fmt.Errorf("config: Sub needs a path such as \"baton\": %w", ErrInvalid)
+			return sourceData{}, fmt.Errorf("config: Sub needs a path such as \"baton\": %w", ErrInvalid)
 		}
 		if src.read == nil {
-			return nil, nil, nil, errors.New("config: Sub of the zero Source; make sources with File, Env, Map or Bytes")
+			return sourceData{}, errors.New("config: Sub of the zero Source; make sources with File, Env, Map or Bytes")
 		}
-		values, origin, problems, err := src.read()
+		d, err := src.read()
 		if err != nil {
-			return nil, nil, nil, err
+			return sourceData{}, err
 		}
 		out := map[string]any{}
-		sub(values, path, out, &problems, origin)
-		return out, func(key string) string {
+		sub(d.values, path, out, &d.problems, d.origin)
+		d.problems = append(d.problems, outside(d.values, path, d.origin)...)
+		origin := d.origin
+		d.values, d.origin = out, func(key string) string {
 			o := origin(path + "." + key)
 			if o == "" {
 				return "under " + path
 			}
 			return o + " under " + path
-		}, problems, nil
+		}
+		return d, nil
 	}}
 }
 
@@ -317,6 +330,23 @@ func sub(m map[string]any, path string, out map[string]any, problems *[]Problem,
 			}
 		}
 	}
+}
+
+// outside reports the framework's keys (scheduler-lock.*,
+// synchronized-lock.*) at the top level of m, which Sub(path) would
+// otherwise ignore without a word.
+func outside(m map[string]any, path string, origin func(string) string) []Problem {
+	var problems []Problem
+	for k, v := range m {
+		seg, _, _ := strings.Cut(k, ".")
+		if r := relaxedName(seg); r != "schedulerlock" && r != "synchronizedlock" {
+			continue
+		}
+		problems = append(problems, Problem{Key: k, Value: show(v), Origin: origin(k),
+			Reason: fmt.Sprintf("is the framework's key, outside %s where Sub reads; move it under %s, or read the whole file with config.Spring, which reads it where it is", path, path)})
+	}
+	sort.Slice(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
+	return problems
 }
 
 // asMap returns v as a map with string keys, if it is a map of any
