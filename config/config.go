@@ -634,7 +634,9 @@ func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Optio
 }
 
 // InstanceID computes this instance's ID from the instance.* keys with
-// instanceid.Detect. Load the configuration first, so that files and the
+// instanceid.Detect; from a Spring file read with Spring, those are
+// eureka.instance.ip-address, multiple-tenant.tenant,
+// spring.application.name and server.port, as the framework built it. Load the configuration first, so that files and the
 // environment (BATON_INSTANCE_PORT, ...) count. When instance.app or
 // instance.port is not set, the error is an *Error naming the keys; other
 // errors wrap instanceid's.
@@ -642,11 +644,11 @@ func (c Config) InstanceID() (instanceid.ID, error) {
 	var missing []Problem
 	if c.Instance.App == "" {
 		missing = append(missing, Problem{Key: keyInstanceApp, Value: `""`,
-			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstanceApp) + ", or Config.Instance.App in code)"})
+			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstanceApp) + ", spring.application.name with config.Spring, or Config.Instance.App in code)"})
 	}
 	if c.Instance.Port == 0 {
 		missing = append(missing, Problem{Key: keyInstancePort, Value: "0",
-			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstancePort) + ", or Config.Instance.Port in code)"})
+			Reason: "must be set to build the instance ID (env " + EnvName("BATON_", keyInstancePort) + ", server.port with config.Spring, or Config.Instance.Port in code)"})
 	}
 	if len(missing) > 0 {
 		return instanceid.ID{}, &Error{Problems: missing}

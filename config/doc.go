@@ -36,11 +36,55 @@
 //
 // # Spring files
 //
+// Spring reads a Spring Boot service's application.properties or
+// application.yml as it is:
+//
+//	config.Load(config.Spring(config.File("application.properties")), config.Env("BATON_"))
+//
+// It reads the framework's keys where the framework has them
+// (scheduler-lock.*, synchronized-lock.*), baton's keys under "baton.",
+// and these Spring keys:
+//
+//	spring.application.name                    instance.app
+//	server.port                                instance.port
+//	multiple-tenant.tenant                     instance.tenant
+//	eureka.instance.ip-address                 instance.ip (also eureka.instance.hostname
+//	                                           when it is an IP and ip-address is not set)
+//	spring.redis.host, .port                   redis.addrs (host:port; Spring's defaults
+//	                                           localhost and 6379 for the one not given)
+//	spring.redis.url                           redis.addrs, redis.username, redis.password,
+//	                                           redis.db, and redis.tls for rediss://
+//	spring.redis.username, .password           redis.username, redis.password
+//	spring.redis.database                      redis.db
+//	spring.redis.ssl, .ssl.enabled             redis.tls
+//	spring.redis.sentinel.master, .nodes       redis.master-name, redis.addrs
+//	spring.redis.sentinel.username, .password  redis.sentinel-username, redis.sentinel-password
+//	spring.redis.cluster.nodes                 redis.addrs and redis.cluster
+//
+// Spring Boot 3's spring.data.redis.* are read the same way; a file with
+// both is read as Boot 3 reads it, from spring.data.redis.*. As in Spring,
+// Sentinel wins over Cluster, Cluster over the URL, and the URL over host
+// and port. Placeholders (${NAME}, ${NAME:default}) in these keys and the
+// framework's are resolved from the file's keys and the environment; one
+// that is not set and has no default is an error.
+//
+// Every other key of the file is ignored, and only there: Config.Ignored
+// lists them (names only) and Load logs them once with slog.Default at
+// debug level. Without Spring, a Spring key is an unknown key like any
+// other. Where baton's key and a Spring key set one value, baton's key
+// wins: baton.redis.addrs over spring.redis.host, and any later source
+// (Env) over the file; the overridden Spring key is listed as ignored.
+// Secrets stay redacted: spring.redis.password is redis.password.
+//
 // Sub reads baton's keys from one part of a larger file and ignores the
 // rest, so a Spring service's application.yml or application.properties
 // can hold them beside everything else:
 //
 //	config.Load(config.Sub("baton", config.File("application.yml")), config.Env("BATON_"))
+//
+// Sub reports the framework's keys at the top level of the file
+// (scheduler-lock.*, synchronized-lock.*) rather than drop them: move
+// them under the path, or read the file with Spring.
 //
 // Properties files follow java.util.Properties ('=', ':' or a blank
 // between key and value, '#' and '!' comments, a trailing backslash

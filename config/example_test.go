@@ -140,6 +140,33 @@ func ExampleConfig_InstanceID() {
 	fmt.Println(err)
 	// Output:
 	// 10.0.0.7:acme:billing:8080 <nil>
-	// config: instance.app="": must be set to build the instance ID (env BATON_INSTANCE_APP, or Config.Instance.App in code)
-	// config: instance.port=0: must be set to build the instance ID (env BATON_INSTANCE_PORT, or Config.Instance.Port in code)
+	// config: instance.app="": must be set to build the instance ID (env BATON_INSTANCE_APP, spring.application.name with config.Spring, or Config.Instance.App in code)
+	// config: instance.port=0: must be set to build the instance ID (env BATON_INSTANCE_PORT, server.port with config.Spring, or Config.Instance.Port in code)
+}
+
+// A Spring Boot service's application.properties, as it is: the
+// framework's keys, the Spring keys baton understands, and everything
+// else ignored and listed.
+func ExampleSpring() {
+	file := []byte(`spring.application.name=billing
+server.port=8080
+multiple-tenant.tenant=acme
+eureka.instance.ip-address=10.0.0.7
+spring.redis.host=10.0.0.5
+spring.redis.password=secret
+scheduler-lock.heartbeat-expiration-duration-in-seconds=60
+spring.datasource.url=jdbc:postgresql://db/billing
+management.server.port=9090
+`)
+	cfg, err := config.Load(config.Spring(config.Bytes(file, config.Properties)), config.Env("BATON_"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	id, _ := cfg.InstanceID()
+	fmt.Println(id, cfg.Redis.Addrs, cfg.Role.HeartbeatExpiration)
+	fmt.Println(cfg.Ignored())
+	// Output:
+	// 10.0.0.7:acme:billing:8080 [10.0.0.5:6379] 1m0s
+	// [management.server.port spring.datasource.url]
 }

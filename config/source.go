@@ -56,8 +56,9 @@ type sourceData struct {
 // File reads the file at path. Its format follows from the extension:
 // .yaml or .yml for YAML, .json for JSON, .toml for TOML, .properties for
 // Java properties, in any case; Load fails on any other extension. An
-// empty file sets nothing. To read baton's keys from one part of a larger
-// file, such as Spring's application.yml, wrap it in Sub.
+// empty file sets nothing. To read a Spring Boot application.yml or
+// application.properties as it is, wrap it in Spring; to read baton's
+// keys from one part of a larger file, in Sub.
 func File(path string) Source {
 	return Source{read: func() (sourceData, error) {
 		format, err := formatOf(path)
@@ -259,7 +260,10 @@ func (e *syntaxError) Unwrap() []error { return []error{ErrInvalid, e.err} }
 //
 // as instance.app=billing and scheduler-lock.enabled=true, and never looks
 // at spring.*. Under path the usual rules hold: unknown keys there are
-// reported. The part may be nested, dotted ("baton.redis.db: 1", as
+// reported. The framework's own keys at the top level of the file
+// (scheduler-lock.*, synchronized-lock.*) are reported too, rather than
+// dropped without a word: move them under path, or read the whole file
+// with Spring, which reads them where they are. The part may be nested, dotted ("baton.redis.db: 1", as
 // properties files write it) or both. A source with nothing under path
 // sets nothing. Sub does not apply to Env, whose prefix already selects
 // baton's variables.

@@ -8,8 +8,8 @@
 //	go run ./examples/quickstart -redis 127.0.0.1:6379  # a real Redis
 //
 // Run it twice against one Redis to see a master and a slave. Every key
-// can also come from a file (-config baton.yaml; a Spring application.yml
-// with baton's keys under "baton:" is read with config.Sub) and from
+// can also come from a file (-config baton.yaml; a Spring Boot
+// application.yml or .properties is read as it is with config.Spring) and from
 // BATON_* variables, such as BATON_INSTANCE_PORT=8081 for a second
 // instance on one host.
 package main
