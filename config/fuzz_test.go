@@ -62,7 +62,7 @@ func checkLoaded(t *testing.T, c *config.Config, err error) {
 }
 
 func FuzzLoadYAML(f *testing.F) {
-	for _, path := range []string{"testdata/baton.yaml", "testdata/baton.yml", "testdata/problems.yaml", "testdata/syntax.yaml"} {
+	for _, path := range []string{"testdata/baton.yaml", "testdata/baton.yml", "testdata/problems.yaml", "testdata/syntax.yaml", "testdata/application.yml"} {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
@@ -80,6 +80,8 @@ func FuzzLoadYAML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.Load(config.Bytes(data, config.YAML))
+		checkLoaded(t, c, err)
+		c, err = config.Load(config.Spring(config.Bytes(data, config.YAML)))
 		checkLoaded(t, c, err)
 	})
 }
@@ -112,6 +114,9 @@ func FuzzLoadProperties(f *testing.F) {
 		"redis.key-prefix=\\u12", "redis.addrs[0]=a:1\nredis.addrs[1]=b:1", "redis.addrs[1]=a:1",
 		"redis.addrs=a:1\nredis.addrs[0]=b:1", "baton.redis.tls=on\nbaton.redis.db=0", "\xff\xfe=\xe9",
 		"\uFEFFredis.db=1\r\nredis.tls=yes\rredis.pool-size=3",
+		"spring.redis.url=rediss://u:p@h:1/2", "spring.redis.url=redis://[::1", "server.port=${P:${Q}}",
+		"spring.redis.sentinel.nodes[0]=a:1", "spring.data.redis.cluster.nodes=a:1,b:2\nspring.redis.host=x",
+		"eureka.instance.hostname=[::1]\nspring.redis.port=${spring.redis.port}", "baton=1\nscheduler-lock=2",
 	} {
 		f.Add([]byte(s))
 	}
@@ -119,6 +124,8 @@ func FuzzLoadProperties(f *testing.F) {
 		c, err := config.Load(config.Bytes(data, config.Properties))
 		checkLoaded(t, c, err)
 		c, err = config.Load(config.Sub("baton", config.Bytes(data, config.Properties)))
+		checkLoaded(t, c, err)
+		c, err = config.Load(config.Spring(config.Bytes(data, config.Properties)))
 		checkLoaded(t, c, err)
 	})
 }

@@ -468,3 +468,27 @@ func TestSpringRedactsPassword(t *testing.T) {
 		}
 	}
 }
+
+// eureka.instance.hostname counts as the address only when it is an IP
+// and eureka.instance.ip-address is not set: an instance ID holds an IP.
+func TestSpringEurekaHostname(t *testing.T) {
+	for text, want := range map[string]string{
+		"eureka.instance.hostname=10.0.0.8\n":                                      "10.0.0.8",
+		"eureka.instance.hostname=billing-7.acme.internal\n":                       "",
+		"eureka.instance.hostname=10.0.0.8\neureka.instance.ip-address=10.0.0.9\n": "10.0.0.9",
+		"eureka:\n  instance:\n    ipAddress: 10.0.0.9\n":                          "10.0.0.9",
+	} {
+		format := config.Properties
+		if strings.Contains(text, ":\n") {
+			format = config.YAML
+		}
+		c, err := config.Load(config.Spring(config.Bytes([]byte(text), format)))
+		if err != nil || c.Instance.IP != want {
+			t.Errorf("%q: instance.ip=%q, %v; want %q", text, c.Instance.IP, err, want)
+			continue
+		}
+		if want != "10.0.0.8" && strings.Contains(text, "hostname") && !slices.Contains(c.Ignored(), "eureka.instance.hostname") {
+			t.Errorf("%q: Ignored() = %v; want eureka.instance.hostname listed", text, c.Ignored())
+		}
+	}
+}
