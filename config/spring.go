@@ -173,7 +173,13 @@ func flattenAll(v any, path string, out map[string]any, dup func(string)) {
 	if !ok {
 		return
 	}
-	for k, val := range m {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks) // nested before dotted, whatever the map's order
+	for _, k := range ks {
+		val := m[k]
 		name := k
 		if len(k) > 2 && k[0] == '[' && k[len(k)-1] == ']' {
 			name = k[1 : len(k)-1] // Spring's [a.b]: one key with dots in it
