@@ -84,9 +84,10 @@ func storeError(err error) bool {
 }
 
 // consulLeaderless reports whether msg is a Consul agent's refusal while
-// it has no Raft leader. Some calls (transactions) report it only as text.
+// it has no Raft leader, or while it shuts down for a restart. Some calls
+// (transactions) report it only as text.
 func consulLeaderless(msg string) bool {
-	for _, p := range []string{"No cluster leader", "leadership lost while committing log", "node is not the leader"} {
+	for _, p := range []string{"No cluster leader", "leadership lost while committing log", "node is not the leader", "raft is already shutdown"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

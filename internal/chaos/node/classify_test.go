@@ -21,6 +21,8 @@ func TestClassifyConsulErrors(t *testing.T) {
 	}{
 		{fmt.Errorf("synclock: acquiring lock: consulbackend: acquire: %w", errors.New("Failed request: No cluster leader")), chaos.ClassDocumented},
 		{fmt.Errorf("consulbackend: get: %w", api.StatusError{Code: 500, Body: "rpc error making call: No cluster leader"}), chaos.ClassDocumented},
+		// An agent shutting down for a restart answers a transaction so.
+		{fmt.Errorf("consulbackend: acquire queued: %w", errors.New("Failed request: raft apply failed: raft is already shutdown")), chaos.ClassDocumented},
 		{fmt.Errorf("consulbackend: get: %w", api.StatusError{Code: 403, Body: "ACL not found"}), chaos.ClassUndocumented},
 		{fmt.Errorf("consulbackend: acquire: %w", backend.ErrCorrupt), chaos.ClassUndocumented},
 		{errors.New("something else"), chaos.ClassUndocumented},
