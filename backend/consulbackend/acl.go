@@ -52,6 +52,14 @@ func ACLPolicy(prefix, tenant, app string) (string, error) {
 	} {
 		fmt.Fprintf(&b, "key_prefix %q { policy = \"write\" }\n", p)
 	}
+	if app != "" {
+		// The tenant's restart guard markers, which a service's grant
+		// reads and only the tenant's token (or batonctl init) writes.
+		t := tag[:strings.IndexByte(tag, ':')+1] + "}"
+		for _, p := range []string{s.guardPath(bootedSuffix, t), s.guardPath(recoveringSuffix, t)} {
+			fmt.Fprintf(&b, "key %q { policy = \"read\" }\n", p)
+		}
+	}
 	b.WriteString("session_prefix \"\" { policy = \"write\" }\n")
 	return b.String(), nil
 }
