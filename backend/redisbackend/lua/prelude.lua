@@ -121,6 +121,12 @@ end
 -- marker of its own: S answers for it, and is not written.
 local function intactSince(now, up, need, run)
   local K, I, S = KEYS[1], KEYS[7], KEYS[8]
+  -- wait is how long a marker of since and by asks grants to wait.
+  local function wait(since, by)
+    local w = since + need - now
+    if by == '' or by ~= run then w = math.max(w, need + 1000 - up * 1000) end
+    return w
+  end
   local since, irun, server, srun = false, '', false, ''
   if S ~= I then
     server, srun = readMarker(S, now)
@@ -131,6 +137,11 @@ local function intactSince(now, up, need, run)
   if since == nil then return nil, irun end
   if since then
     if S ~= I and not server then redis.call('SET', S, redis.call('GET', I)) end
+    -- Both there: each says the data is whole since its time, so the
+    -- one that asks for the shorter wait (the tenant's, when an operator
+    -- declared it, or when the tag's was written before the tenant's)
+    -- holds for the tag too.
+    if server and wait(server, srun) < wait(since, irun) then return server, srun end
     return since, irun
   end
   if server then
@@ -201,8 +212,8 @@ local function grant(owner, ttl, floor, flag, c, t)
         local since, by = intactSince(now, up, need, run)
         if since == nil then return nil, by end
         if since then
-          -- A marker this run wrote holds a since not before its start:
-          -- the uptime adds nothing to it.
+          -- A marker this run wrote holds a since not before its start
+          -- (or an operator's declaration): the uptime adds nothing.
           if by == run and run ~= '' then left = 0 end
           left = math.max(left, since + need - now)
         end
