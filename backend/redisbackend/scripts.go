@@ -13,8 +13,9 @@ import (
 // the write that depends on it (and the fencing increment and the
 // release notification) happen atomically on the server. Each script is
 // a file in lua/, sent with lua/prelude.lua in front of it: the prelude
-// names the six keys every lease script declares (K, its fencing
-// counter, line, requests, watch marker and mailbox), reads the store's
+// names the eight keys every lease script declares (K, its fencing
+// counter, line, requests, watch marker and mailbox, and the restart
+// guard's markers of its service and tenant), reads the store's
 // settings and defines the functions the scripts share. The states and
 // transitions they implement are tabled in the package doc. The group
 // scripts of the Registry (registry.go) are in lua/group, behind a
