@@ -23,13 +23,24 @@ import (
 // "<prefix>/recovering/T" with a new session whose TTL is the guard.
 // While that entry lives, keys of T without a counter are granted to
 // nobody: the grant returns a *backend.HeldError with Recovering set.
-// Keys whose counter survived cannot have been lost. A service that uses
-// a Consul for the first time looks the same, and waits once.
+// Keys whose counter survived cannot have been lost.
+//
+// Each tenant T has a marker too, "<prefix>/booted/{T:}", with its
+// recovering entry "<prefix>/recovering/{T:}": a service whose marker is
+// missing while its tenant's is there is new to this Consul, not lost
+// (a loss would have taken the tenant's marker too), and is granted at
+// once, unless the tenant's recovering entry is locked (the tenant's data
+// went a moment ago). A grant that finds neither (a new Consul, or one
+// that lost its data) writes and locks the service's and the tenant's
+// entries in one transaction; a token of a per-service policy, which may
+// only read the tenant's, writes the service's alone. So a tenant's first
+// service on a Consul waits once, and its next services do not, and
+// DeclareIntact (batonctl init) spares the first one too.
 //
 // Each service has its own markers, so that a client whose ACL token may
 // write one service's keys (the README's per-service policy) can hold up
-// no other service's grants. Keys without a tag of their own share
-// "<prefix>/booted" and "<prefix>/recovering".
+// no other service's grants; the tenant's it may read only. Keys without
+// a tag of their own share "<prefix>/booted" and "<prefix>/recovering".
 
 const (
 	bootedSuffix     = "booted"
