@@ -20,7 +20,7 @@ import (
 // and give the service's processes a token of it (consul.token). With
 // such a token a process can neither read nor write another service's
 // keys, nor hold up its grants: each service has restart guard markers
-// of its own (see WithRestartGuard). What it can still do to other
+// of its own (see WithRestartGuard), and may only read its tenant's. What it can still do to other
 // services is in the README: session:write on a node lets it destroy
 // any session on that node, and so end another service's lease early
 // (which fencing tokens catch). Listing the leases of more than one

@@ -33,9 +33,11 @@ import (
 // went a moment ago). A grant that finds neither (a new Consul, or one
 // that lost its data) writes and locks the service's and the tenant's
 // entries in one transaction; a token of a per-service policy, which may
-// only read the tenant's, writes the service's alone. So a tenant's first
-// service on a Consul waits once, and its next services do not, and
-// DeclareIntact (batonctl init) spares the first one too.
+// only read the tenant's, writes the service's alone (with such tokens
+// each service waits once, unless batonctl init or a tenant's token wrote
+// the tenant's marker). So a tenant's first service on a Consul waits
+// once, and its next services do not, and DeclareIntact (batonctl init)
+// spares the first one too.
 //
 // Each service has its own markers, so that a client whose ACL token may
 // write one service's keys (the README's per-service policy) can hold up
