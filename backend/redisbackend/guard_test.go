@@ -131,3 +131,26 @@ func TestGuardClusterPerTag(t *testing.T) {
 	}
 	grantedAtOnce(t, s, backend.AppKey("acme", "audit", "role"), time.Hour, "a declared service")
 }
+
+// A server restarted with its data (AOF) keeps the markers, but they were
+// written in its earlier run: a snapshot may be older than the last
+// writes, so a new service also waits until the server has been up for
+// the guard, as the uptime says; the operator's declaration, too, ends
+// with the run that it was made in.
+func TestGuardMarkersOfAnEarlierRun(t *testing.T) {
+	r := testenv.NewRedis(t, testenv.RedisOptions{AppendOnly: true})
+	rdb := r.Client(t)
+	ctx := ctxT(t)
+	s := newStore(t, rdb, redisbackend.WithRestartGuard(0))
+	if err := s.DeclareIntact(ctx, backend.AppKey("acme", "billing")); err != nil {
+		t.Fatal(err)
+	}
+	grantedAtOnce(t, s, backend.AppKey("acme", "billing", "role"), time.Hour, "a declared server")
+	if err := r.Restart(); err != nil { // with its data
+		t.Fatal(err)
+	}
+	if n, err := rdb.Exists(ctx, s.TenantIntactKey(backend.AppKey("acme", "x"))).Result(); err != nil || n != 1 {
+		t.Fatalf("the tenant's marker after a restart with AOF: exists %d, %v; want it kept", n, err)
+	}
+	refusedThenGranted(t, s, backend.AppKey("acme", "shipping", "role"), time.Second)
+}
