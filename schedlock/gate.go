@@ -460,8 +460,8 @@ func (g *Gate) notSlave() *SkipError {
 		why = "its elector is not running"
 	case st.IsMaster:
 		why = "it is the master"
-	case !st.RecoveringUntil.IsZero():
-		return &SkipError{Reason: ErrRecovering, detail: fmt.Sprintf("%s is not a slave: %s", st.Instance, recoveringDetail("the role", time.Until(st.RecoveringUntil)))}
+	case st.Master == "" && !st.RecoveringUntil.IsZero():
+		return &SkipError{Reason: ErrRecovering, detail: fmt.Sprintf("%s is not a slave (no master): %s", st.Instance, recoveringDetail("the role", time.Until(st.RecoveringUntil)))}
 	case st.Master == "":
 		why = "it has seen no master yet"
 	case st.Master == st.Instance:
