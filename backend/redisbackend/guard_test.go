@@ -2,6 +2,7 @@ package redisbackend_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,4 +154,33 @@ func TestGuardMarkersOfAnEarlierRun(t *testing.T) {
 		t.Fatalf("the tenant's marker after a restart with AOF: exists %d, %v; want it kept", n, err)
 	}
 	refusedThenGranted(t, s, backend.AppKey("acme", "shipping", "role"), time.Second)
+}
+
+// A foreign value in the tenant's marker is ErrCorrupt naming it, and
+// grants nothing; one ahead of the server's clock is reset to the
+// server's time, and the tenant's new services then wait out the guard
+// once, as after a flush.
+func TestGuardTenantMarkerForged(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx := ctxT(t)
+	s := newStore(t, rdb, redisbackend.WithRestartGuard(0))
+	key := backend.AppKey("acme", "billing", "role")
+	marker := s.TenantIntactKey(key)
+	for _, v := range []string{"garbage", "12 not-hex!", "-5"} {
+		if err := rdb.Set(ctx, marker, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Acquire(ctx, key, "a", time.Second, 0); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), marker) {
+			t.Errorf("Acquire with %q in the tenant's marker: %v; want ErrCorrupt naming %s", v, err, marker)
+		}
+	}
+	ahead := time.Now().Add(time.Hour).UnixMilli()
+	if err := rdb.Set(ctx, marker, strconv.FormatInt(ahead, 10)+" abc", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, key, "a", time.Second, 0); !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), "ahead of the server's clock") {
+		t.Fatalf("Acquire with the tenant's marker an hour ahead: %v; want ErrCorrupt saying so", err)
+	}
+	refusedThenGranted(t, s, key, time.Second)
 }
