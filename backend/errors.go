@@ -63,7 +63,9 @@ type HeldError struct {
 // Error implements error.
 func (e *HeldError) Error() string {
 	if e.Recovering {
-		return fmt.Sprintf("key %q is not granted for another %v: the store may have lost a lease on the key that its holder can still be using until then (the store restarted without its data, or a Consul session ended while it held the key)",
+		return fmt.Sprintf("key %q is not granted for another %v: the store may have lost a lease on the key that its holder can still be using until then "+
+			"(the store restarted without its data or is new to baton, or a Consul session ended while it held the key); "+
+			"a store known to hold no live lease is declared whole with `batonctl init`, and tests on servers started for them make their store WithoutRestartGuard (redisbackend or consulbackend)",
 			e.Holder.Key, e.Holder.TTL)
 	}
 	if e.Holder.Owner == "" {

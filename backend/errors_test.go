@@ -39,7 +39,7 @@ func TestHeldErrorRecovering(t *testing.T) {
 	if !errors.Is(err, backend.ErrHeld) {
 		t.Errorf("errors.Is(%v, ErrHeld) = false", err)
 	}
-	for _, want := range []string{"{a:b}:role", "restarted", "45s"} {
+	for _, want := range []string{"{a:b}:role", "restarted", "45s", "batonctl init", "WithoutRestartGuard"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not mention %q", err, want)
 		}

@@ -47,7 +47,7 @@
 // Jobs (labels app, tenant, job):
 //
 //	baton_job_runs_total                 counter    runs admitted
-//	baton_job_skipped_total{reason}      counter    not-master, not-slave, disabled, locked, already-ran, unavailable
+//	baton_job_skipped_total{reason}      counter    not-master, not-slave, disabled, locked, recovering, already-ran, unavailable
 //	baton_job_lost_total                 counter    runs that lost their role or lease
 //	baton_job_run_seconds                histogram  admission to end
 //

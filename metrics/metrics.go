@@ -213,7 +213,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	}, jobLabels)
 	m.jobSkipped = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_job_skipped_total",
-		Help: "Job runs the gate skipped, by reason: not-master, not-slave, disabled, locked, already-ran or unavailable.",
+		Help: "Job runs the gate skipped, by reason: not-master, not-slave, disabled, locked, recovering, already-ran or unavailable.",
 	}, append(jobLabels, "reason"))
 	m.jobLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_job_lost_total",

@@ -142,7 +142,12 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 				// The store grants nothing for a while (it may have lost
 				// data, and leases granted before may still be believed
 				// in): nobody is master; wait it out, or for a release.
-				e.logger.Info("role: the store grants no role until leases it may have lost have ended; waiting", "key", e.key, "for", h.TTL)
+				e.logger.Info("role: the store grants no role until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
+					"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
+					"key", e.key, "for", h.TTL)
+				e.mu.Lock()
+				e.recovering = e.clock.Now().Add(h.TTL)
+				e.mu.Unlock()
 				c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), false
 				c.wait(ctx)
 			case h.Owner == "":
@@ -502,7 +507,7 @@ func (c *campaign) seeMaster(owner string) {
 	id := ownerID(owner)
 	e.mu.Lock()
 	changed := e.master != id
-	e.master = id
+	e.master, e.recovering = id, time.Time{}
 	e.mu.Unlock()
 	if id == e.idText && owner != e.owner {
 		e.reportDuplicate(c.ev, owner)

@@ -57,7 +57,9 @@
 //     until a release, asking once; nobody is reported as master meanwhile.
 //     This holds for a brand-new instance too, so after a Redis restart
 //     without its data no instance, old or new, reads IsMaster true while
-//     the old master still may.
+//     the old master still may. Status.RecoveringUntil says until when,
+//     and the elector logs why once per refusal (a store new to baton
+//     looks the same: batonctl init declares one whole).
 //
 // # One source of truth per tenure
 //

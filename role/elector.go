@@ -53,6 +53,10 @@ type Elector struct {
 	lastErrAt   time.Time
 	duplicate   string    // owner string of another live process with our ID
 	duplicateAt time.Time // when it was last seen
+	// recovering is when the store said it grants the role again, after
+	// it refused a claim because it may have lost leases (its restart
+	// guard); zero when it did not.
+	recovering time.Time
 	// the current tenure's context (the one OnElected gets) and epoch
 	tenure      context.Context
 	tenureEpoch uint64

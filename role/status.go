@@ -32,6 +32,12 @@ type Status struct {
 	Duplicate      string
 	DuplicateSeen  time.Time
 	DuplicateEntry string
+	// RecoveringUntil is, until a holder of the role is seen, when the store said
+	// it grants the role again after it refused this elector's claim
+	// because it may have lost leases that their holders still use (its
+	// restart guard: it restarted without its data, lost it, or is new to
+	// baton); zero otherwise.
+	RecoveringUntil time.Time
 }
 
 // Status returns a snapshot of the elector's view.
@@ -39,10 +45,13 @@ func (e *Elector) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	dup := e.duplicateLocked(e.clock.Now())
-	var seen time.Time
+	var seen, recovering time.Time
 	var entry string
 	if dup != "" {
 		seen, entry = e.duplicateAt, e.memberEntry(dup)
+	}
+	if !e.IsMaster() && e.recovering.After(e.clock.Now()) {
+		recovering = e.recovering
 	}
 	return Status{
 		Enabled:        !e.cfg.Disabled,
@@ -57,6 +66,8 @@ func (e *Elector) Status() Status {
 		Duplicate:      dup,
 		DuplicateSeen:  seen,
 		DuplicateEntry: entry,
+
+		RecoveringUntil: recovering,
 	}
 }
 

@@ -325,12 +325,18 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 	if b.IsMaster() {
 		t.Error("b master while the store grants nothing")
 	}
+	if until := b.Status().RecoveringUntil; !until.After(clk.Now()) {
+		t.Errorf("b's Status().RecoveringUntil = %v while the store grants nothing; want a time after %v", until, clk.Now())
+	}
 
 	rs.on.Store(false)
 	clk.Advance(30 * time.Millisecond) // past the TTL and its jitter
 	eventually(t, "b elected once the store grants again", b.IsMaster)
 	if b.Epoch() <= aEpoch {
 		t.Fatalf("b's epoch %d, want more than a's %d", b.Epoch(), aEpoch)
+	}
+	if until := b.Status().RecoveringUntil; !until.IsZero() {
+		t.Errorf("b's Status().RecoveringUntil = %v once it is master; want zero", until)
 	}
 }
 

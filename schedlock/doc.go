@@ -101,9 +101,14 @@
 // # Skips are observable
 //
 // A refusal is a *SkipError with a Reason (ErrNotMaster, ErrNotSlave,
-// ErrDisabled, ErrLocked with the holder's lease, ErrFireDone with the
-// fire times, ErrUnavailable with the store's error); errors.Is(err,
-// ErrSkipped) matches all. gocron hands it to the job's
+// ErrDisabled, ErrLocked with the holder's lease, ErrRecovering while the
+// store grants nothing because it may have lost leases, or is new to
+// baton, ErrFireDone with the fire times, ErrUnavailable with the store's
+// error); errors.Is(err, ErrSkipped) matches all. Label names each
+// reason for logs and metrics: not-master, not-slave, disabled, locked,
+// recovering, already-ran, unavailable. A recovering skip says for how
+// long, and that `batonctl init` declares a store known to hold no live
+// lease whole. gocron hands it to the job's
 // gocron.AfterLockError listener; gocron.Monitor sees the run
 // as gocron.Skip. Each skip is logged at debug level (store failures at
 // warn), and WithObserver reports admissions, skips, releases and losses

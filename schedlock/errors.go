@@ -35,6 +35,16 @@ var (
 	// *SkipError names the holder.
 	ErrLocked = errors.New("schedlock: job lock is held")
 
+	// ErrRecovering is the reason a run was skipped because the store
+	// grants no fresh key for a while: it may have lost leases that their
+	// holders still use (it restarted without its data, lost it, or is
+	// new to baton), so it refuses the job lock, or the role, until those
+	// would have ended (its restart guard). Nobody holds the lock. The
+	// *SkipError says for how long; a store known to hold no live lease
+	// is declared whole with batonctl init, and tests on servers started
+	// for them make their store WithoutRestartGuard.
+	ErrRecovering = errors.New("schedlock: the store grants nothing until leases it may have lost have ended")
+
 	// ErrFireDone is the reason a locked run was skipped because its fire
 	// has already run: the job lock remembers the latest fire time run
 	// under it, and this run's fire time is not later. It is how an
@@ -89,7 +99,7 @@ type SkipError struct {
 	// Run names the run.
 	Job string
 	// Reason is ErrNotMaster, ErrNotSlave, ErrDisabled, ErrLocked,
-	// ErrFireDone or ErrUnavailable.
+	// ErrRecovering, ErrFireDone or ErrUnavailable.
 	Reason error
 	// Holder is the lease that holds the job lock, for ErrLocked.
 	Holder backend.Lease
@@ -123,7 +133,7 @@ func (e *SkipError) Unwrap() []error {
 func (e *SkipError) Is(target error) bool { return target == ErrSkipped }
 
 // Label returns a short, stable name of the reason for logs and metric
-// labels: "not-master", "not-slave", "disabled", "locked",
+// labels: "not-master", "not-slave", "disabled", "locked", "recovering",
 // "already-ran" or "unavailable".
 func (e *SkipError) Label() string { return reasonLabel(e.Reason) }
 
@@ -137,6 +147,8 @@ func reasonLabel(reason error) string {
 		return "disabled"
 	case ErrLocked:
 		return "locked"
+	case ErrRecovering:
+		return "recovering"
 	case ErrFireDone:
 		return "already-ran"
 	case ErrUnavailable:
@@ -148,4 +160,12 @@ func reasonLabel(reason error) string {
 func lockedDetail(key string, h backend.Lease) string {
 	return fmt.Sprintf("job lock %q is held by %q (token %d) for another %v",
 		key, h.Owner, h.Token, h.TTL.Round(time.Millisecond))
+}
+
+// recoveringDetail says why the store refused what (the job lock or the
+// role), for how long, and how to declare a new store.
+func recoveringDetail(what string, left time.Duration) string {
+	return fmt.Sprintf("the store grants %s to nobody for another %v: it may have lost leases that their holders still use "+
+		"(it restarted without its data, lost it, or is new to baton); a store known to hold no live lease is declared whole with `batonctl init`, "+
+		"and tests on servers started for them make their store WithoutRestartGuard", what, left.Round(time.Millisecond))
 }

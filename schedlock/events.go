@@ -55,7 +55,8 @@ type Event struct {
 }
 
 // Reason returns the skip reason's label for EventSkipped ("not-master",
-// "not-slave", "disabled", "locked", "already-ran", "unavailable"), ""
+// "not-slave", "disabled", "locked", "recovering", "already-ran",
+// "unavailable"), ""
 // otherwise.
 func (e Event) Reason() string {
 	var s *SkipError

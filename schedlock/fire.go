@@ -195,8 +195,7 @@ func (g *Gate) markFire(ctx context.Context, r *run) *SkipError {
 		case !errors.As(err, &held):
 			return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot record the fire in %q", l.marker)}
 		case held.Recovering:
-			return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf(
-				"the store may have lost its data and grants no fresh key yet (its restart guard), so the fire cannot be recorded in %q", l.marker)}
+			return &SkipError{Reason: ErrRecovering, detail: recoveringDetail(fmt.Sprintf("the fire marker %q", l.marker), held.Holder.TTL)}
 		}
 		if skip := g.markerHeld(r, held.Holder, replaced); skip != nil {
 			return skip

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 )
 
@@ -363,5 +364,60 @@ func TestFireMarkerUnderRedisRestartGuard(t *testing.T) {
 	}
 	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrFireDone) {
 		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
+	}
+}
+
+// On a redis-server baton has never used, with the restart guard on, a
+// job lock and the role are refused until the guard has passed: the
+// skips say "recovering", not "locked" or "not-slave" (nobody holds
+// anything), with how long and how to declare a new store.
+func TestSkipRecoveringOnFreshRedis(t *testing.T) {
+	r := testenv.NewRedis(t)
+	st, err := redisbackend.New(r.Client(t)) // the restart guard is on
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	id, err := instanceid.New("127.0.0.1", "acme", "fresh", 8080)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, err error) {
+		t.Helper()
+		var skip *schedlock.SkipError
+		if !errors.Is(err, schedlock.ErrRecovering) || !errors.As(err, &skip) || skip.Label() != "recovering" {
+			t.Fatalf("%s on a fresh Redis: %v; want a skip with reason ErrRecovering, label recovering", what, err)
+		}
+		for _, want := range []string{"batonctl init", "WithoutRestartGuard", "for another"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the skip %q does not say %q", what, err, want)
+			}
+		}
+	}
+	g, err := schedlock.NewGate(schedlock.Any, nil, quiet, schedlock.WithInstance(id), schedlock.WithLock(st, "nightly", time.Hour, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	check("a job lock", schedlock.Run(ctx, g, func(context.Context) error { return nil }))
+
+	el, err := role.NewElector(st, id, role.Config{HeartbeatInterval: time.Second, HeartbeatExpiration: time.Hour}, quietRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer el.Stop(context.WithoutCancel(ctx))
+	waitFor(t, "the elector to see the store refuse", func() bool { return !el.Status().RecoveringUntil.IsZero() })
+	for _, c := range []struct {
+		what string
+		role schedlock.Role
+	}{{"a slave-only job", schedlock.Slave}, {"a master-only job", schedlock.Master}} {
+		g, err := schedlock.NewGate(c.role, el, quiet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(c.what, schedlock.Run(ctx, g, func(context.Context) error { return nil }))
 	}
 }

@@ -438,6 +438,8 @@ func (g *Gate) notMaster() *SkipError {
 		return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master: its elector is not running", st.Instance)}
 	case st.Master == st.Instance:
 		return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master: its mastership is ending", st.Instance)}
+	case !st.RecoveringUntil.IsZero():
+		return &SkipError{Reason: ErrRecovering, detail: fmt.Sprintf("%s is not the master: %s", st.Instance, recoveringDetail("the role", time.Until(st.RecoveringUntil)))}
 	case st.Master == "":
 		return &SkipError{Reason: ErrNotMaster, detail: fmt.Sprintf("%s is not the master (no master seen)", st.Instance)}
 	}
@@ -458,6 +460,8 @@ func (g *Gate) notSlave() *SkipError {
 		why = "its elector is not running"
 	case st.IsMaster:
 		why = "it is the master"
+	case st.Master == "" && !st.RecoveringUntil.IsZero():
+		return &SkipError{Reason: ErrRecovering, detail: fmt.Sprintf("%s is not a slave (no master): %s", st.Instance, recoveringDetail("the role", time.Until(st.RecoveringUntil)))}
 	case st.Master == "":
 		why = "it has seen no master yet"
 	case st.Master == st.Instance:
@@ -477,6 +481,8 @@ func (g *Gate) acquire(ctx context.Context, r *run) *SkipError {
 	var held *backend.HeldError
 	switch {
 	case err == nil:
+	case errors.As(err, &held) && held.Recovering:
+		return &SkipError{Reason: ErrRecovering, detail: recoveringDetail(fmt.Sprintf("job lock %q", l.key), held.Holder.TTL)}
 	case errors.As(err, &held):
 		g.observe(held.Holder.Token)
 		return &SkipError{Reason: ErrLocked, Holder: held.Holder, detail: lockedDetail(l.key, held.Holder)}

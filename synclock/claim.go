@@ -76,6 +76,11 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		if held.Recovering {
 			// Nobody gets the key before Holder.TTL, and no release can
 			// come sooner: sleep it out, then ask again.
+			if spared == 0 {
+				lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
+					"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
+					"key", key, "for", held.Holder.TTL)
+			}
 			spared++
 			if err := lk.sleep(ctx, held.Holder.TTL); err != nil {
 				return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)

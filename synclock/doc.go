@@ -91,13 +91,16 @@
 //   - DoKey's section ends with the caller's context; a Mutex's holding
 //     lasts until Unlock or the end of its lease, whatever becomes of the
 //     context passed to Lock (Mutex.Context is the one to watch).
-//   - A store that restarted without its data refuses every key for a
-//     while (backend.HeldError with Recovering: a holding from before the
-//     restart may still run until then) and says how long. A waiter sleeps
-//     that long, bounded by its context, instead of polling every
-//     RetryInterval, and such a refusal does not count against MaxRetries:
-//     the lock is not held, the store only waits out holdings it may have
-//     lost. TryDo and TryLock fail at once with ErrLocked, saying so.
+//   - A store that restarted without its data (or lost it, or is new to
+//     baton) refuses every key without a fencing counter for a while
+//     (backend.HeldError with Recovering: a holding from before the loss
+//     may still run until then) and says how long. A waiter sleeps that
+//     long, bounded by its context, instead of polling every
+//     RetryInterval, logs once why it waits, and such a refusal does not
+//     count against MaxRetries: the lock is not held, the store only waits
+//     out holdings it may have lost. TryDo and TryLock fail at once with
+//     a *LockedError that matches ErrRecovering and ErrLocked, saying so
+//     and how to declare a new store whole (batonctl init).
 //   - Closing a key's subscription (a round trip on Redis) never happens
 //     under the lock that the Locker's other keys need.
 //   - A panic in the section releases the lock and goes on. A nested call on

@@ -25,6 +25,15 @@ var (
 	// its cause.
 	ErrTimeout = errors.New("synclock: gave up waiting for the lock")
 
+	// ErrRecovering is the error of a lock the store grants to nobody for
+	// a while, because it may have lost leases that their holders still
+	// use (it restarted without its data, lost it, or is new to baton: its
+	// restart guard). A *LockedError with Recovering set matches it as
+	// well as ErrLocked, and says for how long. A store known to hold no
+	// live lease is declared whole with batonctl init; tests on servers
+	// started for them make their store WithoutRestartGuard.
+	ErrRecovering = errors.New("synclock: the store grants nothing until leases it may have lost have ended")
+
 	// ErrReentrant reports a DoKey or Lock that would wait for a lock its
 	// own call chain holds: its context comes from a live holding's
 	// section (or a Mutex's Context) of the same key on the same store,
@@ -69,9 +78,10 @@ type LockedError struct {
 	// Tries is how many times the caller asked the store, when it gave up
 	// after retries; 0 for a single try.
 	Tries int
-	// Recovering reports that the store restarted without its data and
-	// grants the lock to nobody for Holder.TTL: a holding from before the
-	// restart may still run until then.
+	// Recovering reports that the store restarted without its data, lost
+	// it, or is new to baton, and grants the lock to nobody for
+	// Holder.TTL: a holding from before may still run until then
+	// (ErrRecovering).
 	Recovering bool
 }
 
@@ -79,7 +89,8 @@ type LockedError struct {
 // the free key for the waiter first in line, that waiter.
 func (e *LockedError) holderText() string {
 	if e.Recovering {
-		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data and a holding from before may still run", e.Holder.TTL.Round(time.Millisecond))
+		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data, lost it, or is new to baton, and a holding from before may still run "+
+			"(a store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard)", e.Holder.TTL.Round(time.Millisecond))
 	}
 	if e.Holder.Owner == "" {
 		return fmt.Sprintf("free but kept for %q, first in line", e.Next)
@@ -96,5 +107,8 @@ func (e *LockedError) Error() string {
 	return s
 }
 
-// Is reports whether target is ErrLocked.
-func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+// Is reports whether target is ErrLocked, or ErrRecovering when the
+// store is Recovering.
+func (e *LockedError) Is(target error) bool {
+	return target == ErrLocked || (e.Recovering && target == ErrRecovering)
+}

@@ -99,6 +99,23 @@ func TestRecoveringWaitEndsWithContext(t *testing.T) {
 	}
 }
 
+// On a redis-server baton has never used, with the restart guard on, a
+// lock nobody holds is refused for a while: TryLock says ErrRecovering
+// (not only ErrLocked), for how long, and how to declare a new store.
+func TestRecoveringOnFreshRedis(t *testing.T) {
+	r := testenv.NewRedis(t)
+	lk := guardedLocker(t, r, 1, synclock.Config{})
+	err := lk.Mutex("fresh:try").TryLock(ctxT(t))
+	if !errors.Is(err, synclock.ErrRecovering) || !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryLock on a fresh Redis: %v; want ErrRecovering and ErrLocked", err)
+	}
+	for _, want := range []string{"new to baton", "batonctl init", "WithoutRestartGuard", "for another"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("TryLock on a fresh Redis: %q does not say %q", err, want)
+		}
+	}
+}
+
 // guardedLocker returns a locker of instance n as a separate process
 // would have it: its own client of r and a store with the default restart
 // guard.

@@ -67,7 +67,8 @@
 //   - with Harness.Restart: after a restart without data, a key is granted
 //     to nobody before a lease the restart lost has ended by its holder's
 //     count, refusals meanwhile say Recovering, and the next token is
-//     above every earlier one;
+//     above every earlier one; once the tenant has waited, a service new
+//     to the store is granted at once (unless Harness.GuardPerService);
 //   - a Watch opened before a release reports it, for every watcher of
 //     the key; it never reports a release when the lease ended otherwise
 //     (expiry, a keep time, a wipe); renewals, where a store reports

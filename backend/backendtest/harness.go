@@ -44,6 +44,14 @@ type Harness struct {
 	// skips the Sequential/Restart subtest.
 	Restart func(t testing.TB)
 
+	// GuardPerService says that the store's restart guard knows each
+	// service's data apart and nothing wider (redisbackend on a Redis
+	// Cluster, whose scripts read one slot only): after a restart, every
+	// service new to the store waits out the guard once. Otherwise a
+	// service whose tenant has waited it out since the restart is new,
+	// not lost, and the suite checks that its first grant is at once.
+	GuardPerService bool
+
 	// Slack is how far the store's view of time may be off from the
 	// suite's when the suite judges durations: how much earlier than its
 	// TTL a lease may end, and how much a reported TTL may differ from the

@@ -22,7 +22,10 @@ const restartTTL = time.Second
 //   - until then Acquire is refused with a *backend.HeldError that has
 //     Recovering set, no owner and a positive TTL;
 //   - the token then granted without a floor is above every earlier one,
-//     and the key, granted since the restart, is not refused again.
+//     and the key, granted since the restart, is not refused again;
+//   - a service the store has never seen, of a tenant that has waited out
+//     the guard since the restart, is new, not lost: its first grant is
+//     at once (unless Harness.GuardPerService).
 func (s *suite) testRestart(t *testing.T) {
 	if s.h.Restart == nil {
 		t.Skip("Harness.Restart is nil")
@@ -59,6 +62,11 @@ func (s *suite) testRestart(t *testing.T) {
 			t.Errorf("after the restart, %q was granted token %d after %d", k, l2.Token, l.Token)
 		}
 		release(t, ctx, st, k, "again", 0)
+	}
+	if !s.h.GuardPerService {
+		other := backend.AppKey(keyTenant, s.app+"-new", "lock", "restart")
+		s.acquire(t, ctx, st, other, "new", restartTTL, 0)
+		release(t, ctx, st, other, "new", 0)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // and give the service's processes a token of it (consul.token). With
 // such a token a process can neither read nor write another service's
 // keys, nor hold up its grants: each service has restart guard markers
-// of its own (see WithRestartGuard). What it can still do to other
+// of its own (see WithRestartGuard), and may only read its tenant's. What it can still do to other
 // services is in the README: session:write on a node lets it destroy
 // any session on that node, and so end another service's lease early
 // (which fencing tokens catch). Listing the leases of more than one
@@ -51,6 +51,14 @@ func ACLPolicy(prefix, tenant, app string) (string, error) {
 		s.guardPath(bootedSuffix, tag), s.guardPath(recoveringSuffix, tag),
 	} {
 		fmt.Fprintf(&b, "key_prefix %q { policy = \"write\" }\n", p)
+	}
+	if app != "" {
+		// The tenant's restart guard markers, which a service's grant
+		// reads and only the tenant's token (or batonctl init) writes.
+		t := tag[:strings.IndexByte(tag, ':')+1] + "}"
+		for _, p := range []string{s.guardPath(bootedSuffix, t), s.guardPath(recoveringSuffix, t)} {
+			fmt.Fprintf(&b, "key %q { policy = \"read\" }\n", p)
+		}
 	}
 	b.WriteString("session_prefix \"\" { policy = \"write\" }\n")
 	return b.String(), nil

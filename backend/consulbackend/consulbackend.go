@@ -384,9 +384,11 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 // With to, the place of the waiter owner, that place is marked handed
 // (handPlace) instead of being left or deleted.
 func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record, to *place) (l backend.Lease, w *known, retry bool, err error) {
+	var guardOps api.TxnOps
 	if st.fenceKV == nil && s.guard >= 0 {
 		// No counter: a new key, or a Consul that lost its data.
-		if err := s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
+		var err error
+		if guardOps, err = s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
 			return backend.Lease{}, nil, false, err
 		}
 	}
@@ -415,7 +417,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}},
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
 	}
-	ops = append(ops, extra...)
+	ops = append(append(ops, guardOps...), extra...)
 	for {
 		own := sess == ""
 		if own {

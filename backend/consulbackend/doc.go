@@ -143,7 +143,11 @@
 // A Consul that lost its KV store is told, service by service, by a
 // missing marker "<prefix>/booted/{tenant:app}" (see WithRestartGuard);
 // the service's keys without a counter are then refused, Recovering, for
-// the guard, and no other service's. The markers hold no time, so no
+// the guard, and no other service's. A service whose marker is missing
+// while its tenant's ("<prefix>/booted/{tenant:}") is there is new, not
+// lost, and is granted at once; a Consul new to the tenant waits once,
+// unless an operator declared it whole (DeclareIntact, batonctl init).
+// The refusal's message names batonctl init and WithoutRestartGuard. The markers hold no time, so no
 // clock, stepped back or forged, can stretch the refusal: it lasts as
 // long as the session that locks the recovering entry, which Consul's
 // servers end by its TTL (at most MaxSessionTTL, twice that in the worst

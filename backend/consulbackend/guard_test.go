@@ -129,10 +129,13 @@ func TestGuardPerService(t *testing.T) {
 		t.Errorf("globex's new key while acme recovers: %v; want it granted", err)
 	}
 
-	// globex's data goes (its marker with it): globex's keys without a
-	// counter wait, those with one do not.
-	if _, err := cli.KV().Delete(globex.BootedKey(kg("any")), nil); err != nil {
-		t.Fatal(err)
+	// globex's data goes (its markers with it: a Consul that loses data
+	// loses its tenant's marker too, else the service is taken for new):
+	// globex's keys without a counter wait, those with one do not.
+	for _, k := range []string{globex.BootedKey(kg("any")), globex.TenantBootedKey(kg("any"))} {
+		if _, err := cli.KV().Delete(k, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := globex.Acquire(ctx, kg("fourth"), "g", ttl, 0); !recovering(err) {
 		t.Errorf("globex's new key after its marker went: %v; want a Recovering refusal", err)
@@ -236,5 +239,67 @@ func TestACLPolicyConfines(t *testing.T) {
 	}
 	if _, err := globex.Get(ctx, held); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("globex's lease after acme destroyed its session: %v; want it gone", err)
+	}
+}
+
+// A service new to a Consul its tenant already uses is new, not lost: the
+// tenant's marker, which a loss of Consul's data would have taken, says
+// so, and the service's first grant is at once. A fresh agent, another
+// tenant and an agent that lost its data still make a new service wait,
+// with a refusal that names batonctl init and WithoutRestartGuard.
+func TestGuardNewServiceOnUsedConsul(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	ttl := a.SessionTTLMin()
+	s := newStore(t, a, consulbackend.WithRestartGuard(0))
+	first := backend.AppKey("acme", "billing", "role")
+	_, err := s.Acquire(ctx, first, "a", ttl, 0)
+	if !recovering(err) {
+		t.Fatalf("the first grant on a fresh agent: %v; want a Recovering refusal", err)
+	}
+	for _, want := range []string{"batonctl init", "WithoutRestartGuard"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not name %s", err, want)
+		}
+	}
+	awaitGrant(t, s, first, "a", ttl)
+	if _, err := s.Acquire(ctx, backend.AppKey("acme", "shipping", "role"), "a", ttl, 0); err != nil {
+		t.Fatalf("a second service of the tenant: %v; want it granted at once", err)
+	}
+	if _, err := s.Acquire(ctx, backend.AppKey("globex", "billing", "role"), "a", ttl, 0); !recovering(err) {
+		t.Errorf("another tenant's first grant: %v; want a Recovering refusal", err)
+	}
+
+	if err := a.Restart(); err != nil { // a dev agent: without its data
+		t.Fatal(err)
+	}
+	fresh := newStore(t, a, consulbackend.WithRestartGuard(0))
+	if _, err := fresh.Acquire(ctx, backend.AppKey("acme", "invoices", "role"), "a", ttl, 0); !recovering(err) {
+		t.Errorf("a new service after the agent lost its data: %v; want a Recovering refusal", err)
+	}
+}
+
+// batonctl init's call, DeclareIntact, declares a Consul whole: the
+// service's and its tenant's grants are at once, also when a first grant
+// had already started the guard.
+func TestGuardDeclareIntactConsul(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	ttl := a.SessionTTLMin()
+	s := newStore(t, a, consulbackend.WithRestartGuard(time.Hour))
+	key := backend.AppKey("acme", "billing", "role")
+	if _, err := s.Acquire(ctx, key, "a", ttl, 0); !recovering(err) {
+		t.Fatalf("the first grant on a fresh agent: %v; want a Recovering refusal", err)
+	}
+	if err := s.DeclareIntact(ctx); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("DeclareIntact without a key: %v; want ErrInvalidArgument", err)
+	}
+	if err := s.DeclareIntact(ctx, backend.AppKey("acme", "billing")); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{key, backend.AppKey("acme", "shipping", "lock", "x")} {
+		if _, err := s.Acquire(ctx, k, "a", ttl, 0); err != nil {
+			t.Errorf("Acquire(%q) on a declared agent: %v; want it granted at once", k, err)
+		}
 	}
 }

@@ -39,8 +39,9 @@
 // library that runs it, FCALL), so the owner check, the fencing increment,
 // the write and the release notification are atomic. Each script is a file
 // of the package's lua directory, sent behind one shared prelude
-// (lua/prelude.lua), and declares in KEYS the six keys of K that a lease
-// script may touch (lease, counter, line, requests, marker, mailbox), as
+// (lua/prelude.lua), and declares in KEYS the eight keys that a lease
+// script may touch (K's lease, counter, line, requests, watch marker and
+// mailbox, and the restart guard's markers of its service and tenant), as
 // Redis's scripting rules require and as Redis-compatible servers enforce.
 // Expiry is decided by the server's clock alone.
 //
@@ -78,33 +79,55 @@
 //
 // A server restarted without its data may have lost a lease whose holder
 // still acts on it. A grant that finds no fencing counter (a key never
-// granted, idle past the counter's life, or lost) therefore reads the
-// server's uptime (INFO server) and, while it is below the guard plus a
-// second (Redis counts uptime in whole seconds), refuses: Acquire and
-// AcquireQueued return a *backend.HeldError with Recovering set and the
-// time left as Holder.TTL; a waiter in line keeps its place. The guard is
-// the ttl asked for, or WithRestartGuard if longer: set that to the
-// longest lease the fleet keeps. WithoutRestartGuard turns it off, for
-// tests on fresh servers. A fresh server looks the same as one restarted
-// empty, so the first grants on a new server wait too.
+// granted, idle past the counter's life, or lost) therefore asks whether
+// the data of the key's service is known whole for long enough, and if
+// not refuses: Acquire and AcquireQueued return a *backend.HeldError with
+// Recovering set and the time left as Holder.TTL (its message says why,
+// and names batonctl init and WithoutRestartGuard); a waiter in line
+// keeps its place. The time asked for is the guard, the ttl asked for or
+// WithRestartGuard if longer: set that to the longest lease the fleet
+// keeps. WithoutRestartGuard turns it off, for tests on servers started
+// for them.
 //
-// Data can also go without a restart (FLUSHALL, FLUSHDB), which leaves
-// the uptime as it was. For a key with a hash tag of its own, as every key
-// of role, synclock and schedlock has ({tenant:app}), the tag keeps a
-// marker, "<prefix>:{T}:intact" (IntactKey), that records since when its
-// data is known whole. A grant that finds no counter and no marker writes
-// the marker and refuses for the guard as after a restart; with the
-// marker there, keys of the tag are granted at once. So the first use of
-// an app on a server that has been up longer than the guard waits the
-// guard once, as Consul's first use does (consulbackend's restart guard);
-// a flush that took the marker makes the next grant wait again. Keys
-// without a tag of their own get no marker (it would be one permanent key
-// each) and only the uptime check. A marker ahead of the server's clock
-// (the clock was stepped back, or the value was forged) would refuse the
-// tag's fresh keys until the clock caught up: the grant that finds one
-// resets it to the server's time and fails with backend.ErrCorrupt naming
-// it, and the tag's fresh keys then wait out the guard once, as after a
-// flush.
+// Markers say since when data is known whole, each the server's time in
+// ms and the ID of the server's run that wrote it (INFO server's run_id),
+// with no expiry:
+//
+//	<prefix>:{T:app}:intact   the service's (IntactKey): its hash tag's keys
+//	<prefix>:{T:}:intact      the tenant's (TenantIntactKey): all of tenant T's services
+//
+// A data loss takes both: a FLUSHALL or FLUSHDB, and a restart without
+// data. A grant waits until the guard has passed since the service's
+// marker says, or, for a service without one, since the tenant's says: a
+// service new to a server its tenant already uses is new, not lost (had
+// the server lost the service's data, it would have lost the tenant's
+// marker too), and is granted at once once the tenant has used the
+// server for the guard. With neither marker (a new server, or one that
+// lost its data) the grant writes both and refuses: from the server's
+// start, if that is nearer than the guard, else from now. A marker
+// written in an earlier run of the server (it restarted with its data,
+// perhaps from an older snapshot) also waits for the server's uptime to
+// pass the guard plus a second (Redis counts whole seconds). A server new
+// to baton looks the same as one that lost its data, so the first
+// service of each tenant waits once; batonctl init (DeclareIntact), on a
+// server an operator knows holds no live lease, writes the tenant's
+// marker as whole since ever, for this run of the server, and the
+// tenant's grants are at once. The marker is per tenant, not per server,
+// so that it stays inside the keys of TenantACLRules: no tenant of a
+// shared server can write what another tenant's grants trust.
+//
+// On a Redis Cluster a script may touch only the keys of its own slot,
+// and the tenant's marker is in another: there each service's marker
+// stands alone, every new service waits once, and batonctl init declares
+// one service (--app) at a time. Keys without a hash tag of their own
+// have no service marker: they read the marker "<prefix>:intact", which
+// only DeclareIntact writes, and otherwise the uptime alone. A marker
+// ahead of the server's clock (the clock was stepped back, or the value
+// was forged) would refuse fresh keys until the clock caught up: the
+// grant that finds one resets it to the server's time and fails with
+// backend.ErrCorrupt naming it, and fresh keys then wait out the guard
+// once, as after a flush. A tenant's user can write its tenant's marker,
+// and so skip its own services' wait, no other tenant's.
 //
 // The guard does not cover a DEL of a lease key by hand (its counter and
 // the marker stay), nor a failover to a replica that missed writes (see
@@ -194,7 +217,8 @@
 // WithReplicaAck does not hand over: its contended release publishes
 // "released <token> <W>" and W claims. The restart guard refuses a grant
 // in every row that grants, with "recovering <ms left>", when K's fencing
-// counter is missing and the server is younger than the guard.
+// counter is missing and K's data is not known whole for the guard (see
+// Restart guard).
 //
 // # Handovers
 //

@@ -143,6 +143,7 @@ func TestConformanceCluster(t *testing.T) {
 			}
 		}
 	}
+	h.GuardPerService = true // a script reads one slot: no tenant marker
 	backendtest.Run(t, h)
 }
 

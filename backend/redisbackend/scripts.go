@@ -13,8 +13,9 @@ import (
 // the write that depends on it (and the fencing increment and the
 // release notification) happen atomically on the server. Each script is
 // a file in lua/, sent with lua/prelude.lua in front of it: the prelude
-// names the six keys every lease script declares (K, its fencing
-// counter, line, requests, watch marker and mailbox), reads the store's
+// names the eight keys every lease script declares (K, its fencing
+// counter, line, requests, watch marker and mailbox, and the restart
+// guard's markers of its service and tenant), reads the store's
 // settings and defines the functions the scripts share. The states and
 // transitions they implement are tabled in the package doc. The group
 // scripts of the Registry (registry.go) are in lua/group, behind a
@@ -131,11 +132,12 @@ func scriptSettings(guard int64, sharded, hands bool) []any {
 // scripts, in the order the prelude names them.
 var keySuffixes = [...]string{"", fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix}
 
-// leaseKeys returns the seven keys of the lease whose Redis key is name:
+// leaseKeys returns the eight keys of the lease whose Redis key is name:
 // the six of keySuffixes, which share one string, so that a script call
-// allocates twice for them, not seven times, and intact, the tag's marker
-// (name itself for none).
-func leaseKeys(name, intact string) []string {
+// allocates twice for them, not eight times; intact, the tag's marker
+// (name itself for none); and tenant, the marker of the tenant's data
+// on the server (intact itself on a Cluster).
+func leaseKeys(name, intact, tenant string) []string {
 	var b strings.Builder
 	b.Grow(len(keySuffixes)*len(name) + len(fenceSuffix+lineSuffix+requestSuffix+watchedSuffix+mailboxSuffix))
 	var ends [len(keySuffixes)]int
@@ -144,12 +146,12 @@ func leaseKeys(name, intact string) []string {
 		b.WriteString(suffix)
 		ends[i] = b.Len()
 	}
-	all, keys := b.String(), make([]string, len(keySuffixes)+1)
+	all, keys := b.String(), make([]string, len(keySuffixes)+2)
 	start := 0
 	for i, end := range ends {
 		keys[i], start = all[start:end], end
 	}
-	keys[len(keySuffixes)] = intact
+	keys[len(keySuffixes)], keys[len(keySuffixes)+1] = intact, tenant
 	return keys
 }
 
@@ -159,14 +161,20 @@ func (s *Store) run(ctx context.Context, script *script, key string, args ...any
 	return script.run(ctx, s.rdb, s.leaseKeys(key), scriptArgs(s.settings, args...)...)
 }
 
-// leaseKeys returns the seven keys of key's scripts.
+// leaseKeys returns the eight keys of key's scripts: on a Cluster, whose
+// scripts may touch only the keys of one slot, the tag's marker stands in
+// for the tenant's (see Restart guard).
 func (s *Store) leaseKeys(key string) []string {
 	name := s.LeaseKey(key)
 	intact := s.IntactKey(key)
 	if intact == "" {
 		intact = name
 	}
-	return leaseKeys(name, intact)
+	server := s.TenantIntactKey(key)
+	if s.sharded {
+		server = intact
+	}
+	return leaseKeys(name, intact, server)
 }
 
 // scriptArgs returns a lease script's arguments: the store's settings

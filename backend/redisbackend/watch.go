@@ -117,7 +117,7 @@ type marker struct {
 const defaultMarkerTTL = 30 * time.Second
 
 func (m *marker) mark(ctx context.Context, name string) error {
-	return m.scripts.mark.run(ctx, m.rdb, leaseKeys(name, name), scriptArgs(m.settings, m.ttl.Milliseconds())...).Err()
+	return m.scripts.mark.run(ctx, m.rdb, leaseKeys(name, name, name), scriptArgs(m.settings, m.ttl.Milliseconds())...).Err()
 }
 
 // channelLinger is how long a channel stays subscribed after its last

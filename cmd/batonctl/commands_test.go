@@ -269,7 +269,7 @@ func TestCommandLine(t *testing.T) {
 		want string
 	}{
 		{"no command", []string{"--app", "x"}, exitUsage, "no command given"},
-		{"unknown command", []string{"--app", "x", "purge"}, exitUsage, `unknown command "purge" (commands: functions, help, locks, master, members, release, status, watch)`},
+		{"unknown command", []string{"--app", "x", "purge"}, exitUsage, `unknown command "purge" (commands: functions, help, init, locks, master, members, release, status, watch)`},
 		{"misspelt command", []string{"--app", "x", "stauts"}, exitUsage, `unknown command "stauts"; did you mean "status"?`},
 		{"misspelt command with flags after", []string{"lock", "--app", "x"}, exitUsage, `unknown command "lock"; did you mean "locks"?`},
 		{"unknown flag", []string{"--bogus", "status"}, exitUsage, "flag provided but not defined: -bogus"},

@@ -1,6 +1,6 @@
 // Command batonctl shows and fixes what baton keeps in its store: the
-// master of a service, its members, the locks held, and a lock stuck with
-// a holder that will not release it.
+// master of a service, its members, the locks held, a lock stuck with a
+// holder that will not release it, and a new store's restart guard.
 //
 // Usage:
 //
@@ -40,6 +40,9 @@
 //	watch [KEY]     print KEY's holder (default: the role key, i.e. the
 //	                master), then a line for every change, until
 //	                interrupted (SIGINT, SIGTERM)
+//	init            declare a store that holds no live lease whole, so
+//	                that the tenant's first grants skip the restart
+//	                guard's wait (see below)
 //	functions       print baton's Redis function library, for stores
 //	                with redis.functions (a tenant's ACL user)
 //	functions load  load it into the configured Redis (every master of
@@ -81,7 +84,7 @@
 //	--output FORMAT   table (default) or json; watch writes one JSON
 //	                  object per line
 //	--force           let release end a lease its holder did not release
-//	--yes             release without asking for confirmation
+//	--yes             release or init without asking for confirmation
 //	--timeout D       longest wait for the store per request (default 5s,
 //	                  the Redis client's own dial and read timeouts, so a
 //	                  server that does not answer fails after 5s); when
@@ -115,6 +118,7 @@
 //	         lease_ms, held_at_least_ms, waiters}
 //	release  {key, store_key, released: Lock, now: Lock or null}; now
 //	         is the lease right after (the waiter the key was handed to)
+//	init     {store, tenant, app, declared}
 //	watch    one object per line: {time, key, store_key, held, holder,
 //	         owner, token, lease_ms}
 //
@@ -161,12 +165,28 @@
 //	2  the command line is wrong (unknown command or flag, missing
 //	   argument, no service named)
 //	3  the answer is no: master found no master, release was refused
-//	   (no --force) or not confirmed, or the key was free
+//	   (no --force) or not confirmed, the key was free, or init was not
+//	   confirmed
 //	4  release ended nothing because the key changed hands after it was
 //	   shown (the message names the holder now)
 //
 // Results go to stdout; messages and the confirmation prompt go to
 // stderr.
+//
+// # init
+//
+// A store that may have lost its data refuses, for the longest lease,
+// every key that has no fencing counter (the restart guard: a lease it
+// lost may still be used by its holder), and a store baton has never used
+// looks the same: the first grants of a new Redis or Consul wait, 45 s
+// with the defaults and as long as the longest lock hold. init, on a
+// store an operator knows holds no live lease (a new one, or one whose
+// every holder has stopped), declares the tenant's data whole, after a
+// confirmation unless --yes; the tenant's services are then granted at
+// once until the store restarts without its data or loses it, when the
+// guard holds again. On a Redis Cluster the declaration is per service
+// (--app): run it for each. A service new to a store its tenant already
+// uses does not wait in any case.
 //
 // # No purge
 //

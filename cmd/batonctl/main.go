@@ -134,7 +134,7 @@ func runErr(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs.StringVar(&o.consul, "consul", "", "the Consul agent's `address`, host:port or a URL (sets consul.address; the store is Consul)")
 	fs.StringVar(&o.prefix, "prefix", "", "the store's key `prefix` (sets redis.key-prefix or consul.key-prefix; default "+config.DefaultKeyPrefix+")")
 	fs.StringVar(&o.output, "output", "table", "output `format`: table or json")
-	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation")
+	fs.BoolVar(&o.yes, "yes", false, "do not ask for confirmation (release, init)")
 	fs.BoolVar(&o.force, "force", false, "allow release to end a lease its holder did not release")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "longest wait for the store, per request; when given, it also sets the Redis client's dial, read and write timeouts (whose default is 5s too)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "watch: how often to look when no event comes")
@@ -233,6 +233,7 @@ var commands = map[string]command{
 	"locks":   {usage: "locks [PREFIX]", maxArgs: 1, run: locks},
 	"release": {usage: "release KEY", minArgs: 1, maxArgs: 1, run: release},
 	"watch":   {usage: "watch [KEY]", maxArgs: 1, run: watch},
+	"init":    {usage: "init", run: initStore},
 }
 
 func usage(w io.Writer, fs *flag.FlagSet) {
@@ -245,6 +246,8 @@ Commands:
   locks [PREFIX]  the leases held under the service's keys (KEY starting with PREFIX)
   release KEY     end the lease on KEY whoever holds it (needs --force; asks unless --yes)
   watch [KEY]     print every change of holder of KEY (default: the role) until interrupted
+  init            declare a store that holds no live lease (a new one) whole, so that the
+                  tenant's first grants skip the restart guard's wait (asks unless --yes)
   functions       print baton's Redis function library (for redis.functions)
   functions load  load it into the configured Redis (every master of a Cluster)
 

@@ -57,7 +57,7 @@ func release(ctx context.Context, s *session, args []string) error {
 		return nof("refusing to release %s (%s), %s, without --force: its holder may still be running, and a forced release lets another take the key at once.%s Run again with --force", key, s.storeWhere(key), held, fenced)
 	}
 	if !s.o.yes {
-		if err := s.confirm(fmt.Sprintf("Release %s, %s? Its holder is not told and may still be running. Type yes to release: ", key, held)); err != nil {
+		if err := s.confirm(fmt.Sprintf("Release %s, %s? Its holder is not told and may still be running. Type yes to release: ", key, held), "released"); err != nil {
 			return err
 		}
 	}
@@ -114,8 +114,8 @@ func (s *session) breakShown(ctx context.Context, b backend.Breaker, key string,
 
 // confirm asks question on stderr and reads the answer from stdin; only
 // "yes", as the question asks, confirms (any other answer, "y" too,
-// releases nothing and says so).
-func (s *session) confirm(question string) error {
+// does nothing and says so: "nothing <done>").
+func (s *session) confirm(question, done string) error {
 	fprintf(s.stderr, "%s", question)
 	answer, err := bufio.NewReader(s.stdin).ReadString('\n')
 	if !isTerminal(s.stdin) {
@@ -129,11 +129,11 @@ func (s *session) confirm(question string) error {
 	case a == "yes":
 		return nil
 	case a == "" && errors.Is(err, io.EOF):
-		return nof("no confirmation on stdin: nothing released (pass --yes to release without asking)")
+		return nof("no confirmation on stdin: nothing %s (pass --yes to go on without asking)", done)
 	case a == "":
-		return nof("not confirmed: nothing released")
+		return nof("not confirmed: nothing %s", done)
 	default:
-		return nof("not confirmed (the answer was %s, not yes): nothing released", strconv.Quote(a))
+		return nof("not confirmed (the answer was %s, not yes): nothing %s", strconv.Quote(a), done)
 	}
 }
 

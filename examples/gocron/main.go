@@ -17,10 +17,11 @@
 //	go run ./examples/gocron -redis 127.0.0.1:6379  # a real Redis
 //	go run ./examples/gocron -for 20s               # a longer run
 //
-// On a Redis that started moments ago, or where this demo has never run,
-// export is skipped as locked for its first seconds: the store grants
-// nothing until every lease it may have lost would have ended (the
-// restart guard; it cannot tell a first use from a flush of the keys).
+// On a Redis that started moments ago, or where this demo's tenant has
+// never run, export is skipped as recovering for its first seconds: the
+// store grants nothing until every lease it may have lost would have
+// ended (the restart guard; it cannot tell a first use from a flush of
+// the keys, and batonctl init declares a new store whole).
 package main
 
 import (
@@ -249,8 +250,8 @@ func startInstance(addr string, port int, cfg role.Config, log *slog.Logger, d *
 		}
 		detail := skip.Label()
 		switch {
-		case errors.Is(skip.Reason, schedlock.ErrLocked) && skip.Holder.Owner == "":
-			detail += " (the store grants nothing yet: the restart guard, for lockAtMostFor)"
+		case errors.Is(skip.Reason, schedlock.ErrRecovering):
+			detail += " (the store grants nothing yet: the restart guard, for lockAtMostFor; batonctl init declares a new store whole)"
 		case errors.Is(skip.Reason, schedlock.ErrLocked):
 			detail += " (held by " + skip.Holder.Owner + ")"
 		case errors.Is(skip.Reason, schedlock.ErrNotSlave) && !el.IsMaster():

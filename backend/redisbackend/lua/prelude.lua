@@ -1,7 +1,8 @@
 -- The prelude of every lease script: the store sends it in front of the
 -- script's own text, as one script.
 --
--- KEYS, the same six for every lease script, all in K's Cluster slot:
+-- KEYS, the same eight for every lease script, all in K's Cluster slot
+-- but the last (see S):
 --   K  the lease: "<token> <owner>", then " contended" or " released"
 --      when it is not plain, with a PX expiry
 --   F  K:fence, the fencing counter: the last token granted
@@ -13,6 +14,11 @@
 --   I  "<prefix>:{T}:intact" for a K in hash tag T: the server's time in
 --      ms since when the tag's data is known whole; no expiry, one per
 --      tag. For a K without a tag of its own, K again: no marker.
+--   S  "<prefix>:{T:}:intact" for a tag {T:app}, the tenant's marker:
+--      the server's time in ms since when all of the tenant's data is
+--      known whole, and the server's run ID; "<prefix>:intact" for other
+--      keys; no expiry. On a Cluster, whose scripts touch one slot only,
+--      I again: no tenant marker.
 --
 -- ARGV[1..3], the store's settings, the same on every call: the restart
 -- guard in ms (-1: off), the publish command (PUBLISH, or SPUBLISH on a
@@ -30,7 +36,7 @@
 -- and the rest are made by lib() only when a slow path asks for them.
 
 -- For the scripts' own text (the functions below do not capture them).
-local K, F, L, R, W, M, I = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local K, F, L, R, W, M, I, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local PUBLISH = ARGV[2]
 
 -- read returns K's token, owner and flag ('', ' contended' or
@@ -69,18 +75,87 @@ local function floorAhead(floor, t)
     ', the server\'s clock in µs (' .. string.format('%d', t) .. ') plus 366 days: no grant can have had that token'}
 end
 
--- markerAhead handles an intact marker I whose time since (ms) is ahead
--- of the server's clock now (ms): the clock went back, or the value was
--- forged, and the marker would refuse the tag's fresh keys until the
--- clock reached it. It resets I to now, so that they wait out the guard
--- once from now, as after a flush, and returns the corrupt reply that
--- says so; nil when I is not ahead.
-local function markerAhead(since, now)
+-- markerAhead handles a marker key (I or S) whose time since (ms) is
+-- ahead of the server's clock now (ms): the clock went back, or the value
+-- was forged, and the marker would refuse fresh keys until the clock
+-- reached it. It resets the marker to now, so that they wait out the
+-- guard once from now, as after a flush, and returns the corrupt reply
+-- that says so; nil when the marker is not ahead.
+local function markerAhead(key, since, now)
   if since <= now then return end
-  redis.call('SET', KEYS[7], string.format('%d', now))
-  return {'corrupt', 'marker ' .. KEYS[7] .. ' held ' .. string.format('%d', since) .. ', ' ..
+  redis.call('SET', key, string.format('%d', now))
+  return {'corrupt', 'marker ' .. key .. ' held ' .. string.format('%d', since) .. ', ' ..
     string.format('%d', since - now) .. ' ms ahead of the server\'s clock (it went back, or the value was forged); ' ..
-    'it now holds the server\'s time, and fresh keys of its tag wait out the restart guard once'}
+    'it now holds the server\'s time, and the fresh keys it covers wait out the restart guard once'}
+end
+
+-- readMarker returns the time in ms that the marker key holds, or false
+-- when it is missing, and the ID of the server's run that wrote it, or
+-- '' (a marker of an older baton, or one reset by markerAhead); or nil
+-- and the corrupt reply for a value that is not "<ms>" or "<ms> <run
+-- id>", or is ahead of the server's clock now (markerAhead).
+local function readMarker(key, now)
+  local v = redis.pcall('GET', key)
+  if not v then return false, '' end
+  local since, run
+  if type(v) == 'string' then since, run = string.match(v, '^(%d+) ?(%x*)$') end
+  if not since then
+    return nil, {'corrupt', 'marker ' .. key .. ' is not a time in ms'}
+  end
+  since = tonumber(since)
+  local bad = markerAhead(key, since, now)
+  if bad then return nil, bad end
+  return since, run
+end
+
+-- intactSince returns since when (ms) the data of K's tag is known
+-- whole, and the run ID of the marker that says so, writing the markers
+-- it finds missing; or nil and the corrupt reply. A tag marker I there
+-- says it. A missing I with the tenant's marker S there means a tag new
+-- to the server, not lost: a FLUSHALL, a FLUSHDB or a restart without
+-- data would have taken S too; I takes S's value. With neither (a new server,
+-- or one that lost its data), since is the server's start when that is
+-- nearer than need ms (up is the uptime in s), else now, and both are
+-- written with run, the server's run ID. An I there with no S (markers
+-- of an older baton) writes S from I. A K without a tag (I is K) has no
+-- marker of its own: S answers for it, and is not written.
+local function intactSince(now, up, need, run)
+  local K, I, S = KEYS[1], KEYS[7], KEYS[8]
+  -- wait is how long a marker of since and by asks grants to wait.
+  local function wait(since, by)
+    local w = since + need - now
+    if by == '' or by ~= run then w = math.max(w, need + 1000 - up * 1000) end
+    return w
+  end
+  local since, irun, server, srun = false, '', false, ''
+  if S ~= I then
+    server, srun = readMarker(S, now)
+    if server == nil then return nil, srun end
+  end
+  if I == K then return server, srun end
+  since, irun = readMarker(I, now)
+  if since == nil then return nil, irun end
+  if since then
+    if S ~= I and not server then redis.call('SET', S, redis.call('GET', I)) end
+    -- Both there: each says the data is whole since its time, so the
+    -- one that asks for the shorter wait (the tenant's, when an operator
+    -- declared it, or when the tag's was written before the tenant's)
+    -- holds for the tag too.
+    if server and wait(server, srun) < wait(since, irun) then return server, srun end
+    return since, irun
+  end
+  if server then
+    redis.call('SET', I, redis.call('GET', S))
+    return server, srun
+  end
+  -- Redis counts the uptime in whole seconds of a clock it reads once a
+  -- tick: the server may have started up to a second after it says.
+  since = now
+  if up * 1000 < need then since = math.min(now, now - up * 1000 + 1000) end
+  local v = string.format('%d', since) .. ' ' .. run
+  if S ~= I then redis.call('SET', S, v) end
+  redis.call('SET', I, v)
+  return since, run
 end
 
 -- grant gives the free K to owner for ttl ms with flag, under the token
@@ -92,13 +167,16 @@ end
 --
 -- A missing counter means K was never granted, was idle past the
 -- counter's life, or the server lost its data: unless the guard is off,
--- grant refuses while the server's uptime is below max(ttl, guard) plus a
--- second (Redis counts whole seconds), and while less than that has passed
--- since the tag's marker I says its data was last found lost. A missing I
--- means the data went without a restart (FLUSHALL, a DEL of baton's keys)
--- or the tag was never used: grant writes I (the server's start, if that
--- is nearer than the guard, else now) and refuses. An I ahead of the
--- clock is reset to now (markerAhead). Such a lease is flagged
+-- grant refuses while less than max(ttl, guard) has passed since the
+-- tag's data is known whole (intactSince: the tag's marker I, or for a
+-- tag new to the server the tenant's marker S; with neither, the data
+-- went without a restart, FLUSHALL or a DEL of baton's keys, or the
+-- server is new: the markers are written and grant refuses), and, unless
+-- that marker was written in this run of the server (its run ID), while
+-- the server's uptime is below that plus a second (Redis counts whole
+-- seconds). An operator's marker (Store.DeclareIntact) says "whole since
+-- ever". A marker ahead of the clock is reset to now (markerAhead).
+-- Such a lease is flagged
 -- contended, since a data loss erased watch markers too. A user whose
 -- ACL refuses INFO gets that error, not an unguarded grant; a server
 -- that reports no uptime (miniredis) is not guarded. The counter lives
@@ -130,20 +208,13 @@ local function grant(owner, ttl, floor, flag, c, t)
       if up then
         local need = math.max(tonumber(ttl), guard)
         local left = need + 1000 - up * 1000
-        if KEYS[7] ~= K then
-          local now = math.floor(t / 1000)
-          local since = redis.pcall('GET', KEYS[7])
-          if type(since) == 'table' or (since and not string.match(since, '^%d+$')) then
-            return nil, {'corrupt', 'marker ' .. KEYS[7] .. ' is not a time in ms'}
-          end
-          since = tonumber(since)
-          bad = since and markerAhead(since, now)
-          if bad then return nil, bad end
-          if not since then
-            since = now
-            if up * 1000 < need then since = now - up * 1000 end
-            redis.call('SET', KEYS[7], string.format('%d', since))
-          end
+        local now, run = math.floor(t / 1000), string.match(info, 'run_id:(%x+)') or ''
+        local since, by = intactSince(now, up, need, run)
+        if since == nil then return nil, by end
+        if since then
+          -- A marker this run wrote holds a since not before its start
+          -- (or an operator's declaration): the uptime adds nothing.
+          if by == run and run ~= '' then left = 0 end
           left = math.max(left, since + need - now)
         end
         if left > 0 then return nil, {'recovering', string.format('%d', left)} end
