@@ -210,58 +210,26 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 			o(&s)
 		}
 	}
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...))
-	}
-	switch r {
-	case Master, Slave:
-		if el == nil {
-			bad("a %s gate needs an elector (role.NewElector)", r)
-		}
-	case Any:
-	default:
-		bad("unknown role %d", int(r))
-	}
+	errs := checkRole(r, el)
 	if s.opTimeout <= 0 {
-		bad("operation timeout %v must be positive", s.opTimeout)
+		errs = append(errs, invalid("operation timeout %v must be positive", s.opTimeout))
 	}
 	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout, fires: fires{sched: s.sched}}
 	if g.logger == nil {
 		g.logger = slog.Default()
 	}
-	id := s.id
-	if id.IsZero() && el != nil {
-		id = el.ID()
-	}
-	if id.IsZero() {
-		if d := role.Default(); d != nil {
-			id = d.ID()
-		}
-	}
+	id := gateInstance(s.id, el)
 	if !id.IsZero() {
 		if err := id.Validate(); err != nil {
-			bad("instance: %v", err)
+			errs = append(errs, invalid("instance: %v", err))
 		}
 		g.idText = id.String()
 	}
 	if s.locks > 1 {
-		bad("%d job locks given; a gate has at most one", s.locks)
+		errs = append(errs, invalid("%d job locks given; a gate has at most one", s.locks))
 	}
 	if l := s.lock; l != nil {
-		if s.defaults.LockAtMostFor < 0 || s.defaults.LockAtLeastFor < 0 {
-			bad("WithDefaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", s.defaults.LockAtMostFor, s.defaults.LockAtLeastFor)
-		}
-		if l.atMostFor == 0 {
-			l.atMostFor = s.defaults.LockAtMostFor
-			if l.atMostFor == 0 {
-				bad("job lock %q: lockAtMostFor is 0 and there is no default: give the job its own, or pass WithDefaults "+
-					"(config key job-lock.default-lock-at-most-for)", l.name)
-			}
-		}
-		if l.atLeastFor == 0 {
-			l.atLeastFor = s.defaults.LockAtLeastFor
-		}
+		errs = append(errs, l.withDefaults(s.defaults)...)
 		errs = append(errs, l.validate(id)...)
 		g.lock = l
 	}
@@ -275,6 +243,60 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 		g.logger = g.logger.With("backend", backend.StoreName(g.lock.store))
 	}
 	return g, nil
+}
+
+// invalid is a problem with NewGate's arguments.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// checkRole reports what is wrong with role condition r on elector el.
+func checkRole(r Role, el *role.Elector) []error {
+	switch r {
+	case Master, Slave:
+		if el == nil {
+			return []error{invalid("a %s gate needs an elector (role.NewElector)", r)}
+		}
+	case Any:
+	default:
+		return []error{invalid("unknown role %d", int(r))}
+	}
+	return nil
+}
+
+// gateInstance is the instance a gate speaks for: the one WithInstance
+// named, else the elector's, else the default elector's (role.SetDefault),
+// else none.
+func gateInstance(id instanceid.ID, el *role.Elector) instanceid.ID {
+	if id.IsZero() && el != nil {
+		id = el.ID()
+	}
+	if id.IsZero() {
+		if d := role.Default(); d != nil {
+			id = d.ID()
+		}
+	}
+	return id
+}
+
+// withDefaults gives l the fleet's defaults (WithDefaults) for the
+// durations it left at zero, and reports what is wrong with them.
+func (l *jobLock) withDefaults(d Defaults) []error {
+	var errs []error
+	if d.LockAtMostFor < 0 || d.LockAtLeastFor < 0 {
+		errs = append(errs, invalid("WithDefaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", d.LockAtMostFor, d.LockAtLeastFor))
+	}
+	if l.atMostFor == 0 {
+		l.atMostFor = d.LockAtMostFor
+		if l.atMostFor == 0 {
+			errs = append(errs, invalid("job lock %q: lockAtMostFor is 0 and there is no default: give the job its own, or pass WithDefaults "+
+				"(config key job-lock.default-lock-at-most-for)", l.name))
+		}
+	}
+	if l.atLeastFor == 0 {
+		l.atLeastFor = d.LockAtLeastFor
+	}
+	return errs
 }
 
 func (l *jobLock) validate(id instanceid.ID) []error {
