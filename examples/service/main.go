@@ -1,11 +1,11 @@
-// Command quickstart is baton's quick start: one instance of service
-// "billing" loads its configuration, joins the election, runs a
-// master-only, a slave-only and a locked job with gocron and one critical
-// section under a cross-instance lock, and stops cleanly on SIGTERM or
-// Ctrl-C, giving up the role at once.
+// Command service is the README's quick start grown into a service: one
+// instance of service "billing" loads its configuration, joins the
+// election, runs a master-only, a slave-only and a locked job with gocron
+// and one critical section under a cross-instance lock, and stops cleanly
+// on SIGTERM or Ctrl-C, giving up the role at once.
 //
-//	go run ./examples/quickstart                        # embedded in-process Redis, no setup
-//	go run ./examples/quickstart -redis 127.0.0.1:6379  # a real Redis
+//	go run ./examples/service                        # embedded in-process Redis, no setup
+//	go run ./examples/service -redis 127.0.0.1:6379  # a real Redis
 //
 // Run it twice against one Redis to see a master and a slave. Every key
 // can also come from a file (-config baton.yaml; a Spring Boot

@@ -21,12 +21,12 @@ import (
 )
 
 // runMainEnv makes the test binary run main instead of the tests, so that
-// a test can run the quick start as a process and signal it.
-const runMainEnv = "QUICKSTART_TEST_RUN_MAIN" // not BATON_: Env reports unknown BATON_ variables
+// a test can run the service as a process and signal it.
+const runMainEnv = "SERVICE_TEST_RUN_MAIN" // not BATON_: Env reports unknown BATON_ variables
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
-		os.Args = append([]string{"quickstart"}, strings.Fields(os.Getenv(runMainEnv+"_ARGS"))...)
+		os.Args = append([]string{"service"}, strings.Fields(os.Getenv(runMainEnv+"_ARGS"))...)
 		main()
 		os.Exit(0)
 	}
@@ -105,12 +105,12 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// The quick start runs on the embedded Redis with no setup: the critical
+// The service runs on the embedded Redis with no setup: the critical
 // section runs, the single instance becomes master, so the master-only
 // job runs and the slave-only job is skipped, and the locked job runs
 // and is skipped on the fires its lockAtLeastFor covers. It returns
 // cleanly when its context ends, after giving up the role.
-func TestQuickstartRuns(t *testing.T) {
+func TestServiceRuns(t *testing.T) {
 	setEnv(t)
 	t.Cleanup(func() { role.SetDefault(nil); synclock.SetDefault(nil) })
 	out := newLines(t)
@@ -138,17 +138,17 @@ func TestQuickstartRuns(t *testing.T) {
 	}
 }
 
-// The quick start runs on a real Redis with -redis; a configuration file
+// The service runs on a real Redis with -redis; a configuration file
 // and BATON_ variables reach it. The short role TTL and lock hold keep the restart guard of
 // the fresh test server short.
-func TestQuickstartOnRealRedis(t *testing.T) {
+func TestServiceOnRealRedis(t *testing.T) {
 	r := testenv.NewRedis(t)
 	file := t.TempDir() + "/baton.yaml"
 	yml := "instance:\n  tenant: acme\nsynchronized-lock:\n  hold-duration-in-seconds: 2\n  claim-window-in-milliseconds: 1000\n"
 	if err := os.WriteFile(file, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	setEnv(t, "BATON_INSTANCE_PORT", "9090", "BATON_REDIS_KEY_PREFIX", "quickstart",
+	setEnv(t, "BATON_INSTANCE_PORT", "9090", "BATON_REDIS_KEY_PREFIX", "service",
 		"BATON_SCHEDULER_LOCK_HEARTBEAT_EXPIRATION_DURATION_IN_SECONDS", "2",
 		"BATON_SCHEDULER_LOCK_TOUCH_HEARTBEAT_INTERVAL_IN_MILLISECONDS", "500")
 	t.Cleanup(func() { role.SetDefault(nil); synclock.SetDefault(nil) })
@@ -162,8 +162,8 @@ func TestQuickstartOnRealRedis(t *testing.T) {
 		"section close-invoices ran under the lock",
 		"127.0.0.1:acme:billing:9090 is master",
 		"job send-report ran on the master",
-		"inspect it from the repository: go run ./cmd/batonctl --redis "+r.Addr()+" --prefix quickstart --tenant acme --app billing status")
-	n, err := r.Client(t).Exists(ctx, "quickstart:{acme:billing}:role").Result()
+		"inspect it from the repository: go run ./cmd/batonctl --redis "+r.Addr()+" --prefix service --tenant acme --app billing status")
+	n, err := r.Client(t).Exists(ctx, "service:{acme:billing}:role").Result()
 	if err != nil || n != 1 {
 		t.Errorf("role key under the configured prefix: exists %d, %v", n, err)
 	}
@@ -182,9 +182,9 @@ func TestQuickstartOnRealRedis(t *testing.T) {
 	}
 }
 
-// The quick start as a process: it stops on SIGTERM, gives up the role
+// The service as a process: it stops on SIGTERM, gives up the role
 // and exits 0.
-func TestQuickstartStopsOnSIGTERM(t *testing.T) {
+func TestServiceStopsOnSIGTERM(t *testing.T) {
 	setEnv(t)
 	t.Setenv(runMainEnv, "1")
 	cmd := exec.Command(os.Args[0])
@@ -201,7 +201,7 @@ func TestQuickstartStopsOnSIGTERM(t *testing.T) {
 		if t.Failed() {
 			cmd.Process.Kill()
 			cmd.Wait() // stderr is complete once Wait returns
-			t.Logf("stderr of the quick start:\n%s", stderr.String())
+			t.Logf("stderr of the service:\n%s", stderr.String())
 		}
 	})
 	out := make(chan string, 1024)
@@ -220,45 +220,6 @@ func TestQuickstartStopsOnSIGTERM(t *testing.T) {
 	for range out { // drain until the process closes its output
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("quickstart after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+		t.Fatalf("service after SIGTERM: %v; stderr:\n%s", err, stderr.String())
 	}
-}
-
-// The README's quick start is this program, verbatim.
-func TestReadmeQuickStartIsMain(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	main, err := os.ReadFile("main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "\n## Quick start\n")
-	if !ok {
-		t.Fatal("README.md has no \"## Quick start\" section")
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	_, code, ok := strings.Cut(section, "```go\n")
-	if !ok {
-		t.Fatal("the README's quick start has no ```go block")
-	}
-	code, _, ok = strings.Cut(code, "```\n")
-	if !ok {
-		t.Fatal("the README's quick start ```go block is not closed")
-	}
-	if code != string(main) {
-		t.Fatalf("the README's quick start differs from examples/quickstart/main.go (first difference at line %d); copy the file into the README",
-			firstDiff(code, string(main)))
-	}
-}
-
-func firstDiff(a, b string) int {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := range min(len(al), len(bl)) {
-		if al[i] != bl[i] {
-			return i + 1
-		}
-	}
-	return min(len(al), len(bl)) + 1
 }
