@@ -3,7 +3,6 @@ package redisbackend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,31 +13,6 @@ import (
 
 	"github.com/baton-go/baton/backend"
 )
-
-// Watch implements backend.Store. It returns once the server has
-// confirmed the subscription and the key is marked, or when ctx ends,
-// whichever comes first: a stalled server delays only this call.
-func (s *Store) Watch(ctx context.Context, key string) (backend.Watch, error) {
-	if err := s.begin(ctx, "watch", key); err != nil {
-		return nil, err
-	}
-	name := s.LeaseKey(key)
-	sub, err := s.subscriber(name)
-	if err != nil {
-		return nil, fmt.Errorf("redisbackend: watch %q: %w", key, err)
-	}
-	w, err := sub.watch(ctx, name)
-	if err != nil {
-		return nil, s.transport("watch", key, ctx, err)
-	}
-	// Subscribed: now mark the key, so that releases are published from
-	// here on (see marker).
-	if err := s.bounded(ctx, func(ctx context.Context) error { return s.marker.mark(ctx, name) }); err != nil {
-		_ = w.Close()
-		return nil, s.transport("watch", key, ctx, err)
-	}
-	return w, nil
-}
 
 // subscriber returns the subscriber of the shard of the lease key name,
 // making it if needed. It does no I/O: the subscriber dials on its own
@@ -59,65 +33,6 @@ func (s *Store) subscriber(name string) (*subscriber, error) {
 		s.subs[shard] = sub
 	}
 	return sub, nil
-}
-
-// bounded runs op, a command on the user's client, and returns when it
-// does or when ctx ends, whichever comes first. A client without
-// ContextTimeoutEnabled ignores ctx while it reads a reply, so on a stalled
-// server op runs on a goroutine of its own, which Close waits for; its
-// result is then dropped. op must not block beyond the client's timeouts.
-func (s *Store) bounded(ctx context.Context, op func(context.Context) error) error {
-	if ctx.Done() == nil {
-		return op(ctx)
-	}
-	done := make(chan error, 1)
-	if err := s.spawn(func() { done <- op(ctx) }); err != nil {
-		return err
-	}
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return backend.ContextError(ctx)
-	}
-}
-
-// spawn runs f on a goroutine of its own that Close waits for, or fails
-// with backend.ErrClosed once the store is closed.
-func (s *Store) spawn(f func()) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done {
-		return backend.ErrClosed
-	}
-	s.awaits.Add(1)
-	go func() {
-		defer s.awaits.Done()
-		f()
-	}()
-	return nil
-}
-
-// marker keeps the watch marker of watched keys alive. A release of a
-// lease that nobody waits for publishes nothing (scripts.go); a Watch
-// tells the scripts that someone listens by setting the marker
-// "<lease key>:watch-mark" and flagging the current lease contended, and its
-// subscriber refreshes the marker every ttl/3 while the watch is open.
-// Once the last watch closes, the marker expires within ttl; until then
-// releases are published for nobody, which costs a little and nothing
-// else.
-type marker struct {
-	rdb      redis.UniversalClient
-	scripts  *scriptSet
-	settings []any // the store's (scriptSettings)
-	ttl      time.Duration
-}
-
-// defaultMarkerTTL is how long a watch marker outlives its last refresh.
-const defaultMarkerTTL = 30 * time.Second
-
-func (m *marker) mark(ctx context.Context, name string) error {
-	return m.scripts.mark.run(ctx, m.rdb, leaseKeys(name, name, name), scriptArgs(m.settings, m.ttl.Milliseconds())...).Err()
 }
 
 // channelLinger is how long a channel stays subscribed after its last
@@ -186,20 +101,6 @@ type channel struct {
 	taken uint64   // the newest token a caller of the store was given for the key
 }
 
-// handover is a handover announced on a channel: the lease of owner, with
-// token and ttl, published at about at (when it arrived).
-type handover struct {
-	owner string
-	token uint64
-	ttl   time.Duration
-	at    time.Time
-}
-
-// valid reports whether h names owner and its lease may still be live.
-func (h handover) valid(owner string, now time.Time) bool {
-	return h.owner == owner && now.Sub(h.at) < h.ttl
-}
-
 func (c *channel) used() bool { return len(c.watches) > 0 || len(c.waiters) > 0 }
 
 // newSubscriber returns an idle subscriber. Its goroutines start, and its
@@ -265,99 +166,6 @@ func (s *subscriber) leftLocked(c *channel) {
 	if !c.used() {
 		c.idle = time.Now()
 		s.poke()
-	}
-}
-
-func (s *subscriber) watch(ctx context.Context, name string) (*watch, error) {
-	w := &watch{sub: s, name: name, ch: make(chan backend.Event, 1)}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, backend.ErrClosed
-	}
-	c := s.useLocked(name)
-	c.watches[w] = struct{}{}
-	ready := c.ready
-	s.mu.Unlock()
-	s.poke()
-
-	select {
-	case <-ready:
-		return w, nil
-	case <-ctx.Done():
-		w.Close()
-		return nil, backend.ContextError(ctx)
-	case <-s.ctx.Done():
-		w.Close()
-		return nil, backend.ErrClosed
-	}
-}
-
-// waiter is a caller of AwaitHandover waiting on a channel.
-type waiter struct {
-	name  string
-	owner string
-	found chan handover // capacity 1: the handover to owner
-	look  chan struct{} // capacity 1: the subscription was (re)confirmed
-	c     *channel      // its channel, while it waits
-	sub   *subscriber
-}
-
-// await adds a waiter for a handover of name to owner. If the channel
-// already saw one that may still be live, it returns that instead (ok).
-// The waiter is told to look in its mailbox each time the subscription
-// is confirmed, the first time included, since a handover published
-// before that was not seen.
-func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, handover{}, false, backend.ErrClosed
-	}
-	c := s.useLocked(name)
-	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
-		h, c.last = c.last, handover{}
-		if !c.used() {
-			c.idle = time.Now()
-		}
-		return nil, h, true, nil
-	}
-	w = &waiter{name: name, owner: owner, found: make(chan handover, 1), look: make(chan struct{}, 1), c: c, sub: s}
-	c.waiters[w] = struct{}{}
-	if c.confirmed {
-		w.look <- struct{}{}
-	}
-	s.poke()
-	return w, handover{}, false, nil
-}
-
-// leave removes w, whose wait returned the lease with token took (0:
-// none). A newer handover delivered to it but not taken goes back to the
-// channel's memory, for the owner's next wait.
-func (w *waiter) leave(took uint64) {
-	s := w.sub
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := w.c
-	delete(c.waiters, w)
-	c.taken = max(c.taken, took)
-	select {
-	case h := <-w.found:
-		if h.token > c.taken {
-			c.last = h
-		}
-	default:
-	}
-	s.leftLocked(c)
-}
-
-// taken notes that a caller was given the lease of name with token (see
-// Store.taken).
-func (s *subscriber) taken(name string, token uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.channels[name]; c != nil {
-		c.taken = max(c.taken, token)
 	}
 }
 
@@ -672,81 +480,6 @@ func (s *subscriber) unsubscribed(ps *redis.PubSub, name string) {
 	s.poke()
 }
 
-// remarkRetry is how long keepMarks waits before it marks again a key
-// whose marking after a re-subscription failed.
-const remarkRetry = 250 * time.Millisecond
-
-// keepMarks refreshes the watch markers of the watched keys every third
-// of their ttl. When a refresh fails, or comes too late, a marker may have
-// lapsed and a release gone unpublished, so the key's watchers are told to
-// look again.
-//
-// It also marks a watched key again as soon as its subscription is
-// confirmed after a loss (remark, set by confirm): a server restarted
-// without its data lost the markers, and a release of a plain lease would
-// otherwise go unpublished until the next refresh. The key's watchers are
-// then told to look again, since such a release may have happened before
-// the mark; a mark that fails is tried again after remarkRetry.
-func (s *subscriber) keepMarks() {
-	defer s.wg.Done()
-	every := s.marker.ttl / 3
-	t := time.NewTicker(every)
-	defer t.Stop()
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
-	last := time.Now() // the oldest refresh any marker may date from
-	for {
-		refresh := false
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-			refresh = true
-		case <-s.marks:
-		case <-retry.C:
-		}
-		s.mu.Lock()
-		names := make([]string, 0, len(s.channels))
-		for name, c := range s.channels {
-			_, again := s.remark[name]
-			if len(c.watches) > 0 && (refresh || again) {
-				names = append(names, name)
-			}
-		}
-		pending := s.remark
-		s.remark = make(map[string]struct{})
-		s.mu.Unlock()
-		start := time.Now()
-		late := refresh && start.Sub(last) >= s.marker.ttl
-		failed := false
-		for _, name := range names {
-			ctx, cancel := context.WithTimeout(s.ctx, every)
-			err := s.marker.mark(ctx, name)
-			cancel()
-			if s.ctx.Err() != nil {
-				return
-			}
-			_, again := pending[name]
-			if err != nil && again {
-				failed = true
-				s.mu.Lock()
-				s.remark[name] = struct{}{}
-				s.mu.Unlock()
-			}
-			if err != nil || late || again {
-				s.signal(name, backend.Event{Kind: backend.EventMaybeFree})
-			}
-		}
-		if failed {
-			retry.Reset(remarkRetry)
-		}
-		if refresh {
-			last = start
-		}
-	}
-}
-
 // parseEvent reads a message published by the scripts: "released <token>
 // <next>" (next may be empty; token is "-" when a waiter left the line),
 // "renewed <token> <ttl-ms>", or, for a handover, "renewed <token> <ttl-ms>
@@ -819,30 +552,6 @@ func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
 	c.last = h
 }
 
-func (s *subscriber) signal(name string, ev backend.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.channels[name]; c != nil {
-		for w := range c.watches {
-			backend.Notify(w.ch, ev)
-		}
-	}
-}
-
-func (s *subscriber) signalAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.signalAllLocked()
-}
-
-func (s *subscriber) signalAllLocked() {
-	for _, c := range s.channels {
-		for w := range c.watches {
-			backend.Notify(w.ch, backend.Event{Kind: backend.EventMaybeFree})
-		}
-	}
-}
-
 // close stops the goroutines and closes the connection. It waits for the
 // writer to finish what it is sending, then closes the connection so that
 // the receiver's read ends.
@@ -869,26 +578,4 @@ func (s *subscriber) close() error {
 		_ = last.Close()
 	}
 	return err
-}
-
-type watch struct {
-	sub  *subscriber
-	name string
-	ch   chan backend.Event
-	once sync.Once
-}
-
-func (w *watch) C() <-chan backend.Event { return w.ch }
-
-func (w *watch) Close() error {
-	w.once.Do(func() {
-		s := w.sub
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if c := s.channels[w.name]; c != nil {
-			delete(c.watches, w)
-			s.leftLocked(c)
-		}
-	})
-	return nil
 }
