@@ -76,87 +76,124 @@ func parsePositiveMillis(s string) (time.Duration, bool) {
 // reply that is a string alone is the token of the lease that was asked
 // for (asked: key, owner and ttl), granted, renewed or released.
 func parseReply(op, key string, res any, asked backend.Lease) (reply, error) {
-	bad := func(format string, args ...any) (reply, error) {
-		return reply{}, fmt.Errorf("redisbackend: %s %q: %w: %s", op, key, backend.ErrCorrupt, backend.Printable(fmt.Sprintf(format, args...)))
+	r, err := readReply(key, res, asked)
+	if err != nil {
+		return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
 	}
+	return r, nil
+}
+
+// readReply is parseReply, its errors without the call: it reads the
+// reply by its status word, each kind of reply in a step of its own.
+func readReply(key string, res any, asked backend.Lease) (reply, error) {
 	if tok, ok := res.(string); ok {
-		token, ok := parseToken(tok)
-		if !ok {
-			return bad("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
-		}
-		asked.Token = token
-		return reply{status: statusOK, lease: asked}, nil
+		return grantedReply(tok, asked)
 	}
 	arr, _ := res.([]any)
 	if len(arr) == 0 {
-		return bad("unexpected script reply %v", res)
+		return reply{}, malformed("unexpected script reply %v", res)
 	}
 	word, _ := arr[0].(string)
-	r := reply{status: status(word)}
-	switch r.status {
+	switch st := status(word); st {
 	case statusFree:
-		return r, nil
+		return reply{status: st}, nil
 	case statusCorrupt, statusFloorAhead:
-		if len(arr) > 1 {
-			r.detail, _ = arr[1].(string)
-		}
-		return r, nil
+		return detailReply(st, arr), nil
 	case statusRecovering:
-		if len(arr) < 2 {
-			return bad("short script reply %v", arr)
-		}
-		left, _ := arr[1].(string)
-		d, ok := parsePositiveMillis(left)
-		if !ok {
-			return bad("recovering reply with time left %v", arr[1])
-		}
-		r.lease = backend.Lease{Key: key, TTL: d}
-		return r, nil
+		return recoveringReply(key, arr)
 	case statusQueued:
-		if len(arr) < 2 {
-			return bad("short script reply %v", arr)
-		}
-		r.next, _ = arr[1].(string)
-		if r.next == "" {
-			return bad("queued reply names no waiter")
-		}
-		if err := backend.CheckStoredName("waiter", "the line of "+key, r.next); err != nil {
-			return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
-		}
-		r.lease = backend.Lease{Key: key}
-		return r, nil
+		return queuedReply(key, arr)
 	case statusOK, statusHeld:
-	default:
-		return bad("unknown script reply %v", arr)
+		return leaseReply(st, key, arr)
 	}
+	return reply{}, malformed("unknown script reply %v", arr)
+}
+
+// malformed is the error of a reply that no script of baton writes.
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", backend.ErrCorrupt, backend.Printable(fmt.Sprintf(format, args...)))
+}
+
+// grantedReply reads a reply that is a token alone: asked was granted,
+// renewed or released with it.
+func grantedReply(tok string, asked backend.Lease) (reply, error) {
+	token, ok := parseToken(tok)
+	if !ok {
+		return reply{}, malformed("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
+	}
+	asked.Token = token
+	return reply{status: statusOK, lease: asked}, nil
+}
+
+// detailReply reads {status, description}: the script says what is wrong.
+func detailReply(st status, arr []any) reply {
+	r := reply{status: st}
+	if len(arr) > 1 {
+		r.detail, _ = arr[1].(string)
+	}
+	return r
+}
+
+// recoveringReply reads {'recovering', ms left}: the restart guard
+// refused the grant for that long.
+func recoveringReply(key string, arr []any) (reply, error) {
+	if len(arr) < 2 {
+		return reply{}, malformed("short script reply %v", arr)
+	}
+	left, _ := arr[1].(string)
+	d, ok := parsePositiveMillis(left)
+	if !ok {
+		return reply{}, malformed("recovering reply with time left %v", arr[1])
+	}
+	return reply{status: statusRecovering, lease: backend.Lease{Key: key, TTL: d}}, nil
+}
+
+// queuedReply reads {'queued', next}: the key is free but kept for next.
+func queuedReply(key string, arr []any) (reply, error) {
+	if len(arr) < 2 {
+		return reply{}, malformed("short script reply %v", arr)
+	}
+	next, _ := arr[1].(string)
+	if next == "" {
+		return reply{}, malformed("queued reply names no waiter")
+	}
+	if err := backend.CheckStoredName("waiter", "the line of "+key, next); err != nil {
+		return reply{}, err
+	}
+	return reply{status: statusQueued, next: next, lease: backend.Lease{Key: key}}, nil
+}
+
+// leaseReply reads {'ok' or 'held', owner, token, pttl[, next]}: the lease
+// on the key, the caller's or another's, and the waiter first in line.
+func leaseReply(st status, key string, arr []any) (reply, error) {
 	if len(arr) < 4 {
-		return bad("short script reply %v", arr)
+		return reply{}, malformed("short script reply %v", arr)
 	}
 	owner, _ := arr[1].(string)
 	tok, _ := arr[2].(string)
 	ttl, ok := arr[3].(int64)
 	if !ok {
-		return bad("lease TTL %v is not an integer", arr[3])
+		return reply{}, malformed("lease TTL %v is not an integer", arr[3])
 	}
 	if owner == "" {
-		return bad("%s reply names no owner", r.status)
+		return reply{}, malformed("%s reply names no owner", st)
 	}
 	token, ok := parseToken(tok)
 	if !ok {
-		return bad("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
+		return reply{}, malformed("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 	}
 	if ttl < 0 {
-		return bad("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
+		return reply{}, malformed("lease key has no expiry (PTTL %d); baton never writes a lease without one", ttl)
 	}
 	if _, fits := millis(max(ttl, -ttl)); !fits {
-		return bad("lease TTL %d ms is out of range", ttl)
+		return reply{}, malformed("lease TTL %d ms is out of range", ttl)
 	}
-	r.lease = backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}
+	r := reply{status: st, lease: backend.Lease{Key: key, Owner: owner, Token: token, TTL: time.Duration(ttl) * time.Millisecond}}
 	if len(arr) > 4 {
 		r.next, _ = arr[4].(string)
 	}
 	if err := r.checkNames(key); err != nil {
-		return reply{}, fmt.Errorf("redisbackend: %s %q: %w", op, key, err)
+		return reply{}, err
 	}
 	return r, nil
 }
