@@ -34,14 +34,8 @@ import (
 // could not wait for the grantee's replicas): AwaitHandover then fails
 // with errors.ErrUnsupported.
 func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
-	if err := s.begin(ctx, "await handover", key); err != nil {
+	if err := s.checkAwait(ctx, key, owner, max); err != nil {
 		return backend.Lease{}, false, err
-	}
-	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateMaxWait(max)); err != nil {
-		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover: %w", err)
-	}
-	if s.replicas > 0 {
-		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w: a store that waits for replicas (WithReplicaAck) does not hand keys over; wait for releases instead", key, errors.ErrUnsupported)
 	}
 	timer := time.NewTimer(max)
 	defer timer.Stop()
@@ -59,45 +53,99 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	}
 	var took uint64 // the token of the lease returned, if one
 	defer func() { w.leave(took) }()
-	var looking chan lookResult // the look in flight, if any
-	again := false              // look again once it is back
+	l, ok, err := s.waitHandover(ctx, key, w, timer.C)
+	if ok {
+		took = l.Token
+	}
+	return l, ok, err
+}
+
+// checkAwait checks a call of AwaitHandover before it waits.
+func (s *Store) checkAwait(ctx context.Context, key, owner string, max time.Duration) error {
+	if err := s.begin(ctx, "await handover", key); err != nil {
+		return err
+	}
+	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateMaxWait(max)); err != nil {
+		return fmt.Errorf("redisbackend: await handover: %w", err)
+	}
+	if s.replicas > 0 {
+		return fmt.Errorf("redisbackend: await handover %q: %w: a store that waits for replicas (WithReplicaAck) does not hand keys over; wait for releases instead", key, errors.ErrUnsupported)
+	}
+	return nil
+}
+
+// waitHandover waits as w for key's handover: announced on the channel
+// (found), or found in the mailbox by a look, which w is told to take
+// each time the subscription is confirmed; until the timer fires, ctx
+// ends or the store closes.
+func (s *Store) waitHandover(ctx context.Context, key string, w *waiter, timer <-chan time.Time) (backend.Lease, bool, error) {
+	lk := &looker{s: s, ctx: ctx, key: key, owner: w.owner}
 	for {
 		select {
 		case h := <-w.found:
-			took = h.token
 			return h.lease(key, time.Now()), true, nil
 		case <-w.look:
-			if looking != nil {
-				again = true
-				continue
+			if err := lk.ask(); err != nil {
+				return backend.Lease{}, false, err
 			}
-			looking, err = s.look(ctx, key, owner)
-			if err != nil {
-				return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
+		case r := <-lk.inflight:
+			if l, ok, err := lk.back(r); ok || err != nil {
+				return l, ok, err
 			}
-		case r := <-looking:
-			looking = nil
-			if r.err != nil {
-				return backend.Lease{}, false, s.transport("await handover", key, ctx, r.err)
-			}
-			if r.ok {
-				took = r.lease.Token
-				return r.lease, true, nil
-			}
-			if again {
-				again = false
-				if looking, err = s.look(ctx, key, owner); err != nil {
-					return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
-				}
-			}
-		case <-timer.C:
+		case <-timer:
 			return backend.Lease{}, false, nil
 		case <-ctx.Done():
 			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ContextError(ctx))
-		case <-sub.ctx.Done():
+		case <-w.sub.ctx.Done():
 			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ErrClosed)
 		}
 	}
+}
+
+// looker runs the looks of one wait in key's mailbox, one at a time: a
+// look asked for while one is in flight follows when it is back.
+type looker struct {
+	s          *Store
+	ctx        context.Context
+	key, owner string
+	inflight   chan lookResult // the look in flight, if any
+	again      bool            // look again once it is back
+}
+
+// ask starts a look, or asks for one more once the look in flight is
+// back.
+func (lk *looker) ask() error {
+	if lk.inflight != nil {
+		lk.again = true
+		return nil
+	}
+	return lk.start()
+}
+
+func (lk *looker) start() error {
+	var err error
+	if lk.inflight, err = lk.s.look(lk.ctx, lk.key, lk.owner); err != nil {
+		return fmt.Errorf("redisbackend: await handover %q: %w", lk.key, err)
+	}
+	return nil
+}
+
+// back takes the result of the look in flight: the lease handed to the
+// owner (ok), the look's error, or neither, after starting the look
+// asked for meanwhile, if any.
+func (lk *looker) back(r lookResult) (backend.Lease, bool, error) {
+	lk.inflight = nil
+	if r.err != nil {
+		return backend.Lease{}, false, lk.s.transport("await handover", lk.key, lk.ctx, r.err)
+	}
+	if r.ok {
+		return r.lease, true, nil
+	}
+	if lk.again {
+		lk.again = false
+		return backend.Lease{}, false, lk.start()
+	}
+	return backend.Lease{}, false, nil
 }
 
 // taken notes that a caller of s now knows of the lease of key with

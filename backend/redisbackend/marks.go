@@ -65,37 +65,12 @@ func (s *subscriber) keepMarks() {
 		case <-s.marks:
 		case <-retry.C:
 		}
-		s.mu.Lock()
-		names := make([]string, 0, len(s.channels))
-		for name, c := range s.channels {
-			_, again := s.remark[name]
-			if len(c.watches) > 0 && (refresh || again) {
-				names = append(names, name)
-			}
-		}
-		pending := s.remark
-		s.remark = make(map[string]struct{})
-		s.mu.Unlock()
+		names, pending := s.toMark(refresh)
 		start := time.Now()
 		late := refresh && start.Sub(last) >= s.marker.ttl
-		failed := false
-		for _, name := range names {
-			ctx, cancel := context.WithTimeout(s.ctx, every)
-			err := s.marker.mark(ctx, name)
-			cancel()
-			if s.ctx.Err() != nil {
-				return
-			}
-			_, again := pending[name]
-			if err != nil && again {
-				failed = true
-				s.mu.Lock()
-				s.remark[name] = struct{}{}
-				s.mu.Unlock()
-			}
-			if err != nil || late || again {
-				s.signal(name, backend.Event{Kind: backend.EventMaybeFree})
-			}
+		failed, ok := s.markAll(names, pending, every, late)
+		if !ok {
+			return
 		}
 		if failed {
 			retry.Reset(remarkRetry)
@@ -104,4 +79,49 @@ func (s *subscriber) keepMarks() {
 			last = start
 		}
 	}
+}
+
+// toMark returns the watched keys to mark in this round: all of them on a
+// refresh, else those asked for again (remark), which it hands over as
+// pending.
+func (s *subscriber) toMark(refresh bool) (names []string, pending map[string]struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names = make([]string, 0, len(s.channels))
+	for name, c := range s.channels {
+		_, again := s.remark[name]
+		if len(c.watches) > 0 && (refresh || again) {
+			names = append(names, name)
+		}
+	}
+	pending = s.remark
+	s.remark = make(map[string]struct{})
+	return names, pending
+}
+
+// markAll marks names, each within every. A key's watchers are told to
+// look again when its mark failed, when the round is late (a marker may
+// have lapsed) or when the key was marked again after a loss (pending); a
+// pending key whose mark failed is asked for again (failed). It reports
+// false once the subscriber closes.
+func (s *subscriber) markAll(names []string, pending map[string]struct{}, every time.Duration, late bool) (failed, ok bool) {
+	for _, name := range names {
+		ctx, cancel := context.WithTimeout(s.ctx, every)
+		err := s.marker.mark(ctx, name)
+		cancel()
+		if s.ctx.Err() != nil {
+			return failed, false
+		}
+		_, again := pending[name]
+		if err != nil && again {
+			failed = true
+			s.mu.Lock()
+			s.remark[name] = struct{}{}
+			s.mu.Unlock()
+		}
+		if err != nil || late || again {
+			s.signal(name, backend.Event{Kind: backend.EventMaybeFree})
+		}
+	}
+	return failed, true
 }

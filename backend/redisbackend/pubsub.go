@@ -192,10 +192,48 @@ func (s *subscriber) write() {
 // writeOnce does what the maps ask for and returns when it should run
 // again without being woken (0: only when woken).
 func (s *subscriber) writeOnce() time.Duration {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	w, ok := s.work()
+	if !ok {
 		return 0
+	}
+	next := w.next
+	if len(w.sub) > 0 {
+		if err := s.subscribe(w.ps, w.sub); err != nil {
+			// go-redis re-dials on the next read but may not
+			// re-send these: send them again soon.
+			s.unrequest(w.ps, w.sub)
+			next = sooner(next, retryDelay)
+		}
+		s.arm(w.ps, w.armed)
+	}
+	if len(w.unsub) > 0 {
+		// Best effort: a subscription left behind is harmless; the
+		// receiver ignores messages for channels nobody uses.
+		_ = s.unsubscribe(w.ps, w.unsub)
+	}
+	if w.ping {
+		_ = w.ps.Ping(s.ctx)
+	}
+	return next
+}
+
+// writes is what one pass of the writer sends, on ps.
+type writes struct {
+	ps         *redis.PubSub
+	armed      chan struct{}
+	sub, unsub []string      // channels to subscribe and to unsubscribe
+	ping       bool          // the receiver asked for a ping
+	next       time.Duration // when a lingering channel is due (0: none)
+}
+
+// work takes what the maps ask the writer to send, first replacing the
+// connection if the receiver asked for it. It reports false once the
+// subscriber is closed.
+func (s *subscriber) work() (writes, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return writes{}, false
 	}
 	if s.redial {
 		s.redial, s.ping = false, false
@@ -203,11 +241,18 @@ func (s *subscriber) writeOnce() time.Duration {
 		s.reconnect()
 		s.mu.Lock()
 	}
-	ping := s.ping
+	w := writes{ping: s.ping}
 	s.ping = false
-	now := time.Now()
-	var sub, unsub []string
-	var next time.Duration
+	w.sub, w.unsub, w.next = s.planLocked(time.Now())
+	w.ps, w.armed = s.ps, s.armed
+	return w, true
+}
+
+// planLocked walks the channels: one in use and not yet asked for is to
+// be subscribed; one idle for channelLinger, unsubscribed and forgotten
+// (at once if it was never asked for). next is when the next idle one is
+// due. A channel whose SUBSCRIBE is unanswered waits for the answer.
+func (s *subscriber) planLocked(now time.Time) (sub, unsub []string, next time.Duration) {
 	for name, c := range s.channels {
 		switch {
 		case c.used() && !c.requested:
@@ -221,40 +266,31 @@ func (s *subscriber) writeOnce() time.Duration {
 			unsub = append(unsub, name)
 			delete(s.channels, name)
 		default:
-			if d := channelLinger - now.Sub(c.idle); next == 0 || d < next {
-				next = d
-			}
+			next = sooner(next, channelLinger-now.Sub(c.idle))
 		}
 	}
-	ps, armed := s.ps, s.armed
-	s.mu.Unlock()
+	return sub, unsub, next
+}
 
-	if len(sub) > 0 {
-		if err := s.subscribe(ps, sub); err != nil {
-			// go-redis re-dials on the next read but may not
-			// re-send these: send them again soon.
-			s.mu.Lock()
-			for _, name := range sub {
-				if c := s.channels[name]; c != nil && ps == s.ps && !c.confirmed {
-					c.requested = false
-				}
-			}
-			s.mu.Unlock()
-			if next == 0 || retryDelay < next {
-				next = retryDelay
-			}
+// unrequest notes that the SUBSCRIBE of names on ps failed: the channels
+// not confirmed meanwhile are sent again by a later pass, unless ps was
+// replaced since (reconnect subscribed them anew).
+func (s *subscriber) unrequest(ps *redis.PubSub, names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range names {
+		if c := s.channels[name]; c != nil && ps == s.ps && !c.confirmed {
+			c.requested = false
 		}
-		s.arm(ps, armed)
 	}
-	if len(unsub) > 0 {
-		// Best effort: a subscription left behind is harmless; the
-		// receiver ignores messages for channels nobody uses.
-		_ = s.unsubscribe(ps, unsub)
+}
+
+// sooner returns the shorter of two delays, where 0 is none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || b < a {
+		return b
 	}
-	if ping {
-		_ = ps.Ping(s.ctx)
-	}
-	return next
+	return a
 }
 
 // arm lets the receiver read ps, now that something was sent on it (on
@@ -352,15 +388,10 @@ func (s *subscriber) lostLocked(c *channel) {
 // receive is the receiver: the one goroutine that reads the connection.
 func (s *subscriber) receive() {
 	defer s.wg.Done()
-	silent := 0     // health intervals without any traffic
-	broken := false // the last receive failed
+	var h readHealth
 	for {
-		s.mu.Lock()
-		ps, armed := s.ps, s.armed
-		s.mu.Unlock()
-		select {
-		case <-armed:
-		case <-s.ctx.Done():
+		ps, ok := s.armedConn()
+		if !ok {
 			return
 		}
 		msg, err := ps.ReceiveTimeout(s.ctx, s.health)
@@ -368,59 +399,101 @@ func (s *subscriber) receive() {
 			return
 		}
 		if err != nil {
-			var nerr interface{ Timeout() bool }
-			if errors.As(err, &nerr) && nerr.Timeout() {
-				silent++
-				s.mu.Lock()
-				if silent >= 3 {
-					// Pinged twice without an answer: the
-					// connection is dead without having said so.
-					s.redial = true
-					silent = 0
-				} else {
-					s.ping = true
-				}
-				s.mu.Unlock()
-				s.poke()
-				continue
-			}
-			// The client reconnects and re-subscribes on the next
-			// receive; releases published meanwhile are lost, so every
-			// watcher is told to look again now and once more when the
-			// connection is back.
-			if !broken {
-				broken = true
-				s.mu.Lock()
-				if ps == s.ps {
-					for _, c := range s.channels {
-						s.lostLocked(c)
-					}
-				}
-				s.signalAllLocked()
-				s.mu.Unlock()
-			}
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-s.ctx.Done():
+			if !s.failed(ps, err, &h) {
 				return
 			}
 			continue
 		}
-		silent = 0
-		if broken {
-			broken = false
+		h.silent = 0
+		if h.broken {
+			h.broken = false
 			s.signalAll()
 		}
-		switch m := msg.(type) {
-		case *redis.Message:
-			s.deliver(ps, m.Channel, m.Payload)
-		case *redis.Subscription:
-			switch m.Kind {
-			case "subscribe", "ssubscribe":
-				s.confirm(ps, m.Channel)
-			case "unsubscribe", "sunsubscribe":
-				s.unsubscribed(ps, m.Channel)
-			}
+		s.dispatch(ps, msg)
+	}
+}
+
+// readHealth is what the receiver knows of the connection.
+type readHealth struct {
+	silent int  // health intervals without any traffic
+	broken bool // the last receive failed
+}
+
+// armedConn waits until something was sent on the current connection
+// and returns it. It reports false once the subscriber closes.
+func (s *subscriber) armedConn() (*redis.PubSub, bool) {
+	s.mu.Lock()
+	ps, armed := s.ps, s.armed
+	s.mu.Unlock()
+	select {
+	case <-armed:
+		return ps, true
+	case <-s.ctx.Done():
+		return nil, false
+	}
+}
+
+// failed handles a receive from ps that failed with err: a health
+// interval of silence asks the writer for a ping, three in a row for a
+// new connection; any other error counts as a broken connection. It
+// reports false once the subscriber closes.
+func (s *subscriber) failed(ps *redis.PubSub, err error, h *readHealth) bool {
+	var nerr interface{ Timeout() bool }
+	if errors.As(err, &nerr) && nerr.Timeout() {
+		h.silent++
+		s.mu.Lock()
+		if h.silent >= 3 {
+			// Pinged twice without an answer: the connection is
+			// dead without having said so.
+			s.redial = true
+			h.silent = 0
+		} else {
+			s.ping = true
+		}
+		s.mu.Unlock()
+		s.poke()
+		return true
+	}
+	// The client reconnects and re-subscribes on the next receive;
+	// releases published meanwhile are lost, so every watcher is told to
+	// look again now and once more when the connection is back.
+	if !h.broken {
+		h.broken = true
+		s.broke(ps)
+	}
+	select {
+	case <-time.After(50 * time.Millisecond):
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}
+
+// broke notes that ps failed: if it is still the connection, every
+// channel's subscription may be lost; every watcher is told to look.
+func (s *subscriber) broke(ps *redis.PubSub) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ps == s.ps {
+		for _, c := range s.channels {
+			s.lostLocked(c)
+		}
+	}
+	s.signalAllLocked()
+}
+
+// dispatch hands a message read from ps to its step: a published
+// message, or the server's answer to a SUBSCRIBE or an UNSUBSCRIBE.
+func (s *subscriber) dispatch(ps *redis.PubSub, msg any) {
+	switch m := msg.(type) {
+	case *redis.Message:
+		s.deliver(ps, m.Channel, m.Payload)
+	case *redis.Subscription:
+		switch m.Kind {
+		case "subscribe", "ssubscribe":
+			s.confirm(ps, m.Channel)
+		case "unsubscribe", "sunsubscribe":
+			s.unsubscribed(ps, m.Channel)
 		}
 	}
 }
