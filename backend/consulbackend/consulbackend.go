@@ -400,7 +400,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 	if err != nil {
 		return backend.Lease{}, nil, false, err
 	}
-	keeper, err := s.keeper(ctx, op, key, ttl)
+	keeper, err := s.counterKeeper(ctx, op, key, token, ttl)
 	if err != nil {
 		return backend.Lease{}, nil, false, err
 	}
@@ -448,11 +448,9 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 		}
 		ended := false
 		for _, e := range resp.Errors {
-			if strings.Contains(e.What, keeper) {
-				// The keeper session ended (Consul lost its data, or an
-				// operator destroyed it): make another.
-				s.forgetKeeper(keeper)
-			}
+			// The keeper session ended (Consul lost its data, or an
+			// operator destroyed it): make another.
+			s.keeperEnded(keeper, e.What)
 			if !own && strings.Contains(e.What, sess) {
 				ended = true
 			}
@@ -482,26 +480,16 @@ func backoff(ctx context.Context, attempt int) bool {
 	return sleepCtx(ctx, time.Duration(mrand.Int64N(int64(min(time.Millisecond<<attempt, 50*time.Millisecond)))))
 }
 
-// nextToken is max(counter, floor, the clock in µs) + 1. A floor at or
-// beyond the clock's backend.TokenLimit is refused (ErrFloorAhead), and a
-// counter beyond it is corrupt.
+// nextToken is the fencing rule (backend.FenceToken) on this client's
+// clock: max(counter, floor, the clock in µs) + 1, refused for a floor at
+// or beyond the clock's backend.TokenLimit (ErrFloorAhead), a counter
+// beyond it or at the largest token (ErrCorrupt).
 func (s *Store) nextToken(key string, counter, floor uint64) (uint64, error) {
-	us := s.now().UnixMicro()
-	if err := backend.ValidateFloorAt(key, floor, us); err != nil {
+	t, err := backend.FenceToken(key, s.FenceKey(key), counter, floor, s.now().UnixMicro())
+	if err != nil {
 		return 0, fmt.Errorf("consulbackend: acquire: %w", err)
 	}
-	if backend.TokenAhead(counter, us) {
-		return 0, fmt.Errorf("consulbackend: acquire %q: %w: the fencing counter at %s holds %d, more than %v ahead of the clock (%d µs): no grant made it (forged, or written by a process whose clock was ahead); delete it",
-			key, backend.ErrCorrupt, s.FenceKey(key), counter, backend.MaxTokenLead, us)
-	}
-	t := max(counter, floor)
-	if us > 0 && uint64(us) > t {
-		t = uint64(us)
-	}
-	if t >= backend.MaxToken {
-		return 0, fmt.Errorf("consulbackend: acquire %q: %w: the fencing counter is at the largest token %d", key, backend.ErrCorrupt, uint64(backend.MaxToken))
-	}
-	return t + 1, nil
+	return t, nil
 }
 
 // present returns p unless it is the empty pair of a get-or-empty read of

@@ -182,6 +182,53 @@ func TestCounterEndsAfterKeep(t *testing.T) {
 	}
 }
 
+// A counter that a floor put further ahead of the clock than its life
+// (backend.CounterLife) outlives the keeper sessions, as on the other
+// stores: were it to end, the next grant's token would come from the
+// clock, below the tokens the counter gave, for a caller that never saw
+// one. A key granted beside it from the clock loses its counter as usual.
+func TestCounterAheadOfTheClockIsKept(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a, consulbackend.WithCounterKeep(100*time.Millisecond))
+	const ahead, usual = "ahead:1", "usual:1"
+	floor := uint64(time.Now().Add(time.Hour).UnixMicro())
+	la, err := s.Acquire(ctx, ahead, "a", time.Second, floor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, usual, "a", time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{ahead, usual} {
+		if err := s.Release(ctx, k, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv := client(t, a).KV()
+	deadline := time.Now().Add(patience)
+	for {
+		p, _, err := kv.Get(s.FenceKey(usual), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			break // its keeper ended
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the counter of %q is still there %v after its last grant, with a keep time of 100ms", usual, patience)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	l, err := s.Acquire(ctx, ahead, "b", time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token <= la.Token {
+		t.Fatalf("a grant with no floor after the keepers ended has token %d, not above %d, which a floor put an hour ahead of the clock", l.Token, la.Token)
+	}
+}
+
 // A keeper session that Consul ended (an operator destroyed it, or the
 // agent lost its data) is replaced: grants do not fail on it.
 func TestEndedKeeperIsReplaced(t *testing.T) {

@@ -12,7 +12,8 @@
 // the token of the last release in the entry's flags, locked by a keeper
 // session of the store that last granted K, so that it ends an hour or
 // more after K's last grant (WithCounterKeep) instead of staying for
-// ever. The waiters of K
+// ever, unless a floor put it further ahead of the clock than that
+// (backend.CounterLife): then it is kept with no session. The waiters of K
 // hold their places under "<prefix>/line/K/", one entry per waiter,
 // locked by the waiter's session and ordered by when they joined (see
 // AcquireQueued).

@@ -96,7 +96,7 @@ func (s *Store) breakOnce(ctx context.Context, key, owner string, token uint64) 
 	} else {
 		// The counter ended while its key was held: write it again,
 		// kept as a grant keeps it.
-		keeper, err := s.keeper(ctx, "break", key, time.Duration(cur.rec.TTLMillis)*time.Millisecond)
+		keeper, err := s.counterKeeper(ctx, "break", key, bumped, time.Duration(cur.rec.TTLMillis)*time.Millisecond)
 		if err != nil {
 			return backend.Lease{}, false, err
 		}
