@@ -91,40 +91,12 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 // With to, the place of the waiter owner, that place is marked handed
 // (handPlace) instead of being left or deleted.
 func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record, to *place) (l backend.Lease, w *known, retry bool, err error) {
-	var guardOps api.TxnOps
-	if st.fenceKV == nil && s.guard >= 0 {
-		// No counter: a new key, or a Consul that lost its data.
-		var err error
-		if guardOps, err = s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
-			return backend.Lease{}, nil, false, err
-		}
-	}
-	counter, err := parseCounter(key, st.fenceKV)
-	if err != nil {
-		return backend.Lease{}, nil, false, err
-	}
-	token, err := s.nextToken(key, counter, floor)
-	if err != nil {
-		return backend.Lease{}, nil, false, err
-	}
-	keeper, err := s.counterKeeper(ctx, op, key, token, ttl)
+	token, keeper, ops, err := s.takeOps(ctx, op, key, st, owner, ttl, floor)
 	if err != nil {
 		return backend.Lease{}, nil, false, err
 	}
 	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds(), Next: carry.Next, Released: carry.Released}
-	ops := s.setCounter(key, st.fenceKV, token, keeper, st.lease == nil)
-	if st.fenceKV == nil && st.bootedKV != nil {
-		// The guard let a key without a counter through because the
-		// store had not lost its data: grant only if that still holds.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.BootedKey(key), Index: st.bootedKV.ModifyIndex}})
-	}
-	if st.leaseKV != nil {
-		// Replace the lease key only as it was read.
-		ops = append(ops,
-			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}},
-			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
-	}
-	ops = append(append(ops, guardOps...), extra...)
+	ops = append(ops, extra...)
 	for {
 		own := sess == ""
 		if own {
@@ -150,31 +122,79 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 		if own {
 			s.putIdle(ttl, sess)
 		}
-		if len(resp.Errors) == 0 {
-			return backend.Lease{}, nil, false, s.txnFailed(op, key, resp)
-		}
-		ended := false
-		for _, e := range resp.Errors {
-			// The keeper session ended (Consul lost its data, or an
-			// operator destroyed it): make another.
-			s.keeperEnded(keeper, e.What)
-			if !own && strings.Contains(e.What, sess) {
-				ended = true
-			}
-			if strings.Contains(e.What, "lock delay") {
-				// The key's last session was invalidated while it held
-				// the key: Consul refuses it to everyone for the
-				// session's lock-delay.
-				return backend.Lease{}, nil, false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
-			}
-		}
-		if !ended {
-			return backend.Lease{}, nil, true, nil
+		ended, err := s.takeRefused(op, key, keeper, sess, own, resp)
+		if err != nil || !ended {
+			return backend.Lease{}, nil, err == nil, err
 		}
 		// The waiter's session ended while it waited (it waited longer
 		// than its ttl allows without asking again): use the store's.
 		sess = ""
 	}
+}
+
+// takeOps are take's steps before the session: the restart guard's
+// verdict on a key without a counter, the next token (nextToken), the
+// keeper of the counter, and the operations that move the counter to the
+// token and replace a lease key st found, holding only if the key and its
+// counter are as st read them.
+func (s *Store) takeOps(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64) (token uint64, keeper string, ops api.TxnOps, err error) {
+	var guardOps api.TxnOps
+	if st.fenceKV == nil && s.guard >= 0 {
+		// No counter: a new key, or a Consul that lost its data.
+		if guardOps, err = s.guardFresh(ctx, key, owner, ttl, st.bootedKV, st.recoveringKV); err != nil {
+			return 0, "", nil, err
+		}
+	}
+	counter, err := parseCounter(key, st.fenceKV)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	if token, err = s.nextToken(key, counter, floor); err != nil {
+		return 0, "", nil, err
+	}
+	if keeper, err = s.counterKeeper(ctx, op, key, token, ttl); err != nil {
+		return 0, "", nil, err
+	}
+	ops = s.setCounter(key, st.fenceKV, token, keeper, st.lease == nil)
+	if st.fenceKV == nil && st.bootedKV != nil {
+		// The guard let a key without a counter through because the
+		// store had not lost its data: grant only if that still holds.
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.BootedKey(key), Index: st.bootedKV.ModifyIndex}})
+	}
+	if st.leaseKV != nil {
+		// Replace the lease key only as it was read.
+		ops = append(ops,
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}},
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
+	}
+	return token, keeper, append(ops, guardOps...), nil
+}
+
+// takeRefused reads why Consul refused take's transaction: ended reports
+// that the session sess, the waiter's own (not own), ended, so that take
+// tries again with one of the store's; an error when Consul named no
+// operation, or when the key is in its lock-delay; neither: something
+// take checked changed since the read. A keeper session that ended is
+// forgotten on the way.
+func (s *Store) takeRefused(op, key, keeper, sess string, own bool, resp *api.TxnResponse) (ended bool, err error) {
+	if len(resp.Errors) == 0 {
+		return false, s.txnFailed(op, key, resp)
+	}
+	for _, e := range resp.Errors {
+		// The keeper session ended (Consul lost its data, or an
+		// operator destroyed it): make another.
+		s.keeperEnded(keeper, e.What)
+		if !own && strings.Contains(e.What, sess) {
+			ended = true
+		}
+		if strings.Contains(e.What, "lock delay") {
+			// The key's last session was invalidated while it held
+			// the key: Consul refuses it to everyone for the
+			// session's lock-delay.
+			return false, &backend.HeldError{Holder: backend.Lease{Key: key, TTL: max(s.lockDelay, time.Second)}, Recovering: true}
+		}
+	}
+	return ended, nil
 }
 
 // backoff pauses before attempt+1 of a write that lost a race: not at

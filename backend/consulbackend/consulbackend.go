@@ -24,6 +24,8 @@ const DefaultSessionTTLMin = 10 * time.Second
 // MaxSessionTTL is the longest session TTL Consul accepts.
 const MaxSessionTTL = 24 * time.Hour
 
+var _ backend.Store = (*Store)(nil)
+
 // Store is a backend.Store on Consul's KV store and sessions. Create it
 // with New; call Close when done. The client is not closed by Close.
 type Store struct {

@@ -138,7 +138,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 			return backend.Lease{}, false, err
 		}
 		switch {
-		case cur != nil && cur.rec.Owner == owner && !cur.rec.Kept:
+		case cur.heldBy(owner):
 			s.remember(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		case cur == nil && index != 0:
@@ -170,7 +170,7 @@ func (s *Store) awaitInLine(ctx, wctx context.Context, key, owner string, max ti
 	if err != nil {
 		return backend.Lease{}, false, true, err
 	}
-	if cur := st.lease; cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
+	if cur := st.lease; cur.heldBy(owner) {
 		s.remember(key, handedTo(cur))
 		return cur.rec.lease(key), true, true, nil
 	}
@@ -222,7 +222,7 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 				return backend.Lease{}, false, s.transport("await handover", key, ctx, err)
 			}
 			cur, err := s.entry(key, p)
-			if err != nil || cur == nil || cur.rec.Owner != owner || cur.rec.Kept {
+			if err != nil || !cur.heldBy(owner) {
 				return backend.Lease{}, false, err
 			}
 			s.remember(key, handedTo(cur))

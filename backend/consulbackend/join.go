@@ -23,48 +23,62 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 		return false, nil
 	}
 	rec := placeRecord{TTLMillis: ttl.Milliseconds(), Floor: floor, PlaceMillis: s.placeTTL(patience).Milliseconds()}
-	k := s.placeKey(key, owner)
 	if mine != nil && mine.rec.PlaceMillis == rec.PlaceMillis {
-		entries, _, err := s.session.Renew(mine.session, s.writeOpts(ctx))
-		if err != nil {
-			return false, s.transport("acquire queued", key, ctx, fmt.Errorf("renew the session of the place in line: %w", err))
-		}
-		if entries == nil {
-			return true, nil // the place lapsed meanwhile: join as a newcomer
-		}
-		rec.Order = mine.rec.Order
-		made := ""
-		if rec.Session, made, err = s.leaseSessionFor(ctx, key, ttl, mine); err != nil {
-			return false, err
-		}
-		if rec == mine.rec {
-			s.rememberJoin(key, owner, st, mine.index)
-			return false, nil
-		}
-		// Asks for another lease should the key be handed to it, or
-		// the session for it ended.
-		ok, resp, _, err := s.txn.Txn(api.TxnOps{
-			{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: mine.index}},
-			{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: mine.session}},
-		}, s.queryOpts(ctx))
-		retry, err := s.txnRetry("acquire queued", key, ctx, ok, resp, err)
-		switch {
-		case retry:
-			s.putIdle(ttl, made)
-		case err != nil:
-			if made != "" {
-				s.destroyLater(made) // the place may carry it now
-			}
-		default:
-			s.rememberJoin(key, owner, st, placeIndex(k, resp))
-		}
-		if err == nil && !retry && mine.rec.Session != rec.Session {
-			s.putIdle(millis(mine.rec.TTLMillis), mine.rec.Session)
-		}
-		return retry, err
+		return s.keepPlace(ctx, key, owner, ttl, rec, st, mine)
 	}
-	placeTTL := millis(rec.PlaceMillis)
-	if err := s.prepare(ctx, key, j, placeTTL, ttl, mine == nil); err != nil {
+	return s.writePlace(ctx, key, owner, ttl, rec, st, mine, j)
+}
+
+// keepPlace is joinLine for a waiter whose place mine has the patience
+// asked for: it renews the place's session and rewrites the place only if
+// the lease it asks for changed (another ttl or floor, or the session for
+// the lease ended).
+func (s *Store) keepPlace(ctx context.Context, key, owner string, ttl time.Duration, rec placeRecord, st *state, mine *place) (retry bool, err error) {
+	entries, _, err := s.session.Renew(mine.session, s.writeOpts(ctx))
+	if err != nil {
+		return false, s.transport("acquire queued", key, ctx, fmt.Errorf("renew the session of the place in line: %w", err))
+	}
+	if entries == nil {
+		return true, nil // the place lapsed meanwhile: join as a newcomer
+	}
+	rec.Order = mine.rec.Order
+	made := ""
+	if rec.Session, made, err = s.leaseSessionFor(ctx, key, ttl, mine); err != nil {
+		return false, err
+	}
+	if rec == mine.rec {
+		s.rememberJoin(key, owner, st, mine.index)
+		return false, nil
+	}
+	// Asks for another lease should the key be handed to it, or
+	// the session for it ended.
+	k := s.placeKey(key, owner)
+	ok, resp, _, err := s.txn.Txn(api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: mine.index}},
+		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: mine.session}},
+	}, s.queryOpts(ctx))
+	retry, err = s.txnRetry("acquire queued", key, ctx, ok, resp, err)
+	switch {
+	case retry:
+		s.putIdle(ttl, made)
+	case err != nil:
+		if made != "" {
+			s.destroyLater(made) // the place may carry it now
+		}
+	default:
+		s.rememberJoin(key, owner, st, placeIndex(k, resp))
+	}
+	if err == nil && !retry && mine.rec.Session != rec.Session {
+		s.putIdle(millis(mine.rec.TTLMillis), mine.rec.Session)
+	}
+	return retry, err
+}
+
+// writePlace is joinLine for a newcomer (mine nil), or for a waiter that
+// asks with another patience, whose place moves to a session of another
+// TTL and keeps its order: it writes the place with a session j holds.
+func (s *Store) writePlace(ctx context.Context, key, owner string, ttl time.Duration, rec placeRecord, st *state, mine *place, j *joining) (retry bool, err error) {
+	if err := s.prepare(ctx, key, j, millis(rec.PlaceMillis), ttl, mine == nil); err != nil {
 		return false, err
 	}
 	sess, made := j.place, ""
@@ -75,6 +89,38 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 	} else {
 		rec.Session = j.lease
 	}
+	ops := s.joinChecks(key, st, mine)
+	if mine != nil {
+		// Another patience: the place moves to a session of another
+		// TTL and keeps its order.
+		rec.Order = mine.order
+		ops = append(ops, s.leave(key, mine)...)
+	}
+	k := s.placeKey(key, owner)
+	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: sess}})
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if retry, err := s.txnRetry("acquire queued", key, ctx, ok, resp, err); retry || err != nil {
+		if err != nil {
+			// The join may have been made: end the place, and the
+			// session it carries if it is new.
+			s.destroyLater(sess, made, j.lease)
+			*j = joining{}
+		} else {
+			s.putIdle(ttl, made) // the next attempt uses j's sessions again
+		}
+		return retry, err
+	}
+	*j = joining{} // used
+	if mine != nil {
+		s.leftLine(mine, rec.Session)
+	}
+	s.rememberJoin(key, owner, st, placeIndex(k, resp))
+	return false, nil
+}
+
+// joinChecks are the operations that make a join hold only if the key
+// and the waiter first in line (unless it is mine) are as st read them.
+func (s *Store) joinChecks(key string, st *state, mine *place) api.TxnOps {
 	var ops api.TxnOps
 	switch {
 	case st.lease != nil:
@@ -104,31 +150,7 @@ func (s *Store) joinLine(ctx context.Context, key, owner string, ttl time.Durati
 	if first := st.first(); first != nil && first != mine {
 		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.placeKey(key, first.owner), Index: first.index}})
 	}
-	if mine != nil {
-		// Another patience: the place moves to a session of another
-		// TTL and keeps its order.
-		rec.Order = mine.order
-		ops = append(ops, s.leave(key, mine)...)
-	}
-	ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: sess}})
-	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
-	if retry, err := s.txnRetry("acquire queued", key, ctx, ok, resp, err); retry || err != nil {
-		if err != nil {
-			// The join may have been made: end the place, and the
-			// session it carries if it is new.
-			s.destroyLater(sess, made, j.lease)
-			*j = joining{}
-		} else {
-			s.putIdle(ttl, made) // the next attempt uses j's sessions again
-		}
-		return retry, err
-	}
-	*j = joining{} // used
-	if mine != nil {
-		s.leftLine(mine, rec.Session)
-	}
-	s.rememberJoin(key, owner, st, placeIndex(k, resp))
-	return false, nil
+	return ops
 }
 
 // joined is where a waiter's last join (or call that kept its place) left

@@ -54,6 +54,12 @@ type entry struct {
 	index   uint64 // ModifyIndex
 }
 
+// heldBy reports whether e is owner's lease and can still be renewed (not
+// released with a keep time); false for nil.
+func (e *entry) heldBy(owner string) bool {
+	return e != nil && e.rec.Owner == owner && !e.rec.Kept
+}
+
 func (s *Store) decodeRecord(key string, p *api.KVPair) (record, error) {
 	var r record
 	if err := json.Unmarshal(p.Value, &r); err != nil {
@@ -133,7 +139,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 	if err != nil {
 		return backend.Lease{}, err
 	}
-	if cur == nil || cur.rec.Owner != owner || cur.rec.Kept {
+	if !cur.heldBy(owner) {
 		return backend.Lease{}, notHeld(key, owner, cur)
 	}
 	if cur.rec.TTLMillis != ttl.Milliseconds() {
@@ -152,33 +158,41 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		// lease is gone (or going) with it.
 		return backend.Lease{}, notHeld(key, owner, nil)
 	}
-	// Rewrite the lease with its next mark (Consul skips a write that
-	// changes nothing), so that watchers learn of the renewal
-	// (EventRenewed) and count their wait from it: a session renewal
-	// alone changes nothing they can see.
+	if err := s.markRenewed(ctx, key, owner, cur); err != nil {
+		return backend.Lease{}, err
+	}
+	return cur.rec.lease(key), nil
+}
+
+// markRenewed rewrites owner's lease cur, whose session Renew renewed,
+// with its next mark (Consul skips a write that changes nothing), so that
+// watchers learn of the renewal (EventRenewed) and count their wait from
+// it: a session renewal alone changes nothing they can see.
+func (s *Store) markRenewed(ctx context.Context, key, owner string, cur *entry) error {
 	ok, resp, _, err := s.txn.Txn(api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
 		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(cur.rec.marked()), Session: cur.session}},
 	}, s.queryOpts(ctx))
 	if err != nil {
-		return backend.Lease{}, s.transport("renew", key, ctx, err)
+		return s.transport("renew", key, ctx, err)
 	}
-	if !ok {
-		if len(resp.Errors) == 0 {
-			return backend.Lease{}, s.txnFailed("renew", key, resp)
-		}
-		// The lease changed since it was read (released, moved, or a
-		// racing renewal of the same owner rewrote it): judge by what
-		// is there now.
-		now, err := s.read(ctx, "renew", key)
-		if err != nil {
-			return backend.Lease{}, err
-		}
-		if now == nil || now.rec.Owner != owner || now.rec.Kept || now.session != cur.session {
-			return backend.Lease{}, notHeld(key, owner, now)
-		}
+	if ok {
+		return nil
 	}
-	return cur.rec.lease(key), nil
+	if len(resp.Errors) == 0 {
+		return s.txnFailed("renew", key, resp)
+	}
+	// The lease changed since it was read (released, moved, or a
+	// racing renewal of the same owner rewrote it): judge by what
+	// is there now.
+	now, err := s.read(ctx, "renew", key)
+	if err != nil {
+		return err
+	}
+	if !now.heldBy(owner) || now.session != cur.session {
+		return notHeld(key, owner, now)
+	}
+	return nil
 }
 
 // move puts the lease cur on a new session of ttl with the record rec, in

@@ -175,23 +175,38 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 // reports that something it read changed before its write.
 func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, st *state, j *joining) (backend.Lease, bool, error) {
 	mine := st.placeOf(owner)
-	if cur := st.lease; cur != nil {
-		if cur.rec.Owner == owner && !cur.rec.Kept {
-			// The key was handed to owner (or owner holds it already).
-			return s.collect(ctx, key, cur)
-		}
+	if cur := st.lease; cur.heldBy(owner) {
+		// The key was handed to owner (or owner holds it already).
+		return s.collect(ctx, key, cur)
+	}
+	if he := st.refusal(key, owner, patience); he != nil {
 		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine, j); retry || err != nil {
 			return backend.Lease{}, retry, err
 		}
-		return backend.Lease{}, false, &backend.HeldError{Holder: cur.rec.lease(key), Next: st.next(owner, patience)}
+		return backend.Lease{}, false, he
+	}
+	return s.grantQueued(ctx, key, owner, ttl, floor, st, mine, j)
+}
+
+// refusal returns why owner, which asks with patience, is not granted
+// the key as st read it: held by another owner (or released with a keep
+// time), or free but kept for the waiter first in line; nil if it may be
+// granted.
+func (st *state) refusal(key, owner string, patience time.Duration) *backend.HeldError {
+	if cur := st.lease; cur != nil {
+		return &backend.HeldError{Holder: cur.rec.lease(key), Next: st.next(owner, patience)}
 	}
 	if first := st.first(); first != nil && first.owner != owner {
 		// Free, but kept for the waiter first in line.
-		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine, j); retry || err != nil {
-			return backend.Lease{}, retry, err
-		}
-		return backend.Lease{}, false, &backend.HeldError{Holder: backend.Lease{Key: key}, Next: first.owner}
+		return &backend.HeldError{Holder: backend.Lease{Key: key}, Next: first.owner}
 	}
+	return nil
+}
+
+// grantQueued grants the free key to owner, in line at mine (nil: not in
+// line), taking it out of the line in the same transaction, with the
+// session made for its lease when it joined or the one j holds.
+func (s *Store) grantQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, st *state, mine *place, j *joining) (backend.Lease, bool, error) {
 	var out api.TxnOps
 	sess, made := j.lease, ""
 	if mine != nil {
@@ -206,15 +221,7 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 	l, w, retry, err := s.take(ctx, "acquire queued", key, st, owner, ttl, floor, out, sess, record{}, nil)
 	switch {
 	case err == nil && !retry:
-		if sess == j.lease {
-			j.lease = "" // used
-		}
-		if mine != nil {
-			s.leftLine(mine, sess)
-		}
-		if len(st.line) == 0 || (len(st.line) == 1 && mine != nil) {
-			s.remember(key, w) // nobody else in line
-		}
+		s.grantedQueued(key, st, mine, j, w, sess)
 	case retry:
 		s.putIdle(ttl, made)
 	case sess != "":
@@ -225,6 +232,21 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 		}
 	}
 	return l, retry, err
+}
+
+// grantedQueued settles the sessions after grantQueued granted the key on
+// sess: j's is used, the place mine left the line, and with nobody else
+// in line the store remembers the lease w it wrote.
+func (s *Store) grantedQueued(key string, st *state, mine *place, j *joining, w *known, sess string) {
+	if sess == j.lease {
+		j.lease = "" // used
+	}
+	if mine != nil {
+		s.leftLine(mine, sess)
+	}
+	if len(st.line) == 0 || (len(st.line) == 1 && mine != nil) {
+		s.remember(key, w) // nobody else in line
+	}
 }
 
 // leftLine keeps idle the sessions of place p, which left the line, but
@@ -273,50 +295,63 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	}
 	s.takeJoin(key, owner)
 	for range grantAttempts {
-		st, err := s.look(ctx, "dequeue", key, true)
-		if err != nil {
+		if retry, err := s.dequeueOnce(ctx, key, owner); !retry {
 			return err
 		}
-		if cur := st.lease; cur != nil && cur.rec.Owner == owner && !cur.rec.Kept {
-			// The key was handed to owner, who gave up before it knew:
-			// pass it on.
-			err := s.release(ctx, key, owner, 1)
-			if errors.Is(err, backend.ErrNotHeld) {
-				continue
-			}
-			return err
-		}
-		mine := st.placeOf(owner)
-		if mine == nil {
-			return nil
-		}
-		if s.afterLook != nil {
-			s.afterLook()
-		}
-		if st.lease == nil && mine == st.first() && len(st.line) > 1 {
-			// The key is free and was kept for owner: it goes to the next.
-			retry, err := s.handOver(ctx, "dequeue", key, st, &st.line[1], mine, nil)
-			if retry {
-				continue // nothing was handed over: look again
-			}
-			if err == nil {
-				s.leftLine(mine, "")
-				return nil
-			}
-			if !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt) {
-				return err
-			}
-			// The next waiter cannot be granted the key now (the store
-			// is recovering); it asks again, as the first in line.
-		}
-		ok, resp, _, err := s.txn.Txn(s.leave(key, mine), s.queryOpts(ctx))
-		if retry, err := s.txnRetry("dequeue", key, ctx, ok, resp, err); err != nil {
-			return err
-		} else if retry {
-			continue
-		}
-		s.leftLine(mine, "")
-		return nil
 	}
 	return fmt.Errorf("consulbackend: dequeue %q: the key or its line changed under %d attempts in a row; try again", key, grantAttempts)
+}
+
+// dequeueOnce makes one attempt of Dequeue; retry reports that the key or
+// its line changed between the read and the write.
+func (s *Store) dequeueOnce(ctx context.Context, key, owner string) (retry bool, err error) {
+	st, err := s.look(ctx, "dequeue", key, true)
+	if err != nil {
+		return false, err
+	}
+	if st.lease.heldBy(owner) {
+		// The key was handed to owner, who gave up before it knew:
+		// pass it on.
+		err := s.release(ctx, key, owner, 1)
+		return errors.Is(err, backend.ErrNotHeld), err
+	}
+	mine := st.placeOf(owner)
+	if mine == nil {
+		return false, nil
+	}
+	if s.afterLook != nil {
+		s.afterLook()
+	}
+	if st.lease == nil && mine == st.first() && len(st.line) > 1 {
+		// The key is free and was kept for owner: it goes to the next.
+		if retry, done, err := s.passOver(ctx, key, st, mine); retry || done {
+			return retry, err
+		}
+	}
+	ok, resp, _, err := s.txn.Txn(s.leave(key, mine), s.queryOpts(ctx))
+	if retry, err := s.txnRetry("dequeue", key, ctx, ok, resp, err); err != nil || retry {
+		return retry, err
+	}
+	s.leftLine(mine, "")
+	return false, nil
+}
+
+// passOver hands the free key, kept for the waiter mine that leaves the
+// line, to the next in line. retry: nothing was handed over (something
+// changed since st was read); done: Dequeue is over, with err. Neither:
+// the next waiter cannot be granted the key now (the store is
+// recovering), and it asks again as the first in line once mine has left
+// it.
+func (s *Store) passOver(ctx context.Context, key string, st *state, mine *place) (retry, done bool, err error) {
+	retry, err = s.handOver(ctx, "dequeue", key, st, &st.line[1], mine, nil)
+	switch {
+	case retry:
+		return true, false, nil // nothing was handed over: look again
+	case err == nil:
+		s.leftLine(mine, "")
+		return false, true, nil
+	case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
+		return false, true, err
+	}
+	return false, false, nil
 }
