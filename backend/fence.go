@@ -57,6 +57,18 @@ func CheckFence(key, counterAt string, counter, floor uint64, clockUS int64) err
 	return nil
 }
 
+// CheckStoredToken returns an error wrapping ErrCorrupt, naming where the
+// token was read, when token is beyond TokenLimit(clockUS): no grant made
+// it (forged, or written by a process whose clock was ahead), and it must
+// never reach a caller, whose floor it would become. nil otherwise.
+func CheckStoredToken(where string, token uint64, clockUS int64) error {
+	if !TokenAhead(token, clockUS) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s holds token %d, more than %v ahead of the clock (%d µs): no grant made it (forged, or written by a process whose clock was ahead); delete it",
+		ErrCorrupt, Printable(where), token, MaxTokenLead, clockUS)
+}
+
 // FenceToken checks a grant of key (CheckFence) and returns its token
 // (NextToken).
 func FenceToken(key, counterAt string, counter, floor uint64, clockUS int64) (uint64, error) {

@@ -110,3 +110,22 @@ func TestCounterLife(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckStoredToken checks that a token read from a store is corrupt
+// exactly when it is beyond TokenLimit of the clock, and that the error
+// names where it was read, control characters escaped.
+func TestCheckStoredToken(t *testing.T) {
+	const now = int64(1_800_000_000_000_000)
+	limit := backend.TokenLimit(now)
+	for _, tok := range []uint64{1, uint64(now), limit} {
+		if err := backend.CheckStoredToken("k", tok, now); err != nil {
+			t.Errorf("CheckStoredToken(%d) = %v; want nil", tok, err)
+		}
+	}
+	for _, tok := range []uint64{limit + 1, backend.MaxToken, ^uint64(0)} {
+		err := backend.CheckStoredToken("lease/\x1b[2Jk", tok, now)
+		if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), `"lease/\x1b[2Jk"`) {
+			t.Errorf("CheckStoredToken(%d) = %v; want ErrCorrupt naming the key, escaped", tok, err)
+		}
+	}
+}

@@ -206,9 +206,8 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 			}
 			if rec.Handed != nil {
 				// Handed the key: the place says so, with the lease.
-				if now := s.now().UnixMicro(); backend.TokenAhead(rec.Handed.Token, now) {
-					return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w: place %s was handed token %d, more than %v ahead of the clock (%d µs): no grant made it; delete the place",
-						key, backend.ErrCorrupt, name, rec.Handed.Token, backend.MaxTokenLead, now)
+				if err := backend.CheckStoredToken("the place handed over at "+name, rec.Handed.Token, s.now().UnixMicro()); err != nil {
+					return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, err)
 				}
 				l, k := handedPlace(key, owner, pairs[i], rec)
 				s.remember(key, k)

@@ -114,9 +114,8 @@ func (s *Store) entry(key string, p *api.KVPair) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if now := s.now().UnixMicro(); backend.TokenAhead(rec.Token, now) {
-		return nil, fmt.Errorf("consulbackend: lease of %q at %s: %w: token %d is more than %v ahead of the clock (%d µs): no grant made it (forged, or written by a process whose clock was ahead); delete the key",
-			key, p.Key, backend.ErrCorrupt, rec.Token, backend.MaxTokenLead, now)
+	if err := backend.CheckStoredToken("the lease at "+p.Key, rec.Token, s.now().UnixMicro()); err != nil {
+		return nil, fmt.Errorf("consulbackend: lease of %q: %w", key, err)
 	}
 	return &entry{rec: rec, session: p.Session, index: p.ModifyIndex}, nil
 }
