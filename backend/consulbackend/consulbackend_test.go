@@ -159,20 +159,7 @@ func TestCounterEndsAfterKeep(t *testing.T) {
 	if err != nil || p == nil || p.Session == "" {
 		t.Fatalf("the counter after a grant: %+v, %v; want it locked by a keeper session", p, err)
 	}
-	deadline := time.Now().Add(patience)
-	for {
-		p, _, err := kv.Get(s.FenceKey(key), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the counter of %q is still there %v after its last grant, with a keep time of 100ms", key, patience)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitCounterGone(t, kv, s, key)
 	l2, err := s.Acquire(ctx, key, "b", time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -206,26 +193,33 @@ func TestCounterAheadOfTheClockIsKept(t *testing.T) {
 		}
 	}
 	kv := client(t, a).KV()
-	deadline := time.Now().Add(patience)
-	for {
-		p, _, err := kv.Get(s.FenceKey(usual), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p == nil {
-			break // its keeper ended
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the counter of %q is still there %v after its last grant, with a keep time of 100ms", usual, patience)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitCounterGone(t, kv, s, usual) // its keeper ended
 	l, err := s.Acquire(ctx, ahead, "b", time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if l.Token <= la.Token {
 		t.Fatalf("a grant with no floor after the keepers ended has token %d, not above %d, which a floor put an hour ahead of the clock", l.Token, la.Token)
+	}
+}
+
+// awaitCounterGone waits until Consul deleted key's fencing counter, as it
+// does when the counter's keeper session ends (a keep time of 100ms).
+func awaitCounterGone(t *testing.T, kv *api.KV, s *consulbackend.Store, key string) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		p, _, err := kv.Get(s.FenceKey(key), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the counter of %q is still there %v after its last grant, with a keep time of 100ms", key, patience)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
