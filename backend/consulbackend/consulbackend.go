@@ -53,7 +53,7 @@ type Store struct {
 	cleanups sync.WaitGroup // destroyLater
 	timers   map[*time.Timer]struct{}
 	known    map[string]*known          // what the store knows of leases it holds, by key (known.go)
-	joins    map[string]joined          // where waiters\' joins left their places (queue.go)
+	joins    map[string]joined          // where waiters' joins left their places (join.go)
 	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
 	base     context.Context            // the watches' contexts derive from it
 	closeFn  context.CancelFunc         // ends base: Close
