@@ -282,7 +282,13 @@ func TestShutdownReleasesTheLock(t *testing.T) {
 
 // schedlock.Task hands the job a context that ends when mastership does.
 func TestTaskContextEndsWithMastership(t *testing.T) {
-	f := newFleet(t, "redis", 1, fastRole)
+	for _, kind := range []string{"mem", "redis"} {
+		t.Run(kind, func(t *testing.T) { testTaskContextEndsWithMastership(t, kind) })
+	}
+}
+
+func testTaskContextEndsWithMastership(t *testing.T, kind string) {
+	f := newFleet(t, kind, 1, fastRole)
 	f.start(t)
 	f.master(t, -1)
 	s := newScheduler(t)

@@ -30,6 +30,18 @@ func (c *renewCounter) Renew(ctx context.Context, key, owner string, ttl time.Du
 	return c.Store.Renew(ctx, key, owner, ttl)
 }
 
+// memRenewCounter is renewCounter on the in-memory store, which keeps its
+// line and handover too.
+type memRenewCounter struct {
+	*membackend.Store
+	renews atomic.Int64
+}
+
+func (c *memRenewCounter) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	c.renews.Add(1)
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
 // crashingWaiter is a Redis store for an instance that dies while it
 // waits in line: it never collects a lock handed to it and never leaves
 // the line, as a killed process would not.
@@ -45,13 +57,27 @@ func (crashingWaiter) Dequeue(context.Context, string, string) error { return ni
 // A grant first lasts ClaimWindow: a short section never extends it, a
 // long one extends it to HoldDuration and keeps the lock past the window.
 // The Locker runs on the fake clock, so how long a section runs is up to
-// the test, not the machine's load; the windows are long, so that Redis,
-// on the real clock, keeps each lease far longer than the test needs.
+// the test, not the machine's load; the windows are long, so that the
+// store, on the real clock, keeps each lease far longer than the test
+// needs.
 func TestClaimWindowExtendsLongSections(t *testing.T) {
+	t.Run("mem", func(t *testing.T) {
+		st := &memRenewCounter{Store: membackend.New()}
+		t.Cleanup(func() { st.Close() })
+		testClaimWindowExtendsLongSections(t, st, st.renews.Load)
+	})
+	t.Run("redis", func(t *testing.T) {
+		st := &renewCounter{Store: newRedisStore(t)}
+		testClaimWindowExtendsLongSections(t, st, st.renews.Load)
+	})
+}
+
+// testClaimWindowExtendsLongSections runs the test on st, whose renewals
+// renews counts.
+func testClaimWindowExtendsLongSections(t *testing.T, st backend.Store, renews func() int64) {
 	const claim, hold = time.Minute, 10 * time.Minute
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	extended := make(chan struct{}, 1)
-	st := &renewCounter{Store: newRedisStore(t)}
 	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold, ClaimWindow: claim}, synclock.WithClock(clk), synclock.WithObserver(func(ev synclock.Event) {
 		if ev.Kind == synclock.EventExtended {
 			extended <- struct{}{}
@@ -74,7 +100,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := st.renews.Load(); n != 0 {
+	if n := renews(); n != 0 {
 		t.Fatalf("a short section extended its lease %d times, want 0", n)
 	}
 
@@ -101,7 +127,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a section longer than the claim window: %v", err)
 	}
-	if n := st.renews.Load(); n != 1 {
+	if n := renews(); n != 1 {
 		t.Fatalf("the long section extended its lease %d times, want once (to the hold)", n)
 	}
 }
