@@ -1,36 +1,18 @@
 package role
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/baton-go/baton/internal/testenv"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger and the test at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // IsMaster with no default registered reports false and says so once, in
 // an error naming its caller and the call that registers the default;
 // after a SetDefault it says so again the next time none is set.
 func TestIsMasterWithoutDefaultLogsOnce(t *testing.T) {
-	var logs lockedBuffer
+	var logs testenv.SyncBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev); SetDefault(nil) })
