@@ -42,10 +42,17 @@ func (c *memRenewCounter) Renew(ctx context.Context, key, owner string, ttl time
 	return c.Store.Renew(ctx, key, owner, ttl)
 }
 
-// crashingWaiter is a Redis store for an instance that dies while it
-// waits in line: it never collects a lock handed to it and never leaves
-// the line, as a killed process would not.
-type crashingWaiter struct{ *redisbackend.Store }
+// lineStore is a store that keeps waiting lines and hands over.
+type lineStore interface {
+	backend.Store
+	backend.Queue
+	backend.Handover
+}
+
+// crashingWaiter is a store for an instance that dies while it waits in
+// line: it never collects a lock handed to it and never leaves the line,
+// as a killed process would not.
+type crashingWaiter struct{ lineStore }
 
 func (c crashingWaiter) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
 	<-ctx.Done()
@@ -211,9 +218,13 @@ func TestClaimWindowKeepsHoldCap(t *testing.T) {
 // the next release; the lock then stays blocked only for that waiter's
 // claim window, not for the whole hold, and the next waiter gets it.
 func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
+	eachStore(t, testCrashedWaiterBlocksOnlyClaimWindow)
+}
+
+func testCrashedWaiterBlocksOnlyClaimWindow(t *testing.T, newStore func(testing.TB) backend.Store) {
 	cfg := synclock.Config{HoldDuration: time.Minute, ClaimWindow: 500 * time.Millisecond}
 	key := uniqueKey(t)
-	store := newRedisStore(t)
+	store := newStore(t)
 	// The holder's own first lease is the whole hold: a 500ms one would
 	// have to be extended in time on a busy machine.
 	holder := lockerOn(t, 1, store, synclock.Config{HoldDuration: time.Minute, ClaimWindow: time.Minute})
@@ -224,17 +235,17 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 
 	// The doomed waiter joins the line, then dies: its Lock gives up and,
 	// like a killed process, leaves its place behind.
-	doomed := lockerOn(t, 2, crashingWaiter{newRedisStore(t)}, cfg)
+	doomed := lockerOn(t, 2, crashingWaiter{newStore(t).(lineStore)}, cfg)
 	dctx, kill := context.WithCancel(ctxT(t))
 	died := make(chan error, 1)
 	go func() { died <- doomed.DoKey(dctx, key, func(context.Context) error { return nil }) }()
-	waitFor(t, "the doomed waiter is in line", func() bool { return lineLen(t, store, key) == 1 })
+	waitFor(t, "the doomed waiter is in line", func() bool { return waiters(t, store, key) == 1 })
 	kill()
 	if err := <-died; !errors.Is(err, context.Canceled) {
 		t.Fatalf("doomed waiter: %v, want Canceled", err)
 	}
 
-	next := lockerOn(t, 3, newRedisStore(t), cfg)
+	next := lockerOn(t, 3, newStore(t), cfg)
 	got := make(chan time.Time, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -245,7 +256,7 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 			t.Errorf("next waiter: %v", err)
 		}
 	}()
-	waitFor(t, "the next waiter is in line", func() bool { return lineLen(t, store, key) == 2 })
+	waitFor(t, "the next waiter is in line", func() bool { return waiters(t, store, key) == 2 })
 
 	released := time.Now()
 	if err := m.Unlock(ctxT(t)); err != nil {
