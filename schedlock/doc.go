@@ -47,8 +47,8 @@
 // is started (see Once per fire). A job that gives zero durations takes the fleet's defaults, as ShedLock's
 // defaultLockAtMostFor and defaultLockAtLeastFor (WithDefaults; config's
 // job-lock.* keys). A lock needs to know its instance — from
-// WithInstance, the gate's elector or role.SetDefault — and NewJob fails,
-// saying so, when none names it.
+// WithInstance or the gate's elector, never from a package default such as
+// role.SetDefault's — and NewJob fails, saying so, when none names it.
 //
 // # While a job runs
 //
