@@ -48,18 +48,19 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		tries++
 		if err == nil {
 			lk.observe(sk, l.Token)
-			if lk.late(l, sent) {
-				// The grant came back after its lease ended by this
-				// process's clock (the store or the network stalled):
-				// another holder may already have the lock. It is void:
-				// give it back and ask again.
-				lk.dropLate(ctx, key, sk, owner)
-				if !wait {
-					return nil, tries, fmt.Errorf("synclock: lock %q: %w: the grant came back after its claim window (%v) had passed", key, ErrLeaseExpired, lk.cfg.ClaimWindow)
-				}
-				continue
+			g, err := lk.newGrant(ctx, detach, key, sk, q, owner, l, sent)
+			if err == nil {
+				return g, tries, nil
 			}
-			return lk.newGrant(ctx, detach, key, sk, q, owner, l, sent), tries, nil
+			// The grant came back after its lease ended by this process's
+			// clock (the store or the network stalled): another holder
+			// may already have the lock. It is void: give it back and ask
+			// again.
+			lk.dropLate(ctx, key, sk, owner)
+			if !wait {
+				return nil, tries, fmt.Errorf("synclock: lock %q: %w: the grant came back after its claim window (%v) had passed", key, ErrLeaseExpired, lk.cfg.ClaimWindow)
+			}
+			continue
 		}
 		if errors.Is(err, backend.ErrFloorAhead) && lk.forgetFloor(key, sk, err) {
 			continue
@@ -101,13 +102,13 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 			// owner can happen, so the lease is counted from then.
 			l, ok, err := hand.AwaitHandover(ctx, sk, owner, poll)
 			switch {
-			case ok && lk.late(l, sent):
-				lk.observe(sk, l.Token)
-				lk.dropLate(ctx, key, sk, owner)
-				continue
 			case ok:
 				lk.observe(sk, l.Token)
-				g := lk.newGrant(ctx, detach, key, sk, q, owner, l, sent)
+				g, err := lk.newGrant(ctx, detach, key, sk, q, owner, l, sent)
+				if err != nil {
+					lk.dropLate(ctx, key, sk, owner)
+					continue
+				}
 				g.handed = true
 				return g, tries, nil
 			case errors.Is(err, errors.ErrUnsupported):
@@ -138,28 +139,12 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 	}
 }
 
-// late reports whether lease l, asked for at sent, came back after it
-// ended by this process's clock, less the margin: a grant the section
-// must not run on.
-func (lk *Locker) late(l backend.Lease, sent time.Time) bool {
-	return lk.lossIn(lk.firstLease(l), sent) <= 0
-}
-
-// firstLease is how long a grant of l first lasts, counted from when it
-// was asked for: ClaimWindow, or less if the store says so (a lease handed
-// over a while ago; none, if it has nothing left).
-func (lk *Locker) firstLease(l backend.Lease) time.Duration {
-	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
-}
-
 // dropLate releases a grant that came back too late, so that it does not
 // keep the lock from others until it expires (owner-checked: a lease that
 // already ended, or went to another holder, is left alone).
 func (lk *Locker) dropLate(ctx context.Context, key, sk, owner string) {
 	lk.logger.Warn("synclock: a lock was granted too late to use: the store answered after the claim window; asking again", "key", key)
-	rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
-	defer cancel()
-	if err := lk.store.Release(rctx, sk, owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
+	if err := lk.terms.Drop(ctx, sk, owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
 		lk.logger.Warn("synclock: giving back a late grant failed; it expires by itself", "key", key, "err", err)
 	}
 }

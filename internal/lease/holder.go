@@ -90,17 +90,34 @@ type Holder struct {
 	state atomic.Int32
 }
 
-// Start begins the holding of lease l on key, granted to owner for ttl by
-// a request sent at sent: its deadline is sent + ttl − the margin. Its
-// context keeps parent's values and ends with it. Start returns ErrLate,
-// and holds nothing, if that deadline has already passed.
-func (h *Holder) Start(parent context.Context, t *Terms, hooks Hooks, key, owner string, l backend.Lease, sent time.Time, ttl time.Duration) error {
-	if t.Late(sent, ttl) {
+// Grant is a lease as the store granted it, for Start.
+type Grant struct {
+	Key   string        // the store key
+	Owner string        // the owner string it was granted to
+	Lease backend.Lease // the store's reply
+	Sent  time.Time     // when the request was sent, by the alarm's clock
+	TTL   time.Duration // how long the lease lasts from Sent
+	// Wake, if positive, has the alarm call Woken that long after Start,
+	// if that comes before the deadline (as WakeIn).
+	Wake time.Duration
+}
+
+// Start begins the holding of grant g: its deadline is g.Sent + g.TTL −
+// the margin. Its context keeps parent's values and ends with it. Start
+// returns ErrLate, and holds nothing, if that deadline has already passed.
+func (h *Holder) Start(parent context.Context, t *Terms, hooks Hooks, g Grant) error {
+	now := t.Alarm.now()
+	deadline := t.deadline(g.Sent, g.TTL)
+	if now >= deadline {
 		return ErrLate
 	}
-	h.t, h.hooks, h.key, h.owner, h.token = t, hooks, key, owner, l.Token
+	h.t, h.hooks, h.key, h.owner, h.token = t, hooks, g.Key, g.Owner, g.Lease.Token
 	h.ctx, h.cancel = context.WithCancelCause(parent)
-	t.Alarm.set(h, t.deadline(sent, ttl), 0)
+	var wake int64
+	if g.Wake > 0 && now+int64(g.Wake) < deadline {
+		wake = now + int64(g.Wake)
+	}
+	t.Alarm.set(h, deadline, wake)
 	return nil
 }
 

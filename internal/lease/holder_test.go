@@ -71,7 +71,7 @@ func (e *env) grant(t *testing.T, h *lease.Holder, k lease.Hooks, key string, tt
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(context.Background(), e.terms, k, key, "me", l, sent, ttl); err != nil {
+	if err := h.Start(context.Background(), e.terms, k, lease.Grant{Key: key, Owner: "me", Lease: l, Sent: sent, TTL: ttl}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -150,7 +150,7 @@ func TestStartRefusesLateGrant(t *testing.T) {
 		t.Fatal("Late is false at the deadline")
 	}
 	var h lease.Holder
-	if err := h.Start(context.Background(), e.terms, newHooks(), "k", "me", l, sent, time.Second); !errors.Is(err, lease.ErrLate) {
+	if err := h.Start(context.Background(), e.terms, newHooks(), lease.Grant{Key: "k", Owner: "me", Lease: l, Sent: sent, TTL: time.Second}); !errors.Is(err, lease.ErrLate) {
 		t.Fatalf("Start of a late grant: %v, want ErrLate", err)
 	}
 	if err := e.terms.Drop(ctxT(t), "k", "me", 0); err != nil {
