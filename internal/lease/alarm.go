@@ -24,6 +24,7 @@ import (
 // that a deadline can be read without a lock (Holder.Left).
 type Alarm struct {
 	clock clock.Clock
+	real  bool // clock is clock.Real: read time.Since directly
 	base  time.Time
 
 	mu    sync.Mutex
@@ -34,19 +35,24 @@ type Alarm struct {
 
 // NewAlarm returns an alarm on c.
 func NewAlarm(c clock.Clock) *Alarm {
-	return &Alarm{clock: c, base: c.Now()}
+	return &Alarm{clock: c, real: c == clock.Real, base: c.Now()}
 }
 
 // Clock returns the alarm's clock.
 func (a *Alarm) Clock() clock.Clock { return a.clock }
 
 // now is the time on the alarm's scale; never 0.
-func (a *Alarm) now() int64 { return int64(a.clock.Since(a.base)) + 1 }
+func (a *Alarm) now() int64 {
+	if a.real {
+		return int64(time.Since(a.base)) + 1
+	}
+	return int64(a.clock.Since(a.base)) + 1
+}
 
-// at converts t to the alarm's scale.
+// of converts t to the alarm's scale.
 func (a *Alarm) of(t time.Time) int64 { return int64(t.Sub(a.base)) + 1 }
 
-// schedule puts h on the heap for the earlier of its wake-up and deadline.
+// scheduleLocked puts h on the heap for the earlier of its wake-up and deadline.
 func (a *Alarm) scheduleLocked(h *Holder, now int64) {
 	h.due = h.deadline.Load()
 	if h.wake != 0 && h.wake < h.due {
@@ -95,20 +101,38 @@ func (a *Alarm) extend(h *Holder, deadline int64) bool {
 	now := a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if h.slot == 0 || now >= h.deadline.Load() {
+	d := h.deadline.Load()
+	// A reader (Left) that found d passed pins it to 0: the swap fails
+	// then, also when now was read before d and is acted on after it.
+	if h.slot == 0 || now >= d || !h.deadline.CompareAndSwap(d, deadline) {
 		return false
 	}
-	h.deadline.Store(deadline)
 	a.scheduleLocked(h, now)
 	return true
 }
 
-// cancel takes h off the alarm: it no longer fires, unless it is firing.
+// cancel takes h off the alarm and its deadline away (Left is then
+// negative): it no longer fires, unless it is firing, and no renewal
+// extends it.
 func (a *Alarm) cancel(h *Holder) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	h.deadline.Store(0)
 	if h.slot > 0 {
 		heap.Remove(&a.due, h.slot-1)
+	}
+}
+
+// Quiet stops the timer while no holding is on the alarm: for a policy
+// that holds one lease at a long interval (a tenure), so that no timer
+// stays armed between its holdings. Policies with many short holdings do
+// not call it: their next holding would arm the timer again.
+func (a *Alarm) Quiet() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.due) == 0 && a.at != 0 {
+		a.timer.Stop()
+		a.at = 0
 	}
 }
 

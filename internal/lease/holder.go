@@ -137,10 +137,22 @@ func (h *Holder) Token() uint64 { return h.token }
 // Over reports whether the holding was lost or ended. No lock, no I/O.
 func (h *Holder) Over() bool { return state(h.state.Load()) != held }
 
-// Left returns how long until the deadline, by the clock, whatever the
-// holding's state: zero or less once it has passed. One clock read.
+// Left returns how long until the deadline, by the clock: zero or less
+// once it has passed or the holding was lost or ended (Lose and End take
+// the deadline away before the context is cancelled). One clock read, no
+// lock, no allocation.
+//
+// Once Left has found the deadline passed, the deadline never moves
+// again: a renewal whose reply was read before the deadline and is acted
+// on after it is void, so that a reader that saw the holding over never
+// sees it held again.
 func (h *Holder) Left() time.Duration {
-	return time.Duration(h.deadline.Load() - h.t.Alarm.now())
+	d := h.deadline.Load()
+	left := time.Duration(d - h.t.Alarm.now())
+	if left <= 0 && d != 0 {
+		h.deadline.CompareAndSwap(d, 0)
+	}
+	return left
 }
 
 // WakeIn has the alarm call Woken after d, if that comes before the

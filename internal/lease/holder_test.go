@@ -293,6 +293,9 @@ func TestEndThenDropKeepsFor(t *testing.T) {
 	if h.End() {
 		t.Fatal("End reports a loss that did not happen")
 	}
+	if h.Left() > 0 {
+		t.Fatal("Left positive after End")
+	}
 	if !errors.Is(context.Cause(h.Context()), context.Canceled) {
 		t.Fatalf("context after End: %v", context.Cause(h.Context()))
 	}
@@ -337,4 +340,76 @@ func TestAlarmSharesOneTimer(t *testing.T) {
 	if ka.losses() != 0 {
 		t.Fatal("an ended holding was lost")
 	}
+}
+
+// pausingClock stops the n-th Since call after arm until resume is
+// closed: the moment between reading the clock and acting on it.
+type pausingClock struct {
+	*clock.Fake
+	mu     sync.Mutex
+	n      int
+	hit    chan struct{}
+	resume chan struct{}
+}
+
+func (p *pausingClock) arm(n int) {
+	p.mu.Lock()
+	p.n = n
+	p.mu.Unlock()
+}
+
+func (p *pausingClock) Since(t time.Time) time.Duration {
+	d := p.Fake.Since(t)
+	p.mu.Lock()
+	pause := false
+	if p.n > 0 {
+		p.n--
+		pause = p.n == 0
+	}
+	p.mu.Unlock()
+	if pause {
+		p.hit <- struct{}{}
+		<-p.resume
+	}
+	return d
+}
+
+// A renewal whose reply is read a moment before the deadline and acted
+// on after it, once a reader saw the holding over, is void: the holding
+// never reads as held again.
+func TestRenewalActedOnAfterDeadlineIsVoid(t *testing.T) {
+	fake := clock.NewFake(t0)
+	clk := &pausingClock{Fake: fake, hit: make(chan struct{}), resume: make(chan struct{})}
+	st := membackend.New(membackend.WithClock(clock.NewFake(t0)))
+	terms := &lease.Terms{Store: st, Alarm: lease.NewAlarm(clk), Margin: 100 * time.Millisecond, OpTimeout: time.Minute}
+	k := newHooks()
+	var h lease.Holder
+	l, err := st.Acquire(ctxT(t), "k", "me", time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Start(context.Background(), terms, k, lease.Grant{Key: "k", Owner: "me", Lease: l, Sent: fake.Now(), TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	fake.AwaitTimers(t, 1)
+	fake.Advance(900*time.Millisecond - time.Millisecond)
+	clk.arm(2) // Renew's own check, then the reading it extends on
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.Renew(ctxT(t), 10*time.Second)
+		done <- err
+	}()
+	<-clk.hit
+	fake.Advance(2 * time.Millisecond)
+	if h.Left() > 0 {
+		t.Fatal("held past the deadline")
+	}
+	close(clk.resume)
+	if err := <-done; !errors.Is(err, lease.ErrLate) {
+		t.Fatalf("a renewal acted on after the deadline: %v, want ErrLate", err)
+	}
+	if h.Left() > 0 {
+		t.Fatal("a renewal acted on after the deadline revived the holding")
+	}
+	waitLost(t, k, lease.ErrExpired)
 }
