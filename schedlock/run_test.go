@@ -52,6 +52,17 @@ func runAsync(t *testing.T, g *schedlock.Gate, job func(ctx context.Context)) (r
 	return func() { close(done) }, res
 }
 
+// fakeRun starts a run of a gate with a 10s lockAtMostFor (a 1s margin)
+// on a fake clock reading T, and returns the job's context.
+func fakeRun(t *testing.T) (*clock.Fake, context.Context, func(), <-chan error) {
+	t.Helper()
+	g, clk, _ := fakeGate(t, 10*time.Second, 0)
+	var jobCtx context.Context
+	release, res := runAsync(t, g, func(ctx context.Context) { jobCtx = ctx })
+	clk.AwaitTimers(t, 1)
+	return clk, jobCtx, release, res
+}
+
 func lostAt(t *testing.T, ctx context.Context, when string) {
 	t.Helper()
 	select {
@@ -69,10 +80,7 @@ func lostAt(t *testing.T, ctx context.Context, when string) {
 // before. Then the job's context is cancelled with ErrLost, Assert and
 // Token say so, and Run reports it.
 func TestRunDeadlineOnFakeClock(t *testing.T) {
-	g, clk, _ := fakeGate(t, 10*time.Second, 0)
-	var jobCtx context.Context
-	release, res := runAsync(t, g, func(ctx context.Context) { jobCtx = ctx })
-	clk.AwaitTimers(t, 1)
+	clk, jobCtx, release, res := fakeRun(t)
 	clk.Advance(9*time.Second - time.Nanosecond)
 	if err := schedlock.Assert(jobCtx); err != nil {
 		t.Fatalf("Assert a nanosecond before the deadline: %v", err)
@@ -97,10 +105,7 @@ func TestRunDeadlineOnFakeClock(t *testing.T) {
 // Extend moves the deadline to its own send + d − the same margin; an
 // extension no longer than the margin is refused and changes nothing.
 func TestRunExtendOnFakeClock(t *testing.T) {
-	g, clk, _ := fakeGate(t, 10*time.Second, 0)
-	var jobCtx context.Context
-	release, res := runAsync(t, g, func(ctx context.Context) { jobCtx = ctx })
-	clk.AwaitTimers(t, 1)
+	clk, jobCtx, release, res := fakeRun(t)
 	clk.Advance(5 * time.Second)
 	if err := schedlock.Extend(jobCtx, time.Second); !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("Extend by the margin: %v, want ErrInvalidArgument", err)

@@ -30,10 +30,17 @@
 // the policy calls Lose (the store said the key is not its own, a role
 // ended), never revived after.
 //
-// At the loss the policy's Lost hook runs first (it reports, passes a turn
-// on), then the holding's context is cancelled with the cause it returns.
-// End marks the holding released — from then on nothing is lost or renewed
-// — and Drop gives the key back, owner-checked, keeping it keepFor longer.
+// Once a reader of Left has found the deadline passed, it never moves
+// again, so a renewal whose reply was read a moment before the deadline
+// and acted on after it is void too: whoever saw the holding over never
+// sees it held again.
+//
+// At the loss the deadline is taken away (Left reads zero or less), then
+// the policy's Lost hook runs (it reports, passes a turn on), then the
+// holding's context is cancelled with the cause the hook returns. End marks
+// the holding released — from then on nothing is lost or renewed — takes
+// the deadline away and cancels the context; Drop gives the key back,
+// owner-checked, keeping it keepFor longer.
 //
 // # What is not promised
 //

@@ -76,6 +76,14 @@ func (e *env) grant(t *testing.T, h *lease.Holder, k lease.Hooks, key string, tt
 	}
 }
 
+// started is a holding of "k" for a second, with a 100ms margin.
+func started(t *testing.T) (*env, *lease.Holder, *hooks) {
+	t.Helper()
+	e, h, k := newEnv(100*time.Millisecond), new(lease.Holder), newHooks()
+	e.grant(t, h, k, "k", time.Second)
+	return e, h, k
+}
+
 func waitLost(t *testing.T, k *hooks, want error) {
 	t.Helper()
 	select {
@@ -105,10 +113,7 @@ func TestMargin(t *testing.T) {
 // before, and then its context is cancelled with the cause Lost returns,
 // after Lost ran.
 func TestDeadlineIsSentPlusTTLLessMargin(t *testing.T) {
-	e := newEnv(100 * time.Millisecond)
-	k := newHooks()
-	var h lease.Holder
-	e.grant(t, &h, k, "k", time.Second)
+	e, h, k := started(t)
 	if h.Token() == 0 || h.Key() != "k" || h.Owner() != "me" {
 		t.Fatalf("holder names key %q owner %q token %d", h.Key(), h.Owner(), h.Token())
 	}
@@ -161,10 +166,7 @@ func TestStartRefusesLateGrant(t *testing.T) {
 // A renewal moves the deadline to its own sent + ttl − margin, with the
 // same margin as the grant.
 func TestRenewMovesDeadline(t *testing.T) {
-	e := newEnv(100 * time.Millisecond)
-	k := newHooks()
-	var h lease.Holder
-	e.grant(t, &h, k, "k", time.Second)
+	e, h, k := started(t)
 	e.clk.AwaitTimers(t, 1)
 	e.clk.Advance(500 * time.Millisecond)
 	if _, err := h.Renew(ctxT(t), 3*time.Second); err != nil {
@@ -231,10 +233,7 @@ func TestLateRenewalIsVoid(t *testing.T) {
 // A store refusal is the policy's to act on: Renew returns it and the
 // deadline stays.
 func TestRenewNotHeldLeavesDeadline(t *testing.T) {
-	e := newEnv(100 * time.Millisecond)
-	k := newHooks()
-	var h lease.Holder
-	e.grant(t, &h, k, "k", time.Second)
+	e, h, k := started(t)
 	if err := e.store.Release(ctxT(t), "k", "me", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -258,10 +257,7 @@ func TestRenewNotHeldLeavesDeadline(t *testing.T) {
 // A wake-up before the deadline calls Woken and leaves the deadline; one
 // at or past it is refused.
 func TestWakeIn(t *testing.T) {
-	e := newEnv(100 * time.Millisecond)
-	k := newHooks()
-	var h lease.Holder
-	e.grant(t, &h, k, "k", time.Second)
+	e, h, k := started(t)
 	if h.WakeIn(900 * time.Millisecond) {
 		t.Fatal("a wake-up at the deadline was accepted")
 	}
@@ -286,10 +282,7 @@ func TestWakeIn(t *testing.T) {
 // End ends the holding for good: the deadline passing later loses
 // nothing, and Drop frees the key, keeping it keepFor.
 func TestEndThenDropKeepsFor(t *testing.T) {
-	e := newEnv(100 * time.Millisecond)
-	k := newHooks()
-	var h lease.Holder
-	e.grant(t, &h, k, "k", time.Second)
+	e, h, k := started(t)
 	if h.End() {
 		t.Fatal("End reports a loss that did not happen")
 	}
