@@ -135,7 +135,7 @@ func (e *Elector) Key() string { return e.key }
 // does not allocate.
 //
 // IsMaster reads the clock on every call, while the tenure's context is
-// cancelled by the elector's timer when the deadline comes; for a moment
+// cancelled by the holding's timer when the deadline comes; for a moment
 // after the deadline (or after the process woke from a pause) IsMaster can
 // read false while the context is not cancelled yet. Neither protects a
 // write that is already on its way: the epoch does.
