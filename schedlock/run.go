@@ -219,7 +219,7 @@ func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 		r.lose(err)
 		return
 	}
-	t := time.NewTicker(rolePoll)
+	t := r.g.clock.NewTimer(rolePoll)
 	defer t.Stop()
 	for {
 		select {
@@ -227,11 +227,12 @@ func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case <-r.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			if err := r.roleLost(); err != nil {
 				r.lose(err)
 				return
 			}
+			t.Reset(rolePoll)
 		}
 	}
 }
