@@ -564,9 +564,7 @@ func (g *Gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 // longer. It works after ctx ended (gocron unlocks with the job's context,
 // which Shutdown has cancelled).
 func (g *Gate) release(ctx context.Context, owner string, keepFor time.Duration) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opTimeout)
-	defer cancel()
-	err := g.lock.store.Release(rctx, g.lock.key, owner, keepFor)
+	err := g.terms.Drop(ctx, g.lock.key, owner, keepFor)
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) {
 		g.observe(nh.Holder.Token)
