@@ -8,11 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/lease"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Unix(1_700_000_000, 0)
 
