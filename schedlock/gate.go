@@ -429,7 +429,7 @@ func (g *Gate) admit(ctx context.Context, job string) (*run, error) {
 	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.h.Token(), "fire", r.fire)
 	g.emit(Event{Kind: EventAdmitted, Job: job})
 	if g.lock != nil && r.h.Over() {
-		r.lost(r.leaseLost()) // the deadline came while the run was confirmed
+		r.lose(r.leaseLost()) // the deadline came while the run was confirmed
 	}
 	return r, nil
 }

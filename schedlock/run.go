@@ -66,12 +66,13 @@ func newRun(g *Gate, job string, epoch uint64) *run {
 func (r *run) expired() bool { return r.h.Left() <= 0 }
 
 // Lost is the job lock's holding ending before the run's release, at its
-// deadline or through lose (lease.Hooks): the run loses its gate.
+// deadline or because the store said the lock is no longer the run's
+// (lease.Hooks): the run loses its gate.
 func (r *run) Lost(cause error) error {
 	if errors.Is(cause, lease.ErrExpired) {
 		cause = r.leaseLost()
 	}
-	r.lost(cause)
+	r.lose(cause)
 	return cause
 }
 
@@ -125,26 +126,12 @@ func (r *run) loseWith(err error) error {
 	return err // another goroutine is still reporting the loss
 }
 
-// lose marks the run lost with cause err, once: through the job lock's
-// holding when there is one, so that the lease is given up too.
-func (r *run) lose(err error) {
-	r.mu.Lock()
-	over := r.ended || r.losing || r.ctx.Err() != nil
-	r.mu.Unlock()
-	switch {
-	case over:
-	case r.g.lock != nil:
-		r.h.Lose(err) // calls Lost
-	default:
-		r.lost(err)
-	}
-}
-
-// lost marks an admitted run lost with cause err, once, and cancels the
+// lose marks an admitted run lost with cause err, once, and cancels the
 // contexts handed to the job before it returns. The loss is logged and
 // observed before the contexts are cancelled, so a job that returns when
-// its context ends returns after the observer saw the loss.
-func (r *run) lost(err error) {
+// its context ends returns after the observer saw the loss. A role that
+// ended leaves the job lock's lease as it is, to the run's release.
+func (r *run) lose(err error) {
 	r.mu.Lock()
 	if !r.admitted || r.ended || r.losing || r.ctx.Err() != nil {
 		r.mu.Unlock()
@@ -318,6 +305,8 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	// reply that lands after it: the lease was given up, and stays so.
 	_, err := r.h.Renew(ctx, d)
 	switch {
+	case err == nil && r.ctx.Err() != nil:
+		return context.Cause(r.ctx) // the role ended while the extension was out
 	case err == nil:
 		return nil
 	case err == lease.ErrLate:
@@ -326,7 +315,7 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	case errors.Is(err, lease.ErrLate) || r.ctx.Err() != nil:
 		return r.loseWith(r.leaseLost())
 	case errors.Is(err, backend.ErrNotHeld):
-		r.lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
+		r.h.Lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
 		return context.Cause(r.ctx)
 	}
 	return fmt.Errorf("schedlock: job %q: extending job lock %q: %w", r.job, l.key, err)

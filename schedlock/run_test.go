@@ -145,3 +145,43 @@ func TestRunLockAtLeastForOnFakeClock(t *testing.T) {
 		t.Fatalf("the lock after lockAtLeastFor: %v", err)
 	}
 }
+
+// A master-only run with a job lock that loses its mastership is lost
+// (ErrNotMaster), but its lease did not lapse: the release succeeds, and
+// Run reports only what the job returns.
+func TestRoleLossLeavesLeaseToRelease(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	f.start(t)
+	f.master(t, -1)
+	g, err := schedlock.NewGate(schedlock.Master, f.els[0], quiet, schedlock.WithLock(f.stores[0], "demoted", time.Minute, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	started, result := make(chan struct{}), make(chan error, 1)
+	go func() {
+		result <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			if cause := context.Cause(ctx); !errors.Is(cause, schedlock.ErrNotMaster) {
+				t.Errorf("the run ended with %v, want ErrNotMaster", cause)
+			}
+			return nil
+		})
+	}()
+	<-started
+	if err := f.els[0].Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatalf("Run after a role loss whose lease held: %v, want nil (the job's own result)", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("the run was not lost with its mastership")
+	}
+	if _, err := f.stores[0].Get(ctx, g.LockKey()); !errors.Is(err, backend.ErrNotFound) {
+		t.Fatalf("the job lock after the run: %v, want it released", err)
+	}
+}
