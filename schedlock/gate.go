@@ -139,7 +139,7 @@ type settings struct {
 // fire) is {tenant:app}:fired:<name>, used when the gate knows its runs'
 // fire times (WithScheduler, FireContext). Tenant and app (and the
 // instance ID that starts each owner string) come from WithInstance if
-// given, else from the gate's elector, else from role.Default.
+// given, else from the gate's elector — never from a package default.
 func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 	return func(s *settings) {
 		s.locks++
@@ -175,7 +175,7 @@ func WithDefaults(d Defaults) Option {
 // WithInstance names the instance a gate's job lock belongs to: its tenant
 // and app form the lock key's namespace and its ID starts every lock
 // owner string. It is needed for a lock on a gate without an elector
-// (AnyRole, Locked) unless role.SetDefault was called first.
+// (AnyRole, Locked).
 func WithInstance(id instanceid.ID) Option {
 	return func(s *settings) { s.id = id }
 }
@@ -276,16 +276,11 @@ func checkRole(r Role, el *role.Elector) []error {
 }
 
 // gateInstance is the instance a gate speaks for: the one WithInstance
-// named, else the elector's, else the default elector's (role.SetDefault),
-// else none.
+// named, else the elector's, else none. It never reads role.Default: a
+// gate's instance is what its own options name.
 func gateInstance(id instanceid.ID, el *role.Elector) instanceid.ID {
 	if id.IsZero() && el != nil {
 		id = el.ID()
-	}
-	if id.IsZero() {
-		if d := role.Default(); d != nil {
-			id = d.ID()
-		}
 	}
 	return id
 }
@@ -329,7 +324,7 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	if id.IsZero() {
 		bad("the instance is unknown, so the lock has no key: pass schedlock.WithInstance(id) to this option " +
 			"(Locked(store, name, lockAtMostFor, lockAtLeastFor, schedlock.WithInstance(id))), " +
-			"gate the job by role (MasterOnly(el, WithLock(...))), or call role.SetDefault(el) before NewJob")
+			"or gate the job by role (MasterOnly(el, WithLock(...)))")
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)

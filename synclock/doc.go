@@ -1,7 +1,6 @@
 // Package synclock serialises a critical section across every instance of
-// a service: only one goroutine of one instance runs it at a time — the Go
-// rendition of the seed framework's synchronised method, whose lock key is
-// the method signature and whose value is the instance ID.
+// a service: only one goroutine of one instance runs it at a time. A lock
+// is a key in the store whose value names the holding instance.
 //
 //	lk, err := synclock.NewLocker(store, id, cfg.SyncLock)
 //	err = lk.DoKey(ctx, "close-invoices", func(ctx context.Context) error { ... }) // a constant key
@@ -15,16 +14,29 @@
 // with a constant (or a constant plus an entity's ID) and DoKey, DoValue,
 // TryDo or Mutex, so that it changes only when you change it.
 //
-// Do, the seed's rule, keys the lock by the fully qualified name of the
-// calling function, such as
-// "github.com/acme/billing/invoice.(*Service).Close" (generic functions
-// carry "[...]"). That name changes when the function is renamed or moved,
-// and for a closure it changes when another closure is added above it
-// (the compiler numbers them: ".func1", ".func2"), so Do refuses to be
-// called from a closure with ErrUnstableKey, whose message names a key to
-// give DoKey instead.
+// Do, the seed's rule, keys the lock by a function's fully qualified
+// name, as an annotation on a method names the method: fn's own name when
+// fn is a named function or a method value (Do(ctx, svc.Close) holds
+// "github.com/acme/billing/invoice.(*Service).Close"), else — fn is a
+// literal — the nearest named function around the call. So Do works
+// wherever it is written, in HTTP handler literals, goroutines and gocron
+// task literals too, and never fails for want of a key; the closures of
+// one function share that function's lock (the compiler's numbered names,
+// ".func1", change when a closure is added above, and are never used).
+// Generic functions carry "[...]", so every instantiation shares a lock;
+// a method value taken from an interface is named after the interface's
+// method, so every implementation behind it shares one too.
 //
-// # The seed's rules, kept
+// In a rolling deploy the old and the new version hold one lock only
+// while the name is the same in both. Renaming the function, moving it to
+// another package or type, changing a method's receiver between pointer
+// and value, or moving a Do into another function (or handing Do a method
+// value where it was given a literal) gives the section a new key: for
+// the length of the deploy, an old and a new instance can run it at
+// once. Name the lock with DoKey and a constant before such a change, or
+// deploy it when the section may run twice.
+//
+// # The rules
 //
 // Every key is stored as {tenant:app}:lock:<key>. Acquiring is set-if-absent; a waiter tries
 // again every RetryInterval (default 1 s) until it succeeds, MaxRetries
@@ -37,7 +49,7 @@
 // MaxRetries x RetryInterval. With Disabled every call fails with
 // ErrDisabled: a section never runs unlocked.
 //
-// # Beyond the seed
+// # Beyond the rules
 //
 //   - Waiters wake on release: the release is published and the waiter
 //     claims at once; RetryInterval is only a fallback poll (the next try is

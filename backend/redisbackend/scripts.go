@@ -41,13 +41,15 @@ type scriptSet struct {
 var leaseScripts = loadScripts("")
 
 // loadScripts reads the scripts, each lease script lua/<name>.lua behind
-// the prelude and, in front of both, shim (Lua that tests add); and
-// the group scripts, lua/group/<name>.lua behind lua/group/prelude.lua.
+// the prelude and each group script lua/group/<name>.lua behind
+// lua/group/prelude.lua, with shim (Lua that tests add) in front of every
+// one.
 func loadScripts(shim string) *scriptSet {
 	prelude := shim + readLua("prelude")
 	lease := func(name string) *script { return newScript(name, prelude+readLua(name)) }
+	groupPrelude := shim + readLua("group/prelude")
 	group := func(name string) *script {
-		return newScript("group_"+name, readLua("group/prelude")+readLua("group/"+name))
+		return newScript("group_"+name, groupPrelude+readLua("group/"+name))
 	}
 	return &scriptSet{
 		acquire:       lease("acquire"),
