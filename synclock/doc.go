@@ -93,8 +93,12 @@
 //     release is owner-checked: a late release after the hold ran out can
 //     never delete the next holder's key.
 //   - The section's context carries a fencing token (Token) that grows with
-//     every holding, and is cancelled shortly before the lease can expire;
-//     DoKey then reports ErrLeaseExpired and Token reports false. WithAutoRenew
+//     every holding, and is cancelled shortly before the lease can expire
+//     (a margin of a tenth of ClaimWindow, at most 1s, before the end of the
+//     grant and of every extension alike: the rule of internal/lease, which
+//     role and schedlock hold their leases on too; EventLost is reported
+//     before the cancellation); DoKey then reports ErrLeaseExpired and Token
+//     reports false. WithAutoRenew
 //     extends the lease while the section runs, up to a hard ceiling.
 //   - One deadline decides each holding. An extension is not sent once the
 //     deadline has passed, each is bounded by it, and a reply that lands
