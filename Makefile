@@ -25,12 +25,12 @@
 #                     (then: cd bench && go test -run TestReadmeFigures -update)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
-#   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
+#   make chaos-short  the chaos suite (testkit/all/chaos): one fault of each kind on every topology,
 #                     plus the broken-fencing proof; writes chaos-report.json (<= 5 min; make test runs it)
 #   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
 #                     CHAOS_SEED=n replays a schedule; writes chaos-report.json
 #                     (to publish one: copy it and its .txt to docs/, then
-#                     go test ./internal/chaos -run TestReadmeTable -update)
+#                     go test ./testkit/all/chaos -run TestReadmeTable -update)
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
 #
@@ -93,7 +93,7 @@ APT_PACKAGES := redis-server redis-sentinel redis-tools
 # The headless browser of statuspage's browser test (Debian's packages).
 BROWSER_BINS := chromium chromedriver
 BROWSER_PACKAGES := chromium chromium-driver
-# Where the tests look for the binaries besides PATH (see internal/testenv).
+# Where the tests look for the binaries besides PATH (see testkit/testenv).
 REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 
 # The Consul server the tests run: tools/consul pins its version; deps
@@ -249,7 +249,7 @@ fmt-check:
 # follow t.Fatal, t.FailNow, t.Skip, panic or the like in the same block:
 # they never run, so a check written there cannot fail.
 after-fatal:
-	@$(GO) run ./internal/afterfatal "$(DIR)"
+	@$(GO) run ./testkit/afterfatal "$(DIR)"
 
 fmt:
 	@find . -name '*.go' -not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*/*' \
@@ -345,18 +345,18 @@ fuzz: deps
 fuzz-short:
 	@$(MAKE) fuzz FUZZTIME=$(FUZZ_SHORT_TIME)
 
-# The chaos suite lives in internal/chaos behind the chaos build tag: it
+# The chaos suite lives in testkit/all/chaos behind the chaos build tag: it
 # builds the node program (with -race) and runs real processes against
 # private servers. chaos-short injects one fault of each kind per
 # topology; chaos runs CHAOS_DURATION of faults per topology.
 chaos-short: deps
-	@echo "== chaos-short: internal/chaos (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
-	cd internal/chaos && $(GO) test -tags chaos -count=1 -timeout 10m -run 'Chaos' \
+	@echo "== chaos-short: testkit/all/chaos (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
+	cd testkit/all/chaos && $(GO) test -tags chaos -count=1 -timeout 10m -run 'Chaos' \
 		-chaos.seed=$(CHAOS_SEED) -chaos.duration=0 -chaos.report="$(abspath $(CHAOS_REPORT))" $(CHAOS_FLAGS) .
 
 chaos: deps
-	@echo "== chaos: internal/chaos for $(CHAOS_DURATION) per topology (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
-	cd internal/chaos && $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run 'TestChaos$$' -v \
+	@echo "== chaos: testkit/all/chaos for $(CHAOS_DURATION) per topology (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
+	cd testkit/all/chaos && $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run 'TestChaos$$' -v \
 		-chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.report="$(abspath $(CHAOS_REPORT))" $(CHAOS_FLAGS) .
 
 cover: deps

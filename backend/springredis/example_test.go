@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
 )
 
@@ -16,15 +16,12 @@ import (
 // framework's layout: the key is the service's name and its value the
 // instance ID, which a Java instance of billing reads as its master.
 func Example() {
-	mr := miniredis.NewMiniRedis() // an in-process Redis; use your own
-	if err := mr.Start(); err != nil {
-		panic(err)
-	}
-	defer mr.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: server.Addr()}) // your Redis's address
 	defer rdb.Close()
 
-	store, err := springredis.New(rdb, springredis.Layout{})
+	// The restart guard is off only because this Redis was started for
+	// the example; a service keeps it.
+	store, err := springredis.New(rdb, springredis.Layout{}, redisbackend.WithoutRestartGuard())
 	if err != nil {
 		panic(err)
 	}
