@@ -4,7 +4,13 @@
 #                     chromedriver for the status page's browser test (apt) if missing, and
 #                     build the pinned Consul server (tools/consul) into .cache/bin (~7 min cold)
 #   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
-#                     module and every nested module
+#                     module and every nested module, then consul-leg, min-go, fuzz-short and
+#                     chaos-short
+#   make consul-leg   the Consul leg of the store-table tests of role, synclock, schedlock,
+#                     statuspage and metrics (their modules build without the Consul store,
+#                     so their own runs skip it), run from testkit/all (testkit/all/consulleg/run)
+#   make min-go       builds and vets every module with the lowest Go its go.mod asks for
+#                     (GOTOOLCHAIN=go<version>; the toolchain comes from the module proxy)
 #   make test-stress  the race tests STRESS_RUNS times (default 5), then chaos-short once, while
 #                     STRESS_BURNERS busy loops (default: one per CPU) load the machine; stops at the
 #                     first failure
@@ -81,8 +87,12 @@ CHAOS_REPORT   ?= chaos-report.json
 CHAOS_FLAGS    ?=
 
 # The root module plus every directory below it that holds a go.mod
-# (bench/ and any later ones), skipping vendor, testdata, hidden dirs and
-# tools/ (modules that only pin the servers the tests run).
+# (backend/consulbackend, metrics, cmd/batonctl, examples, testkit/all,
+# bench and any later ones: the optional parts are modules of their own,
+# so that a service that uses Redis only does not pull them), skipping
+# vendor, testdata, hidden dirs and tools/ (modules that only pin the
+# servers the tests run). Each nested go.mod replaces baton (and the
+# nested modules it needs) by the checkout, so no go.work is needed.
 NESTED_MODULES := $(shell find . -mindepth 2 -name go.mod \
 	-not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*' -not -path './tools/*' \
 	-exec dirname {} \; | sed 's|^\./||' | sort)
@@ -107,7 +117,7 @@ CONSUL_STAMP := $(TOOLS_BIN)/consul.gosum
 STRESS_RUNS    ?= 5
 STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick bench-role fuzz fuzz-short chaos chaos-short cover clean
+.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress consul-leg min-go bench bench-quick bench-role fuzz fuzz-short chaos chaos-short cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -183,8 +193,31 @@ test: deps
 	@for mod in $(MODULES); do
 		$(MAKE) test-only MOD="$$mod"
 	done
+	$(MAKE) consul-leg
+	$(MAKE) min-go
 	$(MAKE) fuzz-short
 	$(MAKE) chaos-short
+
+# consul-leg runs the tests of role, synclock, schedlock, statuspage and
+# metrics that use the table of stores (testkit/storetest) again with the
+# Consul store linked in, from testkit/all: see testkit/all/consulleg/run.
+consul-leg:
+	@GO="$(GO)" TEST_TIMEOUT="$(TEST_TIMEOUT)" testkit/all/consulleg/run
+
+# min-go builds and vets each module a user requires (MIN_GO_MODULES) with
+# the Go version its go.mod names (the lowest it needs: go-redis v9.23 asks
+# for 1.26.0, consul/api v1.34.5 for 1.26.7), so that a go line set too low
+# fails here, not at a user's. GOTOOLCHAIN=goX.Y.Z makes the go command
+# fetch that toolchain from the module proxy once (into the module cache).
+# The examples, testkit/all and bench are left out: nobody requires them,
+# and compiling their dependencies again would cost CI minutes.
+MIN_GO_MODULES ?= . backend/consulbackend metrics cmd/batonctl
+min-go:
+	@for mod in $(MIN_GO_MODULES); do
+		want=$$(sed -n 's/^go //p' "$$mod/go.mod")
+		echo "== $$mod: go build and go vet with go$$want"
+		(cd "$$mod" && GOTOOLCHAIN="go$$want" $(GO) build -o /dev/null ./... && GOTOOLCHAIN="go$$want" $(GO) vet ./...)
+	done
 
 # test-only runs vet, the gofmt check and the race tests of one module
 # (MOD, default the root); `make test` runs it for every module.
@@ -221,6 +254,8 @@ test-stress: deps
 				echo "test-stress: run $$run of $$mod failed under load" >&2; exit 1; }
 			echo "== test-stress run $$run/$(STRESS_RUNS): $$mod passed in $$((SECONDS - start)) s"
 		done
+		echo "== test-stress run $$run/$(STRESS_RUNS): consul-leg"
+		$(MAKE) consul-leg || { echo "test-stress: run $$run of consul-leg failed under load" >&2; exit 1; }
 	done
 	echo "== test-stress: chaos-short under load"
 	$(MAKE) chaos-short CHAOS_REPORT=chaos-report-stress.json || {

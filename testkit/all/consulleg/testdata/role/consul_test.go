@@ -15,6 +15,7 @@ import (
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/consulbackend/consultest"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/storetest"
 	"github.com/baton-go/baton/testkit/testenv"
 )
 
