@@ -265,8 +265,9 @@ const (
 // role TTL (scheduler-lock.heartbeat-expiration-duration-in-seconds) or
 // lock hold (synchronized-lock.hold-duration-in-seconds) that Consul's
 // sessions cannot hold: below the session minimum or above a day
-// (ConsulMaxSessionTTL). consulconfig.Store (in the Consul store's module)
-// calls it before it makes the store; the error wraps ErrInvalid.
+// (ConsulMaxSessionTTL). consulconfig.Store (in the module
+// github.com/baton-go/baton/config/consulconfig) calls it before it makes
+// the store; the error wraps ErrInvalid.
 func (c Config) CheckConsul() error {
 	min := cmp.Or(c.Consul.SessionTTLMin, ConsulDefaultSessionTTLMin)
 	if err := sectionCheck(&Config{Consul: c.Consul}, "consul."); err != nil {

@@ -22,9 +22,9 @@
 // does not answer or refuses the credentials, unless redis.fail-fast is
 // false; go-redis's own messages go to slog's debug level
 // (redis.client-log).
-// For Consul, consulconfig.Store, in the Consul store's module
-// (github.com/baton-go/baton/backend/consulbackend/consulconfig), makes
-// the store from the consul.* keys after CheckConsul.
+// For Consul, consulconfig.Store (github.com/baton-go/baton/config/consulconfig,
+// a module of its own beside the Consul store's) makes the store from the
+// consul.* keys after CheckConsul.
 //
 // The keys are the seed framework's (scheduler-lock.*, synchronized-lock.*)
 // plus baton's own. Load merges its sources in order, later over earlier,

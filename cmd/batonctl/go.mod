@@ -8,9 +8,15 @@ replace github.com/baton-go/baton => ../..
 
 replace github.com/baton-go/baton/backend/consulbackend => ../../backend/consulbackend
 
+replace github.com/baton-go/baton/config/consulconfig => ../../config/consulconfig
+
+replace github.com/baton-go/baton/testkit/consultest => ../../testkit/consultest
+
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/backend/consulbackend v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/config/consulconfig v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/testkit/consultest v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 )

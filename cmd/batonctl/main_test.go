@@ -18,9 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/backend/consulbackend/consultest"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/consultest"
 	"github.com/baton-go/baton/testkit/storetest"
 	"github.com/baton-go/baton/testkit/testenv"
 )

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/baton-go/baton/backend/consulbackend/consulconfig"
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/config/consulconfig"
 	hide "github.com/baton-go/baton/internal/redact"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/backend/consulbackend/consultest"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/testkit/consultest"
 	"github.com/baton-go/baton/testkit/storetest"
 )
 

@@ -9,12 +9,18 @@ replace github.com/baton-go/baton => ../..
 
 replace github.com/baton-go/baton/backend/consulbackend => ../../backend/consulbackend
 
+replace github.com/baton-go/baton/config/consulconfig => ../../config/consulconfig
+
+replace github.com/baton-go/baton/testkit/consultest => ../../testkit/consultest
+
 replace github.com/baton-go/baton/metrics => ../../metrics
 
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/backend/consulbackend v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/config/consulconfig v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/metrics v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/testkit/consultest v0.0.0-00010101000000-000000000000
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/prometheus/client_golang v1.25.0

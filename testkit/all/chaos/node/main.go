@@ -45,9 +45,9 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/backend/consulbackend/consulconfig"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/config/consulconfig"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/backend/consulbackend/consulconfig"
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/config/consulconfig"
 	"github.com/baton-go/baton/testkit/testenv"
 )
 

@@ -7,11 +7,11 @@
 //	store, err := consulconfig.Store(*cfg)
 //	defer store.Close()
 //
-// It is in the Consul store's module (github.com/baton-go/baton/backend/consulbackend)
-// so that package config, and a service that uses Redis only, build
-// without the Consul client. It belongs to the wiring layer, beside
-// config: it imports config and consulbackend, and nothing imports it but
-// programs.
+// It is a module of its own (github.com/baton-go/baton/config/consulconfig,
+// which requires the Consul store's module) so that package config, and a
+// service that uses Redis only, build without the Consul client. It
+// belongs to the wiring layer, beside config: it imports config and
+// consulbackend, and nothing imports it but programs.
 package consulconfig
 
 import (

@@ -1,9 +1,10 @@
 // Package consultest is the Consul leg of the table of stores
 // (testkit/storetest) that the integration tests of role, synclock,
-// schedlock, statuspage and metrics run on. It lives in the Consul
-// store's module, so that the root module builds without the Consul
-// client: a test binary that imports it, even blank, runs the table's
-// "consul" entry on a private Consul agent (testkit/testenv).
+// schedlock, statuspage and metrics run on. It is a module of its own
+// (it requires the Consul store's), so that the root module builds
+// without the Consul client: a test binary that imports it, even blank,
+// runs the table's "consul" entry on a private Consul agent
+// (testkit/testenv).
 //
 // It is test support, not part of baton's API.
 package consultest
