@@ -36,7 +36,7 @@
 #   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
 #                     CHAOS_SEED=n replays a schedule; writes chaos-report.json
 #                     (to publish one: copy it and its .txt to docs/, then
-#                     go test ./testkit/all/chaos -run TestReadmeTable -update)
+#                     cd testkit/all/chaos && go test . -run TestReadmeTable -update)
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
 #

@@ -16,12 +16,14 @@ replace github.com/baton-go/baton/testkit/consultest => ../../testkit/consultest
 replace github.com/baton-go/baton/metrics => ../../metrics
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/backend/consulbackend v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/config/consulconfig v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/metrics v0.0.0-00010101000000-000000000000
 	github.com/baton-go/baton/testkit/consultest v0.0.0-00010101000000-000000000000
 	github.com/go-co-op/gocron/v2 v2.21.2
+	github.com/google/uuid v1.6.0
 	github.com/hashicorp/consul/api v1.34.5
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -33,7 +35,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fatih/color v1.19.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
-	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-hclog v1.6.3 // indirect
@@ -53,6 +54,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -19,7 +19,7 @@ func TestReadmeTable(t *testing.T) {
 	if len(reports) == 0 {
 		t.Fatalf("%s holds no report", path)
 	}
-	docgen.Check(t, "../../../README.md", "chaos table", "go test ./internal/chaos -run TestReadmeTable -update",
+	docgen.Check(t, "../../../README.md", "chaos table", "cd testkit/all/chaos && go test . -run TestReadmeTable -update",
 		ReadmeTable(reports), *updateReadme)
 }
 

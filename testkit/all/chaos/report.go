@@ -128,7 +128,7 @@ func (r Report) Table() string {
 // ReadmeTable renders the top-level README's chaos table, and the
 // sentence that introduces it, from the reports of one run (what
 // docs/chaos-report.json holds): the figures there come from that file,
-// and TestReadmeTable fails when they differ (go test ./testkit/all/chaos
+// and TestReadmeTable fails when they differ (cd testkit/all/chaos && go test .
 // -run TestReadmeTable -update writes them).
 func ReadmeTable(reports []Report) string {
 	var b strings.Builder

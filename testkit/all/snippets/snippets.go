@@ -1,6 +1,7 @@
 // Package snippets keeps the Go in baton's documents compiling: it
-// extracts every ```go block from Markdown and type-checks it against the
-// packages of this module, so that a renamed function or field (the
+// extracts every ```go block from Markdown and type-checks it against
+// baton's packages (compiled in this module, testkit/all, which requires
+// every baton module), so that a renamed function or field (the
 // README's metrics snippet once called cfg.Lock, which never existed)
 // fails a test instead of a reader.
 //
@@ -125,6 +126,7 @@ var Imports = []string{
 	"github.com/baton-go/baton/backend/redisbackend",
 	"github.com/baton-go/baton/backend/springredis",
 	"github.com/baton-go/baton/config",
+	"github.com/baton-go/baton/config/consulconfig",
 	"github.com/baton-go/baton/instanceid",
 	"github.com/baton-go/baton/metrics",
 	"github.com/baton-go/baton/role",
