@@ -50,6 +50,10 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 GO        ?= go
+# Every module builds and tests on its own go.mod, as its users get it;
+# the go.work at the root only lets `go run ./examples/...` and
+# `go run ./cmd/batonctl` work from there.
+export GOWORK := off
 FUZZTIME  ?= 30s
 FUZZ_SHORT_TIME ?= 3s
 BENCHTIME ?= 1s
