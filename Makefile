@@ -215,7 +215,7 @@ consul-leg:
 # fetch that toolchain from the module proxy once (into the module cache).
 # The examples, testkit/all and bench are left out: nobody requires them,
 # and compiling their dependencies again would cost CI minutes.
-MIN_GO_MODULES ?= . backend/consulbackend metrics cmd/batonctl
+MIN_GO_MODULES ?= . backend/consulbackend config/consulconfig metrics cmd/batonctl
 min-go:
 	@for mod in $(MIN_GO_MODULES); do
 		want=$$(sed -n 's/^go //p' "$$mod/go.mod")
