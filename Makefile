@@ -4,7 +4,13 @@
 #                     chromedriver for the status page's browser test (apt) if missing, and
 #                     build the pinned Consul server (tools/consul) into .cache/bin (~7 min cold)
 #   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
-#                     module and every nested module
+#                     module and every nested module, then consul-leg, min-go, fuzz-short and
+#                     chaos-short
+#   make consul-leg   the Consul leg of the store-table tests of role, synclock, schedlock,
+#                     statuspage and metrics (their modules build without the Consul store,
+#                     so their own runs skip it), run from testkit/all (testkit/all/consulleg/run)
+#   make min-go       builds and vets every module with the lowest Go its go.mod asks for
+#                     (GOTOOLCHAIN=go<version>; the toolchain comes from the module proxy)
 #   make test-short   the unit-test tier: role, synclock and schedlock with -short, on the
 #                     memory store and the fake clock, no server started (< 1 min); make test
 #                     runs these and the real-store tests besides
@@ -28,12 +34,12 @@
 #                     (then: cd bench && go test -run TestReadmeFigures -update)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
-#   make chaos-short  the chaos suite (internal/chaos): one fault of each kind on every topology,
+#   make chaos-short  the chaos suite (testkit/all/chaos): one fault of each kind on every topology,
 #                     plus the broken-fencing proof; writes chaos-report.json (<= 5 min; make test runs it)
 #   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
 #                     CHAOS_SEED=n replays a schedule; writes chaos-report.json
 #                     (to publish one: copy it and its .txt to docs/, then
-#                     go test ./internal/chaos -run TestReadmeTable -update, which
+#                     cd testkit/all/chaos && go test . -run TestReadmeTable -update, which
 #                     rewrites the tables of README.md and docs/safety.md)
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
@@ -48,6 +54,10 @@ SHELL := bash
 MAKEFLAGS += --no-print-directory
 
 GO        ?= go
+# Every module builds and tests on its own go.mod, as its users get it;
+# the go.work at the root only lets `go run ./examples/...` and
+# `go run ./cmd/batonctl` work from there.
+export GOWORK := off
 FUZZTIME  ?= 30s
 FUZZ_SHORT_TIME ?= 3s
 BENCHTIME ?= 1s
@@ -86,8 +96,12 @@ CHAOS_REPORT   ?= chaos-report.json
 CHAOS_FLAGS    ?=
 
 # The root module plus every directory below it that holds a go.mod
-# (bench/ and any later ones), skipping vendor, testdata, hidden dirs and
-# tools/ (modules that only pin the servers the tests run).
+# (backend/consulbackend, metrics, cmd/batonctl, examples, testkit/all,
+# bench and any later ones: the optional parts are modules of their own,
+# so that a service that uses Redis only does not pull them), skipping
+# vendor, testdata, hidden dirs and tools/ (modules that only pin the
+# servers the tests run). Each nested go.mod replaces baton (and the
+# nested modules it needs) by the checkout, so no go.work is needed.
 NESTED_MODULES := $(shell find . -mindepth 2 -name go.mod \
 	-not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*' -not -path './tools/*' \
 	-exec dirname {} \; | sed 's|^\./||' | sort)
@@ -98,7 +112,7 @@ APT_PACKAGES := redis-server redis-sentinel redis-tools
 # The headless browser of statuspage's browser test (Debian's packages).
 BROWSER_BINS := chromium chromedriver
 BROWSER_PACKAGES := chromium chromium-driver
-# Where the tests look for the binaries besides PATH (see internal/testenv).
+# Where the tests look for the binaries besides PATH (see testkit/testenv).
 REDIS_PATH   := $(PATH):/usr/bin:/usr/sbin:/usr/local/bin:/usr/local/sbin
 
 # The Consul server the tests run: tools/consul pins its version; deps
@@ -112,7 +126,7 @@ CONSUL_STAMP := $(TOOLS_BIN)/consul.gosum
 STRESS_RUNS    ?= 5
 STRESS_BURNERS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress bench bench-quick bench-role fuzz fuzz-short chaos chaos-short cover clean
+.PHONY: help deps consul test vet fmt-check fmt after-fatal test-only test-stress consul-leg min-go bench bench-quick bench-role fuzz fuzz-short chaos chaos-short cover clean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -188,8 +202,31 @@ test: deps
 	@for mod in $(MODULES); do
 		$(MAKE) test-only MOD="$$mod"
 	done
+	$(MAKE) consul-leg
+	$(MAKE) min-go
 	$(MAKE) fuzz-short
 	$(MAKE) chaos-short
+
+# consul-leg runs the tests of role, synclock, schedlock, statuspage and
+# metrics that use the table of stores (testkit/storetest) again with the
+# Consul store linked in, from testkit/all: see testkit/all/consulleg/run.
+consul-leg:
+	@GO="$(GO)" TEST_TIMEOUT="$(TEST_TIMEOUT)" testkit/all/consulleg/run
+
+# min-go builds and vets each module a user requires (MIN_GO_MODULES) with
+# the Go version its go.mod names (the lowest it needs: go-redis v9.23 asks
+# for 1.26.0, consul/api v1.34.5 for 1.26.7), so that a go line set too low
+# fails here, not at a user's. GOTOOLCHAIN=goX.Y.Z makes the go command
+# fetch that toolchain from the module proxy once (into the module cache).
+# The examples, testkit/all and bench are left out: nobody requires them,
+# and compiling their dependencies again would cost CI minutes.
+MIN_GO_MODULES ?= . backend/consulbackend config/consulconfig metrics cmd/batonctl
+min-go:
+	@for mod in $(MIN_GO_MODULES); do
+		want=$$(sed -n 's/^go //p' "$$mod/go.mod")
+		echo "== $$mod: go build and go vet with go$$want"
+		(cd "$$mod" && GOTOOLCHAIN="go$$want" $(GO) build -o /dev/null ./... && GOTOOLCHAIN="go$$want" $(GO) vet ./...)
+	done
 
 # test-only runs vet, the gofmt check and the race tests of one module
 # (MOD, default the root); `make test` runs it for every module.
@@ -206,7 +243,7 @@ test-only:
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # test-short runs the feature packages' unit tests: under -short,
-# internal/testenv skips every test that would start a server.
+# testkit/testenv skips every test that would start a server.
 .PHONY: test-short
 test-short:
 	@$(GO) test -short -race -count=1 ./role/... ./synclock/... ./schedlock/...
@@ -232,6 +269,8 @@ test-stress: deps
 				echo "test-stress: run $$run of $$mod failed under load" >&2; exit 1; }
 			echo "== test-stress run $$run/$(STRESS_RUNS): $$mod passed in $$((SECONDS - start)) s"
 		done
+		echo "== test-stress run $$run/$(STRESS_RUNS): consul-leg"
+		$(MAKE) consul-leg || { echo "test-stress: run $$run of consul-leg failed under load" >&2; exit 1; }
 	done
 	echo "== test-stress: chaos-short under load"
 	$(MAKE) chaos-short CHAOS_REPORT=chaos-report-stress.json || {
@@ -260,7 +299,7 @@ fmt-check:
 # follow t.Fatal, t.FailNow, t.Skip, panic or the like in the same block:
 # they never run, so a check written there cannot fail.
 after-fatal:
-	@$(GO) run ./internal/afterfatal "$(DIR)"
+	@$(GO) run ./testkit/afterfatal "$(DIR)"
 
 fmt:
 	@find . -name '*.go' -not -path '*/vendor/*' -not -path '*/testdata/*' -not -path '*/.*/*' \
@@ -357,18 +396,18 @@ fuzz: deps
 fuzz-short:
 	@$(MAKE) fuzz FUZZTIME=$(FUZZ_SHORT_TIME)
 
-# The chaos suite lives in internal/chaos behind the chaos build tag: it
+# The chaos suite lives in testkit/all/chaos behind the chaos build tag: it
 # builds the node program (with -race) and runs real processes against
 # private servers. chaos-short injects one fault of each kind per
 # topology; chaos runs CHAOS_DURATION of faults per topology.
 chaos-short: deps
-	@echo "== chaos-short: internal/chaos (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
-	cd internal/chaos && $(GO) test -tags chaos -count=1 -timeout 10m -run 'Chaos' \
+	@echo "== chaos-short: testkit/all/chaos (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
+	cd testkit/all/chaos && $(GO) test -tags chaos -count=1 -timeout 10m -run 'Chaos' \
 		-chaos.seed=$(CHAOS_SEED) -chaos.duration=0 -chaos.report="$(abspath $(CHAOS_REPORT))" $(CHAOS_FLAGS) .
 
 chaos: deps
-	@echo "== chaos: internal/chaos for $(CHAOS_DURATION) per topology (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
-	cd internal/chaos && $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run 'TestChaos$$' -v \
+	@echo "== chaos: testkit/all/chaos for $(CHAOS_DURATION) per topology (seed $(CHAOS_SEED), report $(CHAOS_REPORT))"
+	cd testkit/all/chaos && $(GO) test -tags chaos -count=1 -timeout $(CHAOS_TIMEOUT) -run 'TestChaos$$' -v \
 		-chaos.seed=$(CHAOS_SEED) -chaos.duration=$(CHAOS_DURATION) -chaos.report="$(abspath $(CHAOS_REPORT))" $(CHAOS_FLAGS) .
 
 cover: deps

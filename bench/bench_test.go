@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // TestMain lets the test binary serve as a contended run's worker

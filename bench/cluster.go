@@ -13,8 +13,8 @@ import (
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // DefaultClusterWorkers is ClusterOptions.Workers's default: 16 per

@@ -4,8 +4,11 @@ go 1.26.7
 
 replace github.com/baton-go/baton => ../
 
+replace github.com/baton-go/baton/backend/consulbackend => ../backend/consulbackend
+
 require (
 	github.com/baton-go/baton v0.0.0-00010101000000-000000000000
+	github.com/baton-go/baton/backend/consulbackend v0.0.0-00010101000000-000000000000
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/hashicorp/consul/api v1.34.5

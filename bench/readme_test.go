@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-go/baton/internal/docgen"
+	"github.com/baton-go/baton/testkit/docgen"
 )
 
 var updateReadme = flag.Bool("update", false, "rewrite the figures of docs/benchmarks.md and the README's comparison from results.json and gobench.txt")

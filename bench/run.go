@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // Defaults of Options.

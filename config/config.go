@@ -16,10 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/consul/api"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
 	"github.com/baton-go/baton/instanceid"
@@ -249,55 +247,31 @@ type Consul struct {
 	LockDelay time.Duration
 }
 
-// APIConfig returns the Consul client configuration for c: the Consul
-// client's defaults (and its CONSUL_* environment variables) with c's
-// settings over them. Every call returns a new configuration the caller
-// may change.
-func (c Consul) APIConfig() *api.Config {
-	cfg := api.DefaultConfig()
-	if c.Address != "" {
-		cfg.Address = c.Address
-		if rest, ok := strings.CutPrefix(c.Address, "https://"); ok {
-			cfg.Address, cfg.Scheme = rest, "https"
-		} else if rest, ok := strings.CutPrefix(c.Address, "http://"); ok {
-			cfg.Address, cfg.Scheme = rest, "http"
-		}
-	}
-	if c.TLS {
-		cfg.Scheme = "https"
-	}
-	if c.Token != "" {
-		cfg.Token = c.Token
-	}
-	if c.Datacenter != "" {
-		cfg.Datacenter = c.Datacenter
-	}
-	if c.CAFile != "" {
-		cfg.TLSConfig.CAFile = c.CAFile
-	}
-	if c.CertFile != "" {
-		cfg.TLSConfig.CertFile, cfg.TLSConfig.KeyFile = c.CertFile, c.KeyFile
-	}
-	return cfg
-}
+// Bounds of a Consul session's TTL, as the Consul store (in the nested
+// module github.com/baton-go/baton/backend/consulbackend) applies them:
+// the servers' default session_ttl_min and the longest session they hold.
+// config keeps its own copy so that it builds without the Consul client;
+// consulconfig's tests check that the two agree.
+const (
+	// ConsulDefaultSessionTTLMin is the default of
+	// consul.session-ttl-min-in-seconds, Consul's own default.
+	ConsulDefaultSessionTTLMin = 10 * time.Second
+	// ConsulMaxSessionTTL is the longest lease a Consul session holds.
+	ConsulMaxSessionTTL = 24 * time.Hour
+)
 
-// ConsulStore returns a Consul store for c: on the agent c.Consul names,
-// with its key prefix, session minimum and lock-delay, and a restart
-// guard as long as the longest lease the configuration keeps (see
-// consulbackend.WithRestartGuard). It refuses a
-// configuration whose leases Consul cannot hold: a role TTL
-// (scheduler-lock.heartbeat-expiration-duration-in-seconds) or lock hold
-// (synchronized-lock.hold-duration-in-seconds) below the session minimum
-// or above a day (consulbackend.MaxSessionTTL), and consul.* keys that
-// Validate refuses, such as an address with credentials.
-// The caller closes the store.
-func (c Config) ConsulStore() (*consulbackend.Store, error) {
-	min := c.Consul.SessionTTLMin
-	if min == 0 {
-		min = consulbackend.DefaultSessionTTLMin
-	}
+// CheckConsul reports what keeps c from making a Consul store: consul.*
+// keys that Validate refuses (such as an address with credentials), and a
+// role TTL (scheduler-lock.heartbeat-expiration-duration-in-seconds) or
+// lock hold (synchronized-lock.hold-duration-in-seconds) that Consul's
+// sessions cannot hold: below the session minimum or above a day
+// (ConsulMaxSessionTTL). consulconfig.Store (in the module
+// github.com/baton-go/baton/config/consulconfig) calls it before it makes
+// the store; the error wraps ErrInvalid.
+func (c Config) CheckConsul() error {
+	min := cmp.Or(c.Consul.SessionTTLMin, ConsulDefaultSessionTTLMin)
 	if err := sectionCheck(&Config{Consul: c.Consul}, "consul."); err != nil {
-		return nil, err
+		return err
 	}
 	r, l := c.Role.WithDefaults(), c.SyncLock.WithDefaults()
 	var bad []Problem
@@ -308,27 +282,31 @@ func (c Config) ConsulStore() (*consulbackend.Store, error) {
 		bad = append(bad, consulLease(keyLockHold, l.HoldDuration, min, "a lock")...)
 	}
 	if len(bad) > 0 {
-		return nil, &Error{Problems: bad}
+		return &Error{Problems: bad}
 	}
-	opts := []consulbackend.Option{consulbackend.WithSessionTTLMin(min), consulbackend.WithLockDelay(c.Consul.LockDelay),
-		consulbackend.WithRestartGuard(max(r.HeartbeatExpiration, l.HoldDuration))}
-	if c.Consul.KeyPrefix != "" {
-		opts = append(opts, consulbackend.WithPrefix(c.Consul.KeyPrefix))
-	}
-	return consulbackend.New(c.Consul.APIConfig(), opts...)
+	return nil
+}
+
+// LongestLease is the longest lease the role and the synchronized locks
+// keep: the role TTL
+// (scheduler-lock.heartbeat-expiration-duration-in-seconds) or
+// synchronized-lock.hold-duration-in-seconds, whichever is longer. The
+// stores' restart guards made from a configuration last this long.
+func (c Config) LongestLease() time.Duration {
+	return max(c.Role.WithDefaults().HeartbeatExpiration, c.SyncLock.WithDefaults().HoldDuration)
 }
 
 // consulLease reports a lease key whose duration d a Consul session
 // cannot hold: less than the session minimum min, or more than
-// consulbackend.MaxSessionTTL.
+// ConsulMaxSessionTTL.
 func consulLease(name string, d, min time.Duration, what string) []Problem {
 	value := inUnit(d, time.Second)
 	switch {
 	case d < min:
 		return []Problem{{Key: name, Value: value, Reason: fmt.Sprintf("must be at least the Consul session minimum of %v (%s): Consul cannot hold %s for less", min, keyConsulTTLMin, what)}}
-	case d > consulbackend.MaxSessionTTL:
+	case d > ConsulMaxSessionTTL:
 		return []Problem{{Key: name, Value: value, Reason: fmt.Sprintf("must be at most %s with Consul, the longest session it holds: Consul cannot hold %s for longer",
-			limitText(name, consulbackend.MaxSessionTTL), what)}}
+			limitText(name, ConsulMaxSessionTTL), what)}}
 	}
 	return nil
 }
@@ -394,7 +372,7 @@ func Default() Config {
 		},
 		Consul: Consul{
 			KeyPrefix:     DefaultKeyPrefix,
-			SessionTTLMin: consulbackend.DefaultSessionTTLMin,
+			SessionTTLMin: ConsulDefaultSessionTTLMin,
 		},
 	}
 }
@@ -693,8 +671,7 @@ func (c Config) RedisStoreOptions() []redisbackend.Option {
 		opts = append(opts, redisbackend.WithFunctions())
 	}
 	r := c.Role.WithDefaults()
-	longest := max(r.HeartbeatExpiration, c.SyncLock.WithDefaults().HoldDuration)
-	return append(opts, redisbackend.WithRestartGuard(longest),
+	return append(opts, redisbackend.WithRestartGuard(c.LongestLease()),
 		redisbackend.WithMarkerTTL(max(30*time.Second, 9*r.HeartbeatInterval)),
 		redisbackend.WithHealthCheck(max(15*time.Second, 2*r.HeartbeatInterval)))
 }

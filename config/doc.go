@@ -1,8 +1,10 @@
 // Package config reads baton's configuration from files, the environment
 // and maps, checks all of it, and returns it typed for the packages that
 // use it: instanceid.Options, role.Config, synclock.Config, and the
-// settings of the Redis and Consul clients. It is the only baton package
-// that depends on koanf; no koanf type appears in its API.
+// settings of the Redis and Consul clients. It parses YAML with
+// go.yaml.in/yaml/v3 and TOML with go-toml, and needs no other
+// configuration library; it builds without the Consul client, so a
+// service that uses Redis only pulls none of it.
 //
 //	cfg, err := config.Load(config.File("baton.yaml"), config.Env("BATON_"))
 //	if err != nil {
@@ -20,7 +22,9 @@
 // does not answer or refuses the credentials, unless redis.fail-fast is
 // false; go-redis's own messages go to slog's debug level
 // (redis.client-log).
-// ConsulStore does the same for Consul.
+// For Consul, consulconfig.Store (github.com/baton-go/baton/config/consulconfig,
+// a module of its own beside the Consul store's) makes the store from the
+// consul.* keys after CheckConsul.
 //
 // The keys are the seed framework's (scheduler-lock.*, synchronized-lock.*)
 // plus baton's own. Load merges its sources in order, later over earlier,
@@ -167,7 +171,7 @@
 //   - consul.address must be host:port or an http(s) URL, without
 //     credentials (the ACL token goes in consul.token).
 //
-// Config.RedisStore, SpringRedisStore and ConsulStore apply the rules of
+// Config.RedisStore, SpringRedisStore and CheckConsul apply the rules of
 // their section again, so a Config built in Go cannot hand go-redis an
 // absurd pool or a store a bad prefix. A store that answers but refuses
 // the credentials fails RedisStore.Ping (and so RedisStore, by default) with
@@ -405,7 +409,7 @@
 //	consul.session-ttl-min-in-seconds
 //	    default 10; BATON_CONSUL_SESSION_TTL_MIN_IN_SECONDS
 //	    The servers' session_ttl_min: the shortest lease Consul holds.
-//	    Config.ConsulStore refuses a role TTL or lock hold below it (or
+//	    consulconfig.Store refuses a role TTL or lock hold below it (or
 //	    above a day, the longest Consul session).
 //	consul.lock-delay-in-milliseconds
 //	    default 0; BATON_CONSUL_LOCK_DELAY_IN_MILLISECONDS

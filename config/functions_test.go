@@ -10,7 +10,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/config"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // redis.functions makes cfg.RedisStore's store call baton's Redis

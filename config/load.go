@@ -9,9 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/knadh/koanf/providers/confmap"
-	"github.com/knadh/koanf/v2"
 )
 
 // Load reads the sources in order, each overriding the keys the earlier
@@ -27,7 +24,7 @@ import (
 // at once with that error. Load without sources returns Default().
 func Load(sources ...Source) (*Config, error) {
 	l := loader{
-		k:      koanf.New("."),
+		merged: map[string]any{},
 		origin: map[string]string{},
 	}
 	for i, s := range sources {
@@ -43,12 +40,10 @@ func Load(sources ...Source) (*Config, error) {
 		flat := map[string]any{}
 		origin := d.origin
 		l.flatten(reflect.ValueOf(d.values), "", flat, origin)
-		// Only known keys reach koanf, so no key is the prefix of
-		// another and the flat map unflattens without clashes.
-		if err := l.k.Load(confmap.Provider(flat, "."), nil); err != nil {
-			return nil, fmt.Errorf("config: merge sources: %w", err)
-		}
-		for key := range flat {
+		// Only known keys reach the merge, each a leaf: a later
+		// source's value replaces an earlier one's.
+		for key, v := range flat {
+			l.merged[key] = v
 			l.origin[key] = origin(key)
 		}
 	}
@@ -57,10 +52,10 @@ func Load(sources ...Source) (*Config, error) {
 	st := &state{set: map[string]bool{}, bad: map[string]bool{}, origin: l.origin}
 	for i := range keys {
 		k := &keys[i]
-		if !l.k.Exists(k.name) {
+		raw, ok := l.merged[k.name]
+		if !ok {
 			continue
 		}
-		raw := l.k.Get(k.name)
 		v, reason := convert(k, raw)
 		if reason != "" {
 			st.bad[k.name] = true
@@ -81,7 +76,7 @@ func Load(sources ...Source) (*Config, error) {
 
 // loader holds the state of one Load.
 type loader struct {
-	k        *koanf.Koanf      // the merged known keys of all sources so far
+	merged   map[string]any    // the known keys of all sources so far, by dotted name
 	origin   map[string]string // key -> where its current value came from
 	problems []Problem
 	ignored  []string // keys Spring sources were asked to ignore and did

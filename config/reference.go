@@ -155,7 +155,7 @@ var keyDocs = map[string]keyDoc{
 	keyConsulKeyPrefix: {def: "`baton`",
 		doc: "First part of every Consul KV key baton writes (`baton/lease/{tenant:app}:role`). Letters, digits and `- _ . : /` only, neither starting nor ending with `/`."},
 	keyConsulTTLMin: {def: "`10`",
-		doc: "The servers' `session_ttl_min`; `Config.ConsulStore` refuses a role TTL or lock hold below it (or above a day, the longest Consul session)."},
+		doc: "The servers' `session_ttl_min`; `consulconfig.Store` refuses a role TTL or lock hold below it (or above a day, the longest Consul session)."},
 	keyConsulLockDelay: {def: "`0`",
 		doc: "How long Consul refuses a key after a session that held it ended without a release (at most 60000)."},
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/baton-go/baton/internal/docgen"
+	"github.com/baton-go/baton/testkit/docgen"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/configuration.md's reference table from Reference")

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,12 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/knadh/koanf/parsers/json"
-	"github.com/knadh/koanf/parsers/toml/v2"
-	"github.com/knadh/koanf/parsers/yaml"
-	"github.com/knadh/koanf/providers/env/v2"
-	"github.com/knadh/koanf/providers/rawbytes"
-	"github.com/knadh/koanf/v2"
+	"github.com/pelletier/go-toml/v2"
+	"go.yaml.in/yaml/v3"
 )
 
 // Format names the syntax of configuration bytes.
@@ -131,27 +128,23 @@ func Env(prefix string) Source {
 		p := envPrefix(prefix)
 		vars := map[string]string{} // key -> variable name
 		var problems []Problem
-		k := koanf.New(".")
-		err := k.Load(env.Provider(".", env.Opt{
-			Prefix: p,
-			TransformFunc: func(name, value string) (string, any) {
-				if value == "" {
-					return "", nil
-				}
-				def, ok := envSuffixes[strings.TrimPrefix(name, p)]
-				if !ok {
-					problems = append(problems, unknownEnv(p, name, value))
-					return "", nil
-				}
-				vars[def.name] = name
-				return def.name, value
-			},
-		}), nil)
-		if err != nil {
-			return sourceData{}, fmt.Errorf("config: read environment: %w", err)
+		values := map[string]any{} // dotted key -> value
+		for _, kv := range os.Environ() {
+			name, value, _ := strings.Cut(kv, "=")
+			rest, ok := strings.CutPrefix(name, p)
+			if !ok || value == "" {
+				continue
+			}
+			def, ok := envSuffixes[rest]
+			if !ok {
+				problems = append(problems, unknownEnv(p, name, value))
+				continue
+			}
+			vars[def.name] = name
+			values[def.name] = value
 		}
 		sort.Slice(problems, func(i, j int) bool { return problems[i].Key < problems[j].Key })
-		return sourceData{values: k.Raw(), origin: func(key string) string { return "env " + vars[key] }, problems: problems}, nil
+		return sourceData{values: values, origin: func(key string) string { return "env " + vars[key] }, problems: problems}, nil
 	}}
 }
 
@@ -200,31 +193,61 @@ func formatOf(path string) (Format, error) {
 	}
 }
 
-// parse parses data in format f into a nested map with koanf. A parser
-// that panics on hostile input is reported as a syntax error.
+// parse parses data in format f into a nested map. A parser that panics
+// on hostile input is reported as a syntax error.
 func parse(data []byte, f Format) (m map[string]any, err error) {
 	if f == Properties {
 		return parseProperties(data)
-	}
-	var p koanf.Parser
-	switch f {
-	case YAML:
-		p = yaml.Parser()
-	case JSON:
-		p = json.Parser()
-	case TOML:
-		p = toml.Parser()
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			m, err = nil, fmt.Errorf("%s parser failed: %v", f, r)
 		}
 	}()
-	k := koanf.New(".")
-	if err := k.Load(rawbytes.Provider(data), p); err != nil {
+	switch f {
+	case YAML:
+		err = yaml.Unmarshal(data, &m)
+	case JSON:
+		err = json.Unmarshal(data, &m)
+	case TOML:
+		err = toml.Unmarshal(data, &m)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return k.Raw(), nil
+	if m == nil {
+		m = map[string]any{}
+	}
+	stringKeys(m)
+	return m, nil
+}
+
+// stringKeys turns, in place, every map below m whose keys are not all
+// strings (YAML allows `1: x`) into a map keyed by the keys' text, so
+// that flatten sees one shape of map whatever the format.
+func stringKeys(m map[string]any) {
+	for k, v := range m {
+		m[k] = stringKeysOf(v)
+	}
+}
+
+func stringKeysOf(v any) any {
+	switch v := v.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[fmt.Sprint(k)] = e
+		}
+		stringKeys(out)
+		return out
+	case map[string]any:
+		stringKeys(v)
+	case []any:
+		for i, e := range v {
+			v[i] = stringKeysOf(e)
+		}
+	}
+	return v
 }
 
 // syntaxError reports a source that could not be parsed. It wraps

@@ -14,7 +14,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/config"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // writeTLSFiles writes a CA and a client certificate it signed, with the

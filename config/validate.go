@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/instanceid"
 	hide "github.com/baton-go/baton/internal/redact"
 )
@@ -434,8 +433,8 @@ func (ch *checker) consul() {
 		(strings.HasPrefix(c.KeyPrefix, "/") || strings.HasSuffix(c.KeyPrefix, "/")) {
 		ch.add(keyConsulKeyPrefix, "must not start or end with '/'")
 	}
-	if ch.given(keyConsulTTLMin) && (c.SessionTTLMin <= 0 || c.SessionTTLMin > consulbackend.MaxSessionTTL) {
-		ch.add(keyConsulTTLMin, fmt.Sprintf("must be in 1..%d (seconds; Consul's default is 10)", int(consulbackend.MaxSessionTTL/time.Second)))
+	if ch.given(keyConsulTTLMin) && (c.SessionTTLMin <= 0 || c.SessionTTLMin > ConsulMaxSessionTTL) {
+		ch.add(keyConsulTTLMin, fmt.Sprintf("must be in 1..%d (seconds; Consul's default is 10)", int(ConsulMaxSessionTTL/time.Second)))
 	}
 	if ch.given(keyConsulLockDelay) && (c.LockDelay < 0 || c.LockDelay > time.Minute) {
 		ch.add(keyConsulLockDelay, "must be in 0..60000 (milliseconds; Consul caps it at 60 s)")

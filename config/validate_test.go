@@ -61,15 +61,13 @@ func TestDurationLimits(t *testing.T) {
 	if _, err := config.Load(config.Map(map[string]any{expiration: year, interval: 1000, hold: year, "job-lock.default-lock-at-most-for": "P365D"})); err != nil {
 		t.Errorf("a year: %v", err)
 	}
-	// Consul's sessions hold a day at most: ConsulStore says so under the
-	// key, instead of failing on its restart guard.
+	// Consul's sessions hold a day at most: CheckConsul (which
+	// consulconfig.Store calls first) says so under the key, instead of
+	// the store failing on its restart guard.
 	long := config.Default()
 	long.Role.HeartbeatExpiration = 48 * time.Hour
-	if s, err := long.ConsulStore(); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), expiration+"=172800: must be at most 86400 (1 day) with Consul") {
-		if s != nil {
-			s.Close()
-		}
-		t.Errorf("ConsulStore with a 2-day role TTL: %v; want an *Error naming %s and Consul's limit", err, expiration)
+	if err := long.CheckConsul(); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), expiration+"=172800: must be at most 86400 (1 day) with Consul") {
+		t.Errorf("CheckConsul with a 2-day role TTL: %v; want an *Error naming %s and Consul's limit", err, expiration)
 	}
 	// Validate, for a Config built in Go, too.
 	c := config.Config{Role: role.Config{HeartbeatExpiration: 366 * 24 * time.Hour}}
@@ -137,11 +135,8 @@ func TestKeyPrefixCharacters(t *testing.T) {
 	}
 	c = config.Default()
 	c.Consul.KeyPrefix = "b?ton"
-	if s, err := c.ConsulStore(); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "consul.key-prefix") {
-		if s != nil {
-			s.Close()
-		}
-		t.Errorf("ConsulStore with prefix b?ton: %v; want an *Error naming consul.key-prefix", err)
+	if err := c.CheckConsul(); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "consul.key-prefix") {
+		t.Errorf("CheckConsul with prefix b?ton: %v; want an *Error naming consul.key-prefix", err)
 	}
 }
 
@@ -178,11 +173,8 @@ func TestCredentialsInAddresses(t *testing.T) {
 		}
 		t.Errorf("RedisStore: %v; want an error saying where the password goes, without it", err)
 	}
-	if s, err := c.ConsulStore(); err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "consul.token") {
-		if s != nil {
-			s.Close()
-		}
-		t.Errorf("ConsulStore: %v; want an error saying where the token goes, without the password", err)
+	if err := c.CheckConsul(); err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "consul.token") {
+		t.Errorf("CheckConsul: %v; want an error saying where the token goes, without the password", err)
 	}
 	js, _ := json.Marshal(c)
 	for name, out := range map[string]string{"String": c.String(), "Where": c.Redis.Where(), "json": string(js), "Validate": c.Validate().Error()} {

@@ -3,6 +3,8 @@
 // imports the Prometheus client: role, synclock and schedlock report to
 // plain observer functions (role.WithObserver, synclock.WithObserver,
 // schedlock.WithObserver), and this package supplies those functions.
+// It is a module of its own (go get github.com/baton-go/baton/metrics),
+// so that a service without Prometheus does not pull the client.
 //
 // # Wiring
 //

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// The tests start their servers through internal/storetest; goleak checks
+// The tests start their servers through testkit/storetest; goleak checks
 // that the electors, lockers and schedulers they start are all stopped.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 

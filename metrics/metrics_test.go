@@ -18,11 +18,11 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/metrics"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 var (

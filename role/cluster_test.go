@@ -8,8 +8,8 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // clusterRole is the election timing of the Cluster tests: quick enough to

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/storetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // sightings is a store whose member heartbeats count how often they found

@@ -12,9 +12,9 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/storetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // FLUSHALL while three electors run, with a newcomer that has seen no

@@ -15,8 +15,8 @@ import (
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // These benchmarks run on a private redis-server and report latencies as

@@ -18,9 +18,9 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/storetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // These tests run the elector against a private redis-server.
@@ -501,4 +501,23 @@ func TestRedisWrongPassword(t *testing.T) {
 	if out := logs.String(); strings.Contains(out, "cannot reach") || strings.Contains(out, pw) {
 		t.Errorf("log:\n%s\nwant no \"cannot reach\" and no password", out)
 	}
+}
+
+// startElector makes an elector for instance port on st, records its
+// tenures in ts (if not nil) and starts it; the caller stops it.
+func startElector(t testing.TB, st backend.Store, port int, cfg role.Config, ts *tenures, opts ...role.Option) *role.Elector {
+	t.Helper()
+	var el *role.Elector
+	opts = append([]role.Option{quiet}, opts...)
+	if ts != nil {
+		opts = append(opts, ts.option(&el))
+	}
+	el, err := role.NewElector(st, id(t, port), cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := el.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return el
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // Elections and lock grants keep running through a Sentinel failover —

@@ -7,8 +7,8 @@ import (
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // A mixed fleet: Go electors on the Spring framework's layout

@@ -16,9 +16,9 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // waitFree waits until the store has let go of key: released, and kept

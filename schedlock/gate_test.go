@@ -12,9 +12,9 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // lockGate returns a lock-only gate of instance i of f.

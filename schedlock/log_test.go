@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // logBuffer keeps the records of a JSON slog handler, safe for the

@@ -10,7 +10,7 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/clock"
-	"github.com/baton-go/baton/internal/faulty"
+	"github.com/baton-go/baton/testkit/faulty"
 	"github.com/baton-go/baton/schedlock"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // A page whose store logs in with a wrong password says that the store

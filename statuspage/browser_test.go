@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/browsertest"
-	"github.com/baton-go/baton/internal/storetest"
+	"github.com/baton-go/baton/testkit/browsertest"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // TestBrowser loads the status page in headless Chromium (package

@@ -18,10 +18,10 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/storetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"
+	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // quietPage is a status page on a private redis-server where nothing

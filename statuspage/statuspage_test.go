@@ -16,12 +16,12 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/storetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/statuspage"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 var server *testenv.Redis

@@ -14,8 +14,8 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/internal/clock"
-	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // renewCounter counts the lease extensions a locker makes; it keeps the

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // Exclusion holds while the master that serves a lock's slot hands over

@@ -13,8 +13,8 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/internal/clock"
-	"github.com/baton-go/baton/internal/faulty"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/faulty"
 )
 
 // A holder that never unlocks blocks the other goroutines of its process

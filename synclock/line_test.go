@@ -12,8 +12,8 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // countingQueue counts the claims a locker makes on a store with lines

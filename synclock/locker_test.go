@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/faulty"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/faulty"
 )
 
 // An acquisition whose context has already ended asks the store nothing

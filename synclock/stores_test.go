@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/storetest"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // These tests run on every store of storetest's table: the in-memory

@@ -17,8 +17,8 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/clock"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 var server *testenv.Redis

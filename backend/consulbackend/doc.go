@@ -1,6 +1,10 @@
 // Package consulbackend is the Consul lease store of baton: backend.Store
 // on Consul's KV store, sessions and blocking queries, through
-// github.com/hashicorp/consul/api.
+// github.com/hashicorp/consul/api. It is a module of its own (go get
+// github.com/baton-go/baton/backend/consulbackend), as go-redis keeps its
+// extra/ integrations, so that a service that uses Redis only does not
+// pull the Consul client; github.com/baton-go/baton/config/consulconfig
+// makes a store from baton's configuration (consul.* keys).
 //
 // # Layout
 //

@@ -7,7 +7,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // Break compares and breaks in one transaction: when the grant it read

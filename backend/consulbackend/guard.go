@@ -53,7 +53,7 @@ const (
 // a service's data, it refuses that service's keys that lost their
 // fencing counter, when that is longer than the ttl asked for (default 0:
 // the ttl alone). Set it to the longest lease any holder of the store's
-// keys keeps. config.Config.ConsulStore does.
+// keeps. consulconfig.Store (config/consulconfig) does.
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *Store) error {
 		if d < 0 || d > MaxSessionTTL {

@@ -12,7 +12,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/backendtest"
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // managementToken turns ACLs on in the agents of the ACL tests.

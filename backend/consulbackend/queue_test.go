@@ -13,7 +13,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/backendtest"
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // A waiter is refused on one read of the key and joins its line with a

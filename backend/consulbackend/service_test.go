@@ -6,7 +6,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // A Service registers with the role's tag, passes its check while

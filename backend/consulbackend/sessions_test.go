@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend/consulbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // sessionWrites counts the requests a store sends, the session creates

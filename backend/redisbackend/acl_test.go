@@ -15,7 +15,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/backendtest"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // aclUser makes user with password pw and rules on r, and returns a

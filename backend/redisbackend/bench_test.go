@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // BenchmarkUncontendedCycle runs AcquireQueued and Release of one key, as

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // Many waiters of one process take turns on a few keys through

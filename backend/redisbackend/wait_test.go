@@ -14,7 +14,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // awaitResult is what one AwaitHandover returned.

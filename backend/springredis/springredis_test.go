@@ -14,7 +14,7 @@ import (
 	"github.com/baton-go/baton/backend/backendtest"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // server is this package's private redis-server.

@@ -17,9 +17,9 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // status, members and master against a service with a master, a slave

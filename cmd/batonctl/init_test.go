@@ -9,7 +9,8 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/storetest"
+	"github.com/baton-go/baton/testkit/consultest"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // init declares a store whole after a confirmation (or --yes): on the
@@ -23,7 +24,7 @@ func TestInit(t *testing.T) {
 		if fx.name == "redis" {
 			guarded = storetest.Redis(t, redisServer, redisbackend.WithRestartGuard(time.Hour))
 		} else {
-			guarded = storetest.Consul(t, consulServer, consulbackend.WithRestartGuard(time.Hour))
+			guarded = consultest.Consul(t, consulServer, consulbackend.WithRestartGuard(time.Hour))
 		}
 		key := backend.AppKey(tenant, app, "lock", "nightly")
 		if _, err := guarded.Acquire(t.Context(), key, "a", time.Hour, 0); !errorsIsRecovering(err) {

@@ -19,9 +19,10 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/storetest"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
+	"github.com/baton-go/baton/testkit/consultest"
+	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata with the output of this run")
@@ -109,7 +110,7 @@ func fixtures(t *testing.T) []fixture {
 		{
 			name:     "consul",
 			config:   write("consul.yaml", fmt.Sprintf("instance:\n  tenant: %s\nconsul:\n  address: %q\n", tenant, consulServer.Addr())),
-			newStore: func(t testing.TB) backend.Store { return storetest.Consul(t, consulServer) },
+			newStore: func(t testing.TB) backend.Store { return consultest.Consul(t, consulServer) },
 		},
 	}
 }

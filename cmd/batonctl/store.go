@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/config/consulconfig"
 	hide "github.com/baton-go/baton/internal/redact"
 )
 
@@ -88,7 +89,7 @@ func open(ctx context.Context, o options) (*session, error) {
 	defer cancel()
 	switch backendOf(o, cfg) {
 	case "consul":
-		st, err := cfg.ConsulStore()
+		st, err := consulconfig.Store(*cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -122,6 +123,6 @@ func open(ctx context.Context, o options) (*session, error) {
 // consulWhere names the Consul agent the configuration points at, with
 // the password of any userinfo redacted.
 func consulWhere(cfg *config.Config) string {
-	a := cfg.Consul.APIConfig()
+	a := consulconfig.APIConfig(cfg.Consul)
 	return hide.Userinfo(fmt.Sprintf("%s://%s", a.Scheme, a.Address))
 }

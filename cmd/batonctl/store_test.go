@@ -11,7 +11,8 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/storetest"
+	"github.com/baton-go/baton/testkit/consultest"
+	"github.com/baton-go/baton/testkit/storetest"
 )
 
 // ctlArgs runs batonctl with args alone: no configuration file.
@@ -41,7 +42,7 @@ func TestConnectionFlags(t *testing.T) {
 			return storetest.Redis(t, redisServer, redisbackend.WithPrefix(prefix))
 		}},
 		{"consul", "--consul", consulServer.Addr(), prefix + "/lease/{acme:hidden}:lock:x", func(t testing.TB) backend.Store {
-			return storetest.Consul(t, consulServer, consulbackend.WithPrefix(prefix))
+			return consultest.Consul(t, consulServer, consulbackend.WithPrefix(prefix))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

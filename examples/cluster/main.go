@@ -50,12 +50,12 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/consulbackend"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/examples/internal/embedredis"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/ctlline"
-	"github.com/baton-go/baton/internal/embedredis"
-	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 func main() {

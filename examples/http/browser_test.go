@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/baton-go/baton/internal/browsertest"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/browsertest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // failover bounds the wait for the page to show the new master after the

@@ -45,9 +45,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/examples/internal/embedredis"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/ctlline"
-	"github.com/baton-go/baton/internal/embedredis"
 	"github.com/baton-go/baton/metrics"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/statuspage"

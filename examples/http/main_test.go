@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/internal/ctlline"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

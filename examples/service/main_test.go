@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/internal/ctlline"
-	"github.com/baton-go/baton/internal/testenv"
+	"github.com/baton-go/baton/testkit/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/synclock"
 )
