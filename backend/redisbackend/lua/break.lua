@@ -23,6 +23,5 @@ if cn == nil then return bad end
 fenced, bad = fenceNext(F, cn, tonumber(tok), t, pttl)
 if not fenced then return bad end
 
-redis.call('DEL', K, M)
 slow.pass(tok, line)
 return {'ok', own, tok, pttl}

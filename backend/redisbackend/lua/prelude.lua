@@ -377,15 +377,17 @@ local function lib()
 
   -- join puts owner at the back of the line (or keeps its place) for
   -- patience ms (a decimal string), asking for ttl ms and floor if handed
-  -- K. An owner whose place lapsed joins at the back again.
+  -- K. An owner whose place lapsed joins at the back again. Only an
+  -- owner already in line has a request to look at.
   local function join(owner, patience, ttl, floor)
     local p = tonumber(patience)
     if p <= 0 then return end
     local us, arrival = now()
     local ms = math.floor(us / 1000)
-    local old = redis.call('HGET', R, owner)
-    if old and not live(old, ms) then redis.call('ZREM', L, owner) end
-    redis.call('ZADD', L, 'NX', arrival, owner)
+    if redis.call('ZADD', L, 'NX', arrival, owner) == 0 then
+      local old = redis.call('HGET', R, owner)
+      if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
+    end
     redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
     if redis.call('PTTL', L) < p then
       redis.call('PEXPIRE', L, patience)
@@ -399,8 +401,8 @@ local function lib()
     return redis.call('ZREM', L, owner)
   end
 
-  -- handover grants the free K to line's head (scan) with the ttl and
-  -- floor it asked for, takes it and the lapsed places before it out of
+  -- handover grants K, which its holder is ending, to line's head (scan)
+  -- with the ttl and floor it asked for (the grant overwrites K), takes it and the lapsed places before it out of
   -- the line, copies the lease into the mailbox and publishes "renewed
   -- <token> <ttl> <waiter>". It reports whether it did; a refused grant
   -- leaves the line as it was.
@@ -415,12 +417,14 @@ local function lib()
     return true
   end
 
-  -- pass gives the freed K to line's head (scan, made before the script
-  -- wrote anything) if the store hands over and one is in line, and
-  -- otherwise drops the lapsed places and publishes "released <token>
-  -- <next>".
-  local function pass(token, line)
+  -- pass ends the lease token on K: it gives K to line's head (scan,
+  -- made before the script wrote anything) if the store hands over and
+  -- one is in line, and otherwise deletes K and its mailbox (unless gone:
+  -- K is already missing), drops the lapsed places and publishes
+  -- "released <token> <next>".
+  local function pass(token, line, gone)
     if HANDS and line.head ~= '' and handover(line) then return end
+    if not gone then redis.call('DEL', K, M) end
     drop(line.names)
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
   end
