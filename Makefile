@@ -15,13 +15,13 @@
 #                     Consul agent, lock throughput on a Redis Cluster of 1 master vs 3 and
 #                     the cost of WithReplicaAck(1) (~13 min); writes gobench.txt and
 #                     results.json to .cache/bench, or with PUBLISH=1 to bench/ (the
-#                     published figures the README is generated from)
+#                     published figures docs/benchmarks.md is generated from)
 #   make bench-quick  the same with a short -benchtime and lockbench -quick (<= 5 min)
 #   make bench-role   role's benchmarks alone: IsMaster and a monotonic clock read in turn for
 #                     ROLE_CLOCK_ROUNDS rounds (default 5 of 2s), then handover, failover,
 #                     10,000 electors and a fleet of 1,000 processes for ROLE_BENCHTIME
 #                     (default 10s) (~3 min); writes .cache/bench/gobench.txt, or with
-#                     PUBLISH=1 bench/gobench.txt, the README's Go figures' source
+#                     PUBLISH=1 bench/gobench.txt, the source of docs/benchmarks.md's Go figures
 #                     (then: cd bench && go test -run TestReadmeFigures -update)
 #   make fuzz         every Fuzz* target for FUZZTIME each (default 30s)
 #   make fuzz-short   every Fuzz* target for FUZZ_SHORT_TIME each (default 3s; make test runs it)
@@ -30,7 +30,8 @@
 #   make chaos        the chaos suite for CHAOS_DURATION (default 10m) of faults per topology;
 #                     CHAOS_SEED=n replays a schedule; writes chaos-report.json
 #                     (to publish one: copy it and its .txt to docs/, then
-#                     go test ./internal/chaos -run TestReadmeTable -update)
+#                     go test ./internal/chaos -run TestReadmeTable -update, which
+#                     rewrites the tables of README.md and docs/safety.md)
 #   make cover        coverage profile of the root module
 #   make clean        remove generated files and the test cache
 #
@@ -55,15 +56,16 @@ ROLE_BENCHTIME ?= 10s
 # IsMaster is judged against the clock read measured beside it, on a
 # machine other jobs share: bench-role runs the pair ROLE_CLOCK_ROUNDS
 # times for ROLE_CLOCK_BENCHTIME each, in turn (clock first, then IsMaster
-# first), so that load from elsewhere falls on both alike; the README
-# shows the medians.
+# first), so that load from elsewhere falls on both alike;
+# docs/benchmarks.md shows the medians.
 ROLE_CLOCK_ROUNDS ?= 5
 ROLE_CLOCK_BENCHTIME ?= 2s
 # Benchmark output goes to a scratch directory unless PUBLISH=1: a run on a
 # developer's machine must never rewrite the published figures
-# (bench/gobench.txt and bench/results.json), which the README's tests
-# compare. make bench PUBLISH=1 writes those two files; then regenerate
-# the README (cd bench && go test -run TestReadmeFigures -update).
+# (bench/gobench.txt and bench/results.json), which the tests of
+# docs/benchmarks.md and the README compare. make bench PUBLISH=1 writes
+# those two files; then regenerate the tables (cd bench && go test -run
+# TestReadmeFigures -update).
 PUBLISH   ?=
 BENCH_DIR := $(if $(filter 1 yes true,$(PUBLISH)),bench,.cache/bench)
 ROLE_BENCH_OUT := $(BENCH_DIR)/gobench.txt
@@ -275,7 +277,8 @@ bench-quick:
 # bench-role writes role's benchmark output to ROLE_BENCH_OUT in the text
 # format of go test -bench (benchstat reads it), after lines that date the
 # run and name redis-server's and Go's versions and the -benchtime; the
-# README's table of Go figures is generated from it (bench.ReadmeGoFigures).
+# table of Go figures in docs/benchmarks.md is generated from it
+# (bench.ReadmeGoFigures).
 # Each go test run repeats the header lines and ends with PASS and ok: the
 # file keeps the first of each header line and the results. It is replaced
 # only when every benchmark passed. The benchmarks need redis-server only,

@@ -6,19 +6,47 @@
 // a key was released. Policy — when to renew, how long to wait, when to step
 // down — lives above it in the role, synclock and schedlock packages and is
 // written once for every store. The adapters are membackend (in-process, for
-// tests and examples) and redisbackend (redis.UniversalClient: standalone,
-// Sentinel, Cluster). The conformance suite in backendtest runs against
-// every adapter on real servers.
+// tests and examples), redisbackend (redis.UniversalClient: standalone,
+// Sentinel, Cluster), springredis (Redis keys shared with the Spring
+// framework's Java instances) and consulbackend (Consul KV and sessions).
+// The conformance suite in backendtest runs against every adapter on real
+// servers.
 //
-// Stores may also implement optional interfaces, which the packages above
-// look for with a type assertion: Registry (a list of live members per
-// group, and MemberLister, a bounded part of one), Queue and Handover
-// (waiting lines, and handing a released key to the first waiter),
-// Inspector (listing the leases held under a prefix, for operators' tools,
-// and a bounded part of them, for status pages) and Breaker (ending a
-// lease whoever holds it, for an operator freeing a stuck lock). Namer
-// names the kind of store for logs (StoreName: redis, sentinel, cluster,
-// spring, consul, memory), also through a type that embeds the store.
+// # Tiers
+//
+// Store (Acquire, Renew, Release, Get, Watch) is all a store must have.
+// Every other capability is an interface of its own, which the packages
+// above find with a type assertion and do without when it is missing (a
+// type that embeds a built-in store, such as config.RedisStore, passes
+// them on; one that embeds the Store interface hides them):
+//
+//	interface      adds                                    its users, and what they do without it  mem  redis  spring  consul
+//	Store          Acquire Renew Release Get Watch         everyone (required)                     yes  yes    yes     yes
+//	Queue          AcquireQueued Dequeue: waiting line     synclock: waiters race for a release    yes  yes    -       yes
+//	Handover       AwaitHandover: key to the first waiter  synclock: waits for EventReleased       yes  yes*   -       yes
+//	Registry       Heartbeat Members Leave: members        role: Members is ErrNoRegistry, no      yes  yes    yes     yes
+//	                                                       duplicate-ID check by entries;
+//	                                                       batonctl status: an error
+//	MemberLister   MembersUpTo: a bounded part             statuspage: reads role's Members        yes  yes    -       yes
+//	MemberLocator  MemberEntry: where an entry is          role: duplicate-ID log without it       -    yes    yes     yes
+//	Inspector      Leases LeasesUpTo: listing              statuspage: LocksError;                 yes  yes    -       yes
+//	                                                       batonctl locks: an error
+//	Breaker        Break: forced release                   batonctl release --force: an error      yes  yes    yes     yes
+//	Namer          StoreName: the kind, for logs           StoreName: the package's name           yes  yes    yes     yes
+//	Unannounced    ReleasesUnannounced                     role: trusts its Watch                  -    -      yes     -
+//
+// (*) A Redis store made WithReplicaAck, and a membackend store made
+// WithoutHandover, answer AwaitHandover with errors.ErrUnsupported, and
+// synclock then waits as with a plain Queue. The restart guard is no
+// interface: it is part of Acquire's contract (a HeldError with
+// Recovering set), which every built-in store keeps (consulbackend and
+// membackend can be told to wait longer, WithRestartGuard); a store that
+// cannot tell that it lost its data never refuses so, and the packages
+// above treat such a refusal as any other, with a wait.
+//
+// The fencing rule (NextToken, CheckFence) and the counter's life
+// (CounterLife) are written once here for the Go stores; the Redis
+// stores run the same rule in their Lua scripts.
 //
 // # What is promised
 //

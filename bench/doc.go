@@ -82,13 +82,14 @@
 // round trips. Sleeps shorter than the Go timer's resolution use
 // nanosleep and a short spin.
 //
-// # The README's figures
+// # The published figures
 //
-// ReadmeLockFigures and ReadmeComparison render parts of the top-level
-// README from results.json; ReadmeGoFigures renders its table of role's
+// ReadmeLockFigures and ReadmeComparison render parts of docs/benchmarks.md
+// (the comparison also of the top-level README) from results.json;
+// ReadmeGoFigures renders its table of role's
 // Go benchmarks (IsMaster, handover, failover, commands per elector) from
 // gobench.txt, go test's output that make bench-role PUBLISH=1 keeps (read by
-// GoBenchmarks). TestReadmeFigures fails while the README and the files
+// GoBenchmarks). TestReadmeFigures fails while the documents and the files
 // differ.
 //
 // # What is not promised

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// ReadmeLockFigures renders the top-level README's table of lock figures
+// ReadmeLockFigures renders docs/benchmarks.md's table of lock figures
 // against the targets of DESIGN.md, and the sentence under it that dates
 // them, from r: the figures there come from results.json, and
 // TestReadmeFigures fails when they differ (-update writes them).
@@ -34,7 +34,7 @@ func ReadmeLockFigures(r *Results) string {
 	}
 	fmt.Fprintf(&b, "| overlapping holders | %s | 0 |\n", overlaps)
 	if c := r.Cluster; c != nil && len(c.Runs) == 2 {
-		fmt.Fprintf(&b, "| on a Redis Cluster, 1 master → 3 (%d goroutines, keys spread over the shards) | %.2f× (%s → %s cycles/s) with the client and all servers on %d CPUs; %.2f× in cycles/s per CPU of the busiest master | close to linear (issue 20): not measurable on %d CPUs, see [Redis in production](#redis-in-production) |\n",
+		fmt.Fprintf(&b, "| on a Redis Cluster, 1 master → 3 (%d goroutines, keys spread over the shards) | %.2f× (%s → %s cycles/s) with the client and all servers on %d CPUs; %.2f× in cycles/s per CPU of the busiest master | close to linear (issue 20): not measurable on %d CPUs, see [Redis in production](redis.md#redis-in-production) |\n",
 			c.Workers, c.Ratio, thousands(c.Runs[0].OpsPerS), thousands(c.Runs[1].OpsPerS), c.CPUs, c.ServerBoundRatio, c.CPUs)
 	}
 	if a := r.ReplicaAck; a != nil && len(a.Runs) == 2 {
@@ -54,9 +54,10 @@ func ReadmeLockFigures(r *Results) string {
 	return b.String()
 }
 
-// ReadmeComparison renders the top-level README's measured comparison
-// with the peers, from r: every figure in it comes from one lockbench run,
-// and TestReadmeFigures fails when README and results.json differ.
+// ReadmeComparison renders the measured comparison with the peers that
+// the top-level README and docs/benchmarks.md show, from r: every figure
+// in it comes from one lockbench run, and TestReadmeFigures fails when
+// either document and results.json differ.
 func ReadmeComparison(r *Results) string {
 	var b strings.Builder
 	peers := []string{"baton", "redsync", "redislock", "poller-1ms"}
@@ -119,10 +120,10 @@ func ReadmeComparison(r *Results) string {
 	return b.String()
 }
 
-// ReadmeGoFigures renders the top-level README's table of role's Go
+// ReadmeGoFigures renders docs/benchmarks.md's table of role's Go
 // benchmark figures against the targets of DESIGN.md, and the sentence
 // under it that dates them, from g (bench/gobench.txt, which make
-// bench-role writes): TestReadmeFigures fails when README and the file
+// bench-role writes): TestReadmeFigures fails when the document and the file
 // differ (-update writes them). A benchmark or metric the table needs and
 // g lacks is an error naming it, never an empty cell.
 func ReadmeGoFigures(g *GoBenchmarks) (string, error) {

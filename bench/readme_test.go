@@ -8,12 +8,12 @@ import (
 	"github.com/baton-go/baton/internal/docgen"
 )
 
-var updateReadme = flag.Bool("update", false, "rewrite the top-level README's figures from results.json and gobench.txt")
+var updateReadme = flag.Bool("update", false, "rewrite the figures of docs/benchmarks.md and the README's comparison from results.json and gobench.txt")
 
-// The top-level README's figures (its Benchmarks section) and its
-// measured comparison with the peers are ReadmeGoFigures of gobench.txt
-// and ReadmeLockFigures and ReadmeComparison of results.json; with
-// -update the test writes them there.
+// The figures of docs/benchmarks.md and the measured comparison with the
+// peers (there and in the top-level README) are ReadmeGoFigures of
+// gobench.txt and ReadmeLockFigures and ReadmeComparison of results.json;
+// with -update the test writes them there.
 func TestReadmeFigures(t *testing.T) {
 	var r Results
 	docgen.ReadJSON(t, "results.json", &r)
@@ -26,9 +26,11 @@ func TestReadmeFigures(t *testing.T) {
 		t.Fatalf("%v\n(make bench-role writes every benchmark the table needs)", err)
 	}
 	const how = "cd bench && go test -run TestReadmeFigures -update"
-	docgen.Check(t, "../README.md", "go benchmark figures", how, goFigures, *updateReadme)
-	docgen.Check(t, "../README.md", "lock figures", how, ReadmeLockFigures(&r), *updateReadme)
-	docgen.Check(t, "../README.md", "measured comparison", how, ReadmeComparison(&r), *updateReadme)
+	docgen.Check(t, "../docs/benchmarks.md", "go benchmark figures", how, goFigures, *updateReadme)
+	docgen.Check(t, "../docs/benchmarks.md", "lock figures", how, ReadmeLockFigures(&r), *updateReadme)
+	for _, doc := range []string{"../README.md", "../docs/benchmarks.md"} {
+		docgen.Check(t, doc, "measured comparison", how, ReadmeComparison(&r), *updateReadme)
+	}
 }
 
 // The table of Go figures from a sample of gobench.txt (sampleGoBench),

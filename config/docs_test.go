@@ -9,9 +9,9 @@ import (
 )
 
 // TestReferenceCoversEveryKey checks that the reference in doc.go and
-// the README names every key and its environment variable.
+// docs/configuration.md names every key and its environment variable.
 func TestReferenceCoversEveryKey(t *testing.T) {
-	for _, file := range []string{"doc.go", "../README.md"} {
+	for _, file := range []string{"doc.go", "../docs/configuration.md"} {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -68,76 +68,111 @@ func parseISO(rest string) (time.Duration, string) {
 	if rest == "" {
 		return 0, "has nothing after P; write for example PT30S"
 	}
-	var (
-		total    big.Int
-		inTime   bool
-		lastRank int  // rank of the previous unit, to enforce W D H M S order
-		fraction bool // the previous component had a fraction
-	)
-	maxNanos := big.NewInt(math.MaxInt64)
-	for i := 0; i < len(rest); {
-		if upper(rest[i]) == 'T' {
-			if inTime {
-				return 0, "has T twice"
-			}
-			inTime = true
-			i++
-			if i == len(rest) {
-				return 0, "has T but no hours, minutes or seconds after it"
-			}
-			continue
+	p := isoParser{rest: rest}
+	for p.i < len(rest) {
+		var reason string
+		if upper(rest[p.i]) == 'T' {
+			reason = p.timeDesignator()
+		} else {
+			reason = p.component()
 		}
-		if fraction {
-			return 0, "has a component after one with a fraction; only the last component may have a fraction"
-		}
-		start := i
-		for i < len(rest) && isDigit(rest[i]) {
-			i++
-		}
-		whole := rest[start:i]
-		if whole == "" {
-			r, _ := utf8.DecodeRuneInString(rest[i:])
-			return 0, fmt.Sprintf("has %q where a number belongs", r)
-		}
-		var frac string
-		if i < len(rest) && (rest[i] == '.' || rest[i] == ',') {
-			i++
-			fs := i
-			for i < len(rest) && isDigit(rest[i]) {
-				i++
-			}
-			frac = rest[fs:i]
-			if frac == "" {
-				return 0, "has a decimal separator without digits after it"
-			}
-			fraction = true
-		}
-		if i == len(rest) {
-			return 0, "ends with a number without a unit letter"
-		}
-		r, size := utf8.DecodeRuneInString(rest[i:])
-		i += size
-		unit, rank, reason := isoUnit(r, inTime)
 		if reason != "" {
 			return 0, reason
 		}
-		if rank <= lastRank {
-			return 0, "has units repeated or out of order; the order is W, D, T, H, M, S"
-		}
-		lastRank = rank
-
-		// (whole + frac/10^len(frac)) * unit, truncated to the nanosecond.
-		var n, scale big.Int
-		n.SetString(whole+frac, 10)
-		scale.Exp(big.NewInt(10), big.NewInt(int64(len(frac))), nil)
-		n.Mul(&n, big.NewInt(int64(unit)))
-		n.Quo(&n, &scale)
-		total.Add(&total, &n)
-		if total.Cmp(maxNanos) > 0 {
-			return 0, "is too long: a duration holds at most about 292 years (106751 days)"
-		}
 	}
-	return time.Duration(total.Int64()), ""
+	return time.Duration(p.total.Int64()), ""
+}
+
+// isoParser walks the text of an ISO-8601 duration after its 'P'.
+type isoParser struct {
+	rest     string
+	i        int // next byte of rest to read
+	total    big.Int
+	inTime   bool
+	lastRank int  // rank of the previous unit, to enforce W D H M S order
+	fraction bool // the previous component had a fraction
+}
+
+// timeDesignator reads the 'T' that starts hours, minutes and seconds.
+func (p *isoParser) timeDesignator() string {
+	if p.inTime {
+		return "has T twice"
+	}
+	p.inTime = true
+	p.i++
+	if p.i == len(p.rest) {
+		return "has T but no hours, minutes or seconds after it"
+	}
+	return ""
+}
+
+// component reads one number and its unit letter and adds it to the total.
+func (p *isoParser) component() string {
+	if p.fraction {
+		return "has a component after one with a fraction; only the last component may have a fraction"
+	}
+	whole, frac, reason := p.number()
+	if reason != "" {
+		return reason
+	}
+	if p.i == len(p.rest) {
+		return "ends with a number without a unit letter"
+	}
+	r, size := utf8.DecodeRuneInString(p.rest[p.i:])
+	p.i += size
+	unit, rank, reason := isoUnit(r, p.inTime)
+	if reason != "" {
+		return reason
+	}
+	if rank <= p.lastRank {
+		return "has units repeated or out of order; the order is W, D, T, H, M, S"
+	}
+	p.lastRank = rank
+	return p.add(whole, frac, unit)
+}
+
+// number reads a component's whole digits and, after a '.' or ',', its
+// fraction digits.
+func (p *isoParser) number() (whole, frac, reason string) {
+	whole = p.digits()
+	if whole == "" {
+		r, _ := utf8.DecodeRuneInString(p.rest[p.i:])
+		return "", "", fmt.Sprintf("has %q where a number belongs", r)
+	}
+	if p.i < len(p.rest) && (p.rest[p.i] == '.' || p.rest[p.i] == ',') {
+		p.i++
+		frac = p.digits()
+		if frac == "" {
+			return "", "", "has a decimal separator without digits after it"
+		}
+		p.fraction = true
+	}
+	return whole, frac, ""
+}
+
+// digits reads the run of decimal digits at the current position.
+func (p *isoParser) digits() string {
+	start := p.i
+	for p.i < len(p.rest) && isDigit(p.rest[p.i]) {
+		p.i++
+	}
+	return p.rest[start:p.i]
+}
+
+// add adds (whole + frac/10^len(frac)) * unit, truncated to the
+// nanosecond, to the total, and says so if the total no longer fits a
+// time.Duration.
+func (p *isoParser) add(whole, frac string, unit time.Duration) string {
+	var n, scale big.Int
+	n.SetString(whole+frac, 10)
+	scale.Exp(big.NewInt(10), big.NewInt(int64(len(frac))), nil)
+	n.Mul(&n, big.NewInt(int64(unit)))
+	n.Quo(&n, &scale)
+	p.total.Add(&p.total, &n)
+	if p.total.Cmp(big.NewInt(math.MaxInt64)) > 0 {
+		return "is too long: a duration holds at most about 292 years (106751 days)"
+	}
+	return ""
 }
 
 // isoUnit returns the length and order rank of an ISO-8601 unit letter, or

@@ -31,39 +31,19 @@ import (
 // is not valid UTF-8 it is read as ISO-8859-1, the encoding of
 // Properties.load(InputStream).
 func parseProperties(data []byte) (map[string]any, error) {
-	text := string(data)
-	if !utf8.Valid(data) {
-		runes := make([]rune, len(data))
-		for i, b := range data {
-			runes[i] = rune(b)
-		}
-		text = string(runes)
-	}
-	text = strings.TrimPrefix(text, "\uFEFF")
 	out := map[string]any{}
 	lists := map[string]map[int]string{}
-	lines := splitLines(text)
+	lines := splitLines(propertiesText(data))
 	for i := 0; i < len(lines); i++ {
 		lineNo := i + 1
 		line := strings.TrimLeft(lines[i], " \t\f")
 		if line == "" || line[0] == '#' || line[0] == '!' {
 			continue
 		}
-		for continues(line) && i+1 < len(lines) {
-			i++
-			line = line[:len(line)-1] + strings.TrimLeft(lines[i], " \t\f")
-		}
-		if continues(line) { // a continuation at the end of the file
-			line = line[:len(line)-1]
-		}
-		rawKey, rawValue := splitEntry(line)
-		key, err := unescapeProperty(rawKey)
+		line, i = joinContinued(line, lines, i)
+		key, value, err := propertyEntry(line, lineNo)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: key: %v", lineNo, err)
-		}
-		value, err := unescapeProperty(rawValue)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: value of %s: %v", lineNo, key, err)
+			return nil, err
 		}
 		if name, index, ok := listItem(key); ok {
 			if lists[name] == nil {
@@ -74,9 +54,61 @@ func parseProperties(data []byte) (map[string]any, error) {
 		}
 		out[key] = value
 	}
+	if err := addLists(out, lists); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// propertiesText decodes a .properties file: UTF-8 if it is valid UTF-8,
+// else ISO-8859-1, without a leading byte order mark.
+func propertiesText(data []byte) string {
+	text := string(data)
+	if !utf8.Valid(data) {
+		runes := make([]rune, len(data))
+		for i, b := range data {
+			runes[i] = rune(b)
+		}
+		text = string(runes)
+	}
+	return strings.TrimPrefix(text, "\uFEFF")
+}
+
+// joinContinued joins to line, read from lines[i], the lines it goes on
+// on. It returns the logical line and the index of its last physical line.
+func joinContinued(line string, lines []string, i int) (string, int) {
+	for continues(line) && i+1 < len(lines) {
+		i++
+		line = line[:len(line)-1] + strings.TrimLeft(lines[i], " \t\f")
+	}
+	if continues(line) { // a continuation at the end of the file
+		line = line[:len(line)-1]
+	}
+	return line, i
+}
+
+// propertyEntry splits a logical line into its key and value and resolves
+// their escapes; lineNo names the line in an error.
+func propertyEntry(line string, lineNo int) (key, value string, err error) {
+	rawKey, rawValue := splitEntry(line)
+	key, err = unescapeProperty(rawKey)
+	if err != nil {
+		return "", "", fmt.Errorf("line %d: key: %v", lineNo, err)
+	}
+	value, err = unescapeProperty(rawValue)
+	if err != nil {
+		return "", "", fmt.Errorf("line %d: value of %s: %v", lineNo, key, err)
+	}
+	return key, value, nil
+}
+
+// addLists puts each list of Spring's "key[0]=a" syntax into out as a
+// list, in index order; the indexes must run from 0 without gaps and the
+// name must not also be set as a plain value.
+func addLists(out map[string]any, lists map[string]map[int]string) error {
 	for name, items := range lists {
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("%s is set both as a value and as a list (%s[0]=...)", name, name)
+			return fmt.Errorf("%s is set both as a value and as a list (%s[0]=...)", name, name)
 		}
 		indexes := make([]int, 0, len(items))
 		for i := range items {
@@ -86,13 +118,13 @@ func parseProperties(data []byte) (map[string]any, error) {
 		list := make([]any, len(indexes))
 		for j, i := range indexes {
 			if i != j {
-				return nil, fmt.Errorf("%s[%d] is missing: list items must be numbered from 0 without gaps", name, j)
+				return fmt.Errorf("%s[%d] is missing: list items must be numbered from 0 without gaps", name, j)
 			}
 			list[j] = items[i]
 		}
 		out[name] = list
 	}
-	return out, nil
+	return nil
 }
 
 // splitLines splits text at "\n", "\r\n" and "\r".

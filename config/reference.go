@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// KeyDoc documents one configuration key, as the reference in the README
-// shows it.
+// KeyDoc documents one configuration key, as the reference in
+// docs/configuration.md shows it.
 type KeyDoc struct {
 	// Key is the key's name, as in a file: "redis.addrs".
 	Key string
@@ -21,9 +21,9 @@ type KeyDoc struct {
 	Meaning string
 }
 
-// Reference documents every key, in the order of the README's reference
-// table, with the environment variables of envPrefix (Env's prefix, such
-// as "BATON_"). The README's table is generated from it (go test
+// Reference documents every key, in the order of the reference table of
+// docs/configuration.md, with the environment variables of envPrefix
+// (Env's prefix, such as "BATON_"). That table is generated from it (go test
 // ./config -run TestReadmeReference -update) and a test fails when they
 // differ.
 func Reference(envPrefix string) []KeyDoc {
@@ -131,9 +131,9 @@ var keyDocs = map[string]keyDoc{
 	keyRedisClientLog: {def: "`debug`",
 		doc: "Where go-redis's own messages (dial retries, pool errors) go: `debug` to `slog.Default()` at debug level, `off` nowhere, `keep` to go-redis's logger (stderr). Process-wide: go-redis has one logger."},
 	keyRedisFunctions: {def: "`false`",
-		doc: "The store calls baton's Redis functions (`FCALL`) instead of sending Lua scripts, for an ACL user that may not send scripts (a tenant's, `redisbackend.TenantACLRules`); an administrator loads them first (`redisbackend.LoadFunctions`). Not with layout `spring`. See [Tenants](#redis-in-production)."},
+		doc: "The store calls baton's Redis functions (`FCALL`) instead of sending Lua scripts, for an ACL user that may not send scripts (a tenant's, `redisbackend.TenantACLRules`); an administrator loads them first (`redisbackend.LoadFunctions`). Not with layout `spring`. See [Tenants](redis.md#redis-in-production)."},
 	keyRedisLayout: {def: "`baton`",
-		doc: "Key layout of the role and locks: `baton`, or `spring` for a fleet in which Java instances (the Spring framework, ShedLock's Redis provider) run beside Go ones during a migration; build that store with `cfg.SpringRedisStore(ctx)` (`cfg.RedisStore` refuses it). Not with Cluster. See [Mixed Java/Go fleets](#mixed-javago-fleets)."},
+		doc: "Key layout of the role and locks: `baton`, or `spring` for a fleet in which Java instances (the Spring framework, ShedLock's Redis provider) run beside Go ones during a migration; build that store with `cfg.SpringRedisStore(ctx)` (`cfg.RedisStore` refuses it). Not with Cluster. See [Mixed Java/Go fleets](mixed-fleets.md)."},
 	keyRedisShedLockEnv: {def: "`default`",
 		doc: "The Java side's ShedLock environment, in job-lock keys `job-lock:<environment>:<name>` (layout `spring`)."},
 	keyRedisShedLockPfx: {def: "`job-lock`",

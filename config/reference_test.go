@@ -9,12 +9,13 @@ import (
 	"github.com/baton-go/baton/internal/docgen"
 )
 
-var update = flag.Bool("update", false, "rewrite the README's configuration reference from Reference")
+var update = flag.Bool("update", false, "rewrite docs/configuration.md's reference table from Reference")
 
-// The README's reference table is ReferenceTable("BATON_"), byte for
-// byte; with -update the test writes it there.
+// The reference table of docs/configuration.md (which the README links
+// to) is ReferenceTable("BATON_"), byte for byte; with -update the test
+// writes it there.
 func TestReadmeReference(t *testing.T) {
-	docgen.Check(t, "../README.md", "configuration reference", "go test ./config -run TestReadmeReference -update",
+	docgen.Check(t, "../docs/configuration.md", "configuration reference", "go test ./config -run TestReadmeReference -update",
 		ReferenceTable("BATON_"), *update)
 }
 

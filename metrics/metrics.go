@@ -127,8 +127,27 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	keys, label := s.keys, s.label
-	m.lockLabel = func(key string) string {
+	m.lockLabel = lockLabeler(s.keys, s.label)
+	m.newRoleMetrics()
+	m.newLockMetrics()
+	m.newJobMetrics()
+	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "baton_backend_errors_total",
+		Help: "Store errors seen by baton, by component (role, lock, job) and operation (acquire, renew, release).",
+	}, []string{labelApp, labelTenant, "component", "op"})
+
+	if reg != nil {
+		if err := reg.Register(m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// lockLabeler returns the function that names a lock key's lock label:
+// the key itself if keys lists it, else what label returns, else Other.
+func lockLabeler(keys map[string]bool, label func(key string) string) func(key string) string {
+	return func(key string) string {
 		if keys[key] {
 			return key
 		}
@@ -139,7 +158,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		}
 		return Other
 	}
+}
 
+// newRoleMetrics creates the elector's metrics.
+func (m *Metrics) newRoleMetrics() {
 	roleLabels := []string{labelApp, labelTenant, labelInstance}
 	m.roleMaster = prometheus.NewDesc("baton_role_is_master",
 		"1 while this elector's instance is the master, 0 otherwise.", roleLabels, nil)
@@ -168,7 +190,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		Name: "baton_role_renewal_failures_total",
 		Help: "Failed lease renewals of the master: store errors, lost leases and renewals with no reply before the tenure's deadline.",
 	}, roleLabels)
+}
 
+// newLockMetrics creates the locks' metrics.
+func (m *Metrics) newLockMetrics() {
 	lockLabels := []string{labelApp, labelTenant, labelLock}
 	m.lockAcquired = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_lock_acquired_total",
@@ -205,7 +230,10 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		Help:    "Time from a lock's grant to its release.",
 		Buckets: holdBuckets,
 	}, lockLabels)
+}
 
+// newJobMetrics creates the job gates' metrics.
+func (m *Metrics) newJobMetrics() {
 	jobLabels := []string{labelApp, labelTenant, labelJob}
 	m.jobRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "baton_job_runs_total",
@@ -224,18 +252,6 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		Help:    "Time from a run's admission to its end.",
 		Buckets: holdBuckets,
 	}, jobLabels)
-
-	m.backendErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "baton_backend_errors_total",
-		Help: "Store errors seen by baton, by component (role, lock, job) and operation (acquire, renew, release).",
-	}, []string{labelApp, labelTenant, "component", "op"})
-
-	if reg != nil {
-		if err := reg.Register(m); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }
 
 // collectors returns the metric vectors, for Describe and Collect.

@@ -1,6 +1,7 @@
 // Package role elects one master among the instances of a service (one
-// tenant and app): the role key of the seed framework, done so that loss
-// is observable and handover is fast.
+// tenant and app): one role key per service, held by the master under a
+// lease, so that a change of master is observable and a handover takes
+// milliseconds.
 //
 // # The rules
 //
@@ -12,7 +13,7 @@
 // master. The master renews the key every Config.HeartbeatInterval
 // (default 15 s). A slave claims the key as soon as it is free.
 //
-// # Beyond the seed
+// # Beyond the rules
 //
 //   - Fenced tenures: every tenure's epoch is the store's fencing token for
 //     the grant, strictly larger than every earlier tenure's, also after the

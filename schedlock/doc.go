@@ -1,6 +1,7 @@
 // Package schedlock gates scheduled jobs: master-only or slave-only,
-// decided before every run by the instance's role, and ShedLock-style job
-// locks for jobs that must run once per fire across a fleet. The gates are
+// decided before every run by the instance's role, and job locks
+// (lockAtMostFor, lockAtLeastFor) for jobs that must run once per fire
+// across a fleet. The gates are
 // gocron v2 job options; Run offers the same to other schedulers.
 //
 //	s.NewJob(gocron.DurationJob(time.Minute), gocron.NewTask(sendReport), schedlock.MasterOnly(el))
@@ -32,7 +33,7 @@
 // to win its first election does not run slave-only work). With the role
 // disabled both skip with ErrDisabled, as the seed framework had it.
 //
-// Job lock (ShedLock). The lock is named, and lives at
+// Job lock. The lock is named, and lives at
 // {tenant:app}:job:<name> in the store. A run acquires it with
 // lockAtMostFor as the lease — a crashed holder's lock frees itself after
 // that — and is skipped with ErrLocked, not delayed, if it is held. When

@@ -1,7 +1,6 @@
 // Package synclock serialises a critical section across every instance of
-// a service: only one goroutine of one instance runs it at a time — the Go
-// rendition of the seed framework's synchronised method, whose lock key is
-// the method signature and whose value is the instance ID.
+// a service: only one goroutine of one instance runs it at a time. A lock
+// is a key in the store whose value names the holding instance.
 //
 //	lk, err := synclock.NewLocker(store, id, cfg.SyncLock)
 //	err = lk.DoKey(ctx, "close-invoices", func(ctx context.Context) error { ... }) // a constant key
@@ -15,7 +14,7 @@
 // with a constant (or a constant plus an entity's ID) and DoKey, DoValue,
 // TryDo or Mutex, so that it changes only when you change it.
 //
-// Do, the seed's rule, keys the lock by the fully qualified name of the
+// Do keys the lock by the fully qualified name of the
 // calling function, such as
 // "github.com/acme/billing/invoice.(*Service).Close" (generic functions
 // carry "[...]"). That name changes when the function is renamed or moved,
@@ -24,7 +23,7 @@
 // called from a closure with ErrUnstableKey, whose message names a key to
 // give DoKey instead.
 //
-// # The seed's rules, kept
+// # The rules
 //
 // Every key is stored as {tenant:app}:lock:<key>. Acquiring is set-if-absent; a waiter tries
 // again every RetryInterval (default 1 s) until it succeeds, MaxRetries
@@ -37,7 +36,7 @@
 // MaxRetries x RetryInterval. With Disabled every call fails with
 // ErrDisabled: a section never runs unlocked.
 //
-// # Beyond the seed
+// # Beyond the rules
 //
 //   - Waiters wake on release: the release is published and the waiter
 //     claims at once; RetryInterval is only a fallback poll (the next try is

@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -25,72 +26,99 @@ func (s *suite) testOneWinner(t *testing.T) {
 	for i := range stores {
 		stores[i] = s.store(t)
 	}
-	owner := func(i int) string { return fmt.Sprintf("acquirer-%02d", i) }
 
-	type result struct {
-		lease backend.Lease
-		err   error
-		sent  time.Time
-	}
 	var last uint64
 	for round := range rounds {
-		results := make([]result, acquirers)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range acquirers {
-			wg.Go(func() {
-				<-start
-				sent := time.Now()
-				l, err := stores[i].Acquire(ctx, key, owner(i), longTTL, 0)
-				results[i] = result{lease: l, err: err, sent: sent}
-			})
-		}
-		close(start)
-		wg.Wait()
-
-		winner := -1
-		for i, r := range results {
-			if r.err != nil {
-				continue
-			}
-			if winner >= 0 {
-				t.Fatalf("round %d: the free key was granted twice: to %q (token %d) and to %q (token %d)",
-					round, owner(winner), results[winner].lease.Token, owner(i), r.lease.Token)
-			}
-			winner = i
-		}
-		if winner < 0 {
-			t.Fatalf("round %d: none of %d acquirers was granted the free key; the first was refused with: %v",
-				round, acquirers, results[0].err)
-		}
+		results := raceAcquire(ctx, stores, key)
+		winner := soleWinner(t, round, results)
 		w := results[winner].lease
-		s.checkGrant(t, fmt.Sprintf("round %d: winner's Acquire", round), w, key, owner(winner), longTTL, results[winner].sent)
+		s.checkGrant(t, fmt.Sprintf("round %d: winner's Acquire", round), w, key, acquirer(winner), longTTL, results[winner].sent)
 		if w.Token <= last {
 			t.Errorf("round %d: winner's token %d is not above the previous round's %d", round, w.Token, last)
 		}
-		for i, r := range results {
-			if i == winner {
-				continue
-			}
-			var he *backend.HeldError
-			if !errors.As(r.err, &he) || !errors.Is(r.err, backend.ErrHeld) {
-				t.Errorf("round %d: %s's Acquire: err = %v; want a *backend.HeldError", round, owner(i), r.err)
-				continue
-			}
-			h := he.Holder
-			if h.Key != key || h.Owner != w.Owner || h.Token != w.Token {
-				t.Errorf("round %d: %s was told %q holds %q with token %d; the winner is %q with token %d",
-					round, owner(i), h.Owner, h.Key, h.Token, w.Owner, w.Token)
-			}
-			if h.TTL <= 0 || h.TTL > longTTL {
-				t.Errorf("round %d: %s was told the holder has %v left; want a TTL in (0, %v]", round, owner(i), h.TTL, longTTL)
-			}
-		}
+		checkLosers(t, round, results, winner, key)
 		if t.Failed() {
 			return
 		}
 		release(t, ctx, stores[winner], key, w.Owner, 0)
 		last = w.Token
+	}
+}
+
+// acquirer names testOneWinner's i-th acquirer.
+func acquirer(i int) string { return fmt.Sprintf("acquirer-%02d", i) }
+
+// acquireResult is what one of testOneWinner's acquirers got, and when it
+// sent its Acquire.
+type acquireResult struct {
+	lease backend.Lease
+	err   error
+	sent  time.Time
+}
+
+// raceAcquire has each of stores' acquirers ask for key at once and
+// returns what each got.
+func raceAcquire(ctx context.Context, stores []backend.Store, key string) []acquireResult {
+	results := make([]acquireResult, len(stores))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			<-start
+			sent := time.Now()
+			l, err := stores[i].Acquire(ctx, key, acquirer(i), longTTL, 0)
+			results[i] = acquireResult{lease: l, err: err, sent: sent}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return results
+}
+
+// soleWinner returns the one acquirer that was granted the key in round,
+// and fails t if none or several were.
+func soleWinner(t *testing.T, round int, results []acquireResult) int {
+	t.Helper()
+	winner := -1
+	for i, r := range results {
+		if r.err != nil {
+			continue
+		}
+		if winner >= 0 {
+			t.Fatalf("round %d: the free key was granted twice: to %q (token %d) and to %q (token %d)",
+				round, acquirer(winner), results[winner].lease.Token, acquirer(i), r.lease.Token)
+		}
+		winner = i
+	}
+	if winner < 0 {
+		t.Fatalf("round %d: none of %d acquirers was granted the free key; the first was refused with: %v",
+			round, len(results), results[0].err)
+	}
+	return winner
+}
+
+// checkLosers checks that every acquirer but the winner was refused with a
+// *HeldError naming the winner's lease of key.
+func checkLosers(t *testing.T, round int, results []acquireResult, winner int, key string) {
+	t.Helper()
+	w := results[winner].lease
+	for i, r := range results {
+		if i == winner {
+			continue
+		}
+		var he *backend.HeldError
+		if !errors.As(r.err, &he) || !errors.Is(r.err, backend.ErrHeld) {
+			t.Errorf("round %d: %s's Acquire: err = %v; want a *backend.HeldError", round, acquirer(i), r.err)
+			continue
+		}
+		h := he.Holder
+		if h.Key != key || h.Owner != w.Owner || h.Token != w.Token {
+			t.Errorf("round %d: %s was told %q holds %q with token %d; the winner is %q with token %d",
+				round, acquirer(i), h.Owner, h.Key, h.Token, w.Owner, w.Token)
+		}
+		if h.TTL <= 0 || h.TTL > longTTL {
+			t.Errorf("round %d: %s was told the holder has %v left; want a TTL in (0, %v]", round, acquirer(i), h.TTL, longTTL)
+		}
 	}
 }
 

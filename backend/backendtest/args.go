@@ -75,77 +75,111 @@ func invalidFloors() []uint64 {
 // are checked against the backend package's validators first, so the
 // suite and the package agree on what is bad.
 func (s *suite) testInvalidArguments(t *testing.T) {
-	const ttl = 10 * time.Second
 	ctx := testCtx(t)
 	st := s.store(t)
 	free := s.key("invalid-args", "free")
-	heldKey := s.key("invalid-args", "held")
+	bad := s.badArguments(t, free)
+	bad.refusedOnFree(t, ctx, st, free)
+	s.refusedOnHeld(t, ctx, st, s.key("invalid-args", "held"), bad)
+	s.limitsAccepted(t, ctx, st, free)
+}
 
-	badKeys, badOwners, badTTLs := invalidKeys(free), invalidOwners(), s.invalidTTLs()
-	badKeeps := []time.Duration{s.maxTTL() + time.Millisecond, 2 * s.maxTTL()}
+// invalidArgsTTL is the lease length of testInvalidArguments' valid calls.
+const invalidArgsTTL = 10 * time.Second
+
+// badArgs are the bad values testInvalidArguments passes, by kind.
+type badArgs struct {
+	keys, owners map[string]string // by what is wrong with them
+	ttls, keeps  []time.Duration
+}
+
+// badArguments returns the bad values of each kind, built around free, a
+// usable key, after checking that the backend package's validators refuse
+// the keys and owners too, so the suite and the package agree on what is
+// bad.
+func (s *suite) badArguments(t *testing.T, free string) badArgs {
+	t.Helper()
+	bad := badArgs{keys: invalidKeys(free), owners: invalidOwners(), ttls: s.invalidTTLs()}
+	bad.keeps = []time.Duration{s.maxTTL() + time.Millisecond, 2 * s.maxTTL()}
 	if s.minTTL() > backend.MinTTL {
-		badKeeps = append(badKeeps, s.minTTL()-time.Millisecond)
+		bad.keeps = append(bad.keeps, s.minTTL()-time.Millisecond)
 	}
-
-	for name, k := range badKeys {
+	for name, k := range bad.keys {
 		if backend.ValidateKey(k) == nil {
 			t.Fatalf("suite bug: backend.ValidateKey accepts the %s key %q", name, k)
 		}
 	}
-	for name, o := range badOwners {
+	for name, o := range bad.owners {
 		if backend.ValidateOwner(o) == nil {
 			t.Fatalf("suite bug: backend.ValidateOwner accepts the %s owner %q", name, o)
 		}
 	}
+	return bad
+}
 
-	for name, k := range badKeys {
-		_, err := st.Acquire(ctx, k, "owner", ttl, 0)
-		isInvalid(t, "Acquire with a "+name+" key", err)
-		_, err = st.Renew(ctx, k, "owner", ttl)
-		isInvalid(t, "Renew with a "+name+" key", err)
-		isInvalid(t, "Release with a "+name+" key", st.Release(ctx, k, "owner", 0))
-		_, err = st.Get(ctx, k)
-		isInvalid(t, "Get with a "+name+" key", err)
-		w, err := st.Watch(ctx, k)
-		isInvalid(t, "Watch with a "+name+" key", err)
-		if w != nil {
-			w.Close()
-		}
+// refusedOnFree checks that every method refuses each bad key and owner,
+// and Acquire each bad ttl and floor, and that free stays free.
+func (bad badArgs) refusedOnFree(t *testing.T, ctx context.Context, st backend.Store, free string) {
+	t.Helper()
+	for name, k := range bad.keys {
+		refusedKey(t, ctx, st, name, k)
 	}
-	for name, o := range badOwners {
-		_, err := st.Acquire(ctx, free, o, ttl, 0)
+	for name, o := range bad.owners {
+		_, err := st.Acquire(ctx, free, o, invalidArgsTTL, 0)
 		isInvalid(t, "Acquire with a "+name+" owner", err)
-		_, err = st.Renew(ctx, free, o, ttl)
+		_, err = st.Renew(ctx, free, o, invalidArgsTTL)
 		isInvalid(t, "Renew with a "+name+" owner", err)
 		isInvalid(t, "Release with a "+name+" owner", st.Release(ctx, free, o, 0))
 	}
-	for _, d := range badTTLs {
+	for _, d := range bad.ttls {
 		_, err := st.Acquire(ctx, free, "owner", d, 0)
 		isInvalid(t, fmt.Sprintf("Acquire with ttl %v", d), err)
 	}
 	for _, floor := range invalidFloors() {
-		_, err := st.Acquire(ctx, free, "owner", ttl, floor)
+		_, err := st.Acquire(ctx, free, "owner", invalidArgsTTL, floor)
 		isInvalid(t, fmt.Sprintf("Acquire with floor %d", floor), err)
 	}
 	checkFree(t, ctx, st, free, "after the refused calls")
+}
 
-	// Refused calls on a held key leave its lease alone. A Renew with
-	// ttl 0 that reached the store would end the lease (Redis PEXPIRE 0
-	// deletes the key).
+// refusedKey checks that every method refuses k, a key that is bad for
+// the reason name.
+func refusedKey(t *testing.T, ctx context.Context, st backend.Store, name, k string) {
+	t.Helper()
+	_, err := st.Acquire(ctx, k, "owner", invalidArgsTTL, 0)
+	isInvalid(t, "Acquire with a "+name+" key", err)
+	_, err = st.Renew(ctx, k, "owner", invalidArgsTTL)
+	isInvalid(t, "Renew with a "+name+" key", err)
+	isInvalid(t, "Release with a "+name+" key", st.Release(ctx, k, "owner", 0))
+	_, err = st.Get(ctx, k)
+	isInvalid(t, "Get with a "+name+" key", err)
+	w, err := st.Watch(ctx, k)
+	isInvalid(t, "Watch with a "+name+" key", err)
+	if w != nil {
+		w.Close()
+	}
+}
+
+// refusedOnHeld checks that refused calls on heldKey, once held, leave its
+// lease alone. A Renew with ttl 0 that reached the store would end the
+// lease (Redis PEXPIRE 0 deletes the key).
+func (s *suite) refusedOnHeld(t *testing.T, ctx context.Context, st backend.Store, heldKey string, bad badArgs) {
+	t.Helper()
+	const ttl = invalidArgsTTL
 	sent := time.Now()
 	l := s.acquire(t, ctx, st, heldKey, "owner", ttl, 0)
-	for _, d := range badTTLs {
+	for _, d := range bad.ttls {
 		what := fmt.Sprintf("the owner's Renew with ttl %v", d)
 		_, err := st.Renew(ctx, heldKey, "owner", d)
 		isInvalid(t, what, err)
 		s.checkHolder(t, ctx, st, "after "+what, l, ttl, sent)
 	}
-	for _, keep := range badKeeps {
+	for _, keep := range bad.keeps {
 		what := fmt.Sprintf("the owner's Release with keepFor %v", keep)
 		isInvalid(t, what, st.Release(ctx, heldKey, "owner", keep))
 		s.checkHolder(t, ctx, st, "after "+what, l, ttl, sent)
 	}
-	for name, o := range badOwners {
+	for name, o := range bad.owners {
 		what := "Release by a " + name + " owner"
 		isInvalid(t, what, st.Release(ctx, heldKey, o, 0))
 		s.checkHolder(t, ctx, st, "after "+what, l, ttl, sent)
@@ -158,8 +192,13 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 		t.Errorf("Renew changed the token from %d to %d", l.Token, r.Token)
 	}
 	release(t, ctx, st, heldKey, "owner", 0)
+}
 
-	// The limits themselves are valid.
+// limitsAccepted checks that the limits themselves are valid: a key of
+// MaxKeyLen, an owner of MaxOwnerLen, the longest and shortest ttl and the
+// longest keep time the store takes.
+func (s *suite) limitsAccepted(t *testing.T, ctx context.Context, st backend.Store, free string) {
+	t.Helper()
 	long := s.key("invalid-args", "")
 	long += strings.Repeat("k", backend.MaxKeyLen-len(long))
 	owner := strings.Repeat("o", backend.MaxOwnerLen)
@@ -168,26 +207,17 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 		ttl        time.Duration
 		what       string
 	}{
-		{long, "owner", ttl, fmt.Sprintf("a key of MaxKeyLen (%d) bytes", backend.MaxKeyLen)},
-		{free, owner, ttl, fmt.Sprintf("an owner of MaxOwnerLen (%d) bytes", backend.MaxOwnerLen)},
+		{long, "owner", invalidArgsTTL, fmt.Sprintf("a key of MaxKeyLen (%d) bytes", backend.MaxKeyLen)},
+		{free, owner, invalidArgsTTL, fmt.Sprintf("an owner of MaxOwnerLen (%d) bytes", backend.MaxOwnerLen)},
 		{free, "owner", s.maxTTL(), fmt.Sprintf("a ttl of the longest the store takes (%v)", s.maxTTL())},
 	} {
-		if _, err := st.Acquire(ctx, c.key, c.owner, c.ttl, 0); err != nil {
-			t.Errorf("Acquire with %s: %v", c.what, err)
-			continue
-		}
-		if _, err := st.Renew(ctx, c.key, c.owner, c.ttl); err != nil {
-			t.Errorf("Renew with %s: %v", c.what, err)
-		}
-		if err := st.Release(ctx, c.key, c.owner, 0); err != nil {
-			t.Errorf("Release with %s: %v", c.what, err)
-		}
+		acquireRenewRelease(t, ctx, st, c.key, c.owner, c.ttl, c.what)
 	}
 	if _, err := st.Acquire(ctx, free, "owner", s.minTTL(), 0); err != nil {
 		t.Errorf("Acquire with a ttl of the shortest the store takes (%v): %v", s.minTTL(), err)
 	}
 	pollUntilFree(t, ctx, st, free)
-	l = s.acquire(t, ctx, st, free, "owner", ttl, 0)
+	s.acquire(t, ctx, st, free, "owner", invalidArgsTTL, 0)
 	if err := st.Release(ctx, free, "owner", s.maxTTL()); err != nil {
 		t.Errorf("Release with keepFor of the longest the store takes (%v): %v", s.maxTTL(), err)
 	}
@@ -195,6 +225,22 @@ func (s *suite) testInvalidArguments(t *testing.T) {
 		t.Errorf("Release(keepFor 0) of a kept lease: %v", err)
 	}
 	checkFree(t, ctx, st, free, "at the end")
+}
+
+// acquireRenewRelease checks that Acquire, Renew and Release accept key,
+// owner and ttl, the limit what names.
+func acquireRenewRelease(t *testing.T, ctx context.Context, st backend.Store, key, owner string, ttl time.Duration, what string) {
+	t.Helper()
+	if _, err := st.Acquire(ctx, key, owner, ttl, 0); err != nil {
+		t.Errorf("Acquire with %s: %v", what, err)
+		return
+	}
+	if _, err := st.Renew(ctx, key, owner, ttl); err != nil {
+		t.Errorf("Renew with %s: %v", what, err)
+	}
+	if err := st.Release(ctx, key, owner, 0); err != nil {
+		t.Errorf("Release with %s: %v", what, err)
+	}
 }
 
 // testEndedContext calls every method with a cancelled context and with

@@ -90,14 +90,9 @@ func (s *suite) testLeasesListsHeld(t *testing.T) {
 	s.acquire(t, ctx, in, outside, "owner-o", longTTL, 0)
 	w := watch(t, ctx, in, b) // a watch marker beside b, on stores that keep one
 
-	var waiters []string
-	if q, ok := backend.Store(in).(backend.Queue); ok {
-		waiters = []string{"waiter-1", "waiter-2"}
-		for _, owner := range waiters {
-			_, err := q.AcquireQueued(ctx, a, owner, longTTL, 0, waitPatience)
-			checkHeldBy(t, owner+"'s AcquireQueued of the held key", err, la, longTTL)
-		}
-	}
+	waiters := joinLine(ctx, in, a, []string{"waiter-1", "waiter-2"}, func(owner string, err error) {
+		checkHeldBy(t, owner+"'s AcquireQueued of the held key", err, la, longTTL)
+	})
 	if r, ok := backend.Store(in).(backend.Registry); ok {
 		heartbeat(t, ctx, r, prefix+"group", backend.Member{Name: "m", Identity: "i"}, longTTL)
 	}
@@ -106,27 +101,8 @@ func (s *suite) testLeasesListsHeld(t *testing.T) {
 	if want := []string{a, b, kept}; !slices.Equal(leaseKeys(got), want) {
 		t.Fatalf("Leases(%q) lists %q; want %q (held, or kept after release)", prefix, leaseKeys(got), want)
 	}
-	for i, want := range []backend.Lease{la, lb, lk} {
-		l := got[i]
-		if l.Owner != want.Owner || l.Token != want.Token {
-			t.Errorf("Leases lists %q held by %q (token %d); want %q (token %d)", l.Key, l.Owner, l.Token, want.Owner, want.Token)
-		}
-		if s.h.GivenTTL {
-			if l.TTL <= 0 || l.TTL > longTTL {
-				t.Errorf("Leases lists %q with TTL %v; want one in (0, %v]", l.Key, l.TTL, longTTL)
-			}
-		} else {
-			s.checkTTL(t, "Leases of "+l.Key, l.TTL, longTTL, sent)
-		}
-	}
-	if !slices.Equal(got[0].Waiters, waiters) {
-		t.Errorf("Leases lists %q with waiters %q; want %q, in the order they joined", a, got[0].Waiters, waiters)
-	}
-	for _, l := range got[1:] {
-		if len(l.Waiters) != 0 {
-			t.Errorf("Leases lists %q with waiters %q; nobody waits for it", l.Key, l.Waiters)
-		}
-	}
+	s.checkListed(t, got, []backend.Lease{la, lb, lk}, sent)
+	checkListedWaiters(t, got, waiters)
 	if err := w.Close(); err != nil {
 		t.Errorf("closing the watch of %q: %v", b, err)
 	}
@@ -145,26 +121,78 @@ func (s *suite) testLeasesListsHeld(t *testing.T) {
 		t.Errorf("after b's release, Leases(%q) still lists it: %q", prefix, leaseKeys(got))
 	}
 
-	// A key handed over down the line is listed held by each waiter in
-	// turn, with only those still waiting behind it: the place a holder
-	// was handed the key through is not a waiter's.
 	if len(waiters) == 0 || !s.handsOver(t, ctx, in) {
 		return
 	}
+	checkListedDownTheLine(t, ctx, in, a, "owner-a", waiters)
+}
+
+// joinLine has each of owners join the waiting line of the held key, on
+// a store with waiting lines, checking each AcquireQueued's error with
+// check. It returns the owners that joined: none on a store without lines.
+func joinLine(ctx context.Context, st backend.Store, key string, owners []string, check func(owner string, err error)) []string {
+	q, ok := st.(backend.Queue)
+	if !ok {
+		return nil
+	}
+	for _, owner := range owners {
+		_, err := q.AcquireQueued(ctx, key, owner, longTTL, 0, waitPatience)
+		check(owner, err)
+	}
+	return owners
+}
+
+// checkListed checks that got lists each of want, in order, with its owner
+// and token and a TTL within longTTL, which want was granted for at sent.
+func (s *suite) checkListed(t *testing.T, got []backend.LeaseInfo, want []backend.Lease, sent time.Time) {
+	t.Helper()
+	for i, want := range want {
+		l := got[i]
+		if l.Owner != want.Owner || l.Token != want.Token {
+			t.Errorf("Leases lists %q held by %q (token %d); want %q (token %d)", l.Key, l.Owner, l.Token, want.Owner, want.Token)
+		}
+		if !s.h.GivenTTL {
+			s.checkTTL(t, "Leases of "+l.Key, l.TTL, longTTL, sent)
+		} else if l.TTL <= 0 || l.TTL > longTTL {
+			t.Errorf("Leases lists %q with TTL %v; want one in (0, %v]", l.Key, l.TTL, longTTL)
+		}
+	}
+}
+
+// checkListedWaiters checks that the first listed lease has waiters, in
+// the order they joined, and the others none.
+func checkListedWaiters(t *testing.T, got []backend.LeaseInfo, waiters []string) {
+	t.Helper()
+	if !slices.Equal(got[0].Waiters, waiters) {
+		t.Errorf("Leases lists %q with waiters %q; want %q, in the order they joined", got[0].Key, got[0].Waiters, waiters)
+	}
+	for _, l := range got[1:] {
+		if len(l.Waiters) != 0 {
+			t.Errorf("Leases lists %q with waiters %q; nobody waits for it", l.Key, l.Waiters)
+		}
+	}
+}
+
+// checkListedDownTheLine releases key, held by holder, down its line of
+// waiters and checks that Leases lists it held by each waiter in turn,
+// with only those still waiting behind it: the place a holder was handed
+// the key through is not a waiter's.
+func checkListedDownTheLine(t *testing.T, ctx context.Context, in inspectorStore, key, holder string, waiters []string) {
+	t.Helper()
 	h := backend.Store(in).(backend.Handover)
-	from := "owner-a"
+	from := holder
 	for i, owner := range waiters {
-		release(t, ctx, in, a, from, 0)
-		l, handed, err := h.AwaitHandover(ctx, a, owner, waitPatience)
+		release(t, ctx, in, key, from, 0)
+		l, handed, err := h.AwaitHandover(ctx, key, owner, waitPatience)
 		if err != nil || !handed || l.Owner != owner {
 			t.Fatalf("%s's AwaitHandover after %s's release: %+v, handed %v, err %v; want the key handed to it", owner, from, l, handed, err)
 		}
-		got := leases(t, ctx, in, a)
+		got := leases(t, ctx, in, key)
 		if len(got) != 1 || got[0].Owner != owner || got[0].Token != l.Token {
-			t.Fatalf("after the handover to %s, Leases(%q) lists %+v; want %q held by it with token %d", owner, a, got, a, l.Token)
+			t.Fatalf("after the handover to %s, Leases(%q) lists %+v; want %q held by it with token %d", owner, key, got, key, l.Token)
 		}
 		if want := waiters[i+1:]; !slices.Equal(got[0].Waiters, want) {
-			t.Errorf("after the handover to %s, Leases lists %q with waiters %q; want %q", owner, a, got[0].Waiters, want)
+			t.Errorf("after the handover to %s, Leases lists %q with waiters %q; want %q", owner, key, got[0].Waiters, want)
 		}
 		from = owner
 	}
@@ -204,24 +232,32 @@ func (s *suite) testLeasesUpTo(t *testing.T) {
 		keys = append(keys, prefix+name)
 		s.acquire(t, ctx, in, prefix+name, "owner-"+name, longTTL, 0)
 	}
-	var waiters []string
-	if q, ok := backend.Store(in).(backend.Queue); ok {
-		waiters = []string{"waiter-1", "waiter-2", "waiter-3"}
-		for _, owner := range waiters {
-			_, err := q.AcquireQueued(ctx, keys[0], owner, longTTL, 0, waitPatience)
-			heldError(t, owner+"'s AcquireQueued of the held key", err)
-		}
-	}
+	waiters := joinLine(ctx, in, keys[0], []string{"waiter-1", "waiter-2", "waiter-3"}, func(owner string, err error) {
+		heldError(t, owner+"'s AcquireQueued of the held key", err)
+	})
 	all := leases(t, ctx, in, prefix)
 
-	got, err := in.LeasesUpTo(ctx, prefix, 2, 2)
-	if err != nil {
-		t.Fatalf("LeasesUpTo(%q, 2, 2): %v", prefix, err)
-	}
+	got := leasesUpTo(t, ctx, in, prefix, 2, 2)
 	if got.Partial {
 		t.Skipf("LeasesUpTo(%q, 2, 2) stopped its scan before the end of the store's keys: too many keys on the server for this test", prefix)
 	}
-	if want := keys[:2]; !slices.Equal(leaseKeys(got.Leases), want) || got.More != 3 {
+	checkFirstPage(t, prefix, got, keys[:2], all)
+	if len(waiters) > 0 {
+		checkWaitersUpTo(t, ctx, in, prefix, got.Leases[0], keys[0], waiters)
+	}
+	checkWholePage(t, prefix, leasesUpTo(t, ctx, in, prefix, 10, 10), keys, waiters)
+	for _, limits := range [][2]int{{0, 1}, {-1, 1}, {1, -1}} {
+		if _, err := in.LeasesUpTo(ctx, prefix, limits[0], limits[1]); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("LeasesUpTo(%q, %d, %d): err = %v; want ErrInvalidArgument", prefix, limits[0], limits[1], err)
+		}
+	}
+}
+
+// checkFirstPage checks LeasesUpTo(prefix, 2, 2) of five leases: it lists
+// the keys want and counts 3 more, each lease as Leases lists it in all.
+func checkFirstPage(t *testing.T, prefix string, got backend.LeaseList, want []string, all []backend.LeaseInfo) {
+	t.Helper()
+	if !slices.Equal(leaseKeys(got.Leases), want) || got.More != 3 {
 		t.Fatalf("LeasesUpTo(%q, 2, 2) lists %q and %d more; want %q and 3 more", prefix, leaseKeys(got.Leases), got.More, want)
 	}
 	for i, l := range got.Leases {
@@ -230,32 +266,40 @@ func (s *suite) testLeasesUpTo(t *testing.T) {
 			t.Errorf("LeasesUpTo lists %q held by %q (token %d); Leases lists it held by %q (token %d)", l.Key, l.Owner, l.Token, want.Owner, want.Token)
 		}
 	}
-	if len(waiters) > 0 {
-		if a := got.Leases[0]; !slices.Equal(a.Waiters, waiters[:2]) || !a.MoreWaiting {
-			t.Errorf("LeasesUpTo(%q, 2, 2) lists %q with waiters %q (more waiting: %v); want %q and more waiting", prefix, a.Key, a.Waiters, a.MoreWaiting, waiters[:2])
-		}
-		got, err := in.LeasesUpTo(ctx, prefix, 1, 0)
-		if err != nil {
-			t.Fatalf("LeasesUpTo(%q, 1, 0): %v", prefix, err)
-		}
-		if len(got.Leases) != 1 || len(got.Leases[0].Waiters) != 0 || !got.Leases[0].MoreWaiting {
-			t.Errorf("LeasesUpTo(%q, 1, 0) lists %+v; want %q with no waiters listed and more waiting", prefix, got.Leases, keys[0])
-		}
-	}
+}
 
-	got, err = in.LeasesUpTo(ctx, prefix, 10, 10)
-	if err != nil {
-		t.Fatalf("LeasesUpTo(%q, 10, 10): %v", prefix, err)
-	}
+// checkWholePage checks LeasesUpTo(prefix, 10, 10) of the leases of keys:
+// it lists them all, the first with all its waiters, and no more.
+func checkWholePage(t *testing.T, prefix string, got backend.LeaseList, keys, waiters []string) {
+	t.Helper()
 	if !slices.Equal(leaseKeys(got.Leases), keys) || got.More != 0 || got.Partial {
 		t.Errorf("LeasesUpTo(%q, 10, 10) lists %q, %d more (partial %v); want %q and no more", prefix, leaseKeys(got.Leases), got.More, got.Partial, keys)
 	}
 	if len(waiters) > 0 && (!slices.Equal(got.Leases[0].Waiters, waiters) || got.Leases[0].MoreWaiting) {
 		t.Errorf("LeasesUpTo(%q, 10, 10) lists %q with waiters %q (more waiting: %v); want %q and no more", prefix, keys[0], got.Leases[0].Waiters, got.Leases[0].MoreWaiting, waiters)
 	}
-	for _, limits := range [][2]int{{0, 1}, {-1, 1}, {1, -1}} {
-		if _, err := in.LeasesUpTo(ctx, prefix, limits[0], limits[1]); !errors.Is(err, backend.ErrInvalidArgument) {
-			t.Errorf("LeasesUpTo(%q, %d, %d): err = %v; want ErrInvalidArgument", prefix, limits[0], limits[1], err)
-		}
+}
+
+// leasesUpTo calls LeasesUpTo and fails t on error.
+func leasesUpTo(t testing.TB, ctx context.Context, in backend.Inspector, prefix string, limit, waiters int) backend.LeaseList {
+	t.Helper()
+	got, err := in.LeasesUpTo(ctx, prefix, limit, waiters)
+	if err != nil {
+		t.Fatalf("LeasesUpTo(%q, %d, %d): %v", prefix, limit, waiters, err)
+	}
+	return got
+}
+
+// checkWaitersUpTo checks that LeasesUpTo lists at most its limit of the
+// waiters of key, whose line holds more than two: first, the lease it
+// listed with a limit of two waiters, then with a limit of none.
+func checkWaitersUpTo(t *testing.T, ctx context.Context, in backend.Inspector, prefix string, a backend.LeaseInfo, key string, waiters []string) {
+	t.Helper()
+	if !slices.Equal(a.Waiters, waiters[:2]) || !a.MoreWaiting {
+		t.Errorf("LeasesUpTo(%q, 2, 2) lists %q with waiters %q (more waiting: %v); want %q and more waiting", prefix, a.Key, a.Waiters, a.MoreWaiting, waiters[:2])
+	}
+	got := leasesUpTo(t, ctx, in, prefix, 1, 0)
+	if len(got.Leases) != 1 || len(got.Leases[0].Waiters) != 0 || !got.Leases[0].MoreWaiting {
+		t.Errorf("LeasesUpTo(%q, 1, 0) lists %+v; want %q with no waiters listed and more waiting", prefix, got.Leases, key)
 	}
 }

@@ -684,7 +684,6 @@ func (s *suite) testQueueEndedContext(t *testing.T) {
 // asked for (not the holder's), reports ok false once max has passed with
 // none, returns soon after its context ends, and refuses bad arguments.
 func (s *suite) testHandover(t *testing.T) {
-	const waiterTTL = 20 * time.Second
 	ctx := testCtx(t)
 	h, a, watcher := s.queue(t), s.queue(t), s.queue(t)
 	if !s.handsOver(t, ctx, h) {
@@ -693,8 +692,39 @@ func (s *suite) testHandover(t *testing.T) {
 	ha := a.(backend.Handover)
 	key := s.key("handover")
 
-	// While another owner holds the key, nothing is handed over: the wait
-	// lasts max. (A store may return sooner when it sees the key free.)
+	s.handoverTimesOut(t, ctx, h, ha, key)
+	s.handoverOnRelease(t, ctx, h, a, watcher, key)
+
+	// Held by another owner, so that only the context ends the wait.
+	s.acquire(t, ctx, h, key, "other", longTTL, 0)
+	defer release(t, ctx, h, key, "other", 0)
+	handoverCancelled(t, ctx, ha, key)
+	handoverArguments(t, ctx, ha, key)
+}
+
+// handoverResult is what an AwaitHandover returned.
+type handoverResult struct {
+	l   backend.Lease
+	ok  bool
+	err error
+}
+
+// awaitHandover calls AwaitHandover in a goroutine of its own and sends
+// what it returned on the channel it returns.
+func awaitHandover(ctx context.Context, ha backend.Handover, key, owner string, max time.Duration) <-chan handoverResult {
+	done := make(chan handoverResult, 1)
+	go func() {
+		l, ok, err := ha.AwaitHandover(ctx, key, owner, max)
+		done <- handoverResult{l, ok, err}
+	}()
+	return done
+}
+
+// handoverTimesOut checks that while another owner holds the key, nothing
+// is handed over: the wait lasts max. (A store may return sooner when it
+// sees the key free.)
+func (s *suite) handoverTimesOut(t *testing.T, ctx context.Context, h backend.Store, ha backend.Handover, key string) {
+	t.Helper()
 	s.acquire(t, ctx, h, key, "other", longTTL, 0)
 	start := time.Now()
 	_, ok, err := ha.AwaitHandover(ctx, key, "a", 200*time.Millisecond)
@@ -703,22 +733,20 @@ func (s *suite) testHandover(t *testing.T) {
 	}
 	s.checkNotEarly(t, "AwaitHandover that timed out", time.Now(), start, 200*time.Millisecond)
 	release(t, ctx, h, key, "other", 0)
+}
 
+// handoverOnRelease checks that a waiter in AwaitHandover is handed the
+// key when its holder releases it, with the ttl and floor the waiter
+// asked for (not the holder's).
+func (s *suite) handoverOnRelease(t *testing.T, ctx context.Context, h, a, watcher queueStore, key string) {
+	t.Helper()
+	const waiterTTL = 20 * time.Second
 	w := watch(t, ctx, watcher, key)
 	held := s.acquire(t, ctx, h, key, "h", longTTL, 0)
 	floor := aheadOfClock() // far above where the clock gets to meanwhile
-	_, err = a.AcquireQueued(ctx, key, "a", waiterTTL, floor, waitPatience)
+	_, err := a.AcquireQueued(ctx, key, "a", waiterTTL, floor, waitPatience)
 	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
-	type result struct {
-		l   backend.Lease
-		ok  bool
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		l, ok, err := ha.AwaitHandover(ctx, key, "a", waitTimeout)
-		done <- result{l, ok, err}
-	}()
+	done := awaitHandover(ctx, a.(backend.Handover), key, "a", waitTimeout)
 	sent := time.Now()
 	release(t, ctx, h, key, "h", 0)
 	r := <-done
@@ -735,15 +763,14 @@ func (s *suite) testHandover(t *testing.T) {
 		t.Errorf("Get after the handover: %+v; want a holding the key for at most %v", g, waiterTTL)
 	}
 	release(t, ctx, a, key, "a", 0)
+}
 
-	// Held by another owner, so that only the context ends the wait.
-	s.acquire(t, ctx, h, key, "other", longTTL, 0)
-	defer release(t, ctx, h, key, "other", 0)
+// handoverCancelled checks that AwaitHandover for a key another owner
+// holds returns soon after its context is cancelled.
+func handoverCancelled(t *testing.T, ctx context.Context, ha backend.Handover, key string) {
+	t.Helper()
 	cctx, cancel := context.WithCancel(ctx)
-	go func() {
-		l, ok, err := ha.AwaitHandover(cctx, key, "a", longTTL)
-		done <- result{l, ok, err}
-	}()
+	done := awaitHandover(cctx, ha, key, "a", longTTL)
 	time.Sleep(50 * time.Millisecond) // let it start waiting; the check below does not depend on it
 	cancel()
 	select {
@@ -754,7 +781,12 @@ func (s *suite) testHandover(t *testing.T) {
 	case <-time.After(longTTL / 2):
 		t.Fatalf("AwaitHandover did not return within %v of its context's cancellation (max was %v)", longTTL/2, longTTL)
 	}
+}
 
+// handoverArguments checks that AwaitHandover refuses bad keys, owners and
+// waits.
+func handoverArguments(t *testing.T, ctx context.Context, ha backend.Handover, key string) {
+	t.Helper()
 	for name, k := range invalidKeys(key) {
 		_, _, err := ha.AwaitHandover(ctx, k, "a", time.Second)
 		isInvalid(t, "AwaitHandover with a "+name+" key", err)

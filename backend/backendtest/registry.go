@@ -89,7 +89,26 @@ func (s *suite) testRegistryMembers(t *testing.T) {
 	if got := names(ms); !slices.Equal(got, []string{"proc-a", "proc-b"}) {
 		t.Fatalf("Members = %q; want [proc-a proc-b]", got)
 	}
-	for i, want := range []backend.Member{a, b} {
+	s.checkMembersAsSent(t, ms, []backend.Member{a, b}, ttl, sent)
+
+	// A heartbeat refreshes the member and replaces its data.
+	b.Data = []byte("version=3")
+	sent = time.Now()
+	checkDups(t, ctx, r, group, b, time.Minute)
+	s.checkRefreshed(t, members(t, ctx, reader, group), b, time.Minute, sent)
+
+	if ms := members(t, ctx, reader, other); len(ms) != 0 {
+		t.Errorf("Members of a group nobody joined = %q; want none", names(ms))
+	}
+	checkLeaves(t, ctx, r, reader, group, other)
+}
+
+// checkMembersAsSent checks that Members listed ms as want, sent at sent
+// with ttl: the identity and data as sent, an age no older than the
+// heartbeat and the TTL.
+func (s *suite) checkMembersAsSent(t *testing.T, ms, want []backend.Member, ttl time.Duration, sent time.Time) {
+	t.Helper()
+	for i, want := range want {
 		got := ms[i]
 		if got.Identity != want.Identity || !bytes.Equal(got.Data, want.Data) {
 			t.Errorf("member %q: identity %q, %d bytes of data; want %q, %d bytes as sent", got.Name, got.Identity, len(got.Data), want.Identity, len(want.Data))
@@ -99,44 +118,47 @@ func (s *suite) testRegistryMembers(t *testing.T) {
 		}
 		s.checkTTL(t, fmt.Sprintf("member %q", got.Name), got.TTL, ttl, sent)
 	}
+}
 
-	// A heartbeat refreshes the member and replaces its data.
-	b.Data = []byte("version=3")
-	sent = time.Now()
-	checkDups(t, ctx, r, group, b, time.Minute)
-	for _, m := range members(t, ctx, reader, group) {
+// checkRefreshed checks that ms lists b with the data and TTL of its
+// second heartbeat, sent at sent with ttl.
+func (s *suite) checkRefreshed(t *testing.T, ms []backend.Member, b backend.Member, ttl time.Duration, sent time.Time) {
+	t.Helper()
+	for _, m := range ms {
 		if m.Name != b.Name {
 			continue
 		}
 		if !bytes.Equal(m.Data, b.Data) {
 			t.Errorf("after a second heartbeat member %q has data %q; want %q", m.Name, m.Data, b.Data)
 		}
-		s.checkTTL(t, "a refreshed member", m.TTL, time.Minute, sent)
+		s.checkTTL(t, "a refreshed member", m.TTL, ttl, sent)
 	}
+}
 
-	if ms := members(t, ctx, reader, other); len(ms) != 0 {
-		t.Errorf("Members of a group nobody joined = %q; want none", names(ms))
-	}
-
-	if err := r.Leave(ctx, group, a.Name); err != nil {
-		t.Fatalf("Leave(%q): %v", a.Name, err)
+// checkLeaves checks that Leave removes proc-a and then proc-b from group
+// at once, as reader sees it, and is not an error for a member that is not
+// there or a group (other) nobody joined.
+func checkLeaves(t *testing.T, ctx context.Context, r, reader backend.Registry, group, other string) {
+	t.Helper()
+	if err := r.Leave(ctx, group, "proc-a"); err != nil {
+		t.Fatalf("Leave(%q): %v", "proc-a", err)
 	}
 	if got := names(members(t, ctx, reader, group)); !slices.Equal(got, []string{"proc-b"}) {
 		t.Errorf("after proc-a left, Members = %q; want [proc-b]", got)
 	}
-	for _, name := range []string{a.Name, "never-joined"} {
+	for _, name := range []string{"proc-a", "never-joined"} {
 		if err := r.Leave(ctx, group, name); err != nil {
 			t.Errorf("Leave(%q) of a member not in the group: %v; want nil", name, err)
 		}
 	}
-	if err := r.Leave(ctx, other, b.Name); err != nil {
+	if err := r.Leave(ctx, other, "proc-b"); err != nil {
 		t.Errorf("Leave of a group never joined: %v; want nil", err)
 	}
 	if got := names(members(t, ctx, reader, group)); !slices.Equal(got, []string{"proc-b"}) {
 		t.Errorf("after Leave calls for absent members, Members = %q; want [proc-b]", got)
 	}
-	if err := r.Leave(ctx, group, b.Name); err != nil {
-		t.Fatalf("Leave(%q): %v", b.Name, err)
+	if err := r.Leave(ctx, group, "proc-b"); err != nil {
+		t.Fatalf("Leave(%q): %v", "proc-b", err)
 	}
 	if ms := members(t, ctx, reader, group); len(ms) != 0 {
 		t.Errorf("after everyone left, Members = %q; want none", names(ms))

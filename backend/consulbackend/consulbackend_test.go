@@ -159,6 +159,54 @@ func TestCounterEndsAfterKeep(t *testing.T) {
 	if err != nil || p == nil || p.Session == "" {
 		t.Fatalf("the counter after a grant: %+v, %v; want it locked by a keeper session", p, err)
 	}
+	awaitCounterGone(t, kv, s, key)
+	l2, err := s.Acquire(ctx, key, "b", time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.Token <= l.Token {
+		t.Fatalf("the grant after the counter ended has token %d, not above %d", l2.Token, l.Token)
+	}
+}
+
+// A counter that a floor put further ahead of the clock than its life
+// (backend.CounterLife) outlives the keeper sessions, as on the other
+// stores: were it to end, the next grant's token would come from the
+// clock, below the tokens the counter gave, for a caller that never saw
+// one. A key granted beside it from the clock loses its counter as usual.
+func TestCounterAheadOfTheClockIsKept(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a, consulbackend.WithCounterKeep(100*time.Millisecond))
+	const ahead, usual = "ahead:1", "usual:1"
+	floor := uint64(time.Now().Add(time.Hour).UnixMicro())
+	la, err := s.Acquire(ctx, ahead, "a", time.Second, floor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, usual, "a", time.Second, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{ahead, usual} {
+		if err := s.Release(ctx, k, "a", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kv := client(t, a).KV()
+	awaitCounterGone(t, kv, s, usual) // its keeper ended
+	l, err := s.Acquire(ctx, ahead, "b", time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token <= la.Token {
+		t.Fatalf("a grant with no floor after the keepers ended has token %d, not above %d, which a floor put an hour ahead of the clock", l.Token, la.Token)
+	}
+}
+
+// awaitCounterGone waits until Consul deleted key's fencing counter, as it
+// does when the counter's keeper session ends (a keep time of 100ms).
+func awaitCounterGone(t *testing.T, kv *api.KV, s *consulbackend.Store, key string) {
+	t.Helper()
 	deadline := time.Now().Add(patience)
 	for {
 		p, _, err := kv.Get(s.FenceKey(key), nil)
@@ -166,19 +214,12 @@ func TestCounterEndsAfterKeep(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p == nil {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the counter of %q is still there %v after its last grant, with a keep time of 100ms", key, patience)
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-	l2, err := s.Acquire(ctx, key, "b", time.Second, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l2.Token <= l.Token {
-		t.Fatalf("the grant after the counter ended has token %d, not above %d", l2.Token, l.Token)
 	}
 }
 

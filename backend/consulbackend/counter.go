@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,12 +26,13 @@ import (
 // keeper sessions to their TTL, so that counters do not end when a
 // process stops. A key whose counter ended is granted like a new one:
 // its token is max(floor, the clock in µs) + 1, still above every token
-// the counter gave (they came from the clock too, unless floors pushed
-// them ahead of it).
+// the counter gave, which came from the clock too. A counter that floors
+// pushed further ahead of the clock than its life (backend.CounterLife)
+// is written with no keeper and kept for ever, as on the other stores.
 
 // DefaultCounterKeep is how long, at least, a fencing counter outlives its
 // key's last grant unless WithCounterKeep says otherwise.
-const DefaultCounterKeep = time.Hour
+const DefaultCounterKeep = backend.CounterKeep
 
 // WithCounterKeep sets how long, at least, a key's fencing counter
 // outlives the key's last grant (default an hour; for a lease longer than
@@ -119,6 +121,27 @@ func (s *Store) keeper(ctx context.Context, op, key string, ttl time.Duration) (
 	return id, nil
 }
 
+// counterKeeper returns the keeper session that is to lock key's counter
+// once a grant (or a break) for ttl moves it to token, or "" when the
+// counter must outlive every keeper: a floor put it further ahead of the
+// clock than its life (backend.CounterLife), and the clock alone would
+// not give larger tokens should it end.
+func (s *Store) counterKeeper(ctx context.Context, op, key string, token uint64, ttl time.Duration) (string, error) {
+	if backend.CounterLife(token, s.now().UnixMicro(), ttl, s.counterKeep) == 0 {
+		return "", nil
+	}
+	return s.keeper(ctx, op, key, ttl)
+}
+
+// keeperEnded reports whether a transaction's error what says that the
+// keeper session (if any) ended, and then forgets it, so that the next
+// grant makes another.
+func (s *Store) keeperEnded(keeper, what string) {
+	if keeper != "" && strings.Contains(what, keeper) {
+		s.forgetKeeper(keeper)
+	}
+}
+
 // forgetKeeper drops the keeper session id, which Consul refused as
 // ended, so that the next grant makes another.
 func (s *Store) forgetKeeper(id string) {
@@ -132,7 +155,8 @@ func (s *Store) forgetKeeper(id string) {
 }
 
 // setCounter are the operations that move key's counter, read as fence
-// (nil if absent), to token and lock it with the keeper session, keeping
+// (nil if absent), to token and lock it with the keeper session (with
+// none, "", the counter is kept for ever: see counterKeeper), keeping
 // the release mark in its flags. With check, they hold only if the counter
 // is as it was read; a handover, which checks that the lease it replaces
 // is as it was read, needs no more: nobody grants a held key, and what a
@@ -142,6 +166,9 @@ func (s *Store) forgetKeeper(id string) {
 func (s *Store) setCounter(key string, fence *api.KVPair, token uint64, keeper string, check bool) api.TxnOps {
 	k := s.FenceKey(key)
 	set := &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: []byte(strconv.FormatUint(token, 10)), Session: keeper}
+	if keeper == "" {
+		set.Verb = api.KVSet
+	}
 	if fence == nil {
 		return api.TxnOps{
 			{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: k}},

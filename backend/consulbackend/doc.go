@@ -12,7 +12,8 @@
 // the token of the last release in the entry's flags, locked by a keeper
 // session of the store that last granted K, so that it ends an hour or
 // more after K's last grant (WithCounterKeep) instead of staying for
-// ever. The waiters of K
+// ever, unless a floor put it further ahead of the clock than that
+// (backend.CounterLife): then it is kept with no session. The waiters of K
 // hold their places under "<prefix>/line/K/", one entry per waiter,
 // locked by the waiter's session and ordered by when they joined (see
 // AcquireQueued).
@@ -162,4 +163,17 @@
 // Consul allows 200 connections per client IP by default
 // (limits.http_max_conns_per_client); a process that waits on many locks
 // at once, or many processes behind one address, may need more.
+//
+// # Files
+//
+// One concept each: consulbackend.go the store and its options,
+// acquire.go the grant (Acquire, and take, the transaction every grant
+// makes), lease.go a lease's life (its record, Renew, Release, Get),
+// counter.go the fencing counters and their keepers, sessions.go making,
+// ending and reusing sessions, state.go what one read of a key finds,
+// queue.go the waiting line (AcquireQueued, Dequeue), join.go joining it,
+// handover.go handing a released key to the first waiter (AwaitHandover),
+// known.go releasing without a read, watch.go, force.go (Break),
+// guard.go (restart guard), registry.go and members.go (members),
+// inspect.go (listing), service.go (the catalog), acl.go (ACL policy).
 package consulbackend

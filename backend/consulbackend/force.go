@@ -63,27 +63,58 @@ func (s *Store) breakOnce(ctx context.Context, key, owner string, token uint64) 
 		s.afterLook()
 	}
 	if w := st.first(); w != nil {
-		retry, err := s.handOver(ctx, "break", key, st, w, nil, nil)
-		switch {
-		case retry:
-			return backend.Lease{}, true, nil // nothing was handed over
-		case err == nil:
-			// Not kept idle: its holder may still renew it.
-			s.destroyLater(cur.session)
+		if retry, done, err := s.breakToWaiter(ctx, key, st, w); retry || err != nil {
+			return backend.Lease{}, retry, err
+		} else if done {
 			return broken, false, nil
-		case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
-			return backend.Lease{}, false, err
 		}
 		// The waiter cannot be granted the key now: free it, and the
 		// waiter asks again.
 	}
-	counter, err := parseCounter(key, st.fenceKV)
+	ops, err := s.breakOps(ctx, key, st)
 	if err != nil {
 		return backend.Lease{}, false, err
 	}
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
+	if retry, err := s.txnRetry("break", key, ctx, ok, resp, err); err != nil || retry {
+		return backend.Lease{}, retry, err
+	}
+	s.destroyLater(cur.session)
+	return broken, false, nil
+}
+
+// breakToWaiter hands the key that st read, held by the grant Break ends,
+// to the first waiter in line, w. retry: nothing was handed over; done:
+// Break is over, with err (the broken lease, unless err). Neither: the
+// waiter cannot be granted the key now, and Break frees it instead.
+func (s *Store) breakToWaiter(ctx context.Context, key string, st *state, w *place) (retry, done bool, err error) {
+	retry, err = s.handOver(ctx, "break", key, st, w, nil, nil)
+	switch {
+	case retry:
+		return true, false, nil // nothing was handed over
+	case err == nil:
+		// Not kept idle: its holder may still renew it.
+		s.destroyLater(st.lease.session)
+		return false, true, nil
+	case !errors.Is(err, backend.ErrHeld) && !errors.Is(err, backend.ErrCorrupt):
+		return false, true, err
+	}
+	return false, false, nil
+}
+
+// breakOps are the operations that end the lease st read and move the
+// key's counter past its token and this client's clock, recording the
+// broken token in the counter's flags as a release does, if the lease
+// and the counter are as st read them.
+func (s *Store) breakOps(ctx context.Context, key string, st *state) (api.TxnOps, error) {
+	cur := st.lease
+	counter, err := parseCounter(key, st.fenceKV)
+	if err != nil {
+		return nil, err
+	}
 	bumped, err := s.nextToken(key, max(counter, cur.rec.Token), 0)
 	if err != nil {
-		return backend.Lease{}, false, err
+		return nil, err
 	}
 	ops := api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: cur.index}},
@@ -92,22 +123,15 @@ func (s *Store) breakOnce(ctx context.Context, key, owner string, token uint64) 
 	value := []byte(strconv.FormatUint(bumped, 10))
 	if fence := st.fenceKV; fence != nil {
 		// The counter keeps the keeper session that locks it.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: cur.rec.Token, Index: fence.ModifyIndex}})
-	} else {
-		// The counter ended while its key was held: write it again,
-		// kept as a grant keeps it.
-		keeper, err := s.keeper(ctx, "break", key, time.Duration(cur.rec.TTLMillis)*time.Millisecond)
-		if err != nil {
-			return backend.Lease{}, false, err
-		}
-		set := s.setCounter(key, nil, bumped, keeper, true)
-		set[len(set)-1].KV.Flags = cur.rec.Token
-		ops = append(ops, set...)
+		return append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: cur.rec.Token, Index: fence.ModifyIndex}}), nil
 	}
-	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
-	if retry, err := s.txnRetry("break", key, ctx, ok, resp, err); err != nil || retry {
-		return backend.Lease{}, retry, err
+	// The counter ended while its key was held: write it again,
+	// kept as a grant keeps it.
+	keeper, err := s.counterKeeper(ctx, "break", key, bumped, time.Duration(cur.rec.TTLMillis)*time.Millisecond)
+	if err != nil {
+		return nil, err
 	}
-	s.destroyLater(cur.session)
-	return broken, false, nil
+	set := s.setCounter(key, nil, bumped, keeper, true)
+	set[len(set)-1].KV.Flags = cur.rec.Token
+	return append(ops, set...), nil
 }

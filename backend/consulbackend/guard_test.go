@@ -150,7 +150,7 @@ func TestGuardPerService(t *testing.T) {
 
 // A process with a token of ACLPolicy runs everything a store does for
 // its tenant (the conformance suite, whose keys are tenant "conf"'s),
-// and README gives the policy.
+// and docs/consul.md gives the policy.
 func TestACLPolicyConformance(t *testing.T) {
 	a := testenv.NewConsul(t, testenv.ConsulOptions{ACLMasterToken: managementToken})
 	token := policyToken(t, a, "conf", "")
@@ -169,12 +169,12 @@ func TestACLPolicyConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/consul.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), policy) {
-		t.Errorf("README does not give the ACL policy of service acme:billing:\n%s", policy)
+		t.Errorf("docs/consul.md does not give the ACL policy of service acme:billing:\n%s", policy)
 	}
 	for _, bad := range [][2]string{{"", "billing"}, {"ac:me", "billing"}, {"acme", "bil}ling"}, {"ac me", ""}} {
 		if _, err := consulbackend.ACLPolicy("", bad[0], bad[1]); !errors.Is(err, backend.ErrInvalidArgument) {
@@ -185,7 +185,7 @@ func TestACLPolicyConformance(t *testing.T) {
 
 // With the tokens of ACLPolicy, service acme's token can neither read
 // nor write service globex's keys nor the shared guard entries, so it
-// cannot hold up globex's grants; what it can do, as README says, is end
+// cannot hold up globex's grants; what it can do, as docs/consul.md says, is end
 // globex's lease by destroying its session (session:write).
 func TestACLPolicyConfines(t *testing.T) {
 	a := testenv.NewConsul(t, testenv.ConsulOptions{ACLMasterToken: managementToken})
@@ -235,7 +235,7 @@ func TestACLPolicyConfines(t *testing.T) {
 		t.Fatalf("globex's lease: %+v, %v", p, err)
 	}
 	if _, err := cli.Session().Destroy(p.Session, nil); err != nil {
-		t.Fatalf("acme's token destroying globex's lease session: %v; README says it can", err)
+		t.Fatalf("acme's token destroying globex's lease session: %v; docs/consul.md says it can", err)
 	}
 	if _, err := globex.Get(ctx, held); !errors.Is(err, backend.ErrNotFound) {
 		t.Errorf("globex's lease after acme destroyed its session: %v; want it gone", err)

@@ -222,7 +222,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 	if err != nil {
 		return false, nil // the usual way reports it
 	}
-	keeper, err := s.keeper(ctx, "release", key, ttl)
+	keeper, err := s.counterKeeper(ctx, "release", key, token, ttl)
 	if err != nil {
 		return true, err
 	}
@@ -231,9 +231,8 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.FenceKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(token, 10)), Flags: k.released, Session: keeper}},
 	}
+	ops = append(ops, s.setCounter(key, &api.KVPair{Flags: k.released}, token, keeper, false)...)
 	ops = append(ops, s.dropOwnPlace(key, k)...)
 	nrec := placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}
 	carry := record{Next: k.next[1:], Released: k.released}
@@ -264,9 +263,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		}
 		ended := false
 		for _, e := range resp.Errors {
-			if strings.Contains(e.What, keeper) {
-				s.forgetKeeper(keeper)
-			}
+			s.keeperEnded(keeper, e.What)
 			ended = ended || (!own && strings.Contains(e.What, sess))
 		}
 		if !ended {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 )
 
 // Idle sessions.
@@ -94,3 +96,65 @@ func (s *Store) dropIdle() {
 
 // millis is a record's TTL in milliseconds as a duration.
 func millis(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// createSession creates the session of one lease (or place in line, or
+// member), named after whom it is for: TTL ttl, the store's lock-delay,
+// keys deleted when it ends, and no health checks, so that only its TTL
+// (or a release) ends it, never a flapping agent.
+func (s *Store) createSession(ctx context.Context, op, key, whom string, ttl time.Duration) (string, error) {
+	return s.newSession(ctx, op, key, whom, ttl, s.lockDelay)
+}
+
+// newSession is createSession with the given lock-delay.
+func (s *Store) newSession(ctx context.Context, op, key, whom string, ttl, lockDelay time.Duration) (string, error) {
+	// The body is written out here because the client's helpers leave
+	// out a zero LockDelay, which the agent reads as its default of 15 s.
+	body := map[string]any{
+		"Name":       "baton " + whom,
+		"TTL":        ttl.String(),
+		"Behavior":   api.SessionBehaviorDelete,
+		"LockDelay":  lockDelay.String(),
+		"NodeChecks": []string{},
+	}
+	var out struct{ ID string }
+	if _, err := s.raw.Write("/v1/session/create", body, &out, s.writeOpts(ctx)); err != nil {
+		return "", s.transport(op, key, ctx, fmt.Errorf("create session: %w", err))
+	}
+	if out.ID == "" {
+		return "", fmt.Errorf("consulbackend: %s %q: the agent at %s created a session without an ID", op, key, s.addr)
+	}
+	return out.ID, nil
+}
+
+// destroyLater ends sessions that no longer hold anything (a released
+// lease's, a place's that left the line), off the caller's path. Close
+// waits for it.
+func (s *Store) destroyLater(ids ...string) {
+	s.mu.Lock()
+	if s.done {
+		s.mu.Unlock()
+		for _, id := range ids {
+			s.destroySession(context.Background(), id)
+		}
+		return
+	}
+	s.cleanups.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.cleanups.Done()
+		for _, id := range ids {
+			s.destroySession(context.Background(), id)
+		}
+	}()
+}
+
+// destroySession ends a session the store no longer needs, also after ctx
+// ended; a failure leaves it to its TTL.
+func (s *Store) destroySession(ctx context.Context, id string) {
+	if id == "" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = s.session.Destroy(id, (&api.WriteOptions{}).WithContext(dctx))
+}

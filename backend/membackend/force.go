@@ -35,13 +35,8 @@ func (s *Store) Break(ctx context.Context, key, owner string, token uint64) (bac
 // bumpLocked moves key's fencing counter past token and the clock, so
 // that every later grant of key is above both.
 func (s *Store) bumpLocked(key string, token uint64, now time.Time) {
-	s.lastUS = max(now.UnixMicro(), s.lastUS+1, 0)
-	us := uint64(s.lastUS)
+	us := s.tickLocked(now)
 	counter, _ := s.counterLocked(key, now)
-	bumped := min(max(counter, token, us)+1, backend.MaxToken)
-	f := fence{token: bumped}
-	if bumped-us <= uint64(FenceLife.Microseconds()) {
-		f.expires = now.Add(FenceLife)
-	}
-	s.fences[key] = f
+	bumped := min(backend.NextToken(counter, token, us), backend.MaxToken)
+	s.setFenceLocked(key, bumped, us, 0, now)
 }

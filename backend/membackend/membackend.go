@@ -60,9 +60,10 @@ type Store struct {
 }
 
 // FenceLife is how long the store keeps a key's fencing counter after its
-// last grant, unless that grant's ttl is longer. A key idle for longer
-// loses its counter, as on Redis, and its next token comes from the clock.
-const FenceLife = time.Hour
+// last grant, unless that grant's ttl is longer (backend.CounterLife). A
+// key idle for longer loses its counter, as on Redis, and its next token
+// comes from the clock.
+const FenceLife = backend.CounterKeep
 
 // fence is a key's fencing counter: the last token granted and when the
 // counter lapses (never, if zero).
@@ -150,18 +151,15 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 }
 
 // refusalLocked returns why a grant of key for ttl with floor must be
-// refused at now, or nil. After Restart, the restart guard refuses a key
-// with no counter (not granted since) until max(ttl, guard) has passed
-// since the restart, when every lease granted before has ended. A floor
-// at or above the store's TokenLimit is refused (ErrFloorAhead), and a key
-// whose counter or floor is at MaxToken has no larger token to give.
+// refused at now, or nil. The fencing rule's refusals come first
+// (backend.CheckFence: a floor at or above the store's TokenLimit, a key
+// whose counter or floor is at MaxToken). After Restart, the restart guard
+// refuses a key with no counter (not granted since) until max(ttl, guard)
+// has passed since the restart, when every lease granted before has ended.
 func (s *Store) refusalLocked(key string, ttl time.Duration, floor uint64, now time.Time) error {
-	if err := backend.ValidateFloorAt(key, floor, now.UnixMicro()); err != nil {
-		return fmt.Errorf("membackend: acquire: %w", err)
-	}
 	counter, ok := s.counterLocked(key, now)
-	if top := max(counter, floor); top >= backend.MaxToken {
-		return fmt.Errorf("membackend: acquire %q: %w: its fencing counter is at the largest token %d, and no larger one exists; delete the key's counter or use another store", key, backend.ErrCorrupt, top)
+	if err := backend.CheckFence(key, "", counter, floor, now.UnixMicro()); err != nil {
+		return fmt.Errorf("membackend: acquire: %w", err)
 	}
 	if ok || s.restarted.IsZero() {
 		return nil
@@ -186,25 +184,36 @@ func (f fence) lapsed(now time.Time) bool {
 	return !f.expires.IsZero() && !now.Before(f.expires)
 }
 
-// grantLocked gives the free key to owner with the next fencing token:
-// max(counter, floor, clock in µs) + 1.
+// grantLocked gives the free key to owner with the next fencing token
+// (backend.NextToken), which refusalLocked allowed.
 func (s *Store) grantLocked(key, owner string, ttl time.Duration, floor uint64, now time.Time) backend.Lease {
-	s.lastUS = max(now.UnixMicro(), s.lastUS+1, 0)
-	us := uint64(s.lastUS)
+	us := s.tickLocked(now)
 	counter, _ := s.counterLocked(key, now)
-	token := max(counter, floor, us) + 1
-	f := fence{token: token}
-	if life := max(ttl, FenceLife); token-us <= uint64(life.Microseconds()) {
-		// By the time the counter lapses, the clock alone gives
-		// larger tokens.
-		f.expires = now.Add(life)
-	}
-	s.fences[key] = f
+	token := backend.NextToken(counter, floor, us)
+	s.setFenceLocked(key, token, us, ttl, now)
 	s.sweepFencesLocked(now)
 	e := &entry{owner: owner, token: token}
 	s.leases[key] = e
 	s.expireLocked(key, e, now, ttl)
 	return e.lease(key, now)
+}
+
+// tickLocked returns the clock reading of a grant at now in µs: never the
+// same microsecond twice, as a server never runs two grants in one, so
+// that tokens increase also on a fake clock that stands still.
+func (s *Store) tickLocked(now time.Time) int64 {
+	s.lastUS = max(now.UnixMicro(), s.lastUS+1, 0)
+	return s.lastUS
+}
+
+// setFenceLocked moves key's counter to token, granted at the clock
+// reading us for ttl, to lapse when backend.CounterLife says.
+func (s *Store) setFenceLocked(key string, token uint64, us int64, ttl time.Duration, now time.Time) {
+	f := fence{token: token}
+	if life := backend.CounterLife(token, us, ttl, FenceLife); life > 0 {
+		f.expires = now.Add(life)
+	}
+	s.fences[key] = f
 }
 
 // sweepFencesLocked drops lapsed counters once their number has doubled

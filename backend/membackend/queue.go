@@ -107,18 +107,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	box := s.mailboxLocked(mk)
 	s.mu.Unlock()
 
-	t := s.clock.NewTimer(max)
-	defer t.Stop()
-	var l backend.Lease
-	var ok bool
-	var err error
-	select {
-	case l = <-box:
-		ok = true
-	case <-t.C():
-	case <-ctx.Done():
-		err = fmt.Errorf("membackend: await handover %q: %w", key, backend.ContextError(ctx))
-	}
+	l, ok, err := s.awaitMail(ctx, key, box, max)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !ok && err == nil {
@@ -132,16 +121,36 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		delete(s.mail, mk)
 	}
 	if ok {
-		// What is left of it now, as every Lease says; a lease that
-		// ended before it was collected is not returned.
-		now := s.clock.Now()
-		e := s.leases[key]
-		if e == nil || e.owner != owner || e.token != l.Token || !now.Before(e.expires) {
-			return backend.Lease{}, false, nil
-		}
-		l = e.lease(key, now)
+		l, ok = s.collectLocked(mk, l)
 	}
 	return l, ok, err
+}
+
+// awaitMail waits for a lease in box for up to max on the store's clock;
+// ok false when max passed, an error when ctx ended first.
+func (s *Store) awaitMail(ctx context.Context, key string, box chan backend.Lease, max time.Duration) (backend.Lease, bool, error) {
+	t := s.clock.NewTimer(max)
+	defer t.Stop()
+	select {
+	case l := <-box:
+		return l, true, nil
+	case <-t.C():
+		return backend.Lease{}, false, nil
+	case <-ctx.Done():
+		return backend.Lease{}, false, fmt.Errorf("membackend: await handover %q: %w", key, backend.ContextError(ctx))
+	}
+}
+
+// collectLocked returns what is left now of the lease l handed over in
+// mk: what every Lease says; a lease that ended before it was collected
+// is not returned (ok false).
+func (s *Store) collectLocked(mk mailKey, l backend.Lease) (backend.Lease, bool) {
+	now := s.clock.Now()
+	e := s.leases[mk.key]
+	if e == nil || e.owner != mk.owner || e.token != l.Token || !now.Before(e.expires) {
+		return backend.Lease{}, false
+	}
+	return e.lease(mk.key, now), true
 }
 
 // mailboxLocked returns the mailbox of mk, making it if needed.

@@ -43,7 +43,7 @@ func aclClient(t testing.TB, r *testenv.Redis, user, pw string) *redis.Client {
 
 // The least-privilege user of ACLRules can do everything a store does —
 // the whole conformance suite: leases, fencing, watches, the waiting line
-// and handover, the member registry, a restart empty — and README gives
+// and handover, the member registry, a restart empty — and docs/redis.md gives
 // its exact rules.
 func TestACLLeastPrivilege(t *testing.T) {
 	r := testenv.NewRedis(t)
@@ -63,12 +63,12 @@ func TestACLLeastPrivilege(t *testing.T) {
 		}
 	}
 	backendtest.Run(t, h)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/redis.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), rules) {
-		t.Errorf("README does not give the ACL rules of the least-privilege user:\n%s", rules)
+		t.Errorf("docs/redis.md does not give the ACL rules of the least-privilege user:\n%s", rules)
 	}
 }
 
@@ -197,7 +197,7 @@ type withoutLeases struct{ tenantStore }
 // fencing, watches, waiting line and handover, member registry, Break and
 // a restart empty (after which the administrator loads the functions
 // again) — on the keys of its own tenant (the suite's keys are under
-// tenant "conf"), and README gives its rules.
+// tenant "conf"), and docs/redis.md gives its rules.
 func TestACLTenantConformance(t *testing.T) {
 	r := testenv.NewRedis(t)
 	rules, err := redisbackend.TenantACLRules("", "conf")
@@ -235,12 +235,12 @@ func TestACLTenantConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/redis.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), acme) {
-		t.Errorf("README does not give the ACL rules of tenant acme's user:\n%s", acme)
+		t.Errorf("docs/redis.md does not give the ACL rules of tenant acme's user:\n%s", acme)
 	}
 }
 

@@ -83,6 +83,26 @@ func TestDeclaredKeyShim(t *testing.T) {
 	}
 }
 
+// The shim that newStore puts in front of the scripts is in front of
+// every script the store runs: the lease scripts and the Registry's group
+// scripts alike.
+func TestScriptShimCoversEveryScript(t *testing.T) {
+	ctx := ctxT(t)
+	s := newStore(t, server.Client(t))
+	redisbackend.UseScriptShim(s, "error('shim ran')\n")
+	key, group := backend.AppKey("acme", "billing", "lock", "shim"), backend.AppKey("acme", "billing", "members")
+	_, acquire := s.Acquire(ctx, key, "me", time.Minute, 0)
+	_, heartbeat := s.Heartbeat(ctx, group, backend.Member{Name: "me", Identity: "me"}, time.Minute)
+	_, members := s.Members(ctx, group)
+	_, upTo := s.MembersUpTo(ctx, group, 10)
+	leave := s.Leave(ctx, group, "me")
+	for name, err := range map[string]error{"Acquire": acquire, "Heartbeat": heartbeat, "Members": members, "MembersUpTo": upTo, "Leave": leave} {
+		if err == nil || !strings.Contains(err.Error(), "shim ran") {
+			t.Errorf("%s: %v; want its script to run behind the shim", name, err)
+		}
+	}
+}
+
 // The standalone suite has a server of its own, which it restarts.
 func TestConformanceStandalone(t *testing.T) {
 	r := testenv.NewRedis(t)

@@ -98,38 +98,43 @@ func parseMembers(group string, res []string) ([]backend.Member, error) {
 	}
 	out := make([]backend.Member, 0, (len(res)-2)/3)
 	for i := 2; i < len(res); i += 3 {
-		exp, err1 := strconv.ParseFloat(res[i+1], 64)
-		if err1 == nil && (math.IsNaN(exp) || exp < math.MinInt64/2 || exp > math.MaxInt64/2) {
-			err1 = fmt.Errorf("expiry %q is not a time in ms", res[i+1])
-		}
-		seenText, rest, ok1 := strings.Cut(res[i+2], "\n")
-		ident, data, ok2 := strings.Cut(rest, "\n")
-		seen, err2 := strconv.ParseInt(seenText, 10, 64)
-		age, ok3 := millis(now - seen)
-		left, ok4 := millis(int64(exp) - now)
-		if seen > now {
-			age, ok3 = 0, true // the entry's clock ran ahead: seen just now
-		}
-		if exp < float64(now) {
-			left, ok4 = 0, true // expired; the script drops it next time
-		}
-		if err1 != nil || err2 != nil || !ok1 || !ok2 || !ok3 || !ok4 {
+		m, ok := memberEntry(now, res[i+1], res[i+2])
+		if !ok {
 			return nil, fmt.Errorf("redisbackend: members %q: %w: member %q has no readable entry; delete the group's keys", group, backend.ErrCorrupt, res[i])
 		}
-		if err := checkMember(group, res[i], ident); err != nil {
+		if err := checkMember(group, res[i], m.Identity); err != nil {
 			return nil, fmt.Errorf("redisbackend: members %q: %w", group, err)
 		}
-		out = append(out, backend.Member{
-			Name:     res[i],
-			Identity: ident,
-			Data:     []byte(data),
-			Age:      age,
-			TTL:      left,
-		})
+		m.Name = res[i]
+		out = append(out, m)
 	}
 	// ZRANGEBYSCORE orders by expiry; the interface promises name order.
 	sortMembers(out)
 	return out, nil
+}
+
+// memberEntry reads a member's expiry and entry as the members script
+// returns them, by the server's time now (all in ms): its identity, data,
+// age and the time it has left. It reports false for anything baton does
+// not write.
+func memberEntry(now int64, expiry, entry string) (backend.Member, bool) {
+	exp, err1 := strconv.ParseFloat(expiry, 64)
+	inRange := !math.IsNaN(exp) && exp >= math.MinInt64/2 && exp <= math.MaxInt64/2
+	seenText, rest, ok1 := strings.Cut(entry, "\n")
+	ident, data, ok2 := strings.Cut(rest, "\n")
+	seen, err2 := strconv.ParseInt(seenText, 10, 64)
+	age, ok3 := millis(now - seen)
+	left, ok4 := millis(int64(exp) - now)
+	if seen > now {
+		age, ok3 = 0, true // the entry's clock ran ahead: seen just now
+	}
+	if exp < float64(now) {
+		left, ok4 = 0, true // expired; the script drops it next time
+	}
+	if err1 != nil || !inRange || err2 != nil || !ok1 || !ok2 || !ok3 || !ok4 {
+		return backend.Member{}, false
+	}
+	return backend.Member{Identity: ident, Data: []byte(data), Age: age, TTL: left}, true
 }
 
 // checkMember checks the name and identity of a member of group read

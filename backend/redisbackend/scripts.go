@@ -44,15 +44,17 @@ type scriptSet struct {
 var leaseScripts = loadScripts("")
 
 // loadScripts reads the scripts: each lease script lua/<name>.lua behind
-// lua/keys.lua and the shared part (the fencing rule and the prelude)
-// and, in front of all, shim (Lua that tests add); and the group scripts,
-// lua/group/<name>.lua behind lua/group/prelude.lua.
+// lua/keys.lua and the shared part (the fencing rule and the prelude),
+// and each group script lua/group/<name>.lua behind
+// lua/group/prelude.lua, with shim (Lua that tests add) in front of every
+// one.
 func loadScripts(shim string) *scriptSet {
 	shared := shim + redislua.Fence + readLua("prelude")
 	keys := readLua("keys")
 	lease := func(name string) *script { return newScript(name, shared, keys+readLua(name)) }
+	groupPrelude := shim + readLua("group/prelude")
 	group := func(name string) *script {
-		return newScript("group_"+name, "", readLua("group/prelude")+readLua("group/"+name))
+		return newScript("group_"+name, "", groupPrelude+readLua("group/"+name))
 	}
 	return &scriptSet{
 		acquire:       lease("acquire"),

@@ -30,8 +30,12 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
+// newStore returns a store on rdb, closed with the test. rdb's scripts
+// fail on a key they did not declare (checkDeclared), so every test of the
+// package checks that the store's scripts declare all they touch.
 func newStore(t testing.TB, rdb redis.UniversalClient, layout springredis.Layout) *springredis.Store {
 	t.Helper()
+	checkDeclared(t, rdb)
 	s, err := springredis.New(rdb, layout, redisbackend.WithoutRestartGuard())
 	if err != nil {
 		t.Fatal(err)

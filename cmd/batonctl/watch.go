@@ -53,32 +53,8 @@ func watch(ctx context.Context, s *session, args []string) error {
 		return fmt.Errorf("watching %s: %w", key, err)
 	}
 	defer w.Close()
-	var (
-		last    holding
-		printed bool
-	)
-	look := func() time.Duration {
-		cctx, cancel := s.call(ctx)
-		l, err := s.store.Get(cctx, key)
-		cancel()
-		if ctx.Err() != nil {
-			return s.o.interval
-		}
-		if err != nil && !errors.Is(err, backend.ErrNotFound) {
-			fprintf(s.stderr, "batonctl: watching %s: %v\n", key, err)
-			return s.o.interval
-		}
-		now := holding{owner: l.Owner, token: l.Token}
-		if !printed || now != last {
-			s.printHolder(key, l)
-			last, printed = now, true
-		}
-		if l.Owner != "" && l.TTL < s.o.interval {
-			return l.TTL + time.Millisecond
-		}
-		return s.o.interval
-	}
-	timer := time.NewTimer(look())
+	k := &keyWatch{s: s, key: key}
+	timer := time.NewTimer(k.look(ctx))
 	defer timer.Stop()
 	for {
 		select {
@@ -87,8 +63,43 @@ func watch(ctx context.Context, s *session, args []string) error {
 		case <-w.C():
 		case <-timer.C:
 		}
-		timer.Reset(look())
+		timer.Reset(k.look(ctx))
 	}
+}
+
+// keyWatch is the state of watch between looks at its key: the holder it
+// printed last.
+type keyWatch struct {
+	s       *session
+	key     string
+	last    holding
+	printed bool
+}
+
+// look reads the key's holder, prints it if it changed (or was never
+// printed), and returns when to look again: when the holder's lease would
+// end if that is before the next --interval.
+func (k *keyWatch) look(ctx context.Context) time.Duration {
+	s := k.s
+	cctx, cancel := s.call(ctx)
+	l, err := s.store.Get(cctx, k.key)
+	cancel()
+	if ctx.Err() != nil {
+		return s.o.interval
+	}
+	if err != nil && !errors.Is(err, backend.ErrNotFound) {
+		fprintf(s.stderr, "batonctl: watching %s: %v\n", k.key, err)
+		return s.o.interval
+	}
+	now := holding{owner: l.Owner, token: l.Token}
+	if !k.printed || now != k.last {
+		s.printHolder(k.key, l)
+		k.last, k.printed = now, true
+	}
+	if l.Owner != "" && l.TTL < s.o.interval {
+		return l.TTL + time.Millisecond
+	}
+	return s.o.interval
 }
 
 // printHolder writes one line of watch: the time, the key and its holder

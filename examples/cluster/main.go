@@ -141,7 +141,6 @@ const keyPrefix = "baton-demo"
 
 // run plays the demo on the store open returns.
 func run(open func() (conn, error), o options) error {
-	ttl, verbose := o.ttl, o.verbose
 	out := o.out
 	if out == nil {
 		out = os.Stdout
@@ -151,159 +150,228 @@ func run(open func() (conn, error), o options) error {
 		return err
 	}
 	defer c.stop()
-	store, where := c.store, c.where
 
-	cfg := role.Config{HeartbeatExpiration: ttl, HeartbeatInterval: ttl / 3, SafetyMargin: ttl / 10}
+	cfg := role.Config{HeartbeatExpiration: o.ttl, HeartbeatInterval: o.ttl / 3, SafetyMargin: o.ttl / 10}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	cfg = cfg.WithDefaults()
-	log := slog.New(slog.DiscardHandler)
-	if verbose {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-
-	start := time.Now()
-	tl := &timeline{start: start, out: out}
-	fmt.Fprintf(out, "baton cluster demo: 3 instances of service acme/billing on %s\n", where)
-	fmt.Fprintf(out, "role TTL %v, heartbeat every %v, safety margin %v\n", cfg.HeartbeatExpiration, cfg.HeartbeatInterval, cfg.SafetyMargin)
+	d := &demo{out: out, cfg: cfg.WithDefaults(), tl: &timeline{start: time.Now(), out: out}, elected: make(chan tenure, 8)}
+	fmt.Fprintf(out, "baton cluster demo: 3 instances of service acme/billing on %s\n", c.where)
+	fmt.Fprintf(out, "role TTL %v, heartbeat every %v, safety margin %v\n", d.cfg.HeartbeatExpiration, d.cfg.HeartbeatInterval, d.cfg.SafetyMargin)
 	fmt.Fprintf(out, "inspect it with batonctl while it runs: %s\n\n", c.ctl)
 
-	elected := make(chan tenure, 8)
-	var instances []*instance
-	for i := range 3 {
-		id, err := instanceid.New("127.0.0.1", "acme", "billing", 8081+i)
-		if err != nil {
-			return err
-		}
-		in := &instance{id: id, events: statuspage.NewEvents(0), seen: make(chan struct{}, 1)}
-		in.store = &crashable{Store: store, crashed: &in.crashed}
-		el, err := role.NewElector(in.store, id, cfg,
-			role.WithLogger(log),
-			role.OnElected(func(ctx context.Context) {
-				epoch, _ := role.EpochFromContext(ctx)
-				at := time.Now()
-				tl.say("%s is MASTER (epoch %d)", id, epoch)
-				in.events.Elected(ctx)
-				elected <- tenure{who: in, epoch: epoch, at: at, ctx: ctx}
-			}),
-			role.OnDemoted(func() {
-				tl.say("%s is no longer master", id)
-				in.events.Demoted()
-			}),
-			role.OnMasterChange(in.events.MasterChanged),
-			role.OnMasterChange(func(master string) {
-				if master != "" {
-					select {
-					case in.seen <- struct{}{}:
-					default:
-					}
-				}
-			}),
-			role.OnDuplicateID(in.events.DuplicateID))
-		if err != nil {
-			return err
-		}
-		in.el = el
-		instances = append(instances, in)
+	if err := d.newInstances(c.store, demoLogger(o.verbose)); err != nil {
+		return err
 	}
 	var url string
 	if o.http != "" {
 		var stopPages func()
-		if url, stopPages, err = servePages(o.http, instances); err != nil {
+		if url, stopPages, err = servePages(o.http, d.instances); err != nil {
 			return err
 		}
 		defer stopPages()
 		fmt.Fprintf(out, "status pages: %s (one per instance)\n\n", url)
 	}
+	if err := d.start(); err != nil {
+		return err
+	}
+	defer d.stopAll()
 
-	// Start the instances a little apart: the first one claims the role.
-	for _, in := range instances {
-		tl.say("%s starts", in.id)
+	first, second, third, err := d.play()
+	if err != nil {
+		return err
+	}
+	if o.http != "" && o.hold != nil {
+		o.hold(url)
+	}
+	d.tl.say("stopping the remaining instances")
+	d.stopAll()
+	return d.summary(first, second, third)
+}
+
+// demo is the state of one run of the demo.
+type demo struct {
+	out       io.Writer
+	cfg       role.Config // with defaults
+	tl        *timeline
+	elected   chan tenure // sent by OnElected
+	instances []*instance
+	tenures   []tenure // in the order they began
+}
+
+// demoLogger returns the electors' logger: standard error when verbose,
+// else none.
+func demoLogger(verbose bool) *slog.Logger {
+	if verbose {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// newInstances creates the demo's three instances on store, each with an
+// elector that is not started yet.
+func (d *demo) newInstances(store backend.Store, log *slog.Logger) error {
+	for i := range 3 {
+		id, err := instanceid.New("127.0.0.1", "acme", "billing", 8081+i)
+		if err != nil {
+			return err
+		}
+		in, err := d.newInstance(id, store, log)
+		if err != nil {
+			return err
+		}
+		d.instances = append(d.instances, in)
+	}
+	return nil
+}
+
+// newInstance creates the instance id on store, with an elector that
+// tells the timeline, its status page's events and the demo what happens.
+func (d *demo) newInstance(id instanceid.ID, store backend.Store, log *slog.Logger) (*instance, error) {
+	in := &instance{id: id, events: statuspage.NewEvents(0), seen: make(chan struct{}, 1)}
+	in.store = &crashable{Store: store, crashed: &in.crashed}
+	el, err := role.NewElector(in.store, id, d.cfg,
+		role.WithLogger(log),
+		role.OnElected(func(ctx context.Context) {
+			epoch, _ := role.EpochFromContext(ctx)
+			at := time.Now()
+			d.tl.say("%s is MASTER (epoch %d)", id, epoch)
+			in.events.Elected(ctx)
+			d.elected <- tenure{who: in, epoch: epoch, at: at, ctx: ctx}
+		}),
+		role.OnDemoted(func() {
+			d.tl.say("%s is no longer master", id)
+			in.events.Demoted()
+		}),
+		role.OnMasterChange(in.events.MasterChanged),
+		role.OnMasterChange(in.masterNamed),
+		role.OnDuplicateID(in.events.DuplicateID))
+	if err != nil {
+		return nil, err
+	}
+	in.el = el
+	return in, nil
+}
+
+// masterNamed tells awaitMaster that a master was named.
+func (in *instance) masterNamed(master string) {
+	if master != "" {
+		select {
+		case in.seen <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// start starts the instances a little apart: the first one claims the
+// role.
+func (d *demo) start() error {
+	for _, in := range d.instances {
+		d.tl.say("%s starts", in.id)
 		if err := in.el.Start(); err != nil {
 			return err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		for _, in := range instances {
-			in.el.Stop(ctx)
-		}
-	}()
+	return nil
+}
 
-	var tenures []tenure
-	next := func(what string, within time.Duration) (tenure, error) {
-		select {
-		case t := <-elected:
-			tenures = append(tenures, t)
-			return t, nil
-		case <-time.After(within):
-			return tenure{}, fmt.Errorf("no master elected %s within %v", what, within)
-		}
-	}
-	first, err := next("at start", 5*time.Second)
-	if err != nil {
-		return err
-	}
-	for _, in := range instances {
-		if in != first.who {
-			tl.say("%s is a slave and sees master %s", in.id, in.awaitMaster(2*cfg.HeartbeatExpiration+2*cfg.HeartbeatInterval))
-		}
-	}
-
-	// Let the master renew a few times, then stop it gracefully.
-	time.Sleep(2 * cfg.HeartbeatInterval)
-	tl.say("stopping the master %s gracefully: it gives up the role and deletes the key", first.who.id)
-	stopAt := time.Now()
+// stopAll stops every instance's elector, waiting at most 5 s in all.
+func (d *demo) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err = first.who.el.Stop(ctx)
-	cancel()
-	if err != nil {
-		return err
-	}
-	second, err := next("after the graceful stop", 5*time.Second)
-	if err != nil {
-		return err
-	}
-	handover := second.at.Sub(stopAt)
-	tl.say("handover took %v (a slave was woken by the release, not by its next heartbeat)", handover.Round(10*time.Microsecond))
-
-	// Let the new master renew, then crash it: it stops talking to Redis
-	// and its key stays until the TTL runs out.
-	time.Sleep(2 * cfg.HeartbeatInterval)
-	tl.say("crashing the master %s: it stops talking to the store and never releases", second.who.id)
-	crashAt := time.Now()
-	second.who.crashed.Store(true)
-	// Consul keeps a session up to twice its TTL.
-	third, err := next("after the crash", 2*cfg.HeartbeatExpiration+5*time.Second)
-	if err != nil {
-		return err
-	}
-	failover := third.at.Sub(crashAt)
-	tl.say("failover took %v after the crash (TTL %v): the slave claimed as soon as the store let the key go", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
-
-	if o.http != "" && o.hold != nil {
-		o.hold(url)
-	}
-	tl.say("stopping the remaining instances")
-	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-	for _, in := range instances {
+	defer cancel()
+	for _, in := range d.instances {
 		in.el.Stop(ctx)
 	}
-	cancel()
+}
 
+// next waits up to within for the next tenure to begin; what says when,
+// in the error if none does.
+func (d *demo) next(what string, within time.Duration) (tenure, error) {
+	select {
+	case t := <-d.elected:
+		d.tenures = append(d.tenures, t)
+		return t, nil
+	case <-time.After(within):
+		return tenure{}, fmt.Errorf("no master elected %s within %v", what, within)
+	}
+}
+
+// play plays the timeline: the first master is elected and the slaves see
+// it, it stops gracefully and hands over to the second, and the second
+// crashes and the third takes over after the TTL.
+func (d *demo) play() (first, second, third tenure, err error) {
+	first, err = d.next("at start", 5*time.Second)
+	if err != nil {
+		return first, second, third, err
+	}
+	for _, in := range d.instances {
+		if in != first.who {
+			d.tl.say("%s is a slave and sees master %s", in.id, in.awaitMaster(2*d.cfg.HeartbeatExpiration+2*d.cfg.HeartbeatInterval))
+		}
+	}
+	second, err = d.gracefulStop(first)
+	if err != nil {
+		return first, second, third, err
+	}
+	third, err = d.crash(second)
+	return first, second, third, err
+}
+
+// gracefulStop lets the master renew a few times, then stops it
+// gracefully, and returns the tenure that follows, with how long the
+// handover took.
+func (d *demo) gracefulStop(master tenure) (tenure, error) {
+	time.Sleep(2 * d.cfg.HeartbeatInterval)
+	d.tl.say("stopping the master %s gracefully: it gives up the role and deletes the key", master.who.id)
+	stopAt := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := master.who.el.Stop(ctx)
+	cancel()
+	if err != nil {
+		return tenure{}, err
+	}
+	next, err := d.next("after the graceful stop", 5*time.Second)
+	if err != nil {
+		return tenure{}, err
+	}
+	next.took = next.at.Sub(stopAt)
+	d.tl.say("handover took %v (a slave was woken by the release, not by its next heartbeat)", next.took.Round(10*time.Microsecond))
+	return next, nil
+}
+
+// crash lets the master renew, then crashes it: it stops talking to the
+// store and its key stays until the TTL runs out. It returns the tenure
+// that follows, with how long the failover took.
+func (d *demo) crash(master tenure) (tenure, error) {
+	time.Sleep(2 * d.cfg.HeartbeatInterval)
+	d.tl.say("crashing the master %s: it stops talking to the store and never releases", master.who.id)
+	crashAt := time.Now()
+	master.who.crashed.Store(true)
+	// Consul keeps a session up to twice its TTL.
+	next, err := d.next("after the crash", 2*d.cfg.HeartbeatExpiration+5*time.Second)
+	if err != nil {
+		return tenure{}, err
+	}
+	next.took = next.at.Sub(crashAt)
+	d.tl.say("failover took %v after the crash (TTL %v): the slave claimed as soon as the store let the key go", next.took.Round(time.Millisecond), d.cfg.HeartbeatExpiration)
+	return next, nil
+}
+
+// summary prints the summary of the three tenures and checks that their
+// epochs increased and that each had ended before the next began.
+func (d *demo) summary(first, second, third tenure) error {
+	out := d.out
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "summary:")
 	fmt.Fprintf(out, "  tenures:  %s (epoch %d) -> %s (epoch %d) -> %s (epoch %d)\n",
 		first.who.id, first.epoch, second.who.id, second.epoch, third.who.id, third.epoch)
-	fmt.Fprintf(out, "  graceful handover: %v\n", handover.Round(10*time.Microsecond))
-	fmt.Fprintf(out, "  crash failover:    %v (TTL %v)\n", failover.Round(time.Millisecond), cfg.HeartbeatExpiration)
+	fmt.Fprintf(out, "  graceful handover: %v\n", second.took.Round(10*time.Microsecond))
+	fmt.Fprintf(out, "  crash failover:    %v (TTL %v)\n", third.took.Round(time.Millisecond), d.cfg.HeartbeatExpiration)
 	if !(first.epoch < second.epoch && second.epoch < third.epoch) {
 		return errors.New("epochs did not increase")
 	}
-	for i, t := range tenures[:len(tenures)-1] {
+	for i, t := range d.tenures[:len(d.tenures)-1] {
 		if t.ctx.Err() == nil {
 			return fmt.Errorf("tenure %d (epoch %d) was still live when a later one began", i, t.epoch)
 		}
@@ -312,11 +380,13 @@ func run(open func() (conn, error), o options) error {
 	return nil
 }
 
+// tenure is one master's time in the role, as OnElected reported it.
 type tenure struct {
 	who   *instance
 	epoch uint64
 	at    time.Time
 	ctx   context.Context
+	took  time.Duration // how long the handover or failover to it took
 }
 
 // connectRedis returns a store on the Redis at addr, or on an embedded

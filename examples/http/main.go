@@ -177,28 +177,19 @@ func startServer(addr string, port int, m *metrics.Metrics) (*server, error) {
 		return nil, err
 	}
 
+	s.http = &http.Server{Handler: s.routes(m, lk, page), ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.done <- s.http.Serve(ln) }()
+	return s, nil
+}
+
+// routes returns the instance's handlers: its own pages, the status page
+// under /baton/ and the metrics.
+func (s *server) routes(m *metrics.Metrics, lk *synclock.Locker, page http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/baton/", http.StripPrefix("/baton", page))
 	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		if s.el.IsMaster() {
-			fmt.Fprintf(w, "%s is master (epoch %d)\n", s.id, s.el.Epoch())
-			return
-		}
-		fmt.Fprintf(w, "%s is a slave; the master is %s\n", s.id, orNone(s.el.Master()))
-	})
-	mux.HandleFunc("POST /report", func(w http.ResponseWriter, r *http.Request) {
-		// The tenure's context ends with the mastership: pass it down, and
-		// the epoch with every write, so that a stale master is refused.
-		ctx, epoch, ok := s.el.Tenure()
-		if !ok {
-			http.Error(w, fmt.Sprintf("not the master; send reports to %s", orNone(s.el.Master())), http.StatusConflict)
-			return
-		}
-		if ctx.Err() == nil {
-			fmt.Fprintf(w, "report made by the master %s under epoch %d\n", s.id, epoch)
-		}
-	})
+	mux.HandleFunc("GET /{$}", s.home)
+	mux.HandleFunc("POST /report", s.report)
 	mux.HandleFunc("POST /invoices/{id}/close", func(w http.ResponseWriter, r *http.Request) {
 		key := "invoice:" + r.PathValue("id")
 		err := lk.DoKey(r.Context(), key, func(ctx context.Context) error {
@@ -210,10 +201,31 @@ func startServer(addr string, port int, m *metrics.Metrics) (*server, error) {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		}
 	})
+	return mux
+}
 
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { s.done <- s.http.Serve(ln) }()
-	return s, nil
+// home says who this instance is, and who is master.
+func (s *server) home(w http.ResponseWriter, r *http.Request) {
+	if s.el.IsMaster() {
+		fmt.Fprintf(w, "%s is master (epoch %d)\n", s.id, s.el.Epoch())
+		return
+	}
+	fmt.Fprintf(w, "%s is a slave; the master is %s\n", s.id, orNone(s.el.Master()))
+}
+
+// report runs on the master only; a slave answers 409 and names the
+// master.
+func (s *server) report(w http.ResponseWriter, r *http.Request) {
+	// The tenure's context ends with the mastership: pass it down, and
+	// the epoch with every write, so that a stale master is refused.
+	ctx, epoch, ok := s.el.Tenure()
+	if !ok {
+		http.Error(w, fmt.Sprintf("not the master; send reports to %s", orNone(s.el.Master())), http.StatusConflict)
+		return
+	}
+	if ctx.Err() == nil {
+		fmt.Fprintf(w, "report made by the master %s under epoch %d\n", s.id, epoch)
+	}
 }
 
 // close stops the HTTP server, gives up the role at once and closes the

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"log"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,15 +16,14 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/baton-go/baton/internal/ctlline"
+	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/internal/testenv"
-	"github.com/baton-go/baton/role"
-	"github.com/baton-go/baton/synclock"
 )
 
 // runMainEnv makes the test binary run main instead of the tests, so that
-// a test can run the quick start as a process and signal it.
-const runMainEnv = "QUICKSTART_TEST_RUN_MAIN" // not BATON_: Env reports unknown BATON_ variables
+// a test can run the quick start as processes and signal them.
+const runMainEnv = "QUICKSTART_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
@@ -33,198 +34,161 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// setEnv clears every BATON_ variable for the test and sets vars; the
-// instance advertises 127.0.0.1, so the test needs no network interface.
-func setEnv(t *testing.T, vars ...string) {
-	for _, kv := range os.Environ() {
-		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "BATON_") {
-			t.Setenv(name, "")
-			os.Unsetenv(name)
-		}
-	}
-	t.Setenv("BATON_INSTANCE_IP", "127.0.0.1")
-	for i := 0; i+1 < len(vars); i += 2 {
-		t.Setenv(vars[i], vars[i+1])
-	}
+// instance is one quick start process.
+type instance struct {
+	t     *testing.T
+	cmd   *exec.Cmd
+	port  int
+	lines chan string // its log (stderr), line by line
+	seen  []string
 }
 
-// lines passes every line written to it to a channel.
-type lines struct {
-	w  *io.PipeWriter
-	ch chan string
-}
-
-func newLines(t *testing.T) *lines {
-	r, w := io.Pipe()
-	l := &lines{w: w, ch: make(chan string, 1024)}
-	go func() {
-		defer close(l.ch)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			l.ch <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() { w.Close() })
-	return l
-}
-
-// waitFor reads lines until each of want has appeared in one, and returns
-// what it read.
-func waitFor(t *testing.T, ch <-chan string, within time.Duration, want ...string) []string {
+// start runs the quick start as a process on the Redis at addr, serving
+// on a free port, and returns once it runs.
+func start(t *testing.T, addr string) *instance {
 	t.Helper()
+	in := &instance{t: t, port: freePort(t), lines: make(chan string, 1024)}
+	in.cmd = exec.Command(os.Args[0])
+	in.cmd.Env = append(os.Environ(), runMainEnv+"=1", runMainEnv+"_ARGS=-port "+strconv.Itoa(in.port),
+		"REDIS_ADDR="+addr, "POD_IP=127.0.0.1") // the test needs no network interface
+	stderr, err := in.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go scan(stderr, in.lines)
+	t.Cleanup(func() {
+		if in.cmd.ProcessState == nil {
+			in.cmd.Process.Kill()
+			for range in.lines {
+			}
+			in.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("log of the instance on port %d:\n%s", in.port, strings.Join(in.seen, "\n"))
+		}
+	})
+	return in
+}
+
+func scan(r io.Reader, out chan<- string) {
+	defer close(out)
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		out <- sc.Text()
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// id is the instance ID the process computes.
+func (in *instance) id() string { return "127.0.0.1:default:billing:" + strconv.Itoa(in.port) }
+
+// waitLog reads the instance's log until each of want has appeared in a
+// line read since the last call.
+func (in *instance) waitLog(want ...string) {
+	in.t.Helper()
 	missing := map[string]bool{}
 	for _, w := range want {
 		missing[w] = true
 	}
-	var seen []string
-	deadline := time.After(within)
+	deadline := time.After(2 * time.Minute)
 	for len(missing) > 0 {
 		select {
-		case line, ok := <-ch:
+		case line, ok := <-in.lines:
 			if !ok {
-				t.Fatalf("output ended before %v appeared; output:\n%s", keys(missing), strings.Join(seen, "\n"))
+				in.t.Fatalf("the instance on port %d ended before %v appeared in its log", in.port, missing)
 			}
-			seen = append(seen, line)
+			in.seen = append(in.seen, line)
 			for w := range missing {
 				if strings.Contains(line, w) {
 					delete(missing, w)
 				}
 			}
 		case <-deadline:
-			t.Fatalf("%v did not appear within %v; output:\n%s", keys(missing), within, strings.Join(seen, "\n"))
+			in.t.Fatalf("%v did not appear in the log of the instance on port %d within 2 minutes", missing, in.port)
 		}
 	}
-	return seen
 }
 
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-// The quick start runs on the embedded Redis with no setup: the critical
-// section runs, the single instance becomes master, so the master-only
-// job runs and the slave-only job is skipped, and the locked job runs
-// and is skipped on the fires its lockAtLeastFor covers. It returns
-// cleanly when its context ends, after giving up the role.
-func TestQuickstartRuns(t *testing.T) {
-	setEnv(t)
-	t.Cleanup(func() { role.SetDefault(nil); synclock.SetDefault(nil) })
-	out := newLines(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, "", "", log.New(out.w, "", 0)) }()
-
-	waitFor(t, out.ch, time.Minute,
-		"section close-invoices ran under the lock (token ",
-		"127.0.0.1:default:billing:8080 is master (epoch ",
-		"job send-report ran on the master (epoch ",
-		"job warm-cache skipped: not-slave",
-		"job export ran under the job lock (token ",
-		"job export skipped: locked")
-	cancel()
-	waitFor(t, out.ch, time.Minute, "stopping", "127.0.0.1:default:billing:8080 is no longer master")
-	select {
-	case err := <-done:
+// waitPage asks the instance's handler until its answer holds want.
+func (in *instance) waitPage(want string) {
+	in.t.Helper()
+	var got string
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(in.port) + "/")
 		if err != nil {
-			t.Fatalf("run: %v", err)
+			got = err.Error()
+			continue
 		}
-	case <-time.After(time.Minute):
-		t.Fatal("run did not return within a minute of its context's end")
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got = string(body); strings.Contains(got, want) {
+			return
+		}
+	}
+	in.t.Fatalf("GET / of the instance on port %d: %q, want %q", in.port, got, want)
+}
+
+// stop interrupts the instance (Ctrl-C) and waits for it to exit 0.
+func (in *instance) stop() {
+	in.t.Helper()
+	if err := in.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		in.t.Fatal(err)
+	}
+	for line := range in.lines {
+		in.seen = append(in.seen, line)
+	}
+	if err := in.cmd.Wait(); err != nil {
+		in.t.Fatalf("the instance on port %d after Ctrl-C: %v", in.port, err)
 	}
 }
 
-// The quick start runs on a real Redis with -redis; a configuration file
-// and BATON_ variables reach it. The short role TTL and lock hold keep the restart guard of
-// the fresh test server short.
-func TestQuickstartOnRealRedis(t *testing.T) {
+// The README's first program does what the README says, on a real Redis:
+// the first instance is elected and runs the master-only job, the second
+// runs the slave-only job, both run the locked section, each handler
+// branches on role.IsMaster, and Ctrl-C on the master hands the role to
+// the other at once.
+func TestQuickstartElectsGatesAndLocks(t *testing.T) {
 	r := testenv.NewRedis(t)
-	file := t.TempDir() + "/baton.yaml"
-	yml := "instance:\n  tenant: acme\nsynchronized-lock:\n  hold-duration-in-seconds: 2\n  claim-window-in-milliseconds: 1000\n"
-	if err := os.WriteFile(file, []byte(yml), 0o600); err != nil {
+	// A fresh server: declare it whole, as batonctl init does, so that
+	// the restart guard does not wait out a role TTL.
+	store, err := redisbackend.New(r.Client(t))
+	if err != nil {
 		t.Fatal(err)
 	}
-	setEnv(t, "BATON_INSTANCE_PORT", "9090", "BATON_REDIS_KEY_PREFIX", "quickstart",
-		"BATON_SCHEDULER_LOCK_HEARTBEAT_EXPIRATION_DURATION_IN_SECONDS", "2",
-		"BATON_SCHEDULER_LOCK_TOUCH_HEARTBEAT_INTERVAL_IN_MILLISECONDS", "500")
-	t.Cleanup(func() { role.SetDefault(nil); synclock.SetDefault(nil) })
-	out := newLines(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, file, r.Addr(), log.New(out.w, "", 0)) }()
-
-	seen := waitFor(t, out.ch, time.Minute,
-		"section close-invoices ran under the lock",
-		"127.0.0.1:acme:billing:9090 is master",
-		"job send-report ran on the master",
-		"inspect it from the repository: go run ./cmd/batonctl --redis "+r.Addr()+" --prefix quickstart --tenant acme --app billing status")
-	n, err := r.Client(t).Exists(ctx, "quickstart:{acme:billing}:role").Result()
-	if err != nil || n != 1 {
-		t.Errorf("role key under the configured prefix: exists %d, %v", n, err)
-	}
-	// The batonctl line it printed reaches that key and names the master.
-	args, err := ctlline.Args(strings.Join(seen, "\n"))
-	if err != nil {
+	if err := store.DeclareIntact(ctx, backend.AppKey("default", "billing")); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := testenv.RunBatonctl(t, testenv.Batonctl(t), args...)
-	if code != 0 || !strings.Contains(stdout, "master   127.0.0.1:acme:billing:9090 (epoch ") {
-		t.Errorf("batonctl %s: exit %d, stdout:\n%s\nstderr:\n%s\nwant the master 127.0.0.1:acme:billing:9090", strings.Join(args, " "), code, stdout, stderr)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("run: %v", err)
-	}
+
+	a := start(t, r.Addr())
+	a.waitLog("report sent (master only)", "invoices closed under the lock")
+	a.waitPage(a.id() + " is the master")
+
+	b := start(t, r.Addr())
+	b.waitLog("cache warmed (slaves only)", "invoices closed under the lock")
+	b.waitPage(b.id() + " is a slave; the master is " + a.id())
+
+	a.stop()
+	b.waitPage(b.id() + " is the master")
+	b.waitLog("report sent (master only)")
+	b.stop()
 }
 
-// The quick start as a process: it stops on SIGTERM, gives up the role
-// and exits 0.
-func TestQuickstartStopsOnSIGTERM(t *testing.T) {
-	setEnv(t)
-	t.Setenv(runMainEnv, "1")
-	cmd := exec.Command(os.Args[0])
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			cmd.Process.Kill()
-			cmd.Wait() // stderr is complete once Wait returns
-			t.Logf("stderr of the quick start:\n%s", stderr.String())
-		}
-	})
-	out := make(chan string, 1024)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			out <- sc.Text()
-		}
-	}()
-	waitFor(t, out, time.Minute, "started; stop with Ctrl-C or SIGTERM", "job send-report ran on the master")
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, out, time.Minute, "stopping", "is no longer master")
-	for range out { // drain until the process closes its output
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("quickstart after SIGTERM: %v; stderr:\n%s", err, stderr.String())
-	}
-}
-
-// The README's quick start is this program, verbatim.
+// The README's first program is this file, verbatim, on its first screen,
+// and its code after the imports is at most 40 lines.
 func TestReadmeQuickStartIsMain(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
@@ -234,22 +198,27 @@ func TestReadmeQuickStartIsMain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Quick start\n")
+	before, code, ok := strings.Cut(string(readme), "```go\n")
 	if !ok {
-		t.Fatal("README.md has no \"## Quick start\" section")
+		t.Fatal("README.md has no ```go block")
 	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	_, code, ok := strings.Cut(section, "```go\n")
-	if !ok {
-		t.Fatal("the README's quick start has no ```go block")
+	if n := strings.Count(before, "\n"); n > 30 {
+		t.Errorf("the README's first ```go block starts at line %d; the quick start belongs on its first screen (by line 30)", n+1)
 	}
 	code, _, ok = strings.Cut(code, "```\n")
 	if !ok {
-		t.Fatal("the README's quick start ```go block is not closed")
+		t.Fatal("the README's first ```go block is not closed")
 	}
 	if code != string(main) {
-		t.Fatalf("the README's quick start differs from examples/quickstart/main.go (first difference at line %d); copy the file into the README",
+		t.Fatalf("the README's first ```go block differs from examples/quickstart/main.go (first difference at line %d); copy the file into the README",
 			firstDiff(code, string(main)))
+	}
+	_, body, ok := strings.Cut(string(main), "\n)\n")
+	if !ok {
+		t.Fatal("main.go has no import block")
+	}
+	if n := strings.Count(strings.TrimSpace(body), "\n") + 1; n > 40 {
+		t.Errorf("the quick start's code after its imports is %d lines; keep it at most 40", n)
 	}
 }
 

@@ -134,17 +134,45 @@ func terminalCall(s ast.Stmt) (string, bool) {
 			return "panic", true
 		}
 	case *ast.SelectorExpr:
-		recv, _ := fn.X.(*ast.Ident)
-		name := fn.Sel.Name
-		switch {
-		case recv != nil && recv.Name == "runtime" && name == "Goexit",
-			recv != nil && recv.Name == "os" && name == "Exit",
-			recv != nil && recv.Name == "log" && strings.HasPrefix(name, "Fatal"):
-			return recv.Name + "." + name, true
-		case name == "Fatal" || name == "Fatalf" || name == "FailNow" ||
-			name == "Skip" || name == "Skipf" || name == "SkipNow":
-			return "." + name, true
-		}
+		return terminalSelector(fn)
 	}
 	return "", false
+}
+
+// terminalSelector reports whether fn, a selected function, never returns:
+// runtime.Goexit, os.Exit, log.Fatal*, or a method that ends a test on any
+// receiver; and names it.
+func terminalSelector(fn *ast.SelectorExpr) (string, bool) {
+	name := fn.Sel.Name
+	if recv, ok := fn.X.(*ast.Ident); ok && packageExit(recv.Name, name) {
+		return recv.Name + "." + name, true
+	}
+	if endsTest(name) {
+		return "." + name, true
+	}
+	return "", false
+}
+
+// packageExit reports whether pkg.name is runtime.Goexit, os.Exit or one
+// of log.Fatal*.
+func packageExit(pkg, name string) bool {
+	switch pkg {
+	case "runtime":
+		return name == "Goexit"
+	case "os":
+		return name == "Exit"
+	case "log":
+		return strings.HasPrefix(name, "Fatal")
+	}
+	return false
+}
+
+// endsTest reports whether a method of this name ends a test's goroutine
+// (testing.TB's Fatal, Fatalf, FailNow, Skip, Skipf and SkipNow).
+func endsTest(name string) bool {
+	switch name {
+	case "Fatal", "Fatalf", "FailNow", "Skip", "Skipf", "SkipNow":
+		return true
+	}
+	return false
 }

@@ -228,55 +228,96 @@ func strict(res string) bool { return res != ResRole }
 // ledger checks the ledger's own log: token order, one node per epoch,
 // consecutive counter values, one job run per fire time.
 func (c *checker) ledger() {
-	type last struct {
-		token uint64
-		e     Event
+	l := ledgerCheck{
+		c:         c,
+		lastOf:    map[string]ledgerLast{},
+		epochNode: map[uint64]string{},
+		fires:     map[int64]Event{},
 	}
-	lastOf := map[string]last{}
-	epochNode := map[uint64]string{}
-	fires := map[int64]Event{}
-	var prevValue int64
-	var prevCounter int64 // time of the previous accepted increment
 	for _, e := range c.accepted {
 		c.r.Accepted[e.Resource]++
-		if l, ok := lastOf[e.Resource]; ok {
-			if e.Token < l.token || (e.Token == l.token && strict(e.Resource)) {
-				c.violate(CheckTokenOrder, e.Start,
-					"%s: the ledger accepted token %d from %s (%s) after token %d from %s (%s): a stale holder's write landed",
-					e.Resource, e.Token, e.Node, e.Holding, l.token, l.e.Node, l.e.Holding)
-			}
-		}
-		lastOf[e.Resource] = last{max(e.Token, lastOf[e.Resource].token), e}
+		l.tokenOrder(e)
 		switch e.Resource {
 		case ResRole:
-			if n, ok := epochNode[e.Token]; ok && n != e.Node {
-				c.violate(CheckEpochUnique, e.Start, "role: epoch %d was accepted from two nodes, %s and %s", e.Token, n, e.Node)
-			}
-			epochNode[e.Token] = e.Node
+			l.epoch(e)
 		case ResCounter:
-			if e.Value != prevValue+1 {
-				what := "an increment was lost: the write was based on a stale read"
-				switch {
-				case e.Value < prevValue:
-					what = "the counter went back: increments were undone"
-				case e.Value > prevValue+1:
-					what = "the counter jumped: a write left no entry in the ledger's log"
-				}
-				c.violate(CheckCounterSequence, e.Start,
-					"counter: the ledger's write #%d by %s (token %d) set %d after %d: %s", e.Seq, e.Node, e.Token, e.Value, prevValue, what)
-			}
-			prevValue = e.Value
-			if prevCounter != 0 {
-				c.r.MaxLockUnavailableMs = max(c.r.MaxLockUnavailableMs, ms(e.Start-prevCounter))
-			}
-			prevCounter = e.Start
+			l.counter(e)
 		case ResJob:
-			if first, ok := fires[e.Fire]; ok {
-				c.jobRanTwice(e.Fire, e.Start, first, e)
-			} else {
-				fires[e.Fire] = e
-			}
+			l.fire(e)
 		}
+	}
+}
+
+// ledgerLast is the highest token the ledger accepted for a resource so
+// far, and the last write it accepted.
+type ledgerLast struct {
+	token uint64
+	e     Event
+}
+
+// ledgerCheck is what ledger remembers of the writes it has read.
+type ledgerCheck struct {
+	c           *checker
+	lastOf      map[string]ledgerLast
+	epochNode   map[uint64]string
+	fires       map[int64]Event
+	prevValue   int64
+	prevCounter int64 // time of the previous accepted increment
+}
+
+// tokenOrder checks that e's token is not below (or, for a strict
+// resource, equal to) one the ledger accepted before.
+func (l *ledgerCheck) tokenOrder(e Event) {
+	if last, ok := l.lastOf[e.Resource]; ok {
+		if e.Token < last.token || (e.Token == last.token && strict(e.Resource)) {
+			l.c.violate(CheckTokenOrder, e.Start,
+				"%s: the ledger accepted token %d from %s (%s) after token %d from %s (%s): a stale holder's write landed",
+				e.Resource, e.Token, e.Node, e.Holding, last.token, last.e.Node, last.e.Holding)
+		}
+	}
+	l.lastOf[e.Resource] = ledgerLast{max(e.Token, l.lastOf[e.Resource].token), e}
+}
+
+// epoch checks that the role's epoch of e was accepted from one node only.
+func (l *ledgerCheck) epoch(e Event) {
+	if n, ok := l.epochNode[e.Token]; ok && n != e.Node {
+		l.c.violate(CheckEpochUnique, e.Start, "role: epoch %d was accepted from two nodes, %s and %s", e.Token, n, e.Node)
+	}
+	l.epochNode[e.Token] = e.Node
+}
+
+// counter checks that e set the counter to one more than the write before,
+// and measures the longest time between two increments.
+func (l *ledgerCheck) counter(e Event) {
+	if e.Value != l.prevValue+1 {
+		l.c.violate(CheckCounterSequence, e.Start,
+			"counter: the ledger's write #%d by %s (token %d) set %d after %d: %s", e.Seq, e.Node, e.Token, e.Value, l.prevValue, counterGap(e.Value, l.prevValue))
+	}
+	l.prevValue = e.Value
+	if l.prevCounter != 0 {
+		l.c.r.MaxLockUnavailableMs = max(l.c.r.MaxLockUnavailableMs, ms(e.Start-l.prevCounter))
+	}
+	l.prevCounter = e.Start
+}
+
+// counterGap says what a counter write of value after prev, not prev+1,
+// means.
+func counterGap(value, prev int64) string {
+	switch {
+	case value < prev:
+		return "the counter went back: increments were undone"
+	case value > prev+1:
+		return "the counter jumped: a write left no entry in the ledger's log"
+	}
+	return "an increment was lost: the write was based on a stale read"
+}
+
+// fire checks that the job's run e is the first for its fire time.
+func (l *ledgerCheck) fire(e Event) {
+	if first, ok := l.fires[e.Fire]; ok {
+		l.c.jobRanTwice(e.Fire, e.Start, first, e)
+	} else {
+		l.fires[e.Fire] = e
 	}
 }
 

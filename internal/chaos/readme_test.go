@@ -8,10 +8,11 @@ import (
 	"github.com/baton-go/baton/internal/docgen"
 )
 
-var updateReadme = flag.Bool("update", false, "rewrite the top-level README's chaos table from docs/chaos-report.json")
+var updateReadme = flag.Bool("update", false, "rewrite the chaos table of README.md and docs/safety.md from docs/chaos-report.json")
 
-// The chaos table in the README's Safety section is ReadmeTable of
-// docs/chaos-report.json; with -update the test writes it there.
+// The chaos table in the Safety sections of README.md and docs/safety.md
+// is ReadmeTable of docs/chaos-report.json; with -update the test writes
+// it in both.
 func TestReadmeTable(t *testing.T) {
 	const path = "../../docs/chaos-report.json"
 	var reports []Report
@@ -19,8 +20,10 @@ func TestReadmeTable(t *testing.T) {
 	if len(reports) == 0 {
 		t.Fatalf("%s holds no report", path)
 	}
-	docgen.Check(t, "../../README.md", "chaos table", "go test ./internal/chaos -run TestReadmeTable -update",
-		ReadmeTable(reports), *updateReadme)
+	for _, doc := range []string{"../../README.md", "../../docs/safety.md"} {
+		docgen.Check(t, doc, "chaos table", "go test ./internal/chaos -run TestReadmeTable -update",
+			ReadmeTable(reports), *updateReadme)
+	}
 }
 
 // A run that lost an increment or broke a check shows it: the table is

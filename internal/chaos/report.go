@@ -125,7 +125,7 @@ func (r Report) Table() string {
 	return b.String()
 }
 
-// ReadmeTable renders the top-level README's chaos table, and the
+// ReadmeTable renders the chaos table of README.md and docs/safety.md, and the
 // sentence that introduces it, from the reports of one run (what
 // docs/chaos-report.json holds): the figures there come from that file,
 // and TestReadmeTable fails when they differ (go test ./internal/chaos
@@ -142,7 +142,7 @@ func ReadmeTable(reports []Report) string {
 		flag, words = fmt.Sprintf("%dm", m), fmt.Sprintf("%d minutes", m)
 	}
 	fmt.Fprintf(&b, "The latest long run (`make chaos CHAOS_DURATION=%s CHAOS_SEED=%d`, %s of faults per topology; the whole\n", flag, first.Seed, words)
-	b.WriteString("report is [docs/chaos-report.json](docs/chaos-report.json), its table [docs/chaos-report.txt](docs/chaos-report.txt)):\n\n")
+	b.WriteString("report is `docs/chaos-report.json`, its table `docs/chaos-report.txt`):\n\n")
 
 	row := func(name string, cell func(r Report) string) {
 		b.WriteString(strings.TrimSpace("| "+name) + " |")

@@ -434,13 +434,22 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to *Redis) error {
 	if err := src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID).Err(); err != nil {
 		return fmt.Errorf("testenv: SETSLOT %d MIGRATING on %s: %w", slot, from.Addr(), err)
 	}
+	if err := migrateKeys(ctx, src, slot, from, to); err != nil {
+		return err
+	}
+	return c.announceOwner(ctx, slot, from, to, toID)
+}
+
+// migrateKeys moves the keys of slot from from (through its client src)
+// to to, a batch of MIGRATE at a time, until none are left.
+func migrateKeys(ctx context.Context, src *redis.Client, slot int, from, to *Redis) error {
 	for {
 		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 100).Result()
 		if err != nil {
 			return fmt.Errorf("testenv: GETKEYSINSLOT %d on %s: %w", slot, from.Addr(), err)
 		}
 		if len(keys) == 0 {
-			break
+			return nil
 		}
 		args := []any{"MIGRATE", "127.0.0.1", to.Port(), "", 0, 5000, "REPLACE", "KEYS"}
 		for _, k := range keys {
@@ -450,8 +459,12 @@ func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to *Redis) error {
 			return fmt.Errorf("testenv: MIGRATE of slot %d from %s to %s: %w", slot, from.Addr(), to.Addr(), err)
 		}
 	}
-	// The new owner first, then the old one, then the other masters, as
-	// redis-cli does (replicas refuse SETSLOT and learn from gossip).
+}
+
+// announceOwner tells the masters that to (node ID toID) now serves slot:
+// the new owner first, then the old one, then the other masters, as
+// redis-cli does (replicas refuse SETSLOT and learn from gossip).
+func (c *Cluster) announceOwner(ctx context.Context, slot int, from, to *Redis, toID string) error {
 	order := []*Redis{to, from}
 	for _, n := range c.nodes {
 		if n == to || n == from {

@@ -261,9 +261,37 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// A sentinel refuses while it has no fresh news of a replica or while a
-	// failover is in progress; both pass.
-	err = poll(ctx, "send SENTINEL FAILOVER", func(ctx context.Context) error {
+	if err := s.sendFailover(ctx); err != nil {
+		return "", err
+	}
+	newAddr, err := s.awaitNewMaster(ctx, old)
+	if err != nil {
+		return "", err
+	}
+	newMaster := s.Server(newAddr)
+	if newMaster == nil {
+		return "", fmt.Errorf("testenv: sentinels report master %s, which is not one of ours", newAddr)
+	}
+	if err := awaitMasterRole(ctx, newMaster, newAddr); err != nil {
+		return "", err
+	}
+
+	if oldMaster := s.Server(old); oldMaster != nil && oldMaster.Running() {
+		if err := reattach(ctx, oldMaster, newMaster); err != nil {
+			return "", err
+		}
+	}
+	if err := poll(ctx, "wait for every sentinel to end the failover", s.checkFailoverEnded); err != nil {
+		return "", err
+	}
+	return newAddr, nil
+}
+
+// sendFailover sends SENTINEL FAILOVER until a running sentinel accepts
+// it. A sentinel refuses while it has no fresh news of a replica or while
+// a failover is in progress; both pass.
+func (s *Sentinel) sendFailover(ctx context.Context) error {
+	return poll(ctx, "send SENTINEL FAILOVER", func(ctx context.Context) error {
 		var errs []error
 		for _, sn := range running(s.sentinels) {
 			c := redis.NewSentinelClient(sn.adminOptions())
@@ -276,12 +304,13 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 		}
 		return errors.Join(append(errs, errors.New("no sentinel accepted"))...)
 	})
-	if err != nil {
-		return "", err
-	}
+}
 
+// awaitNewMaster waits until every running sentinel reports one master
+// other than old, and returns its address.
+func (s *Sentinel) awaitNewMaster(ctx context.Context, old string) (string, error) {
 	var newAddr string
-	err = poll(ctx, "wait for the sentinels to report a new master", func(ctx context.Context) error {
+	err := poll(ctx, "wait for the sentinels to report a new master", func(ctx context.Context) error {
 		seen := map[string]bool{}
 		for _, sn := range running(s.sentinels) {
 			addr, err := s.askMaster(ctx, sn)
@@ -299,11 +328,13 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	newMaster := s.Server(newAddr)
-	if newMaster == nil {
-		return "", fmt.Errorf("testenv: sentinels report master %s, which is not one of ours", newAddr)
-	}
-	err = poll(ctx, "wait for the new master to take the role", func(ctx context.Context) error {
+	return newAddr, nil
+}
+
+// awaitMasterRole waits until the promoted server, which the sentinels
+// report at newAddr, reports the master role.
+func awaitMasterRole(ctx context.Context, newMaster *Redis, newAddr string) error {
+	return poll(ctx, "wait for the new master to take the role", func(ctx context.Context) error {
 		f, err := info(ctx, newMaster, "replication")
 		if err != nil {
 			return err
@@ -313,19 +344,6 @@ func (s *Sentinel) Failover(ctx context.Context) (string, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return "", err
-	}
-
-	if oldMaster := s.Server(old); oldMaster != nil && oldMaster.Running() {
-		if err := reattach(ctx, oldMaster, newMaster); err != nil {
-			return "", err
-		}
-	}
-	if err := poll(ctx, "wait for every sentinel to end the failover", s.checkFailoverEnded); err != nil {
-		return "", err
-	}
-	return newAddr, nil
 }
 
 // checkFailoverEnded fails while a running sentinel still has a failover of

@@ -1,4 +1,4 @@
--- A test shim in front of the lease scripts: a script that touches a key
+-- A test shim in front of the store's scripts: a script that touches a key
 -- it did not declare in KEYS fails with an error naming the key, as
 -- servers that enforce Redis's scripting rules (Dragonfly) refuse it.
 local declared = {}

@@ -164,73 +164,19 @@ func run(o options) error {
 	n.ledger = chaos.NewLedger(lc)
 	n.ledger.Unfenced = o.unfenced
 
-	cfg := config.Default()
-	cfg.Instance = instanceid.Options{IP: "127.0.0.1", Tenant: "chaos", App: "chaos", Port: o.port}
-	cfg.Role.HeartbeatExpiration = o.roleTTL
-	cfg.Role.HeartbeatInterval = o.roleInterval
-	cfg.SyncLock.HoldDuration = o.hold
-	cfg.SyncLock.RetryInterval = o.retry
-	cfg.Redis.KeyPrefix = o.prefix
-	if o.sentinels != "" {
-		cfg.Redis.Addrs = strings.Split(o.sentinels, ",")
-		cfg.Redis.MasterName = o.masterName
-	} else if o.redis != "" {
-		cfg.Redis.Addrs = strings.Split(o.redis, ",")
-		cfg.Redis.Cluster = o.cluster
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := o.config()
+	if err != nil {
 		return err
 	}
 	id, err := instanceid.Detect(cfg.Instance)
 	if err != nil {
 		return err
 	}
-	var dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	if o.dialMap != "" {
-		m, err := parseDialMap(o.dialMap)
-		if err != nil {
-			return err
-		}
-		var d net.Dialer
-		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if to, ok := m[addr]; ok {
-				addr = to
-			}
-			return d.DialContext(ctx, network, addr)
-		}
+	store, closeStore, err := o.openStore(cfg)
+	if err != nil {
+		return err
 	}
-	guard := max(o.roleTTL, o.hold, o.jobAtMost)
-	var store backend.Store
-	if o.consul != "" {
-		ac := cfg.Consul.APIConfig()
-		ac.Address = o.consul
-		if dial != nil {
-			ac.Transport = &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64}
-		}
-		cs, err := consulbackend.New(ac, consulbackend.WithPrefix(o.prefix), consulbackend.WithSessionTTLMin(o.consulMin),
-			consulbackend.WithRestartGuard(guard))
-		if err != nil {
-			return err
-		}
-		defer cs.Close()
-		store = cs
-	} else {
-		ro := cfg.Redis.UniversalOptions()
-		ro.DialTimeout = 500 * time.Millisecond
-		ro.ReadTimeout = time.Second
-		ro.WriteTimeout = time.Second
-		if dial != nil {
-			ro.Dialer = dial
-		}
-		rdb := redis.NewUniversalClient(ro)
-		defer rdb.Close()
-		rs, err := redisbackend.New(rdb, append(cfg.RedisStoreOptions(), redisbackend.WithRestartGuard(guard))...)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		store = rs
-	}
+	defer closeStore()
 
 	quiet := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	el, err := role.NewElector(store, id, cfg.Role, role.WithLogger(quiet))
@@ -241,21 +187,8 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-
-	s, err := gocron.NewScheduler()
+	s, err := n.schedule(store, id, el)
 	if err != nil {
-		return err
-	}
-	observe := schedlock.WithObserver(n.gateEvent)
-	if _, err := s.NewJob(gocron.DurationJob(o.masterEvery),
-		schedlock.Task(n.masterJob), schedlock.MasterOnly(el, observe),
-		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("master-job")); err != nil {
-		return err
-	}
-	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true),
-		schedlock.Task(n.lockedJob),
-		schedlock.Locked(store, "chaos-job", o.jobAtMost, o.jobAtLeast, schedlock.WithInstance(id), schedlock.WithScheduler(s), observe),
-		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("locked-job")); err != nil {
 		return err
 	}
 
@@ -272,6 +205,107 @@ func run(o options) error {
 	_ = s.Shutdown()
 	wg.Wait()
 	return ignoreCanceled(<-runErr)
+}
+
+// config is the baton configuration the flags describe, validated.
+func (o options) config() (config.Config, error) {
+	cfg := config.Default()
+	cfg.Instance = instanceid.Options{IP: "127.0.0.1", Tenant: "chaos", App: "chaos", Port: o.port}
+	cfg.Role.HeartbeatExpiration = o.roleTTL
+	cfg.Role.HeartbeatInterval = o.roleInterval
+	cfg.SyncLock.HoldDuration = o.hold
+	cfg.SyncLock.RetryInterval = o.retry
+	cfg.Redis.KeyPrefix = o.prefix
+	if o.sentinels != "" {
+		cfg.Redis.Addrs = strings.Split(o.sentinels, ",")
+		cfg.Redis.MasterName = o.masterName
+	} else if o.redis != "" {
+		cfg.Redis.Addrs = strings.Split(o.redis, ",")
+		cfg.Redis.Cluster = o.cluster
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, err
+	}
+	return cfg, nil
+}
+
+// dialer returns the dial function that sends the addresses of -dial-map
+// elsewhere, or nil without -dial-map.
+func (o options) dialer() (func(ctx context.Context, network, addr string) (net.Conn, error), error) {
+	if o.dialMap == "" {
+		return nil, nil
+	}
+	m, err := parseDialMap(o.dialMap)
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if to, ok := m[addr]; ok {
+			addr = to
+		}
+		return d.DialContext(ctx, network, addr)
+	}, nil
+}
+
+// openStore opens the coordination store the flags name, Consul or Redis,
+// with a restart guard as long as the longest lease; the returned function
+// closes it.
+func (o options) openStore(cfg config.Config) (backend.Store, func(), error) {
+	dial, err := o.dialer()
+	if err != nil {
+		return nil, nil, err
+	}
+	guard := max(o.roleTTL, o.hold, o.jobAtMost)
+	if o.consul != "" {
+		ac := cfg.Consul.APIConfig()
+		ac.Address = o.consul
+		if dial != nil {
+			ac.Transport = &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64}
+		}
+		cs, err := consulbackend.New(ac, consulbackend.WithPrefix(o.prefix), consulbackend.WithSessionTTLMin(o.consulMin),
+			consulbackend.WithRestartGuard(guard))
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, func() { cs.Close() }, nil
+	}
+	ro := cfg.Redis.UniversalOptions()
+	ro.DialTimeout = 500 * time.Millisecond
+	ro.ReadTimeout = time.Second
+	ro.WriteTimeout = time.Second
+	if dial != nil {
+		ro.Dialer = dial
+	}
+	rdb := redis.NewUniversalClient(ro)
+	rs, err := redisbackend.New(rdb, append(cfg.RedisStoreOptions(), redisbackend.WithRestartGuard(guard))...)
+	if err != nil {
+		rdb.Close()
+		return nil, nil, err
+	}
+	return rs, func() { rs.Close(); rdb.Close() }, nil
+}
+
+// schedule creates the scheduler with the node's two jobs: the
+// master-only job and the locked job fired on every whole second.
+func (n *node) schedule(store backend.Store, id instanceid.ID, el *role.Elector) (gocron.Scheduler, error) {
+	s, err := gocron.NewScheduler()
+	if err != nil {
+		return nil, err
+	}
+	observe := schedlock.WithObserver(n.gateEvent)
+	if _, err := s.NewJob(gocron.DurationJob(n.o.masterEvery),
+		schedlock.Task(n.masterJob), schedlock.MasterOnly(el, observe),
+		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("master-job")); err != nil {
+		return nil, err
+	}
+	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true),
+		schedlock.Task(n.lockedJob),
+		schedlock.Locked(store, "chaos-job", n.o.jobAtMost, n.o.jobAtLeast, schedlock.WithInstance(id), schedlock.WithScheduler(s), observe),
+		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("locked-job")); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 func ignoreCanceled(err error) error {

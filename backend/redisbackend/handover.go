@@ -1,0 +1,320 @@
+package redisbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend"
+)
+
+// AwaitHandover implements backend.Handover. It waits on the store's
+// pub/sub connection, never on a connection of the client's pool: the
+// release that hands a key over publishes "renewed <token> <ttl> <owner>"
+// on the key's channel, and the store's subscriber passes it to the
+// owner's waiter. The channel stays subscribed for a while after the wait
+// (channelLinger), and a handover it sees while the owner is not waiting
+// is kept for the owner's next wait. A handover published before the
+// subscription held is found by one look in the key's mailbox
+// (MailboxKey: GET and PTTL in one MULTI) once the server has confirmed the
+// subscription, and again after every re-subscription.
+//
+// max is measured by a timer of the client: the wait ends at max even
+// when the pub/sub connection is broken or the server stalls; the caller
+// then asks again with AcquireQueued, which returns a lease handed to it
+// meanwhile. A look that the server does not answer in time is
+// abandoned (Close waits for it).
+//
+// A store made WithReplicaAck does not hand over (the releasing client
+// could not wait for the grantee's replicas): AwaitHandover then fails
+// with errors.ErrUnsupported.
+func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
+	if err := s.checkAwait(ctx, key, owner, max); err != nil {
+		return backend.Lease{}, false, err
+	}
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	name := s.LeaseKey(key)
+	sub, err := s.subscriber(name)
+	if err != nil {
+		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
+	}
+	w, h, ok, err := sub.await(name, owner)
+	if err != nil {
+		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
+	}
+	if ok {
+		return h.lease(key, time.Now()), true, nil
+	}
+	var took uint64 // the token of the lease returned, if one
+	defer func() { w.leave(took) }()
+	l, ok, err := s.waitHandover(ctx, key, w, timer.C)
+	if ok {
+		took = l.Token
+	}
+	return l, ok, err
+}
+
+// checkAwait checks a call of AwaitHandover before it waits.
+func (s *Store) checkAwait(ctx context.Context, key, owner string, max time.Duration) error {
+	if err := s.begin(ctx, "await handover", key); err != nil {
+		return err
+	}
+	if err := errors.Join(backend.ValidateOwner(owner), backend.ValidateMaxWait(max)); err != nil {
+		return fmt.Errorf("redisbackend: await handover: %w", err)
+	}
+	if s.replicas > 0 {
+		return fmt.Errorf("redisbackend: await handover %q: %w: a store that waits for replicas (WithReplicaAck) does not hand keys over; wait for releases instead", key, errors.ErrUnsupported)
+	}
+	return nil
+}
+
+// waitHandover waits as w for key's handover: announced on the channel
+// (found), or found in the mailbox by a look, which w is told to take
+// each time the subscription is confirmed; until the timer fires, ctx
+// ends or the store closes.
+func (s *Store) waitHandover(ctx context.Context, key string, w *waiter, timer <-chan time.Time) (backend.Lease, bool, error) {
+	lk := &looker{s: s, ctx: ctx, key: key, owner: w.owner}
+	for {
+		select {
+		case h := <-w.found:
+			return h.lease(key, time.Now()), true, nil
+		case <-w.look:
+			if err := lk.ask(); err != nil {
+				return backend.Lease{}, false, err
+			}
+		case r := <-lk.inflight:
+			if l, ok, err := lk.back(r); ok || err != nil {
+				return l, ok, err
+			}
+		case <-timer:
+			return backend.Lease{}, false, nil
+		case <-ctx.Done():
+			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ContextError(ctx))
+		case <-w.sub.ctx.Done():
+			return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, backend.ErrClosed)
+		}
+	}
+}
+
+// looker runs the looks of one wait in key's mailbox, one at a time: a
+// look asked for while one is in flight follows when it is back.
+type looker struct {
+	s          *Store
+	ctx        context.Context
+	key, owner string
+	inflight   chan lookResult // the look in flight, if any
+	again      bool            // look again once it is back
+}
+
+// ask starts a look, or asks for one more once the look in flight is
+// back.
+func (lk *looker) ask() error {
+	if lk.inflight != nil {
+		lk.again = true
+		return nil
+	}
+	return lk.start()
+}
+
+func (lk *looker) start() error {
+	var err error
+	if lk.inflight, err = lk.s.look(lk.ctx, lk.key, lk.owner); err != nil {
+		return fmt.Errorf("redisbackend: await handover %q: %w", lk.key, err)
+	}
+	return nil
+}
+
+// back takes the result of the look in flight: the lease handed to the
+// owner (ok), the look's error, or neither, after starting the look
+// asked for meanwhile, if any.
+func (lk *looker) back(r lookResult) (backend.Lease, bool, error) {
+	lk.inflight = nil
+	if r.err != nil {
+		return backend.Lease{}, false, lk.s.transport("await handover", lk.key, lk.ctx, r.err)
+	}
+	if r.ok {
+		return r.lease, true, nil
+	}
+	if lk.again {
+		lk.again = false
+		return backend.Lease{}, false, lk.start()
+	}
+	return backend.Lease{}, false, nil
+}
+
+// taken notes that a caller of s now knows of the lease of key with
+// token: a handover announced with that token or an older one, seen on
+// key's channel, is not returned by a later AwaitHandover (its owner may
+// have released it since, before the release's message arrived).
+func (s *Store) taken(key string, token uint64) {
+	name := s.LeaseKey(key)
+	shard := ""
+	if s.sharded {
+		shard = strconv.Itoa(hashSlot(name))
+	}
+	s.mu.Lock()
+	sub := s.subs[shard]
+	s.mu.Unlock()
+	if sub != nil {
+		sub.taken(name, token)
+	}
+}
+
+// lease is the lease h announced, on key, with the TTL left of it at now
+// (as a Lease's TTL is everywhere: what was left when the store
+// answered). A remembered handover has aged since it arrived.
+func (h handover) lease(key string, now time.Time) backend.Lease {
+	return backend.Lease{Key: key, Owner: h.owner, Token: h.token, TTL: h.ttl - now.Sub(h.at)}
+}
+
+type lookResult struct {
+	lease backend.Lease
+	ok    bool
+	err   error
+}
+
+// look reads key's mailbox once, on a goroutine that Close waits for,
+// and delivers the lease it holds for owner, if any, on the returned
+// channel (capacity 1, so an abandoned look does not leak).
+func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, error) {
+	res := make(chan lookResult, 1)
+	err := s.spawn(func() {
+		box := s.MailboxKey(key)
+		var get *redis.StringCmd
+		var pttl *redis.DurationCmd
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			get, pttl = p.Get(ctx, box), p.PTTL(ctx, box)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			res <- lookResult{err: err}
+			return
+		}
+		l, ok, err := handedOver(key, owner, box, get, pttl)
+		res <- lookResult{l, ok, err}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// handedOver reads the lease of owner out of the mailbox box of key, as
+// GET and PTTL read it in one transaction: the lease's TTL is what was
+// left of it then.
+func handedOver(key, owner, box string, get *redis.StringCmd, pttl *redis.DurationCmd) (backend.Lease, bool, error) {
+	v, err := get.Result()
+	if errors.Is(err, redis.Nil) {
+		return backend.Lease{}, false, nil
+	}
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("%w: mailbox %s %s; delete the key or use another prefix", backend.ErrCorrupt, box, what)
+	}
+	tok, who, ok := strings.Cut(v, " ")
+	token, tokOK := parseToken(tok)
+	if !ok || !tokOK || backend.ValidateOwner(who) != nil {
+		return backend.Lease{}, false, bad(fmt.Sprintf("holds %.40q, not a lease \"<token> <owner>\"", v))
+	}
+	left, err := pttl.Result()
+	if err != nil {
+		return backend.Lease{}, false, err
+	}
+	if left == -1 {
+		return backend.Lease{}, false, bad("has no expiry")
+	}
+	if who != owner || left <= 0 {
+		return backend.Lease{}, false, nil // another's, or gone since
+	}
+	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: left}, true, nil
+}
+
+// handover is a handover announced on a channel: the lease of owner, with
+// token and ttl, published at about at (when it arrived).
+type handover struct {
+	owner string
+	token uint64
+	ttl   time.Duration
+	at    time.Time
+}
+
+// valid reports whether h names owner and its lease may still be live.
+func (h handover) valid(owner string, now time.Time) bool {
+	return h.owner == owner && now.Sub(h.at) < h.ttl
+}
+
+// waiter is a caller of AwaitHandover waiting on a channel.
+type waiter struct {
+	name  string
+	owner string
+	found chan handover // capacity 1: the handover to owner
+	look  chan struct{} // capacity 1: the subscription was (re)confirmed
+	c     *channel      // its channel, while it waits
+	sub   *subscriber
+}
+
+// await adds a waiter for a handover of name to owner. If the channel
+// already saw one that may still be live, it returns that instead (ok).
+// The waiter is told to look in its mailbox each time the subscription
+// is confirmed, the first time included, since a handover published
+// before that was not seen.
+func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, handover{}, false, backend.ErrClosed
+	}
+	c := s.useLocked(name)
+	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
+		h, c.last = c.last, handover{}
+		if !c.used() {
+			c.idle = time.Now()
+		}
+		return nil, h, true, nil
+	}
+	w = &waiter{name: name, owner: owner, found: make(chan handover, 1), look: make(chan struct{}, 1), c: c, sub: s}
+	c.waiters[w] = struct{}{}
+	if c.confirmed {
+		w.look <- struct{}{}
+	}
+	s.poke()
+	return w, handover{}, false, nil
+}
+
+// leave removes w, whose wait returned the lease with token took (0:
+// none). A newer handover delivered to it but not taken goes back to the
+// channel's memory, for the owner's next wait.
+func (w *waiter) leave(took uint64) {
+	s := w.sub
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := w.c
+	delete(c.waiters, w)
+	c.taken = max(c.taken, took)
+	select {
+	case h := <-w.found:
+		if h.token > c.taken {
+			c.last = h
+		}
+	default:
+	}
+	s.leftLocked(c)
+}
+
+// taken notes that a caller was given the lease of name with token (see
+// Store.taken).
+func (s *subscriber) taken(name string, token uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.channels[name]; c != nil {
+		c.taken = max(c.taken, token)
+	}
+}
