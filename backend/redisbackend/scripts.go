@@ -141,7 +141,7 @@ func scriptSettings(guard int64, sharded, hands bool) []any {
 }
 
 // keySuffixes follow a lease's Redis key in the first six keys of its
-// scripts, in the order the prelude names them.
+// scripts, in the order lua/keys.lua names them.
 var keySuffixes = [...]string{"", fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix}
 
 // leaseKeys returns the eight keys of the lease whose Redis key is name:

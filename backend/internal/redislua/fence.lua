@@ -12,8 +12,9 @@
 -- when a floor put it further ahead of the clock than that: dropped, it
 -- could no longer be outrun by the clock.
 --
--- These functions name F in what they reply; they capture nothing, so a
--- call pays only for creating them.
+-- A grant checks, as backend.CheckFence does, the floor first (fenceFloor)
+-- and then the counter (fenceRead); a refusal writes nothing. These
+-- functions name F in what they reply.
 
 -- fenceLimit returns the largest token a grant may make at t (µs).
 local function fenceLimit(t)

@@ -208,9 +208,10 @@ end
 local function grant(owner, ttl, floor, flag, c, t)
   local K, F, guard = KEYS[1], KEYS[2], tonumber(ARGV[1])
   t = t or clock()
-  local cn, bad = fenceRead(F, t, c)
-  bad = bad or fenceFloor(floor, t)
+  local cn, bad = nil, fenceFloor(floor, t)
   if bad then return nil, bad end
+  cn, bad = fenceRead(F, t, c)
+  if cn == nil then return nil, bad end
   if not cn then
     if guard >= 0 then
       local left
