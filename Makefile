@@ -5,6 +5,9 @@
 #                     build the pinned Consul server (tools/consul) into .cache/bin (~7 min cold)
 #   make test         vet + gofmt check + unreachable-statement check + race tests, for the root
 #                     module and every nested module
+#   make test-short   the unit-test tier: role, synclock and schedlock with -short, on the
+#                     memory store and the fake clock, no server started (< 1 min); make test
+#                     runs these and the real-store tests besides
 #   make test-stress  the race tests STRESS_RUNS times (default 5), then chaos-short once, while
 #                     STRESS_BURNERS busy loops (default: one per CPU) load the machine; stops at the
 #                     first failure
@@ -201,6 +204,12 @@ test-only:
 	$(MAKE) -C "$(CURDIR)" after-fatal DIR="$(MOD)"
 	echo "== $(MOD): go test -race"
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+# test-short runs the feature packages' unit tests: under -short,
+# internal/testenv skips every test that would start a server.
+.PHONY: test-short
+test-short:
+	@$(GO) test -short -race -count=1 ./role/... ./synclock/... ./schedlock/...
 
 # test-stress runs every module's race tests STRESS_RUNS times in a row
 # while STRESS_BURNERS busy loops compete for the CPUs, as on a shared CI

@@ -202,6 +202,13 @@ func TokenAhead(token uint64, clockUS int64) bool {
 	return token > TokenLimit(clockUS)
 }
 
+// ParseToken reads a fencing token as the stores write it, a decimal in
+// [1, MaxToken]; ok is false for anything else (0 is no token).
+func ParseToken(s string) (token uint64, ok bool) {
+	t, err := strconv.ParseUint(s, 10, 64)
+	return t, err == nil && t > 0 && t <= MaxToken
+}
+
 // ValidateFloor checks an Acquire floor against MaxToken, before the
 // store reads its clock; ValidateFloorAt checks it against the clock.
 func ValidateFloor(floor uint64) error {

@@ -3,10 +3,11 @@ package role
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/internal/lease"
 )
 
 // campaign is the state of one Run: only its goroutine touches it. It is
@@ -27,10 +28,9 @@ type campaign struct {
 	heldUntil   int64
 	holderKnown bool
 
-	// while master (the tenure's deadline is e.deadline: this goroutine
-	// sets and moves it; IsMaster sets it to 0 once it has passed):
-	tenureCancel context.CancelFunc
-	deadlineTmr  clock.Timer // fires at the deadline
+	// while master: the tenure's holding of the role key (internal/lease),
+	// which keeps its deadline and context; IsMaster reads it too.
+	h *lease.Holder
 
 	// inflight is a renewal the campaign stopped waiting for (the tenure
 	// ended, or Run is stopping) and has not joined yet. Its reply is void.
@@ -73,9 +73,9 @@ func (c *campaign) loop(ctx context.Context) {
 }
 
 // validity is how long a grant or renewal keeps this instance master,
-// counted from when its request was sent.
+// counted from when its request was sent: the lease less the margin.
 func (c *campaign) validity() int64 {
-	return int64(c.e.cfg.HeartbeatExpiration - c.e.cfg.SafetyMargin)
+	return int64(c.e.cfg.HeartbeatExpiration - c.e.terms.Margin)
 }
 
 // follow waits as a slave until this instance is granted the role. It
@@ -102,7 +102,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 		switch {
 		case err == nil:
 			c.observe(l.Token)
-			if e.now() < start+c.validity() {
+			if !e.terms.Late(e.base.Add(time.Duration(start)), e.cfg.HeartbeatExpiration) {
 				return l, start, true
 			}
 			// The grant came back after the tenure it would have begun had
@@ -112,54 +112,7 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 			e.logger.Warn("role: the store granted the role too late to use; claiming again", "key", e.key, "epoch", l.Token)
 			c.sleep(ctx, backoff.next())
 		case errors.As(err, &held):
-			h := held.Holder
-			c.observe(h.Token)
-			if h.Owner != e.owner {
-				backoff.reset()
-			}
-			switch {
-			case h.Owner == e.owner:
-				// Our own lease: a claim whose reply was lost or came too
-				// late, or a tenure that ended while the store was out of
-				// reach. That tenure is over for good; a new one must have
-				// a new epoch, so give the key up and claim it afresh.
-				if again {
-					// Released, yet still ours: do not spin on a store
-					// that keeps it; the back-off grows while it does.
-					c.sleep(ctx, backoff.next())
-				}
-				reclaimed = true
-				if err := c.release(ctx); err != nil {
-					if ctx.Err() == nil {
-						e.setErr(err)
-						e.logger.Warn("role: cannot release this process's stale role key; will retry", "key", e.key, "err", err)
-						c.sleep(ctx, backoff.next())
-					}
-					continue
-				}
-				e.logger.Info("role: released this process's lease of an ended tenure to claim a new one", "key", e.key, "epoch", h.Token)
-			case h.Owner == "" && h.TTL > 0:
-				// The store grants nothing for a while (it may have lost
-				// data, and leases granted before may still be believed
-				// in): nobody is master; wait it out, or for a release.
-				e.logger.Info("role: the store grants no role until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
-					"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
-					"key", e.key, "for", h.TTL)
-				e.mu.Lock()
-				e.recovering = e.clock.Now().Add(h.TTL)
-				e.mu.Unlock()
-				c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), false
-				c.wait(ctx)
-			case h.Owner == "":
-				c.sleep(ctx, backoff.next())
-			default:
-				c.seeMaster(h.Owner)
-				// Sleep until the holder's lease ends or a release wakes
-				// us; the TTL counts from now, after the reply, so it is
-				// not shorter than the store's.
-				c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), true
-				c.wait(ctx)
-			}
+			reclaimed = c.refused(ctx, held.Holder, again, backoff)
 		case ctx.Err() != nil:
 		case errors.Is(err, backend.ErrFloorAhead) && e.epoch.Load() > 0:
 			c.forgetFloor(err)
@@ -177,6 +130,61 @@ func (c *campaign) follow(ctx context.Context) (backend.Lease, int64, bool) {
 		}
 	}
 	return backend.Lease{}, 0, false
+}
+
+// refused handles a claim the store refused because h holds the key, or
+// grants it to nobody for a while; again says the last pass released our
+// own stale lease. It reports whether this pass released one.
+func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, backoff *backoff) bool {
+	e := c.e
+	c.observe(h.Token)
+	switch {
+	case h.Owner == e.owner:
+		// Our own lease: a claim whose reply was lost or came too late,
+		// or a tenure that ended while the store was out of reach. That
+		// tenure is over for good; a new one must have a new epoch, so
+		// give the key up and claim it afresh.
+		if again {
+			// Released, yet still ours: do not spin on a store that
+			// keeps it; the back-off grows while it does.
+			c.sleep(ctx, backoff.next())
+		}
+		if err := c.release(ctx); err != nil {
+			if ctx.Err() == nil {
+				e.setErr(err)
+				e.logger.Warn("role: cannot release this process's stale role key; will retry", "key", e.key, "err", err)
+				c.sleep(ctx, backoff.next())
+			}
+			return true
+		}
+		e.logger.Info("role: released this process's lease of an ended tenure to claim a new one", "key", e.key, "epoch", h.Token)
+		return true
+	case h.Owner == "" && h.TTL > 0:
+		backoff.reset()
+		// The store grants nothing for a while (it may have lost data,
+		// and leases granted before may still be believed in): nobody is
+		// master; wait it out, or for a release.
+		e.logger.Info("role: the store grants no role until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
+			"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
+			"key", e.key, "for", h.TTL)
+		e.mu.Lock()
+		e.recovering = e.clock.Now().Add(h.TTL)
+		e.mu.Unlock()
+		c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), false
+		c.wait(ctx)
+	case h.Owner == "":
+		backoff.reset()
+		c.sleep(ctx, backoff.next())
+	default:
+		backoff.reset()
+		c.seeMaster(h.Owner)
+		// Sleep until the holder's lease ends or a release wakes us; the
+		// TTL counts from now, after the reply, so it is not shorter than
+		// the store's.
+		c.heldUntil, c.holderKnown = e.now()+int64(h.TTL), true
+		c.wait(ctx)
+	}
+	return false
 }
 
 // forgetFloor drops the epoch this elector keeps as the floor of its
@@ -205,7 +213,9 @@ func claimFailed(err error) string {
 func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 	e := c.e
 	c.closeWatch()
-	c.becomeMaster(ctx, l, start)
+	if !c.becomeMaster(ctx, l, start) {
+		return
+	}
 	interval := int64(e.cfg.HeartbeatInterval)
 	retry := int64(min(e.cfg.HeartbeatInterval/5, time.Second))
 	next := start + interval // when to send the next renewal
@@ -219,30 +229,29 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 			return
 		}
 		sent := e.now()
-		if sent >= c.deadline() {
+		if c.h.Left() <= 0 {
 			c.expire("renewals failed until the safety deadline", nil)
 			return
 		}
-		// The renewal cannot outlive the tenure: its context ends at the
-		// deadline, and the campaign stops waiting for it there even if
-		// the store does not honour the context.
-		k := c.startRenew(ctx, min(e.opTimeout, time.Duration(c.deadline()-sent)))
+		// The holding bounds the renewal by the deadline and voids a
+		// reply that lands after it; the campaign stops waiting for it at
+		// the deadline even if the store does not honour the context.
+		k := c.startRenew(ctx)
 		r, out := c.await(ctx, k)
 		took := time.Duration(e.now() - sent)
 		switch {
 		case out == stopped:
 			c.stepDown(ctx)
 			return
-		case out == expired:
-			c.renewFailed(l.Token, took, r.err)
-			c.expire("no renewal came back before the safety deadline", r.err)
+		case out == expired || errors.Is(r.err, lease.ErrLate):
+			err := r.err
+			if err == lease.ErrLate {
+				err = nil // a reply that came back too late, or none
+			}
+			c.renewFailed(l.Token, took, err)
+			c.expire("no renewal came back before the safety deadline", err)
 			return
 		case r.err == nil:
-			if !c.renewed(sent) {
-				c.renewFailed(l.Token, took, nil)
-				c.expire("the deadline passed as the renewal came back", nil)
-				return
-			}
 			c.report(Event{Kind: EventRenewed, Epoch: l.Token, Latency: took})
 			next = sent + interval
 		case ctx.Err() != nil:
@@ -261,69 +270,49 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 	}
 }
 
-func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int64) {
+// becomeMaster begins the tenure of lease l, claimed at start. It reports
+// false, beginning nothing, if the lease's deadline passed meanwhile.
+func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, start int64) bool {
 	e := c.e
 	c.observe(l.Token)
-	tctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token))
-	c.tenureCancel = cancel
+	h := new(lease.Holder)
+	parent := context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token)
+	g := lease.Grant{Key: e.key, Owner: e.owner, Lease: l, Sent: e.base.Add(time.Duration(start)), TTL: e.cfg.HeartbeatExpiration}
+	if err := h.Start(parent, &e.terms, tenureHooks{}, g); err != nil {
+		e.logger.Warn("role: the store granted the role too late to use; claiming again", "key", e.key, "epoch", l.Token)
+		return false
+	}
+	c.h = h
 	e.mu.Lock()
-	e.tenure, e.tenureEpoch = tctx, l.Token
+	e.tenure, e.tenureEpoch = h.Context(), l.Token
 	e.mu.Unlock()
-	c.begin(start)
+	e.held.Store(h) // IsMaster reads true from here
 	e.mu.Lock()
 	e.master = e.idText
 	e.since = e.clock.Now()
 	e.mu.Unlock()
 	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
-	c.ev.push(event{kind: evElected, ctx: tctx, epoch: l.Token})
+	c.ev.push(event{kind: evElected, ctx: h.Context(), epoch: l.Token})
 	c.ev.push(event{kind: evMasterChange, id: e.idText, epoch: l.Token})
 	e.roleChanged()
-}
-
-// deadline is when the tenure ends, in nanoseconds since the elector's
-// base: the send time of the last renewal (or the claim) that came back
-// in time, plus the TTL, minus the safety margin.
-func (c *campaign) deadline() int64 { return c.e.deadline.Load() }
-
-// renewed moves the deadline to sent + TTL - margin and arms the timer
-// that ends the tenure there. The caller has checked that the reply came
-// back before the current deadline; renewed reports false if IsMaster
-// found that deadline passed meanwhile (it then reads 0): the tenure is
-// over, as IsMaster already told a reader.
-func (c *campaign) renewed(sent int64) bool {
-	d := c.deadline()
-	if d == 0 || !c.e.deadline.CompareAndSwap(d, sent+c.validity()) {
-		return false
-	}
-	c.armDeadline()
 	return true
 }
 
-// begin sets the first deadline of a tenure, from the claim sent at
-// start.
-func (c *campaign) begin(start int64) {
-	c.e.deadline.Store(start + c.validity())
-	c.armDeadline()
+// tenureHooks are a tenure's side of its holding: the campaign does the
+// rest of the ending (endTenure) when it sees the context end.
+type tenureHooks struct{}
+
+// errDeadline is the cause a tenure's context ends with at its deadline.
+var errDeadline = fmt.Errorf("%w: no renewal came back before the tenure's deadline", ErrNotMaster)
+
+func (tenureHooks) Lost(cause error) error {
+	if errors.Is(cause, lease.ErrExpired) {
+		return errDeadline
+	}
+	return cause
 }
 
-func (c *campaign) armDeadline() {
-	d := time.Duration(c.deadline() - c.e.now())
-	if c.deadlineTmr == nil {
-		c.deadlineTmr = c.e.clock.NewTimer(d)
-		return
-	}
-	c.deadlineTmr.Reset(d)
-}
-
-// due reports whether the tenure's deadline has come. It re-arms the
-// deadline timer after a stale fire (one from before the last renewal).
-func (c *campaign) due() bool {
-	if c.e.now() >= c.deadline() {
-		return true
-	}
-	c.armDeadline()
-	return false
-}
+func (tenureHooks) Woken() {}
 
 // pause waits d, or until the tenure's deadline or ctx ends first.
 func (c *campaign) pause(ctx context.Context, d time.Duration) outcome {
@@ -335,56 +324,43 @@ func (c *campaign) pause(ctx context.Context, d time.Duration) outcome {
 	}
 	t := c.e.clock.NewTimer(d)
 	defer t.Stop()
-	for {
-		select {
-		case <-t.C():
-			return woke
-		case <-c.deadlineTmr.C():
-			if c.due() {
-				return expired
-			}
-		case <-ctx.Done():
-			return stopped
-		}
+	select {
+	case <-t.C():
+		return woke
+	case <-c.h.Context().Done():
+		return expired
+	case <-ctx.Done():
+		return stopped
 	}
 }
 
-// startRenew sends a renewal on its own goroutine, its context bounded by
-// bound.
-func (c *campaign) startRenew(ctx context.Context, bound time.Duration) *call {
-	e := c.e
+// startRenew sends a renewal on its own goroutine.
+func (c *campaign) startRenew(ctx context.Context) *call {
+	e, h := c.e, c.h
 	c.join()
-	octx, cancel := context.WithTimeout(ctx, bound)
+	octx, cancel := context.WithCancel(ctx)
 	k := &call{cancel: cancel, done: make(chan reply, 1)}
 	c.inflight = k
 	go func() {
-		l, err := e.store.Renew(octx, e.key, e.owner, e.cfg.HeartbeatExpiration)
+		l, err := h.Renew(octx, e.cfg.HeartbeatExpiration)
 		k.done <- reply{l, err}
 	}()
 	return k
 }
 
 // await waits for the reply of k, the tenure's deadline or the end of
-// ctx, whichever comes first. A reply read at or after the deadline is
-// void: await reports expired with it. When await returns without the
-// reply, k stays in flight until join.
+// ctx, whichever comes first. When await returns without the reply, k
+// stays in flight until join; its reply is void (the holding refuses it).
 func (c *campaign) await(ctx context.Context, k *call) (reply, outcome) {
-	for {
-		select {
-		case r := <-k.done:
-			k.cancel()
-			c.inflight = nil
-			if c.e.now() >= c.deadline() {
-				return r, expired
-			}
-			return r, woke
-		case <-c.deadlineTmr.C():
-			if c.due() {
-				return reply{}, expired
-			}
-		case <-ctx.Done():
-			return reply{}, stopped
-		}
+	select {
+	case r := <-k.done:
+		k.cancel()
+		c.inflight = nil
+		return r, woke
+	case <-c.h.Context().Done():
+		return reply{}, expired
+	case <-ctx.Done():
+		return reply{}, stopped
 	}
 }
 
@@ -402,6 +378,7 @@ func (c *campaign) join() {
 // that came back too late, if one did.
 func (c *campaign) expire(why string, err error) {
 	e := c.e
+	c.h.Lose(errDeadline)
 	c.endTenure()
 	e.logger.Info("role: no longer master", "key", e.key, "reason", why)
 	var nh *backend.NotHeldError
@@ -416,10 +393,9 @@ func (c *campaign) expire(why string, err error) {
 // so that a slave takes over at once instead of after the TTL.
 func (c *campaign) stepDown(ctx context.Context) {
 	e := c.e
+	h := c.h
 	c.endTenure()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
-	err := e.store.Release(rctx, e.key, e.owner, 0)
-	cancel()
+	err := h.Drop(ctx, 0)
 	if err != nil && !errors.Is(err, backend.ErrNotHeld) {
 		e.setErr(err)
 		e.logger.Warn("role: could not release the role key on stop; it expires after its TTL", "key", e.key, "err", err)
@@ -431,6 +407,7 @@ func (c *campaign) stepDown(ctx context.Context) {
 // role, or the key vanished (expired, or the store lost its data).
 func (c *campaign) lost(err error) {
 	e := c.e
+	c.h.Lose(fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err))
 	c.endTenure()
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) && nh.Holder.Owner != "" {
@@ -441,19 +418,14 @@ func (c *campaign) lost(err error) {
 }
 
 // endTenure ends the tenure locally, in the order a reader may rely on:
-// IsMaster turns false, then the tenure's context is cancelled, then
-// Tenure and Master stop naming it, then OnDemoted is queued.
+// IsMaster turns false, then the tenure's context is cancelled (the
+// holding does both, at its deadline, on Lose or here), then Tenure and
+// Master stop naming it, then OnDemoted is queued.
 func (c *campaign) endTenure() {
 	e := c.e
-	e.deadline.Store(0)
-	if c.deadlineTmr != nil {
-		c.deadlineTmr.Stop()
-		c.deadlineTmr = nil
-	}
-	if c.tenureCancel != nil {
-		c.tenureCancel()
-		c.tenureCancel = nil
-	}
+	c.h.End()
+	c.h = nil
+	e.terms.Alarm.Quiet()
 	e.mu.Lock()
 	epoch := e.tenureEpoch
 	e.tenure, e.tenureEpoch = nil, 0

@@ -2,26 +2,55 @@ package role
 
 import (
 	"context"
+	"log/slog"
+	"runtime"
 	"sync/atomic"
 )
 
-var defaultElector atomic.Pointer[Elector]
+var (
+	defaultElector atomic.Pointer[Elector]
+	// noDefaultLogged is set once IsMaster has logged that no default is
+	// registered; SetDefault clears it.
+	noDefaultLogged atomic.Bool
+)
 
 // SetDefault makes el the elector that the package-level IsMaster and
 // IsMasterOf use, for code (HTTP handlers, jobs) that cannot be handed the
 // elector. Pass nil to clear it.
-func SetDefault(el *Elector) { defaultElector.Store(el) }
+func SetDefault(el *Elector) {
+	defaultElector.Store(el)
+	noDefaultLogged.Store(false)
+}
 
 // Default returns the elector set by SetDefault, or nil.
 func Default() *Elector { return defaultElector.Load() }
 
 // IsMaster reports whether this instance is master according to the
-// elector set by SetDefault; false when none is set.
+// elector set by SetDefault. With none set it reports false, and the first
+// such call (the first after each SetDefault) logs an error through
+// slog.Default naming the caller and role.SetDefault, so that a service
+// that forgot to register its elector does not run as a silent slave.
 func IsMaster() bool {
 	if el := defaultElector.Load(); el != nil {
 		return el.IsMaster()
 	}
+	if noDefaultLogged.CompareAndSwap(false, true) {
+		logNoDefault()
+	}
 	return false
+}
+
+// logNoDefault logs that IsMaster was called, by IsMaster's caller, with
+// no default elector.
+func logNoDefault() {
+	caller := "unknown"
+	if pc, _, _, ok := runtime.Caller(2); ok {
+		if f := runtime.FuncForPC(pc); f != nil {
+			caller = f.Name()
+		}
+	}
+	slog.Error("role: IsMaster called with no default elector: it reports false (slave) until role.SetDefault(el) registers the service's elector",
+		"caller", caller)
 }
 
 // IsMasterOf is Elector.IsMasterOf on the elector set by SetDefault. It

@@ -64,13 +64,15 @@
 //
 // # One source of truth per tenure
 //
-// The elector's own goroutine decides when a tenure ends, and it ends it at
-// the local deadline — send time of the last renewal that came back in
-// time, plus the TTL, minus the safety margin — not when a store call
-// returns. At that moment, in this order, IsMaster turns false, the
-// tenure's context is cancelled, Tenure and Master stop naming this
-// instance, OnDemoted is queued and the "no longer master" line is logged.
-// Every renewal's context ends at the deadline, and the elector does not
+// A tenure is one holding of the role key on internal/lease, the lease
+// holder synclock and schedlock use too, and it ends at the local deadline
+// — send time of the last renewal that came back in time, plus the TTL,
+// minus the safety margin (Config.SafetyMargin, for the claim and every
+// renewal) — not when a store call returns. At that moment, in this order,
+// IsMaster turns false and the tenure's context is cancelled (the holding
+// does both, on its timer), then the elector's goroutine has Tenure and
+// Master stop naming this instance, queues OnDemoted and logs the "no
+// longer master" line. Every renewal's context ends at the deadline, and the elector does not
 // rely on the store honouring it (go-redis lets a context's deadline end a
 // read only with ContextTimeoutEnabled): it stops waiting at the deadline
 // and drops a reply that comes back later, even a successful one. Because

@@ -16,6 +16,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/internal/lease"
 )
 
 // Elector takes part in the election of one service's master. Create it
@@ -37,12 +38,14 @@ type Elector struct {
 	hooks     hooks
 	opTimeout time.Duration
 
-	// deadline is when, in nanoseconds since base, this instance stops
-	// calling itself master; 0 when it is not master. IsMaster reads it
-	// and the clock, and sets it to 0 when it finds it passed, so that the
-	// elector cannot move it any more.
-	deadline atomic.Int64
-	epoch    atomic.Uint64 // highest role token seen: own tenure's while master
+	// terms are the role key's lease terms: the store, the safety margin,
+	// the alarm that ends a tenure at its deadline (internal/lease).
+	terms lease.Terms
+	// held is the current or last tenure's holding of the role key;
+	// IsMaster reads its deadline. Once that has passed, or the tenure
+	// ended, it never moves again.
+	held  atomic.Pointer[lease.Holder]
+	epoch atomic.Uint64 // highest role token seen: own tenure's while master
 
 	mu          sync.Mutex // guards the fields below
 	running     bool
@@ -110,6 +113,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	}
 	e.realClock = e.clock == clock.Real
 	e.base = e.clock.Now()
+	e.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(e.clock), Margin: e.cfg.SafetyMargin, OpTimeout: e.opTimeout}
 	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText, "backend", backend.StoreName(store))
 	return e, nil
 }
@@ -131,27 +135,13 @@ func (e *Elector) Key() string { return e.key }
 // does not allocate.
 //
 // IsMaster reads the clock on every call, while the tenure's context is
-// cancelled by the elector's timer when the deadline comes; for a moment
+// cancelled by the holding's timer when the deadline comes; for a moment
 // after the deadline (or after the process woke from a pause) IsMaster can
 // read false while the context is not cancelled yet. Neither protects a
 // write that is already on its way: the epoch does.
 func (e *Elector) IsMaster() bool {
-	for {
-		d := e.deadline.Load()
-		if d == 0 {
-			return false
-		}
-		if e.now() < d {
-			return true
-		}
-		// The deadline has passed: the tenure is over for every reader
-		// from now on, even if the elector is about to act on a renewal
-		// whose reply it read a moment before the deadline.
-		if e.deadline.CompareAndSwap(d, 0) {
-			return false
-		}
-		// The elector moved the deadline meanwhile: look again.
-	}
+	h := e.held.Load()
+	return h != nil && h.Left() > 0
 }
 
 // IsLeader reports mastership in the form gocron.Elector expects: nil

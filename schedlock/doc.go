@@ -47,8 +47,8 @@
 // is started (see Once per fire). A job that gives zero durations takes the fleet's defaults, as ShedLock's
 // defaultLockAtMostFor and defaultLockAtLeastFor (WithDefaults; config's
 // job-lock.* keys). A lock needs to know its instance — from
-// WithInstance, the gate's elector or role.SetDefault — and NewJob fails,
-// saying so, when none names it.
+// WithInstance or the gate's elector, never from a package default such as
+// role.SetDefault's — and NewJob fails, saying so, when none names it.
 //
 // # While a job runs
 //
@@ -65,7 +65,9 @@
 //   - Context(ctx) returns a context cancelled when the mastership ends (at
 //     once: it follows the elector's tenure context), when a slave becomes
 //     master (noticed within about 10ms), or when the lock's lease lapses (a
-//     margin before the store could expire it), with a cause wrapping
+//     margin before the store could expire it: a tenth of lockAtMostFor, at
+//     most 1s, for the grant and every extension alike; internal/lease
+//     holds the rule), with a cause wrapping
 //     ErrLost; Task(fn) is a task that does this for fn;
 //   - Epoch(ctx) and Token(ctx) give the role epoch and the lock's fencing
 //     token to pass to resources that must reject stale holders; Token

@@ -255,7 +255,7 @@ func (g *Gate) markerHeld(r *run, h backend.Lease, replaced bool) *SkipError {
 }
 
 func (g *Gate) markerCall(ctx context.Context, r *run, f func(context.Context) error) error {
-	c, cancel := context.WithTimeout(ctx, max(min(g.opTimeout, r.untilDeadline()), time.Millisecond))
+	c, cancel := context.WithTimeout(ctx, max(min(g.opTimeout, r.h.Left()), time.Millisecond))
 	defer cancel()
 	return f(c)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/testenv"
@@ -339,6 +340,22 @@ func TestFireMarkerUnderRedisRestartGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	testFireMarkerUnderRestartGuard(t, st)
+}
+
+// The same on the memory store restarted without its data, which refuses
+// each key for the lease asked for: the marker's day too.
+func TestFireMarkerUnderRestartGuard(t *testing.T) {
+	st := membackend.New()
+	defer st.Close()
+	st.Restart()
+	testFireMarkerUnderRestartGuard(t, st)
+}
+
+// testFireMarkerUnderRestartGuard runs a fire on st, a store whose restart
+// guard is on, until the guard for the lock has passed, and checks that
+// the fire is then recorded for its day and not run again.
+func testFireMarkerUnderRestartGuard(t *testing.T, st backend.Store) {
 	id, err := instanceid.New("127.0.0.1", "acme", "guarded", 8080)
 	if err != nil {
 		t.Fatal(err)
@@ -367,6 +384,19 @@ func TestFireMarkerUnderRedisRestartGuard(t *testing.T) {
 	}
 }
 
+// On a store restarted without its data (the memory store's Restart, with
+// its restart guard on) a job lock and the role are refused until the
+// guard has passed: every gate skips with ErrRecovering, label
+// "recovering", not "locked" or "not-slave" — nobody holds anything.
+// TestSkipRecoveringOnFreshRedis checks the same on a real Redis, with
+// its advice.
+func TestSkipRecoveringOnRestartedStore(t *testing.T) {
+	st := membackend.New(membackend.WithRestartGuard(time.Hour))
+	defer st.Close()
+	st.Restart()
+	testSkipRecovering(t, st, "restarted")
+}
+
 // On a redis-server baton has never used, with the restart guard on, a
 // job lock and the role are refused until the guard has passed: the
 // skips say "recovering", not "locked" or "not-slave" (nobody holds
@@ -378,7 +408,14 @@ func TestSkipRecoveringOnFreshRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	id, err := instanceid.New("127.0.0.1", "acme", "fresh", 8080)
+	testSkipRecovering(t, st, "fresh", "batonctl init", "WithoutRestartGuard", "for another")
+}
+
+// testSkipRecovering checks that a job lock, a slave-only and a
+// master-only gate of app on st, a store that refuses every lease while
+// it recovers, skip as recovering, saying each of advice.
+func testSkipRecovering(t *testing.T, st backend.Store, app string, advice ...string) {
+	id, err := instanceid.New("127.0.0.1", "acme", app, 8080)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,9 +423,9 @@ func TestSkipRecoveringOnFreshRedis(t *testing.T) {
 		t.Helper()
 		var skip *schedlock.SkipError
 		if !errors.Is(err, schedlock.ErrRecovering) || !errors.As(err, &skip) || skip.Label() != "recovering" {
-			t.Fatalf("%s on a fresh Redis: %v; want a skip with reason ErrRecovering, label recovering", what, err)
+			t.Fatalf("%s on a %s store: %v; want a skip with reason ErrRecovering, label recovering", what, app, err)
 		}
-		for _, want := range []string{"batonctl init", "WithoutRestartGuard", "for another"} {
+		for _, want := range advice {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("%s: the skip %q does not say %q", what, err, want)
 			}

@@ -14,7 +14,9 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
+	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/hook"
+	"github.com/baton-go/baton/internal/lease"
 	"github.com/baton-go/baton/role"
 )
 
@@ -76,6 +78,8 @@ type Gate struct {
 	logger    *slog.Logger
 	observer  func(Event)
 	opTimeout time.Duration
+	clock     clock.Clock
+	terms     lease.Terms // the job lock's: store, margin, alarm (internal/lease)
 
 	// floor is the highest lock token this gate has seen, passed to
 	// Acquire so tokens keep increasing after the store lost its data.
@@ -109,6 +113,7 @@ type settings struct {
 	observer  func(Event)
 	opTimeout time.Duration
 	sched     gocron.Scheduler
+	clock     clock.Clock
 }
 
 // WithLock gives the gate a ShedLock-style job lock named name in store:
@@ -134,7 +139,7 @@ type settings struct {
 // fire) is {tenant:app}:fired:<name>, used when the gate knows its runs'
 // fire times (WithScheduler, FireContext). Tenant and app (and the
 // instance ID that starts each owner string) come from WithInstance if
-// given, else from the gate's elector, else from role.Default.
+// given, else from the gate's elector — never from a package default.
 func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
 	return func(s *settings) {
 		s.locks++
@@ -170,7 +175,7 @@ func WithDefaults(d Defaults) Option {
 // WithInstance names the instance a gate's job lock belongs to: its tenant
 // and app form the lock key's namespace and its ID starts every lock
 // owner string. It is needed for a lock on a gate without an elector
-// (AnyRole, Locked) unless role.SetDefault was called first.
+// (AnyRole, Locked).
 func WithInstance(id instanceid.ID) Option {
 	return func(s *settings) { s.id = id }
 }
@@ -194,6 +199,11 @@ func WithObserver(f func(Event)) Option {
 	return func(s *settings) { s.observer = hook.Join(s.observer, f) }
 }
 
+// withClock runs the gate's runs on c; tests use a fake clock.
+func withClock(c clock.Clock) Option {
+	return func(s *settings) { s.clock = c }
+}
+
 // WithOperationTimeout bounds each call to the lock store (default
 // DefaultOperationTimeout).
 func WithOperationTimeout(d time.Duration) Option {
@@ -204,7 +214,7 @@ func WithOperationTimeout(d time.Duration) Option {
 // nil only for Any. It checks every argument and reports all problems in
 // one error wrapping ErrInvalid.
 func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
-	s := settings{opTimeout: DefaultOperationTimeout}
+	s := settings{opTimeout: DefaultOperationTimeout, clock: clock.Real}
 	for _, o := range opts {
 		if o != nil {
 			o(&s)
@@ -214,7 +224,7 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 	if s.opTimeout <= 0 {
 		errs = append(errs, invalid("operation timeout %v must be positive", s.opTimeout))
 	}
-	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout, fires: fires{sched: s.sched}}
+	g := &Gate{role: r, el: el, logger: s.logger, observer: s.observer, opTimeout: s.opTimeout, clock: s.clock, fires: fires{sched: s.sched}}
 	if g.logger == nil {
 		g.logger = slog.Default()
 	}
@@ -239,8 +249,9 @@ func NewGate(r Role, el *role.Elector, opts ...Option) (*Gate, error) {
 	if !id.IsZero() {
 		g.logger = g.logger.With("app", id.App, "tenant", id.Tenant, "instance", g.idText)
 	}
-	if g.lock != nil {
-		g.logger = g.logger.With("backend", backend.StoreName(g.lock.store))
+	if l := g.lock; l != nil {
+		g.logger = g.logger.With("backend", backend.StoreName(l.store))
+		g.terms = lease.Terms{Store: l.store, Alarm: lease.NewAlarm(g.clock), Margin: lease.Margin(l.atMostFor), OpTimeout: g.opTimeout}
 	}
 	return g, nil
 }
@@ -265,16 +276,11 @@ func checkRole(r Role, el *role.Elector) []error {
 }
 
 // gateInstance is the instance a gate speaks for: the one WithInstance
-// named, else the elector's, else the default elector's (role.SetDefault),
-// else none.
+// named, else the elector's, else none. It never reads role.Default: a
+// gate's instance is what its own options name.
 func gateInstance(id instanceid.ID, el *role.Elector) instanceid.ID {
 	if id.IsZero() && el != nil {
 		id = el.ID()
-	}
-	if id.IsZero() {
-		if d := role.Default(); d != nil {
-			id = d.ID()
-		}
 	}
 	return id
 }
@@ -318,7 +324,7 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	if id.IsZero() {
 		bad("the instance is unknown, so the lock has no key: pass schedlock.WithInstance(id) to this option " +
 			"(Locked(store, name, lockAtMostFor, lockAtLeastFor, schedlock.WithInstance(id))), " +
-			"gate the job by role (MasterOnly(el, WithLock(...))), or call role.SetDefault(el) before NewJob")
+			"or gate the job by role (MasterOnly(el, WithLock(...)))")
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)
@@ -406,14 +412,20 @@ func (g *Gate) admit(ctx context.Context, job string) (*run, error) {
 			return nil, g.skipped(job, skip)
 		}
 		if skip := g.confirm(ctx, r, epoch); skip != nil {
-			g.release(ctx, r.owner, 0)
+			r.h.End()
+			g.release(ctx, r.h.Owner(), 0)
 			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
-		r.armTimer()
 	}
-	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.token, "fire", r.fire)
+	r.mu.Lock()
+	r.admitted = true
+	r.mu.Unlock()
+	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.String(), "lock", g.LockKey(), "epoch", epoch, "token", r.h.Token(), "fire", r.fire)
 	g.emit(Event{Kind: EventAdmitted, Job: job})
+	if g.lock != nil && r.h.Over() {
+		r.lose(r.leaseLost()) // the deadline came while the run was confirmed
+	}
 	return r, nil
 }
 
@@ -498,8 +510,8 @@ func (g *Gate) notSlave() *SkipError {
 func (g *Gate) acquire(ctx context.Context, r *run) *SkipError {
 	l := g.lock
 	owner := g.idText + "#" + nonce()
-	sent := time.Now()
-	lease, err := g.take(ctx, owner)
+	sent := g.clock.Now()
+	ls, err := g.take(ctx, owner)
 	var held *backend.HeldError
 	switch {
 	case err == nil:
@@ -514,12 +526,11 @@ func (g *Gate) acquire(ctx context.Context, r *run) *SkipError {
 		g.release(ctx, owner, 0)
 		return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot take job lock %q", l.key)}
 	}
-	g.observe(lease.Token)
-	r.owner, r.token, r.acquired = owner, lease.Token, time.Now()
-	r.setDeadline(sent, l.atMostFor)
-	if r.expired() {
+	g.observe(ls.Token)
+	r.acquired = g.clock.Now()
+	if err := r.h.Start(context.Background(), &g.terms, r, lease.Grant{Key: l.key, Owner: owner, Lease: ls, Sent: sent, TTL: l.atMostFor}); err != nil {
 		g.release(ctx, owner, 0)
-		return &SkipError{Reason: ErrUnavailable, detail: fmt.Sprintf("the store granted job lock %q only after %v, too late for lockAtMostFor %v", l.key, time.Since(sent).Round(time.Millisecond), l.atMostFor)}
+		return &SkipError{Reason: ErrUnavailable, detail: fmt.Sprintf("the store granted job lock %q only after %v, too late for lockAtMostFor %v", l.key, g.clock.Since(sent).Round(time.Millisecond), l.atMostFor)}
 	}
 	return nil
 }
@@ -548,9 +559,7 @@ func (g *Gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 // longer. It works after ctx ended (gocron unlocks with the job's context,
 // which Shutdown has cancelled).
 func (g *Gate) release(ctx context.Context, owner string, keepFor time.Duration) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opTimeout)
-	defer cancel()
-	err := g.lock.store.Release(rctx, g.lock.key, owner, keepFor)
+	err := g.terms.Drop(ctx, g.lock.key, owner, keepFor)
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) {
 		g.observe(nh.Holder.Token)

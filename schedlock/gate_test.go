@@ -117,22 +117,37 @@ func TestLockTakesDefaults(t *testing.T) {
 	}
 }
 
-// The lock takes its namespace from role.Default when nothing else names
-// the instance, so DESIGN's Locked(store, name, atMost, atLeast) works.
-func TestLockedUsesDefaultElectorIdentity(t *testing.T) {
+// A gate's lock takes its namespace from what the gate's own options name
+// (WithInstance, the gate's elector), never from a hidden global: with a
+// default elector registered (role.SetDefault) and no instance given,
+// NewGate still fails and says what to pass.
+func TestLockedIgnoresDefaultElector(t *testing.T) {
 	store := membackend.New()
 	defer store.Close()
-	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
-	el, _ := role.NewElector(store, id, role.Config{}, quietRole)
+	other, _ := instanceid.New("10.0.0.9", "globex", "billing", 8080)
+	el, _ := role.NewElector(store, other, role.Config{}, quietRole)
 	role.SetDefault(el)
 	defer role.SetDefault(nil)
 	g, err := schedlock.NewGate(schedlock.Any, nil, schedlock.WithLock(store, "nightly-export", time.Minute, 0))
+	if !errors.Is(err, schedlock.ErrInvalid) || !strings.Contains(err.Error(), "schedlock.WithInstance(id)") {
+		t.Fatalf("NewGate without an instance, a default elector set: %v (lock key %q); want ErrInvalid naming WithInstance", err, lockKeyOf(g))
+	}
+	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
+	g, err = schedlock.NewGate(schedlock.Any, nil, schedlock.WithInstance(id), schedlock.WithLock(store, "nightly-export", time.Minute, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := g.LockKey(), "{acme:billing}:job:nightly-export"; got != want {
-		t.Fatalf("LockKey = %q, want %q", got, want)
+		t.Fatalf("LockKey = %q, want %q (WithInstance's, not the default elector's)", got, want)
 	}
+}
+
+// lockKeyOf returns g's lock key, or "" for no gate.
+func lockKeyOf(g *schedlock.Gate) string {
+	if g == nil {
+		return ""
+	}
+	return g.LockKey()
 }
 
 func TestLockedSkipsWhileHeldAndNamesTheHolder(t *testing.T) {

@@ -58,9 +58,8 @@ func AnyRole(opts ...Option) gocron.JobOption {
 // lock (see WithLock): each fire runs on at most one instance, the others
 // skip with ErrLocked. It is AnyRole(WithLock(store, name, lockAtMostFor,
 // lockAtLeastFor), opts...). The lock key's namespace and the owner come
-// from WithInstance or, failing that, role.Default: without either, NewJob
-// fails with an error wrapping ErrInvalid that says so — pass
-// schedlock.WithInstance(id) among opts. Zero durations take the defaults
+// from WithInstance: without it NewJob fails with an error wrapping
+// ErrInvalid that says so — pass schedlock.WithInstance(id) among opts. Zero durations take the defaults
 // of WithDefaults. To combine the lock with a role use MasterOnly(el,
 // WithLock(...)) or SlaveOnly(el, WithLock(...)).
 func Locked(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration, opts ...Option) gocron.JobOption {

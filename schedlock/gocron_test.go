@@ -282,7 +282,13 @@ func TestShutdownReleasesTheLock(t *testing.T) {
 
 // schedlock.Task hands the job a context that ends when mastership does.
 func TestTaskContextEndsWithMastership(t *testing.T) {
-	f := newFleet(t, "redis", 1, fastRole)
+	for _, kind := range []string{"mem", "redis"} {
+		t.Run(kind, func(t *testing.T) { testTaskContextEndsWithMastership(t, kind) })
+	}
+}
+
+func testTaskContextEndsWithMastership(t *testing.T, kind string) {
+	f := newFleet(t, kind, 1, fastRole)
 	f.start(t)
 	f.master(t, -1)
 	s := newScheduler(t)
@@ -391,8 +397,8 @@ func TestElectorAsSchedulerElector(t *testing.T) {
 	}
 }
 
-// A Locked job without an instance (no WithInstance, no role.SetDefault)
-// cannot have a lock key: NewJob fails, and the error says what to pass.
+// A Locked job without an instance (no WithInstance) cannot have a lock
+// key: NewJob fails, and the error says what to pass.
 // The README's quick start once ignored this error and its job never ran.
 func TestLockedJobWithoutInstanceFailsNewJob(t *testing.T) {
 	store := membackend.New()
@@ -407,7 +413,7 @@ func TestLockedJobWithoutInstanceFailsNewJob(t *testing.T) {
 	if !errors.Is(err, schedlock.ErrInvalid) {
 		t.Fatalf("NewJob: %v; want ErrInvalid", err)
 	}
-	for _, want := range []string{`job lock "export"`, "schedlock.WithInstance(id)", "role.SetDefault(el) before NewJob"} {
+	for _, want := range []string{`job lock "export"`, "schedlock.WithInstance(id)", "MasterOnly(el, WithLock(...))"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

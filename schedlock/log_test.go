@@ -47,13 +47,14 @@ func find(recs []map[string]any, msg string) map[string]any {
 	return nil
 }
 
-// An election, a lock and a skipped job on a real redis-server and on a
-// real Consul agent log the records an operator looks for, each with the
-// same keys — app, tenant, instance, backend — and its own (key, epoch,
-// token, job, reason); and at info level only the election is logged:
-// locks and skips, which happen on every run, stay at debug.
+// An election, a lock and a skipped job on the in-memory store, a real
+// redis-server and a real Consul agent log the records an operator looks
+// for, each with the same keys — app, tenant, instance, backend — and its
+// own (key, epoch, token, job, reason); and at info level only the
+// election is logged: locks and skips, which happen on every run, stay at
+// debug.
 func TestLogRecords(t *testing.T) {
-	for _, kind := range []string{"redis", "consul"} {
+	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) { testLogRecords(t, kind) })
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/lease"
 )
 
 // rolePoll is how often a watched run looks at its elector (a clock read,
@@ -25,15 +25,13 @@ type run struct {
 	g     *Gate
 	job   string
 	epoch uint64    // the role epoch at admission, for Master
-	base  time.Time // admission, on the monotonic clock
+	base  time.Time // admission, on the gate's clock
 
-	// The job lock, when the gate has one.
-	owner    string
-	token    uint64
-	fire     time.Time    // the fire the run is for; zero if unknown
-	acquired time.Time    // when the grant's reply arrived
-	deadline atomic.Int64 // since base: when the lease is treated as over
-	timer    *time.Timer  // loses the run at the deadline
+	// The job lock, when the gate has one: its holding (internal/lease)
+	// keeps the lease's deadline and loses the run there.
+	h        lease.Holder
+	fire     time.Time // the fire the run is for; zero if unknown
+	acquired time.Time // when the grant's reply arrived
 
 	// ctx is cancelled, with a cause wrapping ErrLost, when the run loses
 	// its gate or ends; contexts handed to the job follow it.
@@ -43,6 +41,7 @@ type run struct {
 	opMu sync.Mutex // serialises Extend and the release
 
 	mu       sync.Mutex // guards the fields below
+	admitted bool       // the gate admitted the run: a loss is reported from now on
 	ended    bool
 	losing   bool // lose is under way: the loss is being observed
 	stopPoll chan struct{}
@@ -58,51 +57,27 @@ type run struct {
 var _ gocron.Lock = (*run)(nil)
 
 func newRun(g *Gate, job string, epoch uint64) *run {
-	r := &run{g: g, job: job, epoch: epoch, base: time.Now()}
+	r := &run{g: g, job: job, epoch: epoch, base: g.clock.Now()}
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	return r
 }
 
-// leaseMargin is how long before a lease could lapse on the store that
-// the run treats it as over: a tenth of the lease, at most a second.
-func leaseMargin(ttl time.Duration) time.Duration { return min(ttl/10, time.Second) }
+// expired reports whether the job lock's lease is over by its deadline.
+func (r *run) expired() bool { return r.h.Left() <= 0 }
 
-// setDeadline records a lease of ttl granted to a request sent at sent.
-func (r *run) setDeadline(sent time.Time, ttl time.Duration) {
-	r.deadline.Store(int64(sent.Sub(r.base) + ttl - leaseMargin(ttl)))
-}
-
-func (r *run) untilDeadline() time.Duration {
-	return time.Duration(r.deadline.Load()) - time.Since(r.base)
-}
-
-func (r *run) expired() bool { return r.untilDeadline() <= 0 }
-
-// armTimer starts the timer that loses the run at the lease's deadline.
-func (r *run) armTimer() {
-	r.timer = time.AfterFunc(r.untilDeadline(), r.deadlineReached)
-}
-
-// deadlineReached is the timer going off. The deadline it was armed for
-// may have moved (an extension landed in time and armed it again), or
-// the timer may be a hair early: then it waits for the deadline there is.
-// Once the deadline has passed it never moves again (see extend), so the
-// timer and an extension's reply never both decide the run.
-func (r *run) deadlineReached() {
-	r.mu.Lock()
-	if r.ended {
-		r.mu.Unlock()
-		return
+// Lost is the job lock's holding ending before the run's release, at its
+// deadline or because the store said the lock is no longer the run's
+// (lease.Hooks): the run loses its gate.
+func (r *run) Lost(cause error) error {
+	if errors.Is(cause, lease.ErrExpired) {
+		cause = r.leaseLost()
 	}
-	left := r.untilDeadline()
-	if left > 0 {
-		r.timer.Reset(left)
-	}
-	r.mu.Unlock()
-	if left <= 0 {
-		r.lose(r.leaseLost())
-	}
+	r.lose(cause)
+	return cause
 }
+
+// Woken is unused: a run renews only when the job calls Extend.
+func (r *run) Woken() {}
 
 func (r *run) leaseLost() error {
 	return fmt.Errorf("%w: job %q: the lease of job lock %q ran out (lockAtMostFor %v) while the job ran",
@@ -151,13 +126,14 @@ func (r *run) loseWith(err error) error {
 	return err // another goroutine is still reporting the loss
 }
 
-// lose marks the run lost with cause err, once, and cancels the contexts
-// handed to the job before it returns. The loss is logged and observed
-// before the contexts are cancelled, so a job that returns when its
-// context ends returns after the observer saw the loss.
+// lose marks an admitted run lost with cause err, once, and cancels the
+// contexts handed to the job before it returns. The loss is logged and
+// observed before the contexts are cancelled, so a job that returns when
+// its context ends returns after the observer saw the loss. A role that
+// ended leaves the job lock's lease as it is, to the run's release.
 func (r *run) lose(err error) {
 	r.mu.Lock()
-	if r.ended || r.losing || r.ctx.Err() != nil {
+	if !r.admitted || r.ended || r.losing || r.ctx.Err() != nil {
 		r.mu.Unlock()
 		return
 	}
@@ -230,7 +206,7 @@ func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 		r.lose(err)
 		return
 	}
-	t := time.NewTicker(rolePoll)
+	t := r.g.clock.NewTimer(rolePoll)
 	defer t.Stop()
 	for {
 		select {
@@ -238,11 +214,12 @@ func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case <-r.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			if err := r.roleLost(); err != nil {
 				r.lose(err)
 				return
 			}
+			t.Reset(rolePoll)
 		}
 	}
 }
@@ -271,29 +248,27 @@ func (r *run) end(ctx context.Context) error {
 		close(stop)
 		<-done
 	}
-	if r.timer != nil {
-		r.timer.Stop()
-	}
 	inflight.remove(r)
 	var err error
 	if r.g.lock != nil {
 		// Past the deadline the lease is over for the run, whatever the
 		// store still holds (a late extension may have kept the key).
 		lapsed := r.expired()
+		r.h.End()
 		err = r.releaseLock(ctx)
 		if err == nil && lapsed {
 			err = r.leaseLost()
 		}
 	}
-	held := time.Since(r.base)
+	held := r.g.clock.Since(r.base)
 	r.g.emit(Event{Kind: EventReleased, Job: r.job, Held: held, Err: err})
 	return err
 }
 
 func (r *run) releaseLock(ctx context.Context) error {
 	g, l := r.g, r.g.lock
-	keep := max(l.atLeastFor-time.Since(r.acquired), 0)
-	err := g.release(ctx, r.owner, keep)
+	keep := max(l.atLeastFor-g.clock.Since(r.acquired), 0)
+	err := g.release(ctx, r.h.Owner(), keep)
 	switch {
 	case err == nil:
 		g.logger.Debug("schedlock: job lock released", "job", r.job, "lock", l.key, "keptFor", keep)
@@ -318,35 +293,29 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	if err := backend.ValidateTTL("lockAtMostFor", backend.RoundUpMillis(d)); err != nil {
 		return fmt.Errorf("schedlock: extending job lock %q: %w", l.key, err)
 	}
+	if m := g.terms.Margin; d <= m {
+		return fmt.Errorf("schedlock: extending job lock %q by %v: %w: an extension must be longer than the lease's margin %v (a tenth of lockAtMostFor %v, at most 1s)", l.key, d, backend.ErrInvalidArgument, m, l.atMostFor)
+	}
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	if err := r.check(); err != nil {
 		return err
 	}
-	// The call is bounded by the lease's deadline, and a reply that lands
-	// after it is void: the lease was given up, and stays given up.
-	sent := time.Now()
-	rctx, cancel := context.WithTimeout(ctx, min(g.opTimeout, r.untilDeadline()))
-	_, err := l.store.Renew(rctx, l.key, r.owner, d)
-	cancel()
+	// The holding bounds the call by the lease's deadline and voids a
+	// reply that lands after it: the lease was given up, and stays so.
+	_, err := r.h.Renew(ctx, d)
 	switch {
+	case err == nil && r.ctx.Err() != nil:
+		return context.Cause(r.ctx) // the role ended while the extension was out
 	case err == nil:
-		r.mu.Lock()
-		late := r.ended || r.losing || r.ctx.Err() != nil || r.expired()
-		if !late {
-			r.setDeadline(sent, d)
-			r.timer.Reset(r.untilDeadline())
-		}
-		r.mu.Unlock()
-		if late {
-			return r.loseWith(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
-				ErrLost, r.job, l.key))
-		}
 		return nil
-	case r.expired() || r.ctx.Err() != nil:
+	case err == lease.ErrLate:
+		return r.loseWith(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
+			ErrLost, r.job, l.key))
+	case errors.Is(err, lease.ErrLate) || r.ctx.Err() != nil:
 		return r.loseWith(r.leaseLost())
 	case errors.Is(err, backend.ErrNotHeld):
-		r.lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
+		r.h.Lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
 		return context.Cause(r.ctx)
 	}
 	return fmt.Errorf("schedlock: job %q: extending job lock %q: %w", r.job, l.key, err)
@@ -386,7 +355,9 @@ func Assert(ctx context.Context) error {
 // the run stays lost, even if the store did extend the key (it lapses
 // there by itself, or at the run's release). ctx is as for Assert, and
 // Extend fails with ErrOverlap where Assert does: it never renews the
-// lease of another run.
+// lease of another run. d must be longer than the lease's margin (a tenth
+// of lockAtMostFor, at most 1s), or Extend fails with
+// backend.ErrInvalidArgument and changes nothing.
 func Extend(ctx context.Context, d time.Duration) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -399,7 +370,8 @@ func Extend(ctx context.Context, d time.Duration) error {
 // run ctx belongs to loses its gate — the mastership or slave role ends,
 // or the job lock's lease lapses — with a cause wrapping ErrLost
 // (context.Cause), and when ctx is. A role change is noticed within about
-// 10ms; a lease lapses a margin (a tenth of it, at most 1s) before the
+// 10ms; a lease lapses a margin (a tenth of lockAtMostFor, at most 1s,
+// after the grant and after each extension alike) before the
 // store could expire it. Call the CancelFunc when the work is done.
 //
 // ctx is the context gocron passes to the job: the first parameter of a
@@ -447,7 +419,7 @@ func Token(ctx context.Context) (uint64, bool) {
 	if err != nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
 		return 0, false
 	}
-	return r.token, true
+	return r.h.Token(), true
 }
 
 // Run runs fn if gate g admits it, for schedulers other than gocron

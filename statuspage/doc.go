@@ -78,6 +78,13 @@
 // entry that is not renewed (forged, or left behind) is logged by the
 // elector and does not make the instance unhealthy.
 //
+// A store that is recovering (its restart guard refuses the role to
+// everyone after it restarted without its data:
+// role.Status.RecoveringUntil) is shown on the page and in /status
+// (instance.recovering_until and recovering_ms), so that "no master" has
+// its reason; it does not make the instance unhealthy, as every instance
+// of the service sees the same and a restart would not help.
+//
 // The handler starts no goroutine and holds no lock across a store call:
 // the snapshot is read in the goroutine of the request that found it
 // missing or stale.

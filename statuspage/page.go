@@ -105,6 +105,7 @@ footer { font-size:.85rem; color:var(--muted); padding:0 .2rem 1rem; }
 <dt>Since</dt><dd>{{if .Since}}{{stamp .Since}} <span class="muted">({{ago .Since $.GeneratedAt}}, seen by this instance)</span>{{else}}<span class="muted">not seen by this instance</span>{{end}}{{if .HeldAtLeastMillis}}<br><span class="muted">master for at least {{ms .HeldAtLeastMillis}}, by its epoch</span>{{end}}</dd>
 <dt>Lease left</dt><dd>{{ms .LeaseMillis}}</dd>
 </dl>{{else}}<p id="master-id" class="bad">No master: nobody holds the role key{{if not $.Healthy}}, or the store could not be read{{end}}.</p>{{end}}
+{{with .Instance.RecoveringUntil}}<p id="recovering" class="bad">The store is recovering: it may have lost leases that their holders still use (it restarted without its data, lost it, or is new to baton), so it grants the role to nobody until {{stamp .}} ({{ms $.Instance.RecoveringMillis}} from now).</p>{{end}}
 </section>
 
 <section id="instance">

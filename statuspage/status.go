@@ -88,6 +88,15 @@ type Instance struct {
 	// this instance's ID, if the elector has seen one lately
 	// (role.Status.Duplicate).
 	Duplicate string `json:"duplicate,omitempty"`
+	// RecoveringUntil is, while the store refuses the role to everyone
+	// because it may have lost leases their holders still use (its
+	// restart guard: it restarted without its data, lost it, or is new
+	// to baton), when it said it grants the role again
+	// (role.Status.RecoveringUntil), and RecoveringMillis how long that
+	// is after GeneratedAt; both absent otherwise. Nobody is master
+	// until then; the instance is not unhealthy for it.
+	RecoveringUntil  *time.Time `json:"recovering_until,omitempty"`
+	RecoveringMillis int64      `json:"recovering_ms,omitempty"`
 }
 
 // Master is the holder of the role key. batonctl's --output json shows
@@ -216,7 +225,7 @@ func (h *Handler) local(now time.Time, problems []string) Status {
 	id := h.el.ID()
 	s := Status{
 		Service:     Service{Tenant: id.Tenant, App: id.App},
-		Instance:    instanceOf(h.el.Status()),
+		Instance:    instanceOf(h.el.Status(), now),
 		Healthy:     len(problems) == 0,
 		Problems:    problems,
 		Members:     []Member{},
@@ -345,7 +354,8 @@ func (h *Handler) readLocks(ctx context.Context, s *Status, roleHeld bool) {
 	s.LocksPartial = list.Partial
 }
 
-func instanceOf(st role.Status) Instance {
+// instanceOf is this instance's view, from its elector's status st read at now.
+func instanceOf(st role.Status, now time.Time) Instance {
 	in := Instance{ID: st.Instance, Role: "slave", Since: st.Since, Epoch: st.Epoch, Duplicate: st.Duplicate}
 	switch {
 	case !st.Enabled:
@@ -358,6 +368,10 @@ func instanceOf(st role.Status) Instance {
 	if st.LastError != nil {
 		at := st.LastErrorAt
 		in.LastError, in.LastErrorAt = st.LastError.Error(), &at
+	}
+	if left := st.RecoveringUntil.Sub(now); !st.RecoveringUntil.IsZero() && left > 0 {
+		until := st.RecoveringUntil
+		in.RecoveringUntil, in.RecoveringMillis = &until, max(left.Milliseconds(), 1)
 	}
 	return in
 }

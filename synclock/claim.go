@@ -21,135 +21,170 @@ import (
 // grants the key to nobody for the time it names: the waiter sleeps that
 // long, bounded by ctx, and the refusal is not counted as a retry.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool) (*grant, int, error) {
-	tries := 0
-	spared := 0 // tries refused as Recovering: not retries
-	owner := lk.newOwner()
-	// A grant, and a handover asked for in line, first lasts ClaimWindow;
-	// the holder extends it if its section runs long (renew).
-	ttl := lk.cfg.ClaimWindow
-	line, _ := lk.store.(backend.Queue)
-	hand, _ := lk.store.(backend.Handover)
-	if lk.noHandover.Load() {
-		hand = nil
+	c := claimer{lk: lk, ctx: ctx, key: key, sk: sk, owner: lk.newOwner(), q: q, wait: wait, detach: detach, used: used}
+	c.line, _ = lk.store.(backend.Queue)
+	if !lk.noHandover.Load() {
+		c.hand, _ = lk.store.(backend.Handover)
 	}
-	var patience time.Duration
 	if wait {
-		patience = lk.patience
+		c.patience = lk.patience
 	}
 	for {
-		sent := lk.clock.Now()
-		var l backend.Lease
-		var err error
-		if line != nil {
-			l, err = line.AcquireQueued(ctx, sk, owner, ttl, lk.floor(sk), patience)
-		} else {
-			l, err = lk.store.Acquire(ctx, sk, owner, ttl, lk.floor(sk))
-		}
-		tries++
-		if err == nil {
-			lk.observe(sk, l.Token)
-			if lk.late(l, sent) {
-				// The grant came back after its lease ended by this
-				// process's clock (the store or the network stalled):
-				// another holder may already have the lock. It is void:
-				// give it back and ask again.
-				lk.dropLate(ctx, key, sk, owner)
-				if !wait {
-					return nil, tries, fmt.Errorf("synclock: lock %q: %w: the grant came back after its claim window (%v) had passed", key, ErrLeaseExpired, lk.cfg.ClaimWindow)
-				}
-				continue
-			}
-			return lk.newGrant(ctx, detach, key, sk, q, owner, l, sent), tries, nil
-		}
-		if errors.Is(err, backend.ErrFloorAhead) && lk.forgetFloor(key, sk, err) {
-			continue
-		}
-		var held *backend.HeldError
-		if !errors.As(err, &held) {
-			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, nil, fmt.Errorf("synclock: acquiring lock %q: %w", key, err))
-		}
-		lk.observe(sk, held.Holder.Token)
-		locked := &LockedError{Key: key, Holder: held.Holder, Next: held.Next, Recovering: held.Recovering}
-		if !wait {
-			return nil, tries, locked
-		}
-		if held.Recovering {
-			// Nobody gets the key before Holder.TTL, and no release can
-			// come sooner: sleep it out, then ask again.
-			if spared == 0 {
-				lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
-					"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
-					"key", key, "for", held.Holder.TTL)
-			}
-			spared++
-			if err := lk.sleep(ctx, held.Holder.TTL); err != nil {
-				return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)
-			}
-			continue
-		}
-		if lk.cfg.MaxRetries > 0 && tries-spared+used > lk.cfg.MaxRetries {
-			lk.leaveLine(ctx, line, key, sk, owner, patience)
-			locked.Tries = tries
-			return nil, tries, locked
-		}
-		poll := lk.cfg.RetryInterval
-		if held.Holder.Owner != "" {
-			poll = min(poll, held.Holder.TTL+time.Millisecond)
-		}
-		if hand != nil {
-			// The refused request was sent before any handover to
-			// owner can happen, so the lease is counted from then.
-			l, ok, err := hand.AwaitHandover(ctx, sk, owner, poll)
-			switch {
-			case ok && lk.late(l, sent):
-				lk.observe(sk, l.Token)
-				lk.dropLate(ctx, key, sk, owner)
-				continue
-			case ok:
-				lk.observe(sk, l.Token)
-				g := lk.newGrant(ctx, detach, key, sk, q, owner, l, sent)
-				g.handed = true
-				return g, tries, nil
-			case errors.Is(err, errors.ErrUnsupported):
-				// Wait for releases instead, from now on.
-				lk.noHandover.Store(true)
-				hand = nil
-			case err != nil:
-				return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked,
-					fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), err))
-			default:
-				continue // nothing handed over in time: ask again, which keeps the place
-			}
-		}
-		if q.watch == nil {
-			// Subscribe once per queue, then look again at once: a
-			// release between the failed claim and the subscription
-			// would otherwise go unseen until the fallback poll.
-			if w, err := lk.store.Watch(ctx, sk); err == nil {
-				q.watch = w
-				continue
-			} else if !ended(ctx) {
-				lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", key, "err", err)
-			}
-		}
-		if err := lk.waitTurn(ctx, q, poll, owner); err != nil {
-			return nil, tries, lk.giveUp(ctx, line, key, sk, owner, patience, locked, err)
+		g, again, err := c.round()
+		if !again {
+			return g, c.tries, err
 		}
 	}
 }
 
-// late reports whether lease l, asked for at sent, came back after it
-// ended by this process's clock, less the margin: a grant the section
-// must not run on.
-func (lk *Locker) late(l backend.Lease, sent time.Time) bool {
-	return lk.lossIn(lk.firstLease(l), sent) <= 0
+// claimer is the state of one claim.
+type claimer struct {
+	lk           *Locker
+	ctx          context.Context
+	key, sk      string
+	owner        string
+	q            *queue
+	wait, detach bool
+	used         int // retries spent behind local holders
+	tries        int // requests sent
+	spared       int // tries refused as Recovering: not retries
+	line         backend.Queue
+	hand         backend.Handover
+	patience     time.Duration
 }
 
-// firstLease is how long a grant of l first lasts, counted from when it
-// was asked for: ClaimWindow, or less if the store says so (a lease handed
-// over a while ago; none, if it has nothing left).
-func (lk *Locker) firstLease(l backend.Lease) time.Duration {
-	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
+// round sends one request and, if it is refused, waits for the next; it
+// reports whether to ask again.
+func (c *claimer) round() (*grant, bool, error) {
+	lk := c.lk
+	sent := lk.clock.Now()
+	l, err := c.ask()
+	c.tries++
+	if err == nil {
+		return c.granted(l, sent, false)
+	}
+	if errors.Is(err, backend.ErrFloorAhead) && lk.forgetFloor(c.key, c.sk, err) {
+		return nil, true, nil
+	}
+	var held *backend.HeldError
+	if !errors.As(err, &held) {
+		return nil, false, c.giveUp(nil, fmt.Errorf("synclock: acquiring lock %q: %w", c.key, err))
+	}
+	lk.observe(c.sk, held.Holder.Token)
+	locked := &LockedError{Key: c.key, Holder: held.Holder, Next: held.Next, Recovering: held.Recovering}
+	switch {
+	case !c.wait:
+		return nil, false, locked
+	case held.Recovering:
+		if err := c.sitOut(held, locked); err != nil {
+			return nil, false, err
+		}
+		return nil, true, nil
+	case lk.cfg.MaxRetries > 0 && c.tries-c.spared+c.used > lk.cfg.MaxRetries:
+		lk.leaveLine(c.ctx, c.line, c.key, c.sk, c.owner, c.patience)
+		locked.Tries = c.tries
+		return nil, false, locked
+	}
+	return c.await(held, locked, sent)
+}
+
+// ask sends one claim: in the key's line on a store that has one. A
+// grant, and a handover asked for in line, first lasts ClaimWindow; the
+// holder extends it if its section runs long (renew).
+func (c *claimer) ask() (backend.Lease, error) {
+	lk := c.lk
+	if c.line != nil {
+		return c.line.AcquireQueued(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, lk.floor(c.sk), c.patience)
+	}
+	return lk.store.Acquire(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, lk.floor(c.sk))
+}
+
+// granted starts the holding of l, asked for at sent. A grant that came
+// back after its lease ended by this process's clock (the store or the
+// network stalled) is void, as another holder may already have the lock:
+// it is given back, and asked for again when the caller waits.
+func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant, bool, error) {
+	lk := c.lk
+	lk.observe(c.sk, l.Token)
+	g, err := lk.newGrant(c.ctx, c.detach, c.key, c.sk, c.q, c.owner, l, sent)
+	if err == nil {
+		g.handed = handed
+		return g, false, nil
+	}
+	lk.dropLate(c.ctx, c.key, c.sk, c.owner)
+	if !c.wait {
+		return nil, false, fmt.Errorf("synclock: lock %q: %w: the grant came back after its claim window (%v) had passed", c.key, ErrLeaseExpired, lk.cfg.ClaimWindow)
+	}
+	return nil, true, nil
+}
+
+// sitOut sleeps through a refusal of a store that grants the key to
+// nobody before Holder.TTL: no release can come sooner.
+func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
+	lk := c.lk
+	if c.spared == 0 {
+		lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
+			"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
+			"key", c.key, "for", held.Holder.TTL)
+	}
+	c.spared++
+	if err := lk.sleep(c.ctx, held.Holder.TTL); err != nil {
+		return c.giveUp(locked, err)
+	}
+	return nil
+}
+
+// await waits after a refusal: for a handover on a store that hands
+// over, else for an announced release or the poll. The refused request
+// at sent was sent before any handover to the owner can happen, so a
+// handed lease is counted from then.
+func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.Time) (*grant, bool, error) {
+	lk := c.lk
+	poll := lk.cfg.RetryInterval
+	if held.Holder.Owner != "" {
+		poll = min(poll, held.Holder.TTL+time.Millisecond)
+	}
+	if c.hand != nil {
+		l, ok, err := c.hand.AwaitHandover(c.ctx, c.sk, c.owner, poll)
+		switch {
+		case ok:
+			return c.granted(l, sent, true)
+		case errors.Is(err, errors.ErrUnsupported):
+			// Wait for releases instead, from now on.
+			lk.noHandover.Store(true)
+			c.hand = nil
+		case err != nil:
+			return nil, false, c.giveUp(locked, fmt.Errorf("synclock: waiting for lock %q, %s: %w", c.key, locked.holderText(), err))
+		default:
+			return nil, true, nil // nothing handed over in time: ask again, which keeps the place
+		}
+	}
+	if c.q.watch == nil && c.subscribe() {
+		return nil, true, nil
+	}
+	if err := lk.waitTurn(c.ctx, c.q, poll, c.owner); err != nil {
+		return nil, false, c.giveUp(locked, err)
+	}
+	return nil, true, nil
+}
+
+// subscribe watches the key once per queue and reports whether to look
+// again at once: a release between the failed claim and the subscription
+// would otherwise go unseen until the fallback poll.
+func (c *claimer) subscribe() bool {
+	w, err := c.lk.store.Watch(c.ctx, c.sk)
+	if err == nil {
+		c.q.watch = w
+		return true
+	}
+	if !ended(c.ctx) {
+		c.lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", c.key, "err", err)
+	}
+	return false
+}
+
+func (c *claimer) giveUp(locked *LockedError, err error) error {
+	return c.lk.giveUp(c.ctx, c.line, c.key, c.sk, c.owner, c.patience, locked, err)
 }
 
 // dropLate releases a grant that came back too late, so that it does not
@@ -157,9 +192,7 @@ func (lk *Locker) firstLease(l backend.Lease) time.Duration {
 // already ended, or went to another holder, is left alone).
 func (lk *Locker) dropLate(ctx context.Context, key, sk, owner string) {
 	lk.logger.Warn("synclock: a lock was granted too late to use: the store answered after the claim window; asking again", "key", key)
-	rctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
-	defer cancel()
-	if err := lk.store.Release(rctx, sk, owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
+	if err := lk.terms.Drop(ctx, sk, owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
 		lk.logger.Warn("synclock: giving back a late grant failed; it expires by itself", "key", key, "err", err)
 	}
 }

@@ -30,10 +30,29 @@ func (c *renewCounter) Renew(ctx context.Context, key, owner string, ttl time.Du
 	return c.Store.Renew(ctx, key, owner, ttl)
 }
 
-// crashingWaiter is a Redis store for an instance that dies while it
-// waits in line: it never collects a lock handed to it and never leaves
-// the line, as a killed process would not.
-type crashingWaiter struct{ *redisbackend.Store }
+// memRenewCounter is renewCounter on the in-memory store, which keeps its
+// line and handover too.
+type memRenewCounter struct {
+	*membackend.Store
+	renews atomic.Int64
+}
+
+func (c *memRenewCounter) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
+	c.renews.Add(1)
+	return c.Store.Renew(ctx, key, owner, ttl)
+}
+
+// lineStore is a store that keeps waiting lines and hands over.
+type lineStore interface {
+	backend.Store
+	backend.Queue
+	backend.Handover
+}
+
+// crashingWaiter is a store for an instance that dies while it waits in
+// line: it never collects a lock handed to it and never leaves the line,
+// as a killed process would not.
+type crashingWaiter struct{ lineStore }
 
 func (c crashingWaiter) AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error) {
 	<-ctx.Done()
@@ -45,13 +64,27 @@ func (crashingWaiter) Dequeue(context.Context, string, string) error { return ni
 // A grant first lasts ClaimWindow: a short section never extends it, a
 // long one extends it to HoldDuration and keeps the lock past the window.
 // The Locker runs on the fake clock, so how long a section runs is up to
-// the test, not the machine's load; the windows are long, so that Redis,
-// on the real clock, keeps each lease far longer than the test needs.
+// the test, not the machine's load; the windows are long, so that the
+// store, on the real clock, keeps each lease far longer than the test
+// needs.
 func TestClaimWindowExtendsLongSections(t *testing.T) {
+	t.Run("mem", func(t *testing.T) {
+		st := &memRenewCounter{Store: membackend.New()}
+		t.Cleanup(func() { st.Close() })
+		testClaimWindowExtendsLongSections(t, st, st.renews.Load)
+	})
+	t.Run("redis", func(t *testing.T) {
+		st := &renewCounter{Store: newRedisStore(t)}
+		testClaimWindowExtendsLongSections(t, st, st.renews.Load)
+	})
+}
+
+// testClaimWindowExtendsLongSections runs the test on st, whose renewals
+// renews counts.
+func testClaimWindowExtendsLongSections(t *testing.T, st backend.Store, renews func() int64) {
 	const claim, hold = time.Minute, 10 * time.Minute
 	clk := clock.NewFake(time.Unix(1_700_000_000, 0))
 	extended := make(chan struct{}, 1)
-	st := &renewCounter{Store: newRedisStore(t)}
 	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: hold, ClaimWindow: claim}, synclock.WithClock(clk), synclock.WithObserver(func(ev synclock.Event) {
 		if ev.Kind == synclock.EventExtended {
 			extended <- struct{}{}
@@ -74,7 +107,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := st.renews.Load(); n != 0 {
+	if n := renews(); n != 0 {
 		t.Fatalf("a short section extended its lease %d times, want 0", n)
 	}
 
@@ -101,7 +134,7 @@ func TestClaimWindowExtendsLongSections(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a section longer than the claim window: %v", err)
 	}
-	if n := st.renews.Load(); n != 1 {
+	if n := renews(); n != 1 {
 		t.Fatalf("the long section extended its lease %d times, want once (to the hold)", n)
 	}
 }
@@ -185,9 +218,13 @@ func TestClaimWindowKeepsHoldCap(t *testing.T) {
 // the next release; the lock then stays blocked only for that waiter's
 // claim window, not for the whole hold, and the next waiter gets it.
 func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
+	eachStore(t, testCrashedWaiterBlocksOnlyClaimWindow)
+}
+
+func testCrashedWaiterBlocksOnlyClaimWindow(t *testing.T, newStore func(testing.TB) backend.Store) {
 	cfg := synclock.Config{HoldDuration: time.Minute, ClaimWindow: 500 * time.Millisecond}
 	key := uniqueKey(t)
-	store := newRedisStore(t)
+	store := newStore(t)
 	// The holder's own first lease is the whole hold: a 500ms one would
 	// have to be extended in time on a busy machine.
 	holder := lockerOn(t, 1, store, synclock.Config{HoldDuration: time.Minute, ClaimWindow: time.Minute})
@@ -198,17 +235,17 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 
 	// The doomed waiter joins the line, then dies: its Lock gives up and,
 	// like a killed process, leaves its place behind.
-	doomed := lockerOn(t, 2, crashingWaiter{newRedisStore(t)}, cfg)
+	doomed := lockerOn(t, 2, crashingWaiter{newStore(t).(lineStore)}, cfg)
 	dctx, kill := context.WithCancel(ctxT(t))
 	died := make(chan error, 1)
 	go func() { died <- doomed.DoKey(dctx, key, func(context.Context) error { return nil }) }()
-	waitFor(t, "the doomed waiter is in line", func() bool { return lineLen(t, store, key) == 1 })
+	waitFor(t, "the doomed waiter is in line", func() bool { return waiters(t, store, key) == 1 })
 	kill()
 	if err := <-died; !errors.Is(err, context.Canceled) {
 		t.Fatalf("doomed waiter: %v, want Canceled", err)
 	}
 
-	next := lockerOn(t, 3, newRedisStore(t), cfg)
+	next := lockerOn(t, 3, newStore(t), cfg)
 	got := make(chan time.Time, 1)
 	done := make(chan error, 1)
 	go func() {
@@ -219,7 +256,7 @@ func TestCrashedWaiterBlocksOnlyClaimWindow(t *testing.T) {
 			t.Errorf("next waiter: %v", err)
 		}
 	}()
-	waitFor(t, "the next waiter is in line", func() bool { return lineLen(t, store, key) == 2 })
+	waitFor(t, "the next waiter is in line", func() bool { return waiters(t, store, key) == 2 })
 
 	released := time.Now()
 	if err := m.Unlock(ctxT(t)); err != nil {

@@ -14,16 +14,16 @@ func SetDefault(lk *Locker) { defaultLocker.Store(lk) }
 // Default returns the locker set by SetDefault, or nil.
 func Default() *Locker { return defaultLocker.Load() }
 
-// Do is Locker.Do on the locker set by SetDefault, keyed by Do's caller;
-// prefer DoKey with a constant key. Do refuses to be called from a
-// closure (ErrUnstableKey), whose name changes with the code around it.
-// It returns ErrNoDefault when no locker is set.
+// Do is Locker.Do on the locker set by SetDefault: the lock is named
+// after fn when fn is a named function or method value, else after the
+// named function Do is called in (see Locker.Do). It returns ErrNoDefault
+// when no locker is set.
 func Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	lk := defaultLocker.Load()
 	if lk == nil {
 		return ErrNoDefault
 	}
-	key, err := doKey(1)
+	key, err := doKey(fn, 1)
 	if err != nil {
 		return err
 	}

@@ -66,20 +66,26 @@ func Token(ctx context.Context) (uint64, bool) {
 	return g.lease.Token, true
 }
 
-// Do runs fn while holding the lock named after Do's caller: its fully
-// qualified function name, such as
-// "github.com/acme/billing/invoice.(*Service).Close" — the Go rendition of
-// the seed's method signature. See DoKey for the rules.
+// Do runs fn while holding the lock named after the code it runs, the Go
+// rendition of the seed's method signature, as an annotation on a method
+// would name it:
 //
-// Prefer DoKey with a constant key: a key is a contract between every
-// version of the service that runs at once, and a function's name changes
-// when the function is renamed or moved. Do refuses, with an error
-// wrapping ErrUnstableKey and naming a key to use instead, to be called
-// from a closure (or a go/defer wrapper, or a range-over-func body): the
-// compiler numbers those ("Close.func2"), and the number changes when
-// another closure is added above it.
+//   - fn's own fully qualified name when fn is a named function or a
+//     method value: Do(ctx, svc.Close) holds
+//     "github.com/acme/billing/invoice.(*Service).Close" wherever it is
+//     called from;
+//   - otherwise (fn is a literal) the nearest named function around the
+//     call: a Do in an HTTP handler literal, a goroutine or a gocron task
+//     literal written in (*Service).Run holds
+//     "github.com/acme/billing/invoice.(*Service).Run", and every closure
+//     of Run shares that one lock.
+//
+// Do never fails for want of a key. The name is part of the lock's
+// contract: see "Naming locks" in the package doc for what a rename does
+// in a rolling deploy, and prefer DoKey with a constant key where that
+// matters. See DoKey for the rules of the lock.
 func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	key, err := doKey(1)
+	key, err := doKey(fn, 1)
 	if err != nil {
 		return err
 	}

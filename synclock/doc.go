@@ -14,14 +14,27 @@
 // with a constant (or a constant plus an entity's ID) and DoKey, DoValue,
 // TryDo or Mutex, so that it changes only when you change it.
 //
-// Do keys the lock by the fully qualified name of the
-// calling function, such as
-// "github.com/acme/billing/invoice.(*Service).Close" (generic functions
-// carry "[...]"). That name changes when the function is renamed or moved,
-// and for a closure it changes when another closure is added above it
-// (the compiler numbers them: ".func1", ".func2"), so Do refuses to be
-// called from a closure with ErrUnstableKey, whose message names a key to
-// give DoKey instead.
+// Do, the seed's rule, keys the lock by a function's fully qualified
+// name, as an annotation on a method names the method: fn's own name when
+// fn is a named function or a method value (Do(ctx, svc.Close) holds
+// "github.com/acme/billing/invoice.(*Service).Close"), else — fn is a
+// literal — the nearest named function around the call. So Do works
+// wherever it is written, in HTTP handler literals, goroutines and gocron
+// task literals too, and never fails for want of a key; the closures of
+// one function share that function's lock (the compiler's numbered names,
+// ".func1", change when a closure is added above, and are never used).
+// Generic functions carry "[...]", so every instantiation shares a lock;
+// a method value taken from an interface is named after the interface's
+// method, so every implementation behind it shares one too.
+//
+// In a rolling deploy the old and the new version hold one lock only
+// while the name is the same in both. Renaming the function, moving it to
+// another package or type, changing a method's receiver between pointer
+// and value, or moving a Do into another function (or handing Do a method
+// value where it was given a literal) gives the section a new key: for
+// the length of the deploy, an old and a new instance can run it at
+// once. Name the lock with DoKey and a constant before such a change, or
+// deploy it when the section may run twice.
 //
 // # The rules
 //
@@ -80,8 +93,12 @@
 //     release is owner-checked: a late release after the hold ran out can
 //     never delete the next holder's key.
 //   - The section's context carries a fencing token (Token) that grows with
-//     every holding, and is cancelled shortly before the lease can expire;
-//     DoKey then reports ErrLeaseExpired and Token reports false. WithAutoRenew
+//     every holding, and is cancelled shortly before the lease can expire
+//     (a margin of a tenth of ClaimWindow, at most 1s, before the end of the
+//     grant and of every extension alike: the rule of internal/lease, which
+//     role and schedlock hold their leases on too; EventLost is reported
+//     before the cancellation); DoKey then reports ErrLeaseExpired and Token
+//     reports false. WithAutoRenew
 //     extends the lease while the section runs, up to a hard ceiling.
 //   - One deadline decides each holding. An extension is not sent once the
 //     deadline has passed, each is bounded by it, and a reply that lands

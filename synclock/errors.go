@@ -51,10 +51,10 @@ var (
 	// ErrNotLocked reports an Unlock of a Mutex that is not locked.
 	ErrNotLocked = errors.New("synclock: unlock of an unlocked mutex")
 
-	// ErrUnstableKey reports a Do whose caller's name cannot serve as a
-	// lock key because it is not stable across versions of the source: a
-	// closure, which the compiler numbers in source order. The message
-	// names the key to pass to DoKey instead.
+	// ErrUnstableKey reports a Do whose calling function the runtime
+	// cannot name, so that there is no key to hold; Go code never makes
+	// such a call (closures take the name of the function they are
+	// written in). The message says to name the lock with DoKey.
 	ErrUnstableKey = errors.New("synclock: the calling function's name is not a stable lock key")
 
 	// ErrNoDefault reports a package-level call before SetDefault.

@@ -120,29 +120,32 @@ func ExampleLockedError() {
 	// "nightly-close" is held by 10.0.0.7:acme:billing:8080; errors.Is ErrLocked: true
 }
 
-// Do keys the lock by the calling function's name, and refuses a closure,
-// whose compiler-given name (".func1") changes when another closure is
-// added above it; the error names a key to give DoKey instead.
+// Do names the lock after the code it runs: fn's own name when fn is a
+// named function or method value, else the named function Do is called
+// in, also from a closure such as an HTTP handler or a goroutine.
 func ExampleDo() {
 	store := membackend.New()
 	defer store.Close()
 	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
-	lk, _ := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithLogger(slog.New(slog.DiscardHandler)))
+	lk, _ := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithLogger(slog.New(slog.DiscardHandler)),
+		synclock.WithObserver(func(ev synclock.Event) {
+			if ev.Kind == synclock.EventAcquired {
+				fmt.Println(ev.Key)
+			}
+		}))
 	synclock.SetDefault(lk)
 	defer synclock.SetDefault(nil)
 
-	closeInvoices := func() error {
-		return synclock.Do(context.Background(), func(ctx context.Context) error { return nil })
-	}
-	err := closeInvoices()
-	fmt.Println(errors.Is(err, synclock.ErrUnstableKey))
-	fmt.Println(strings.Contains(err.Error(), `DoKey(ctx, "github.com/baton-go/baton/synclock_test.ExampleDo", fn)`))
-
-	// A constant key is what to use.
-	err = synclock.DoKey(context.Background(), "close-invoices", func(ctx context.Context) error { return nil })
-	fmt.Println(err)
+	// A named function is the lock's name.
+	_ = synclock.Do(context.Background(), closeInvoices)
+	// A literal, here in a goroutine, takes the enclosing function's.
+	done := make(chan error)
+	go func() { done <- synclock.Do(context.Background(), func(ctx context.Context) error { return nil }) }()
+	fmt.Println(<-done)
 	// Output:
-	// true
-	// true
+	// github.com/baton-go/baton/synclock_test.closeInvoices
+	// github.com/baton-go/baton/synclock_test.ExampleDo
 	// <nil>
 }
+
+func closeInvoices(ctx context.Context) error { return nil }

@@ -1,7 +1,9 @@
 package synclock
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 )
@@ -26,25 +28,55 @@ func callerKey(skip int) (string, bool) {
 	if name == "" {
 		return "", false
 	}
-	// Keys may not hold spaces or braces (hash tags); symbol names have
-	// neither, but guard anyway.
-	name = strings.NewReplacer(" ", "_", "{", "(", "}", ")").Replace(name)
-	return name, true
+	return keySafe(name), true
 }
 
-// doKey names the lock of a Do called skip frames above doKey's caller,
-// or says why the caller's name cannot be a lock key.
-func doKey(skip int) (string, error) {
+// keySafe returns a symbol name fit for a lock key. Keys may not hold
+// spaces or braces (hash tags); symbol names have neither, but guard
+// anyway.
+func keySafe(name string) string {
+	return strings.NewReplacer(" ", "_", "{", "(", "}", ")").Replace(name)
+}
+
+// doKey names the lock of a Do of fn called skip frames above doKey's
+// caller: fn's own name when fn is a named function or a method value,
+// else the nearest named function around the call (a closure's key is
+// the function it is written in). Only a call whose caller the runtime
+// cannot name fails, which Go code never makes.
+func doKey(fn func(context.Context) error, skip int) (string, error) {
+	if name, ok := funcName(fn); ok {
+		return name, nil
+	}
 	key, ok := callerKey(skip + 1)
 	if !ok {
 		return "", fmt.Errorf("%w: cannot name the calling function; name the lock with DoKey(ctx, \"<constant key>\", fn)", ErrUnstableKey)
 	}
 	if named, ok := compilerNamed(key); ok {
-		return "", fmt.Errorf("%w: Do was called from %q, a function the compiler numbered; the number changes when another closure is added above it, "+
-			"so two versions of the service in a rolling deploy would hold different locks for one section. "+
-			"Name the lock with DoKey(ctx, %q, fn), or call Do from a named function or method", ErrUnstableKey, key, named)
+		return named, nil
 	}
 	return key, nil
+}
+
+// funcName returns the fully qualified name of fn when it is a named
+// function ("pkg.CloseAll") or a method value ("pkg.(*Service).Close"),
+// and false for a closure, a function made by package reflect, or nil.
+func funcName(fn func(context.Context) error) (string, bool) {
+	if fn == nil {
+		return "", false
+	}
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	if f == nil {
+		return "", false
+	}
+	// A method value's function is the method's name plus "-fm".
+	name := strings.TrimSuffix(f.Name(), "-fm")
+	if name == "" || strings.HasPrefix(name, "reflect.") {
+		return "", false
+	}
+	if _, numbered := compilerNamed(name); numbered {
+		return "", false
+	}
+	return keySafe(name), true
 }
 
 // compilerNamed reports whether name, a function's symbol name, is one the

@@ -1,6 +1,10 @@
 package synclock
 
-import "testing"
+import (
+	"context"
+	"reflect"
+	"testing"
+)
 
 type service struct{}
 
@@ -62,6 +66,39 @@ func TestCompilerNamed(t *testing.T) {
 		named, ok := compilerNamed(tt.name)
 		if ok != tt.numbered || (ok && named != tt.named) {
 			t.Errorf("compilerNamed(%q) = %q, %v; want %q, %v", tt.name, named, ok, tt.named, tt.numbered)
+		}
+	}
+}
+
+func closeAll(context.Context) error { return nil }
+
+func (*service) Close(context.Context) error { return nil }
+
+type closer interface{ Close(context.Context) error }
+
+func TestFuncName(t *testing.T) {
+	const pkg = "github.com/baton-go/baton/synclock."
+	var iface closer = &service{}
+	made := reflect.MakeFunc(reflect.TypeOf(closeAll), func([]reflect.Value) []reflect.Value {
+		return []reflect.Value{reflect.Zero(reflect.TypeOf((*error)(nil)).Elem())}
+	}).Interface().(func(context.Context) error)
+	tests := []struct {
+		name  string
+		fn    func(context.Context) error
+		want  string
+		named bool
+	}{
+		{"function", closeAll, pkg + "closeAll", true},
+		{"method value", (&service{}).Close, pkg + "(*service).Close", true},
+		{"interface method value", iface.Close, pkg + "closer.Close", true},
+		{"literal", func(context.Context) error { return nil }, "", false},
+		{"made by reflect", made, "", false},
+		{"nil", nil, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := funcName(tt.fn)
+		if ok != tt.named || got != tt.want {
+			t.Errorf("%s: funcName = %q, %v; want %q, %v", tt.name, got, ok, tt.want, tt.named)
 		}
 	}
 }

@@ -78,6 +78,30 @@ func lineLen(t testing.TB, s *redisbackend.Store, key string) int64 {
 	return n
 }
 
+// waiters returns how many waiters st keeps in key's line: on Redis the
+// line's size (lineLen), elsewhere the places a listing shows.
+func waiters(t testing.TB, st backend.Store, key string) int64 {
+	t.Helper()
+	sk := backend.AppKey("acme", "billing", "lock", key)
+	if rs, ok := st.(*redisbackend.Store); ok {
+		return lineLen(t, rs, key)
+	}
+	in, ok := st.(backend.Inspector)
+	if !ok {
+		t.Fatalf("%T lists no waiting lines", st)
+	}
+	infos, err := in.Leases(context.Background(), sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range infos {
+		if info.Key == sk {
+			return int64(len(info.Waiters))
+		}
+	}
+	return 0
+}
+
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(patience)
@@ -173,9 +197,12 @@ func testLineOrder(t *testing.T, cfg synclock.Config, wantClaims int64, open fun
 
 // A waiter that gives up leaves the line at once, so the lock is not kept
 // for it until its place lapses; a TryDo never joins.
-func TestGiveUpLeavesLine(t *testing.T) {
+func TestGiveUpLeavesLine(t *testing.T) { eachStore(t, testGiveUpLeavesLine) }
+
+func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store) {
 	cfg := synclock.Config{RetryInterval: time.Hour}
-	holder, hs := redisLocker(t, 1, cfg)
+	hs := newStore(t)
+	holder := lockerOn(t, 1, hs, cfg)
 	key := uniqueKey(t)
 	m := holder.Mutex(key)
 	if err := m.Lock(ctxT(t)); err != nil {
@@ -184,27 +211,27 @@ func TestGiveUpLeavesLine(t *testing.T) {
 	defer m.Unlock(ctxT(t))
 	section := func(context.Context) error { return nil }
 
-	waiter, _ := redisLocker(t, 2, cfg)
+	waiter := lockerOn(t, 2, newStore(t), cfg)
 	ctx, cancel := context.WithCancel(ctxT(t))
 	done := make(chan error, 1)
 	go func() { done <- waiter.DoKey(ctx, key, section) }()
-	waitFor(t, "the waiter is in line", func() bool { return lineLen(t, hs.(*redisbackend.Store), key) == 1 })
+	waitFor(t, "the waiter is in line", func() bool { return waiters(t, hs, key) == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, synclock.ErrTimeout) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v, want ErrTimeout joined with Canceled", err)
 	}
-	if n := lineLen(t, hs.(*redisbackend.Store), key); n != 0 {
+	if n := waiters(t, hs, key); n != 0 {
 		t.Fatalf("%d waiters in line after the only one gave up, want 0", n)
 	}
 
-	bounded, _ := redisLocker(t, 3, synclock.Config{RetryInterval: time.Millisecond, MaxRetries: 2})
+	bounded := lockerOn(t, 3, newStore(t), synclock.Config{RetryInterval: time.Millisecond, MaxRetries: 2})
 	if err := bounded.DoKey(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
 		t.Fatalf("after max retries: %v, want ErrLocked", err)
 	}
 	if err := waiter.TryDo(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
 		t.Fatalf("TryDo on a held lock: %v, want ErrLocked", err)
 	}
-	if n := lineLen(t, hs.(*redisbackend.Store), key); n != 0 {
+	if n := waiters(t, hs, key); n != 0 {
 		t.Fatalf("%d waiters in line after max retries and a TryDo, want 0", n)
 	}
 }

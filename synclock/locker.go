@@ -16,6 +16,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/internal/lease"
 )
 
 // Locker hands out the cross-instance locks of one instance: it holds the
@@ -30,15 +31,14 @@ type Locker struct {
 	clock  clock.Clock
 	logger *slog.Logger
 
-	autoRenew   time.Duration // total hold ceiling with renewals; 0: no renewals
-	patience    time.Duration // how long a waiter's place in a store's line outlives its last try
-	opTimeout   time.Duration
-	leaseMargin time.Duration
-	parkLimit   int // most idle watches kept (maxParked; tests lower it)
+	autoRenew time.Duration // total hold ceiling with renewals; 0: no renewals
+	patience  time.Duration // how long a waiter's place in a store's line outlives its last try
+	opTimeout time.Duration
+	parkLimit int         // most idle watches kept (maxParked; tests lower it)
+	terms     lease.Terms // of every holding: store, alarm, margin (internal/lease)
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
 	observer   func(Event) // WithObserver; nil: none
-	alarm      alarm       // the grants' deadlines (alarm.go)
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -107,7 +107,6 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
-	lk.alarm.clock = lk.clock
 	if lk.autoRenew < 0 {
 		return nil, fmt.Errorf("synclock: WithAutoRenew(%v): the ceiling must not be negative", lk.autoRenew)
 	}
@@ -117,7 +116,9 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	if lk.opTimeout <= 0 {
 		return nil, fmt.Errorf("synclock: WithOperationTimeout(%v) must be positive", lk.opTimeout)
 	}
-	lk.leaseMargin = min(lk.cfg.ClaimWindow/10, time.Second)
+	// Every holding gives its lease up by one margin, the claim
+	// window's, for the grant and each renewal alike.
+	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.opTimeout}
 	// A live waiter asks again at least every RetryInterval; a place
 	// outlives that three times over, so only a waiter that is gone
 	// loses it, and the lock waits at most that long for a dead one.

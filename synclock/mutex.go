@@ -82,7 +82,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 func (m *Mutex) Token() (uint64, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.held == nil || m.held.over.Load() {
+	if m.held == nil || m.held.Over() {
 		return 0, false
 	}
 	return m.held.lease.Token, true

@@ -20,8 +20,8 @@ import (
 // pool connections keeps its mastership: the waits hold no connection of
 // the pool, so the elector's renewals on the same client go through.
 func TestLockWaitsLeaveThePoolToTheElector(t *testing.T) {
-	opts := server.Options()
-	opts.PoolSize = 2 // fewer than the keys waited for; PoolTimeout stays the default
+	// fewer pool connections than the keys waited for; PoolTimeout stays the default
+	opts := &redis.Options{Addr: server.Client(t).Options().Addr, PoolSize: 2}
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { rdb.Close() })
 	shared, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard()) // a server started for the tests

@@ -129,13 +129,28 @@ func guardedLocker(t *testing.T, r *testenv.Redis, n int, cfg synclock.Config) *
 	return lockerOn(t, n, st, cfg)
 }
 
-// Redis restarts without its data, and a new process (its own client and
-// store, no token seen) takes the lock: its token is larger than every
+// The store (the memory store, then Redis) restarts without its data, and
+// a new process (its own Locker, and on Redis its own client and store,
+// no token seen) takes the lock: its token is larger than every
 // token granted before the restart, and its wait for the restart guard,
 // which refuses the key for a ClaimWindow, does not use up its one retry.
 // The old process's first lock, on the fresh server, waits the same way.
 func TestTokensAfterEmptyRestartNewProcess(t *testing.T) {
-	r := testenv.NewRedis(t)
+	t.Run("mem", func(t *testing.T) {
+		st := membackend.New()
+		t.Cleanup(func() { st.Close() })
+		testTokensAfterEmptyRestart(t, func(n int, cfg synclock.Config) *synclock.Locker { return lockerOn(t, n, st, cfg) },
+			func() error { st.Restart(); return nil })
+	})
+	t.Run("redis", func(t *testing.T) {
+		r := testenv.NewRedis(t)
+		testTokensAfterEmptyRestart(t, func(n int, cfg synclock.Config) *synclock.Locker { return guardedLocker(t, r, n, cfg) }, r.Restart)
+	})
+}
+
+// testTokensAfterEmptyRestart runs the test on the lockers of newLocker,
+// one per process, on a store that restart empties.
+func testTokensAfterEmptyRestart(t *testing.T, newLocker func(n int, cfg synclock.Config) *synclock.Locker, restart func() error) {
 	cfg := synclock.Config{RetryInterval: 20 * time.Millisecond, MaxRetries: 1, ClaimWindow: time.Second, HoldDuration: 2 * time.Second}
 	ctx := ctxT(t)
 	const key = "invoice:42"
@@ -151,7 +166,7 @@ func TestTokensAfterEmptyRestartNewProcess(t *testing.T) {
 		}
 		return tok
 	}
-	old := guardedLocker(t, r, 1, cfg)
+	old := newLocker(1, cfg)
 	var last uint64
 	for range 5 {
 		tok := token(old)
@@ -160,10 +175,10 @@ func TestTokensAfterEmptyRestartNewProcess(t *testing.T) {
 		}
 		last = tok
 	}
-	if err := r.Restart(); err != nil {
+	if err := restart(); err != nil {
 		t.Fatal(err)
 	}
-	if tok := token(guardedLocker(t, r, 2, cfg)); tok <= last {
+	if tok := token(newLocker(2, cfg)); tok <= last {
 		t.Fatalf("after an empty restart a new process got token %d; want one above %d, the last before the restart", tok, last)
 	}
 }

@@ -3,6 +3,8 @@ package redisbackend_test
 import (
 	"errors"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -402,6 +404,60 @@ func busy(t *testing.T, admin, c *redis.Client, script string) <-chan error {
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("no BUSY reply while the script runs: %v", err)
+		}
+	}
+}
+
+// The user of ACLRules runs the grants of a store WithReplicaAck on a
+// server that has not cached baton's scripts yet (a fresh or restarted
+// server): the grant is sent again with EVAL, never with SCRIPT LOAD,
+// which the rules do not allow. With no replica to acknowledge it, the
+// grant fails with ErrNotReplicated, not with a refusal of the ACL.
+func TestACLReplicaAck(t *testing.T) {
+	r := testenv.NewRedis(t)
+	ctx := ctxT(t)
+	s := newStore(t, aclUser(t, r, "baton", "pw", redisbackend.ACLRules("")), redisbackend.WithReplicaAck(1, 50*time.Millisecond))
+	if err := r.Client(t).Do(ctx, "SCRIPT", "FLUSH").Err(); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Acquire(ctx, backend.AppKey("acme", "billing", "lock", "acked"), "a", time.Minute, 0)
+	if !errors.Is(err, redisbackend.ErrNotReplicated) {
+		t.Fatalf("Acquire WithReplicaAck as the user of ACLRules, scripts not cached: %v; want ErrNotReplicated (no replica), not a refusal", err)
+	}
+}
+
+// Every command of ACLRules is one the store uses: called by a script of
+// redisbackend or springredis, or sent by the Go side (the list below
+// says where). A command no code uses any more is a privilege the user
+// need not have.
+func TestACLRulesOnlyUsedCommands(t *testing.T) {
+	sent := map[string]string{
+		"evalsha": "scripts", "eval": "scripts", "fcall": "WithFunctions",
+		"publish": "scripts, by the name scriptSettings passes", "spublish": "scripts on a Cluster",
+		"multi": "the mailbox read (look)", "exec": "the mailbox read (look)", "get": "the mailbox read (look)", "pttl": "the mailbox read (look)",
+		"wait": "WithReplicaAck", "scan": "Leases",
+		"subscribe": "watches", "ssubscribe": "watches on a Cluster", "unsubscribe": "watches", "sunsubscribe": "watches on a Cluster",
+		"hello": "go-redis's handshake", "ping": "the pub/sub connection's health check",
+	}
+	called := regexp.MustCompile(`redis\.p?call\(\s*'([A-Za-z]+)'`)
+	for _, glob := range []string{"lua/*.lua", "lua/group/*.lua", "../springredis/lua/*.lua"} {
+		files, err := filepath.Glob(glob)
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no scripts at %s: %v", glob, err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range called.FindAllStringSubmatch(string(b), -1) {
+				sent[strings.ToLower(m[1])] = f
+			}
+		}
+	}
+	for _, rule := range strings.Fields(redisbackend.ACLRules("")) {
+		if c, ok := strings.CutPrefix(rule, "+"); ok && sent[c] == "" {
+			t.Errorf("ACLRules allows %s, which no script calls and the store does not send", c)
 		}
 	}
 }

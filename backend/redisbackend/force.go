@@ -25,11 +25,7 @@ func (s *Store) Break(ctx context.Context, key, owner string, token uint64) (bac
 	if err := backend.ValidateOwner(owner); err != nil {
 		return backend.Lease{}, fmt.Errorf("redisbackend: break: %w", err)
 	}
-	res, err := s.run(ctx, s.scripts.breakLease, key, owner, strconv.FormatUint(token, 10)).Result()
-	if err != nil {
-		return backend.Lease{}, s.transport("break", key, ctx, err)
-	}
-	r, err := parseReply("break", key, res, backend.Lease{Key: key})
+	r, err := s.call(ctx, "break", s.scripts.breakLease, key, backend.Lease{Key: key}, owner, strconv.FormatUint(token, 10))
 	if err != nil {
 		return backend.Lease{}, err
 	}

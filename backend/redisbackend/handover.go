@@ -220,7 +220,7 @@ func handedOver(key, owner, box string, get *redis.StringCmd, pttl *redis.Durati
 		return fmt.Errorf("%w: mailbox %s %s; delete the key or use another prefix", backend.ErrCorrupt, box, what)
 	}
 	tok, who, ok := strings.Cut(v, " ")
-	token, tokOK := parseToken(tok)
+	token, tokOK := backend.ParseToken(tok)
 	if !ok || !tokOK || backend.ValidateOwner(who) != nil {
 		return backend.Lease{}, false, bad(fmt.Sprintf("holds %.40q, not a lease \"<token> <owner>\"", v))
 	}

@@ -20,10 +20,16 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := s.grant(ctx, s.scripts.acquire, key, owner, ms, strconv.FormatUint(floor, 10))
+	return s.acquire(ctx, s.scripts.acquire, key, owner, ms, floor)
+}
+
+// acquire runs script, the grant of Acquire or AcquireQueued, with owner,
+// ttl in ms, floor and the script's further args, and reads its reply. A
+// grant that too few replicas acknowledged is undone: a failover could
+// lose it while its holder believed in it.
+func (s *Store) acquire(ctx context.Context, script *script, key, owner string, ms int64, floor uint64, args ...any) (backend.Lease, error) {
+	res, err := s.grant(ctx, script, key, append([]any{owner, ms, strconv.FormatUint(floor, 10)}, args...)...)
 	if errors.Is(err, ErrNotReplicated) {
-		// Undo the grant that only the master has; a failover could
-		// lose it while we believed in it.
 		s.undo(ctx, key, owner)
 	}
 	if err != nil {
@@ -35,9 +41,10 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	}
 	switch r.status {
 	case statusOK:
+		s.taken(key, r.lease.Token)
 		return r.lease, nil
-	case statusHeld:
-		return backend.Lease{}, &backend.HeldError{Holder: r.lease}
+	case statusHeld, statusQueued:
+		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Next: r.next}
 	case statusRecovering:
 		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Recovering: true}
 	}
@@ -53,11 +60,7 @@ func (s *Store) Renew(ctx context.Context, key, owner string, ttl time.Duration)
 		return backend.Lease{}, fmt.Errorf("redisbackend: renew: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	res, err := s.run(ctx, s.scripts.renew, key, owner, ms).Result()
-	if err != nil {
-		return backend.Lease{}, s.transport("renew", key, ctx, err)
-	}
-	r, err := parseReply("renew", key, res, asked(key, owner, ms))
+	r, err := s.call(ctx, "renew", s.scripts.renew, key, asked(key, owner, ms), owner, ms)
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -85,11 +88,7 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if keepFor > 0 {
 		ms = backend.RoundUpMillis(keepFor).Milliseconds()
 	}
-	res, err := s.run(ctx, s.scripts.release, key, owner, ms).Result()
-	if err != nil {
-		return s.transport("release", key, ctx, err)
-	}
-	r, err := parseReply("release", key, res, asked(key, owner, ms))
+	r, err := s.call(ctx, "release", s.scripts.release, key, asked(key, owner, ms), owner, ms)
 	if err != nil {
 		return err
 	}
@@ -107,11 +106,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 	if err := s.begin(ctx, "get", key); err != nil {
 		return backend.Lease{}, err
 	}
-	res, err := s.run(ctx, s.scripts.get, key).Result()
-	if err != nil {
-		return backend.Lease{}, s.transport("get", key, ctx, err)
-	}
-	r, err := parseReply("get", key, res, backend.Lease{Key: key})
+	r, err := s.call(ctx, "get", s.scripts.get, key, backend.Lease{Key: key})
 	if err != nil {
 		return backend.Lease{}, err
 	}
@@ -122,6 +117,16 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 		return backend.Lease{}, fmt.Errorf("redisbackend: get %q: %w", key, backend.ErrNotFound)
 	}
 	return backend.Lease{}, r.unexpected("get", key)
+}
+
+// call runs script on key with args and reads its reply (parseReply,
+// with asked) for the call op.
+func (s *Store) call(ctx context.Context, op string, script *script, key string, asked backend.Lease, args ...any) (reply, error) {
+	res, err := s.run(ctx, script, key, args...).Result()
+	if err != nil {
+		return reply{}, s.transport(op, key, ctx, err)
+	}
+	return parseReply(op, key, res, asked)
 }
 
 // undo releases a grant that too few replicas acknowledged, even when

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -25,27 +24,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if patience > 0 {
 		pms = backend.RoundUpMillis(patience).Milliseconds()
 	}
-	res, err := s.grant(ctx, s.scripts.acquireQueued, key, owner, ms, strconv.FormatUint(floor, 10), pms)
-	if errors.Is(err, ErrNotReplicated) {
-		s.undo(ctx, key, owner)
-	}
-	if err != nil {
-		return backend.Lease{}, s.transport("acquire", key, ctx, err)
-	}
-	r, err := parseReply("acquire", key, res, asked(key, owner, ms))
-	if err != nil {
-		return backend.Lease{}, err
-	}
-	switch r.status {
-	case statusOK:
-		s.taken(key, r.lease.Token)
-		return r.lease, nil
-	case statusHeld, statusQueued:
-		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Next: r.next}
-	case statusRecovering:
-		return backend.Lease{}, &backend.HeldError{Holder: r.lease, Recovering: true}
-	}
-	return backend.Lease{}, r.unexpected("acquire", key)
+	return s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms)
 }
 
 // Dequeue implements backend.Queue.
@@ -56,11 +35,7 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 	if err := backend.ValidateOwner(owner); err != nil {
 		return fmt.Errorf("redisbackend: dequeue: %w", err)
 	}
-	res, err := s.run(ctx, s.scripts.dequeue, key, owner).Result()
-	if err != nil {
-		return s.transport("dequeue", key, ctx, err)
-	}
-	r, err := parseReply("dequeue", key, res, backend.Lease{Key: key})
+	r, err := s.call(ctx, "dequeue", s.scripts.dequeue, key, backend.Lease{Key: key}, owner)
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,7 @@ func parseEvent(payload string) (backend.Event, handover) {
 		ev := backend.Event{Kind: backend.EventRenewed, TTL: ttl}
 		var h handover
 		if len(f) == 4 && f[3] != "" {
-			if tok, ok := parseToken(f[1]); ok && backend.ValidateOwner(f[3]) == nil {
+			if tok, ok := backend.ParseToken(f[1]); ok && backend.ValidateOwner(f[3]) == nil {
 				h = handover{owner: f[3], token: tok, ttl: ev.TTL}
 			}
 		}

@@ -47,12 +47,14 @@ func (s *Store) grant(ctx context.Context, script *script, key string, args ...a
 		return s.run(ctx, script, key, args...).Result()
 	}
 	keys, args := s.leaseKeys(key), scriptArgs(s.settings, args...)
-	res, acked, err := s.grantAndWait(ctx, script, keys, args...)
+	res, acked, err := s.grantAndWait(ctx, script.send, keys, args...)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		if err := script.lua.Load(ctx, s.rdb).Err(); err != nil {
-			return nil, err
-		}
-		res, acked, err = s.grantAndWait(ctx, script, keys, args...)
+		// The server does not have the script yet: send it whole, with
+		// EVAL (which caches it), as the store's other calls do. SCRIPT
+		// LOAD is not among the commands of ACLRules.
+		res, acked, err = s.grantAndWait(ctx, func(ctx context.Context, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
+			return script.lua.Eval(ctx, pipe, keys, args...)
+		}, keys, args...)
 	}
 	if err != nil {
 		return nil, err
@@ -63,9 +65,11 @@ func (s *Store) grant(ctx context.Context, script *script, key string, args ...a
 	return res, nil
 }
 
-func (s *Store) grantAndWait(ctx context.Context, script *script, keys []string, args ...any) (any, int64, error) {
+// grantAndWait queues the grant with send, then WAIT, in one pipeline,
+// and returns the grant's reply and how many replicas acknowledged it.
+func (s *Store) grantAndWait(ctx context.Context, send func(context.Context, redis.Pipeliner, []string, ...any) *redis.Cmd, keys []string, args ...any) (any, int64, error) {
 	pipe := s.rdb.Pipeline()
-	eval := script.send(ctx, pipe, keys, args...)
+	eval := send(ctx, pipe, keys, args...)
 	wait := pipe.Do(ctx, "WAIT", s.replicas, s.replicaWait.Milliseconds())
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		if eval.Err() != nil {

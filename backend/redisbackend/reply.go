@@ -56,13 +56,6 @@ func millis(ms int64) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// parseToken reads a fencing token as the scripts write it: a decimal in
-// [1, backend.MaxToken].
-func parseToken(s string) (uint64, bool) {
-	t, err := strconv.ParseUint(s, 10, 64)
-	return t, err == nil && t > 0 && t <= backend.MaxToken
-}
-
 // parsePositiveMillis reads a positive count of milliseconds that fits a
 // time.Duration, as the scripts write TTLs and times left.
 func parsePositiveMillis(s string) (time.Duration, bool) {
@@ -117,7 +110,7 @@ func malformed(format string, args ...any) error {
 // grantedReply reads a reply that is a token alone: asked was granted,
 // renewed or released with it.
 func grantedReply(tok string, asked backend.Lease) (reply, error) {
-	token, ok := parseToken(tok)
+	token, ok := backend.ParseToken(tok)
 	if !ok {
 		return reply{}, malformed("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 	}
@@ -178,7 +171,7 @@ func leaseReply(st status, key string, arr []any) (reply, error) {
 	if owner == "" {
 		return reply{}, malformed("%s reply names no owner", st)
 	}
-	token, ok := parseToken(tok)
+	token, ok := backend.ParseToken(tok)
 	if !ok {
 		return reply{}, malformed("lease token %q is not a positive integer (at most %d)", tok, uint64(backend.MaxToken))
 	}

@@ -249,8 +249,8 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 	}
 	switch status(res) {
 	case "ok":
-		tok, err := token(res, 1)
-		if err != nil {
+		tok, ok := token(res, 1)
+		if !ok {
 			return backend.Lease{}, s.unexpected("acquire", key, sh, res)
 		}
 		return backend.Lease{Key: key, Owner: owner, Token: tok, TTL: ttl}, nil
@@ -312,12 +312,13 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 func (s *Store) owned(op, key, owner string, sh shared, res []any, ttl time.Duration) (backend.Lease, error) {
 	switch status(res) {
 	case "ok":
-		tok, err := token(res, 1)
-		if err != nil || len(res) != 3 {
+		tok, ok := token(res, 1)
+		if !ok || len(res) != 3 {
 			return backend.Lease{}, s.unexpected(op, key, sh, res)
 		}
-		if now, _ := res[2].(int64); backend.TokenAhead(tok, now) {
-			return backend.Lease{}, s.ahead(op, key, sh, tok, now)
+		now, _ := res[2].(int64)
+		if err := s.checkRecord(op, key, sh, tok, now); err != nil {
+			return backend.Lease{}, err
 		}
 		return backend.Lease{Key: key, Owner: owner, Token: tok, TTL: ttl}, nil
 	case "not-held":
@@ -365,7 +366,7 @@ func (s *Store) Get(ctx context.Context, key string) (backend.Lease, error) {
 // on the shared key, by baton's record if it is the record of that value,
 // else the Java side's (its value as Owner, no token). An empty value is
 // a free key. A record whose token no grant can have made by that clock
-// (backend.TokenAhead) is ErrCorrupt naming it.
+// (backend.CheckStoredToken) is ErrCorrupt naming it.
 func (s *Store) holder(key string, sh shared, f []any) (backend.Lease, error) {
 	if len(f) != 4 {
 		return backend.Lease{}, s.unexpected("read", key, sh, f)
@@ -386,9 +387,9 @@ func (s *Store) holder(key string, sh shared, f []any) (backend.Lease, error) {
 	rec = strings.TrimPrefix(rec, "kept ")
 	if tok, rest, ok := strings.Cut(rec, " "); ok {
 		if owner, val, ok := strings.Cut(rest, " "); ok && val == v {
-			if n, err := strconv.ParseUint(tok, 10, 64); err == nil && backend.ValidateOwner(owner) == nil {
-				if backend.TokenAhead(n, now) {
-					return backend.Lease{}, s.ahead("read", key, sh, n, now)
+			if n, ok := backend.ParseToken(tok); ok && backend.ValidateOwner(owner) == nil {
+				if err := s.checkRecord("read", key, sh, n, now); err != nil {
+					return backend.Lease{}, err
 				}
 				l.Owner, l.Token = owner, n
 				return l, nil
@@ -464,23 +465,24 @@ func status(res []any) string {
 	return st
 }
 
-func token(res []any, i int) (uint64, error) {
+// token reads the fencing token at res[i] (backend.ParseToken).
+func token(res []any, i int) (uint64, bool) {
 	if len(res) <= i {
-		return 0, errors.New("no token")
+		return 0, false
 	}
 	str, _ := res[i].(string)
-	n, err := strconv.ParseUint(str, 10, 64)
-	if err != nil || n == 0 || n > backend.MaxToken {
-		return 0, fmt.Errorf("not a token: %q", str)
-	}
-	return n, nil
+	return backend.ParseToken(str)
 }
 
-// ahead is the error of a record of key whose token tok no grant can
-// have made by the server's clock nowUS.
-func (s *Store) ahead(op, key string, sh shared, tok uint64, nowUS int64) error {
-	return fmt.Errorf("springredis: %s %q: %w: record %s holds token %d, more than %v ahead of the server's clock (%d µs): no grant made it (forged, or written while the clock was ahead); delete it",
-		op, key, backend.ErrCorrupt, s.keys(sh)[1], tok, backend.MaxTokenLead, nowUS)
+// checkRecord returns the error of a record of key whose token tok no
+// grant can have made by the server's clock nowUS
+// (backend.CheckStoredToken), naming the record's Redis key; nil if tok
+// is sound.
+func (s *Store) checkRecord(op, key string, sh shared, tok uint64, nowUS int64) error {
+	if err := backend.CheckStoredToken("record "+s.keys(sh)[1], tok, nowUS); err != nil {
+		return fmt.Errorf("springredis: %s %q: %w", op, key, err)
+	}
+	return nil
 }
 
 func (s *Store) unexpected(op, key string, sh shared, res any) error {

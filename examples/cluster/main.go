@@ -83,11 +83,15 @@ func main() {
 	}
 }
 
-// instance is one member of the demo cluster. Its store can be cut off to
-// play a crash: the process stops talking to Redis and never releases.
+// instance is one member of the demo cluster, with a store of its own
+// (as each process of a service has its own client): the store the demo
+// runs on, with every optional capability it has (waiting lines and
+// handover, members, listing), cut off at its client to play a crash:
+// the process stops talking to the store and never releases.
 type instance struct {
 	id      instanceid.ID
-	store   *crashable
+	store   backend.Store
+	close   func() // closes the store and its client
 	el      *role.Elector
 	events  *statuspage.Events // for its status page
 	crashed atomic.Bool
@@ -126,11 +130,13 @@ type options struct {
 	out io.Writer
 }
 
-// conn is the store the demo runs on: the store, a description of it,
-// the batonctl command line that inspects it, and a function that closes
-// it and whatever it started.
+// conn is the store the demo runs on: open opens a store on it for one
+// instance, on a client of its own that fails every call once crashed is
+// set, and returns it with the function that closes it; where describes
+// it, ctl is the batonctl command line that inspects it, and stop
+// closes whatever connecting started.
 type conn struct {
-	store backend.Store
+	open  func(crashed *atomic.Bool) (backend.Store, func(), error)
 	where string
 	ctl   string
 	stop  func()
@@ -160,7 +166,8 @@ func run(open func() (conn, error), o options) error {
 	fmt.Fprintf(out, "role TTL %v, heartbeat every %v, safety margin %v\n", d.cfg.HeartbeatExpiration, d.cfg.HeartbeatInterval, d.cfg.SafetyMargin)
 	fmt.Fprintf(out, "inspect it with batonctl while it runs: %s\n\n", c.ctl)
 
-	if err := d.newInstances(c.store, demoLogger(o.verbose)); err != nil {
+	defer d.closeStores()
+	if err := d.newInstances(c.open, demoLogger(o.verbose)); err != nil {
 		return err
 	}
 	var url string
@@ -208,29 +215,38 @@ func demoLogger(verbose bool) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// newInstances creates the demo's three instances on store, each with an
-// elector that is not started yet.
-func (d *demo) newInstances(store backend.Store, log *slog.Logger) error {
+// newInstances creates the demo's three instances, each with a store of
+// its own from open and an elector that is not started yet.
+func (d *demo) newInstances(open func(*atomic.Bool) (backend.Store, func(), error), log *slog.Logger) error {
 	for i := range 3 {
 		id, err := instanceid.New("127.0.0.1", "acme", "billing", 8081+i)
 		if err != nil {
 			return err
 		}
-		in, err := d.newInstance(id, store, log)
-		if err != nil {
+		in := &instance{id: id, events: statuspage.NewEvents(0), seen: make(chan struct{}, 1)}
+		if in.store, in.close, err = open(&in.crashed); err != nil {
 			return err
 		}
 		d.instances = append(d.instances, in)
+		if in.el, err = d.newElector(in, log); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// newInstance creates the instance id on store, with an elector that
-// tells the timeline, its status page's events and the demo what happens.
-func (d *demo) newInstance(id instanceid.ID, store backend.Store, log *slog.Logger) (*instance, error) {
-	in := &instance{id: id, events: statuspage.NewEvents(0), seen: make(chan struct{}, 1)}
-	in.store = &crashable{Store: store, crashed: &in.crashed}
-	el, err := role.NewElector(in.store, id, d.cfg,
+// closeStores closes the instances' stores.
+func (d *demo) closeStores() {
+	for _, in := range d.instances {
+		in.close()
+	}
+}
+
+// newElector returns the elector of in, which tells the timeline, its
+// status page's events and the demo what happens.
+func (d *demo) newElector(in *instance, log *slog.Logger) (*role.Elector, error) {
+	id := in.id
+	return role.NewElector(in.store, id, d.cfg,
 		role.WithLogger(log),
 		role.OnElected(func(ctx context.Context) {
 			epoch, _ := role.EpochFromContext(ctx)
@@ -246,11 +262,6 @@ func (d *demo) newInstance(id instanceid.ID, store backend.Store, log *slog.Logg
 		role.OnMasterChange(in.events.MasterChanged),
 		role.OnMasterChange(in.masterNamed),
 		role.OnDuplicateID(in.events.DuplicateID))
-	if err != nil {
-		return nil, err
-	}
-	in.el = el
-	return in, nil
 }
 
 // masterNamed tells awaitMaster that a master was named.
@@ -281,7 +292,9 @@ func (d *demo) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, in := range d.instances {
-		in.el.Stop(ctx)
+		if in.el != nil {
+			in.el.Stop(ctx)
+		}
 	}
 }
 
@@ -389,25 +402,75 @@ type tenure struct {
 	took  time.Duration // how long the handover or failover to it took
 }
 
-// connectRedis returns a store on the Redis at addr, or on an embedded
-// Redis whose clock is driven by real time when addr is empty.
+// connectRedis connects to the Redis at addr, or to an embedded Redis
+// whose clock is driven by real time when addr is empty.
 func connectRedis(addr string) (conn, error) {
 	rdb, where, stopRedis, err := redisClient(addr)
 	if err != nil {
 		return conn{}, err
 	}
-	store, err := redisbackend.New(rdb, redisbackend.WithPrefix(keyPrefix))
-	if err != nil {
-		rdb.Close()
-		stopRedis()
-		return conn{}, err
+	server := rdb.Options().Addr
+	open := func(crashed *atomic.Bool) (backend.Store, func(), error) {
+		c := redis.NewClient(&redis.Options{Addr: server})
+		c.AddHook(crashHook{crashed})
+		store, err := redisbackend.New(c, redisbackend.WithPrefix(keyPrefix))
+		if err != nil {
+			c.Close()
+			return nil, nil, err
+		}
+		return store, func() {
+			store.Close()
+			c.Close()
+		}, nil
 	}
-	return conn{store: store, where: where, ctl: ctlline.Redis(rdb.Options().Addr, keyPrefix, "acme", "billing"), stop: func() {
-		store.Close()
+	return conn{open: open, where: where, ctl: ctlline.Redis(server, keyPrefix, "acme", "billing"), stop: func() {
 		rdb.Close()
 		stopRedis()
 	}}, nil
 }
+
+// crashHook makes a Redis client fail every command and every dial once
+// crashed is set, as if its process had died.
+type crashHook struct{ crashed *atomic.Bool }
+
+var _ redis.Hook = crashHook{}
+
+// DialHook implements redis.Hook.
+func (h crashHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if h.crashed.Load() {
+			return nil, errCrashed
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook implements redis.Hook.
+func (h crashHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.crashed.Load() {
+			cmd.SetErr(errCrashed)
+			return errCrashed
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h crashHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.crashed.Load() {
+			for _, cmd := range cmds {
+				cmd.SetErr(errCrashed)
+			}
+			return errCrashed
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// errCrashed is what a crashed instance's store calls fail with.
+var errCrashed = errors.New("instance crashed (demo)")
 
 // connectConsul returns a store on the Consul agent at addr, or on a
 // private dev agent it starts when addr is empty.
@@ -422,24 +485,59 @@ func connectConsul(addr string, ttlMin time.Duration) (conn, error) {
 		where = "a private Consul dev agent at " + addr
 		stopAgent = func() { agent.Close() }
 	}
-	cfg := api.DefaultConfig()
-	cfg.Address = addr
-	store, err := consulbackend.New(cfg, consulbackend.WithPrefix(keyPrefix), consulbackend.WithSessionTTLMin(ttlMin))
-	if err != nil {
+	open := func(crashed *atomic.Bool) (backend.Store, func(), error) {
+		cfg := api.DefaultConfig()
+		cfg.Address = addr
+		tr := cfg.Transport // a pooled transport of this client's own
+		cfg.HttpClient = &http.Client{Transport: crashTransport{next: tr, crashed: crashed}}
+		store, err := consulbackend.New(cfg, consulbackend.WithPrefix(keyPrefix), consulbackend.WithSessionTTLMin(ttlMin))
+		if err != nil {
+			tr.CloseIdleConnections()
+			return nil, nil, err
+		}
+		return store, func() {
+			store.Close()
+			tr.CloseIdleConnections()
+		}, nil
+	}
+	if err := reachConsul(open); err != nil {
 		stopAgent()
 		return conn{}, err
 	}
+	return conn{open: open, where: where, ctl: ctlline.Consul(addr, keyPrefix, "acme", "billing"), stop: stopAgent}, nil
+}
+
+// reachConsul checks that a store from open answers.
+func reachConsul(open func(*atomic.Bool) (backend.Store, func(), error)) error {
+	store, closeStore, err := open(new(atomic.Bool))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if _, err := store.Get(ctx, backend.AppKey("acme", "billing", "role")); err != nil && !errors.Is(err, backend.ErrNotFound) {
-		store.Close()
-		stopAgent()
-		return conn{}, fmt.Errorf("cannot reach Consul: %w", err)
+		return fmt.Errorf("cannot reach Consul: %w", err)
 	}
-	return conn{store: store, where: where, ctl: ctlline.Consul(addr, keyPrefix, "acme", "billing"), stop: func() {
-		store.Close()
-		stopAgent()
-	}}, nil
+	return nil
+}
+
+// crashTransport makes a Consul client fail every request once crashed
+// is set, as if its process had died.
+type crashTransport struct {
+	next    http.RoundTripper
+	crashed *atomic.Bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t crashTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.crashed.Load() {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, errCrashed
+	}
+	return t.next.RoundTrip(r)
 }
 
 // redisClient returns a client for addr, or starts an embedded Redis
@@ -473,91 +571,6 @@ func (t *timeline) say(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.out, "[+%6.3fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
-}
-
-// crashable is a store that fails every call once its instance crashed.
-// It passes on the member list (backend.Registry) and the listing of
-// locks (backend.Inspector) of the store it wraps, for the status pages.
-type crashable struct {
-	backend.Store
-	crashed *atomic.Bool
-}
-
-var (
-	_ backend.Registry  = (*crashable)(nil)
-	_ backend.Inspector = (*crashable)(nil)
-)
-
-var errCrashed = errors.New("instance crashed (demo)")
-
-func (c *crashable) Acquire(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error) {
-	if c.crashed.Load() {
-		return backend.Lease{}, errCrashed
-	}
-	return c.Store.Acquire(ctx, key, owner, ttl, floor)
-}
-
-func (c *crashable) Renew(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error) {
-	if c.crashed.Load() {
-		return backend.Lease{}, errCrashed
-	}
-	return c.Store.Renew(ctx, key, owner, ttl)
-}
-
-func (c *crashable) Release(ctx context.Context, key, owner string, keepFor time.Duration) error {
-	if c.crashed.Load() {
-		return errCrashed
-	}
-	return c.Store.Release(ctx, key, owner, keepFor)
-}
-
-func (c *crashable) Watch(ctx context.Context, key string) (backend.Watch, error) {
-	if c.crashed.Load() {
-		return nil, errCrashed
-	}
-	return c.Store.Watch(ctx, key)
-}
-
-func (c *crashable) Get(ctx context.Context, key string) (backend.Lease, error) {
-	if c.crashed.Load() {
-		return backend.Lease{}, errCrashed
-	}
-	return c.Store.Get(ctx, key)
-}
-
-func (c *crashable) Heartbeat(ctx context.Context, group string, m backend.Member, ttl time.Duration) ([]string, error) {
-	if c.crashed.Load() {
-		return nil, errCrashed
-	}
-	return c.Store.(backend.Registry).Heartbeat(ctx, group, m, ttl)
-}
-
-func (c *crashable) Members(ctx context.Context, group string) ([]backend.Member, error) {
-	if c.crashed.Load() {
-		return nil, errCrashed
-	}
-	return c.Store.(backend.Registry).Members(ctx, group)
-}
-
-func (c *crashable) Leave(ctx context.Context, group, name string) error {
-	if c.crashed.Load() {
-		return errCrashed
-	}
-	return c.Store.(backend.Registry).Leave(ctx, group, name)
-}
-
-func (c *crashable) Leases(ctx context.Context, prefix string) ([]backend.LeaseInfo, error) {
-	if c.crashed.Load() {
-		return nil, errCrashed
-	}
-	return c.Store.(backend.Inspector).Leases(ctx, prefix)
-}
-
-func (c *crashable) LeasesUpTo(ctx context.Context, prefix string, limit, waiters int) (backend.LeaseList, error) {
-	if c.crashed.Load() {
-		return backend.LeaseList{}, errCrashed
-	}
-	return c.Store.(backend.Inspector).LeasesUpTo(ctx, prefix, limit, waiters)
 }
 
 // servePages serves the status page of each instance at /<port>/ on addr,

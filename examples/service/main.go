@@ -144,11 +144,11 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	}
 	// Once per fire across the fleet (ShedLock): a lease of 1 min, kept
 	// 5 s after the start, so this job runs every third fire. Locked
-	// needs the instance: role.SetDefault above, or schedlock.WithInstance(id).
+	// needs the instance: schedlock.WithInstance(id).
 	// WithScheduler(s) gives it each run's fire time, so that an instance
 	// that starts a fire late (it was paused over it) does not run it again.
 	if _, err := s.NewJob(every, gocron.NewTask(export), gocron.WithName("export"),
-		schedlock.Locked(store, "export", time.Minute, 5*time.Second, schedlock.WithScheduler(s)), skipped, now); err != nil {
+		schedlock.Locked(store, "export", time.Minute, 5*time.Second, schedlock.WithInstance(id), schedlock.WithScheduler(s)), skipped, now); err != nil {
 		return err
 	}
 	s.Start()

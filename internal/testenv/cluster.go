@@ -174,6 +174,7 @@ func (c *Cluster) attachReplicas(ctx context.Context, n int) error {
 // test ends. It fails t on error. At most one ClusterOptions may be given.
 func NewCluster(t testing.TB, opts ...ClusterOptions) *Cluster {
 	t.Helper()
+	skipShort(t, "a redis-server cluster")
 	c, err := StartCluster(single(t, opts))
 	if err != nil {
 		t.Fatal(err)

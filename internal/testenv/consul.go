@@ -110,6 +110,7 @@ func StartConsul(opts ConsulOptions) (*Consul, error) {
 // logged before it is removed.
 func NewConsul(t testing.TB, opts ...ConsulOptions) *Consul {
 	t.Helper()
+	skipShort(t, "consul")
 	c, err := StartConsul(single(t, opts))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,11 @@
 //     acknowledged write survives SIGKILL).
 //   - A missing binary is an error naming `make deps`. Tests never skip for
 //     lack of Redis.
+//   - Under -short nothing starts: NewRedis, NewSentinel, NewCluster,
+//     NewConsul and the shared server's Client skip the test ("real-store
+//     tier, run without -short"). That is the short tier (`make
+//     test-short`): the unit tests on the memory store and the fake clock,
+//     with no server binary at all. `make test` runs without -short.
 //
 // # What it does not promise
 //

@@ -85,6 +85,9 @@ type Redis struct {
 	busPort int // cluster bus port, 0 outside cluster mode
 	tlsPort int // RedisOptions.TLS's port, 0 without TLS
 	timeout time.Duration
+	// unstarted marks the shared server of MainWithRedis under -short:
+	// never started, its Client skips the test.
+	unstarted bool
 
 	process
 }
@@ -119,6 +122,7 @@ func StartRedis(opts RedisOptions) (*Redis, error) {
 // server's log are logged before it is removed.
 func NewRedis(t testing.TB, opts ...RedisOptions) *Redis {
 	t.Helper()
+	skipShort(t, "redis-server")
 	r, err := StartRedis(single(t, opts))
 	if err != nil {
 		t.Fatal(err)
@@ -321,8 +325,13 @@ func (r *Redis) Options() *redis.Options {
 }
 
 // Client returns a new go-redis client for this server, closed when t ends.
+// On the shared server MainWithRedis did not start (under -short) it skips
+// t.
 func (r *Redis) Client(t testing.TB) *redis.Client {
 	t.Helper()
+	if r.unstarted {
+		skipShort(t, r.program)
+	}
 	c := redis.NewClient(r.Options())
 	t.Cleanup(func() { _ = c.Close() })
 	return c

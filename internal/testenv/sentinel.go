@@ -156,6 +156,7 @@ func StartSentinel(opts SentinelOptions) (*Sentinel, error) {
 // test ends. It fails t on error. At most one SentinelOptions may be given.
 func NewSentinel(t testing.TB, opts ...SentinelOptions) *Sentinel {
 	t.Helper()
+	skipShort(t, "redis-sentinel")
 	s, err := StartSentinel(single(t, opts))
 	if err != nil {
 		t.Fatal(err)
