@@ -7,7 +7,8 @@ import (
 
 // The fencing rule and the counter's life, written once for the Go stores
 // (membackend, consulbackend); the Redis stores run the same rule in Lua
-// (redisbackend's prelude.lua), where a Go function cannot run.
+// (backend/internal/redislua/fence.lua, written once for both), where a
+// Go function cannot run.
 
 // CounterKeep is how long, at least, a store keeps a key's fencing counter
 // after the key's last grant (CounterLife), unless it is told otherwise

@@ -18,16 +18,38 @@ func batonImpl() Impl {
 	return Impl{
 		Name:  BatonName,
 		Setup: "synclock.Locker on redisbackend, default Config (hold 45 s, 1 s fallback poll)",
-		Open:  openBaton,
+		Open:  func(rdb *redis.Client, n int) (Client, error) { return openBaton(rdb, n) },
 	}
 }
 
-// openBaton builds a store and a Locker on rdb. Each client gets its own
-// instance ID (port n), as separate instances of a service would.
-func openBaton(rdb *redis.Client, n int) (Client, error) {
+// BatonFunctionsName is the name of the diagnostic run of baton with
+// its Redis functions (WithFunctions) instead of sent scripts.
+const BatonFunctionsName = "baton-functions"
+
+// batonFunctionsImpl is baton as batonImpl sets it up, calling baton's
+// function library (FCALL) instead of sending its scripts (EVALSHA): set
+// beside baton, it shows what making the scripts' shared part on every
+// call costs the server. It is not a peer and is run only when named.
+func batonFunctionsImpl() Impl {
+	return Impl{
+		Name:  BatonFunctionsName,
+		Setup: "diagnostic: baton as set up above, WithFunctions (FCALL of baton's function library, loaded into the benchmark's server)",
+		Open: func(rdb *redis.Client, n int) (Client, error) {
+			if err := redisbackend.LoadFunctions(context.Background(), rdb); err != nil {
+				return nil, err
+			}
+			return openBaton(rdb, n, redisbackend.WithFunctions())
+		},
+	}
+}
+
+// openBaton builds a store with opts and a Locker on rdb. Each client
+// gets its own instance ID (port n), as separate instances of a service
+// would.
+func openBaton(rdb *redis.Client, n int, opts ...redisbackend.Option) (Client, error) {
 	// The benchmark's redis-server is started for it: no lease can have
 	// been lost, and the restart guard would hold the first grants back.
-	store, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
+	store, err := redisbackend.New(rdb, append([]redisbackend.Option{redisbackend.WithoutRestartGuard()}, opts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,16 @@ func TestStoreDiagnostic(t *testing.T) {
 	}
 }
 
+// baton on its Redis functions is a diagnostic too: it runs when named,
+// loads the library into the benchmark's server itself, and breaks no
+// mutual exclusion.
+func TestFunctionsDiagnostic(t *testing.T) {
+	if slices.Contains(ImplNames(), BatonFunctionsName) {
+		t.Fatalf("%s is among the compared implementations; it must run only when named", BatonFunctionsName)
+	}
+	runQuick(t, []string{BatonFunctionsName}, []string{BatonFunctionsName})
+}
+
 // runQuick runs impls (nil: the compared ones) for a second per scenario
 // and checks that each of want ran in both scenarios, made progress and
 // saw no overlapping holders.

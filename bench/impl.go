@@ -61,8 +61,9 @@ func ImplNames() []string {
 }
 
 // Diagnostics returns the runs that are not compared with anything and
-// run only when named: baton's store without synclock.
-func Diagnostics() []Impl { return []Impl{storeImpl()} }
+// run only when named: baton's store without synclock, and baton on its
+// Redis functions.
+func Diagnostics() []Impl { return []Impl{storeImpl(), batonFunctionsImpl()} }
 
 // LookupImpl returns the implementation or diagnostic called name.
 func LookupImpl(name string) (Impl, error) {

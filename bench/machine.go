@@ -81,15 +81,26 @@ func procField(path, name string) string {
 }
 
 // serverLoad is what redis-server has done so far: commands run and CPU
-// time used.
+// time used, in all and by command.
 type serverLoad struct {
 	calls   int64
 	cpuUsec float64
+	// cmds is INFO commandstats by command name (lower case, "config|set"
+	// for a subcommand).
+	cmds map[string]cmdLoad
+}
+
+// cmdLoad is one command's line of INFO commandstats: calls, and the
+// server's time in them (µs). A script's time includes the commands it
+// calls, which are counted again on their own lines.
+type cmdLoad struct {
+	calls int64
+	usec  int64
 }
 
 // readLoad reads INFO commandstats and INFO cpu.
 func readLoad(ctx context.Context, rdb *redis.Client) (serverLoad, error) {
-	var l serverLoad
+	l := serverLoad{cmds: map[string]cmdLoad{}}
 	info, err := rdb.Info(ctx, "commandstats", "cpu").Result()
 	if err != nil {
 		return l, fmt.Errorf("bench: INFO commandstats cpu: %w", err)
@@ -98,13 +109,10 @@ func readLoad(ctx context.Context, rdb *redis.Client) (serverLoad, error) {
 		line = strings.TrimSpace(line)
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
 			// cmdstat_set:calls=12,usec=34,...
-			_, fields, _ := strings.Cut(rest, ":")
-			for f := range strings.SplitSeq(fields, ",") {
-				if v, ok := strings.CutPrefix(f, "calls="); ok {
-					n, _ := strconv.ParseInt(v, 10, 64)
-					l.calls += n
-				}
-			}
+			name, fields, _ := strings.Cut(rest, ":")
+			c := parseCmdstat(fields)
+			l.cmds[name] = c
+			l.calls += c.calls
 			continue
 		}
 		for _, k := range []string{"used_cpu_sys:", "used_cpu_user:"} {
@@ -117,7 +125,45 @@ func readLoad(ctx context.Context, rdb *redis.Client) (serverLoad, error) {
 	return l, nil
 }
 
+// parseCmdstat reads "calls=12,usec=34,..." of a commandstats line.
+func parseCmdstat(fields string) cmdLoad {
+	var c cmdLoad
+	for f := range strings.SplitSeq(fields, ",") {
+		if v, ok := strings.CutPrefix(f, "calls="); ok {
+			c.calls, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(f, "usec="); ok {
+			c.usec, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return c
+}
+
 // sub returns the work done between before and l.
+// The commands are the run's alone: INFO (the harness reading the load)
+// is left out of cmds, but not of calls.
 func (l serverLoad) sub(before serverLoad) serverLoad {
-	return serverLoad{calls: l.calls - before.calls, cpuUsec: l.cpuUsec - before.cpuUsec}
+	d := serverLoad{calls: l.calls - before.calls, cpuUsec: l.cpuUsec - before.cpuUsec, cmds: map[string]cmdLoad{}}
+	for name, c := range l.cmds {
+		b := before.cmds[name]
+		c.calls -= b.calls
+		if c.usec -= b.usec; c.calls > 0 && name != "info" {
+			d.cmds[name] = c
+		}
+	}
+	return d
+}
+
+// add adds o's work to l.
+func (l *serverLoad) add(o serverLoad) {
+	l.calls += o.calls
+	l.cpuUsec += o.cpuUsec
+	if l.cmds == nil {
+		l.cmds = map[string]cmdLoad{}
+	}
+	for name, c := range o.cmds {
+		t := l.cmds[name]
+		t.calls += c.calls
+		t.usec += c.usec
+		l.cmds[name] = t
+	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -66,6 +67,47 @@ type RunResult struct {
 	// bookkeeping commands (INCR, INCR, DECR) per acquisition.
 	RedisCallsPerOp float64 `json:"redis_calls_per_op"`
 	RedisCPUUsPerOp float64 `json:"redis_cpu_us_per_op"`
+	// RedisScriptUsPerOp is the server's time in scripts (EVAL, EVALSHA
+	// and FCALL, the commands they call included) per acquisition, as
+	// INFO commandstats counts it: the share of the CPU time that the
+	// scripts' own work costs, apart from reading and answering requests.
+	RedisScriptUsPerOp float64 `json:"redis_script_us_per_op,omitempty"`
+	// RedisCommands is INFO commandstats per acquisition, by command
+	// (harness included): where the calls of RedisCallsPerOp go.
+	RedisCommands map[string]CommandLoad `json:"redis_commands,omitempty"`
+}
+
+// CommandLoad is one command's share of a run: calls per acquisition and
+// the server's mean time per call (µs; a script's includes the commands
+// it calls).
+type CommandLoad struct {
+	CallsPerOp float64 `json:"calls_per_op"`
+	UsPerCall  float64 `json:"us_per_call"`
+}
+
+// scriptCommands are the commands that run a Lua script.
+var scriptCommands = []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
+
+// setLoad fills r's server figures from load, the work of ops
+// acquisitions.
+func (r *RunResult) setLoad(load serverLoad, ops int) {
+	n := float64(ops)
+	r.RedisCallsPerOp = round(float64(load.calls)/n, 2)
+	r.RedisCPUUsPerOp = round(load.cpuUsec/n, 1)
+	var script int64
+	for name, c := range load.cmds {
+		if r.RedisCommands == nil {
+			r.RedisCommands = map[string]CommandLoad{}
+		}
+		r.RedisCommands[name] = CommandLoad{
+			CallsPerOp: round(float64(c.calls)/n, 2),
+			UsPerCall:  round(float64(c.usec)/float64(c.calls), 2),
+		}
+		if slices.Contains(scriptCommands, name) {
+			script += c.usec
+		}
+	}
+	r.RedisScriptUsPerOp = round(float64(script)/n, 1)
 }
 
 // Setup records how the runs were made.
@@ -148,8 +190,7 @@ func newRunResult(impl, scenario string, s summary) RunResult {
 		HoldMeanMS:      round(ms(s.holdMean), 3),
 	}
 	if s.loadOps > 0 {
-		r.RedisCallsPerOp = round(float64(s.load.calls)/float64(s.loadOps), 2)
-		r.RedisCPUUsPerOp = round(s.load.cpuUsec/float64(s.loadOps), 1)
+		r.setLoad(s.load, s.loadOps)
 	}
 	if len(s.handoff) >= minP99Samples {
 		p99 := round(ms(percentile(s.handoff, 99)), 3)
@@ -330,6 +371,29 @@ func (r *Results) WriteTable(w io.Writer) error {
 	return err
 }
 
+// writeCommands prints, for each run that has them, the server's
+// commands per acquisition with their mean time per call (commandstats),
+// and the time in scripts per acquisition.
+func writeCommands(b *strings.Builder, runs []RunResult) {
+	head := false
+	for _, run := range runs {
+		if len(run.RedisCommands) == 0 {
+			continue
+		}
+		if !head {
+			b.WriteString("\nserver commands per acquisition (calls x µs per call, INFO commandstats; a script's µs include the commands it calls):\n")
+			head = true
+		}
+		names := slices.Sorted(maps.Keys(run.RedisCommands))
+		fmt.Fprintf(b, "  %s %s: scripts %.1f µs/op;", run.Impl, run.Scenario, run.RedisScriptUsPerOp)
+		for _, name := range names {
+			c := run.RedisCommands[name]
+			fmt.Fprintf(b, " %s %.2fx%.2f", name, c.CallsPerOp, c.UsPerCall)
+		}
+		b.WriteString("\n")
+	}
+}
+
 // writeRedis prints the figures measured on redis-server.
 func (r *Results) writeRedis(b *strings.Builder) error {
 	m := r.Machine
@@ -368,6 +432,7 @@ func (r *Results) writeRedis(b *strings.Builder) error {
 	b.WriteString("(of bound: uncontended vs the round-trip limit, contended vs the ideal; times in ms;\n" +
 		" redis calls/op and µs/op: the server's commands (a script and the commands it calls) and CPU time per acquisition;\n" +
 		" the contended ones include the harness's 3 bookkeeping commands)\n")
+	writeCommands(b, r.Runs)
 	if len(r.Targets) > 0 {
 		b.WriteString("\ntargets for baton (DESIGN.md §5):\n")
 		for _, t := range r.Targets {

@@ -84,8 +84,7 @@ func (s *summary) merge(o summary) {
 	s.handoff = append(s.handoff, o.handoff...)
 	s.held += o.held
 	s.overlaps += o.overlaps
-	s.load.calls += o.load.calls
-	s.load.cpuUsec += o.load.cpuUsec
+	s.load.add(o.load)
 	s.loadOps += o.loadOps
 }
 

@@ -38,7 +38,8 @@
 // server does not have it yet; WithFunctions: the function of baton's
 // library that runs it, FCALL), so the owner check, the fencing increment,
 // the write and the release notification are atomic. Each script is a file
-// of the package's lua directory, sent behind one shared prelude
+// of the package's lua directory, sent behind the fencing rule both Redis
+// stores share (backend/internal/redislua) and one shared prelude
 // (lua/prelude.lua), and declares in KEYS the eight keys that a lease
 // script may touch (K's lease, counter, line, requests, watch marker and
 // mailbox, and the restart guard's markers of its service and tenant), as

@@ -76,8 +76,13 @@ func libraryName() string { return library().name }
 type lib struct{ name, src string }
 
 // library builds baton's function library from the store's scripts: one
-// function per script, whose body is the script's text and whose
-// parameters are the KEYS and ARGV the script reads.
+// function per script, whose parameters are the KEYS and ARGV the script
+// reads. The lease scripts' shared part (the fencing rule and the
+// prelude, which only define functions) is in the library once, at its
+// top, so that it is made when the library loads, not on every call; it
+// reads the KEYS and ARGV of the call that runs, which each function
+// sets first, and its body is the script's own text. A group script's
+// function holds the whole script.
 var library = sync.OnceValue(func() lib {
 	h := sha1.New()
 	scripts := leaseScripts.all()
@@ -86,8 +91,15 @@ var library = sync.OnceValue(func() lib {
 	}
 	name := "baton_" + hex.EncodeToString(h.Sum(nil))[:12]
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!lua name=%s\n", name)
+	fmt.Fprintf(&b, "#!lua name=%s\n\n", name)
+	b.WriteString("-- The KEYS and ARGV of the function that runs (each sets them first),\n" +
+		"-- for the lease scripts' shared part below, which reads them.\nlocal KEYS, ARGV\n\n")
+	b.WriteString(leaseScripts.acquire.shared)
 	for _, sc := range scripts {
+		if sc.shared != "" {
+			fmt.Fprintf(&b, "\nredis.register_function('%s_%s', function(keys, argv)\nKEYS, ARGV = keys, argv\n%s\nend)\n", name, sc.name, sc.body)
+			continue
+		}
 		fmt.Fprintf(&b, "\nredis.register_function('%s_%s', function(KEYS, ARGV)\n%s\nend)\n", name, sc.name, sc.src)
 	}
 	return lib{name: name, src: b.String()}

@@ -164,10 +164,10 @@ func TestLeaseKeys(t *testing.T) {
 // The scripts write the fencing limits as literals: they must be
 // backend.MaxTokenLead in µs and backend.MaxToken.
 func TestScriptFencingLimits(t *testing.T) {
-	prelude := readLua("prelude")
+	shared := leaseScripts.acquire.shared
 	for _, want := range []uint64{uint64(backend.MaxTokenLead / time.Microsecond), backend.MaxToken} {
-		if !strings.Contains(prelude, strconv.FormatUint(want, 10)) {
-			t.Errorf("lua/prelude.lua does not hold %d", want)
+		if !strings.Contains(shared, strconv.FormatUint(want, 10)) {
+			t.Errorf("the lease scripts' fencing rule (backend/internal/redislua/fence.lua) does not hold %d", want)
 		}
 	}
 }

@@ -7,19 +7,22 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/baton-go/baton/backend/internal/redislua"
 )
 
 // Every lease operation is one Lua script, so that the owner check and
 // the write that depends on it (and the fencing increment and the
 // release notification) happen atomically on the server. Each script is
-// a file in lua/, sent with lua/prelude.lua in front of it: the prelude
-// names the eight keys every lease script declares (K, its fencing
-// counter, line, requests, watch marker and mailbox, and the restart
-// guard's markers of its service and tenant), reads the store's
-// settings and defines the functions the scripts share. The states and
-// transitions they implement are tabled in the package doc. The group
-// scripts of the Registry (registry.go) are in lua/group, behind a
-// prelude of their own.
+// a file in lua/, sent behind a shared part: the fencing rule that both
+// Redis stores share (backend/internal/redislua) and lua/prelude.lua,
+// which defines the functions the scripts share and reads the store's
+// settings; then lua/keys.lua names the eight keys every lease script
+// declares (K, its fencing counter, line, requests, watch marker and
+// mailbox, and the restart guard's markers of its service and tenant).
+// The states and transitions they implement are tabled in the package
+// doc. The group scripts of the Registry (registry.go) are in lua/group,
+// behind a prelude of their own.
 //
 // A script that did what was asked (granted, renewed or released the
 // caller's lease) replies with the lease's token alone, a string: the
@@ -40,16 +43,18 @@ type scriptSet struct {
 // leaseScripts are the scripts every store runs.
 var leaseScripts = loadScripts("")
 
-// loadScripts reads the scripts, each lease script lua/<name>.lua behind
-// the prelude and each group script lua/group/<name>.lua behind
+// loadScripts reads the scripts: each lease script lua/<name>.lua behind
+// lua/keys.lua and the shared part (the fencing rule and the prelude),
+// and each group script lua/group/<name>.lua behind
 // lua/group/prelude.lua, with shim (Lua that tests add) in front of every
 // one.
 func loadScripts(shim string) *scriptSet {
-	prelude := shim + readLua("prelude")
-	lease := func(name string) *script { return newScript(name, prelude+readLua(name)) }
+	shared := shim + redislua.Fence + readLua("prelude")
+	keys := readLua("keys")
+	lease := func(name string) *script { return newScript(name, shared, keys+readLua(name)) }
 	groupPrelude := shim + readLua("group/prelude")
 	group := func(name string) *script {
-		return newScript("group_"+name, groupPrelude+readLua("group/"+name))
+		return newScript("group_"+name, "", groupPrelude+readLua("group/"+name))
 	}
 	return &scriptSet{
 		acquire:       lease("acquire"),
@@ -73,13 +78,18 @@ func loadScripts(shim string) *scriptSet {
 // calls the function of baton's library that runs it (FCALL).
 type script struct {
 	name string // its name in the library: lowercase letters and '_'
-	src  string
-	lua  *redis.Script
-	fn   string // the function to call; "" to send the script
+	src  string // shared + body: the text EVAL sends
+	// shared is the part of src that only defines functions, the same for
+	// every lease script ("" for the group scripts): the library holds it
+	// once (functions.go); body is the rest.
+	shared, body string
+	lua          *redis.Script
+	fn           string // the function to call; "" to send the script
 }
 
-func newScript(name, src string) *script {
-	return &script{name: name, src: src, lua: redis.NewScript(src)}
+func newScript(name, shared, body string) *script {
+	src := shared + body
+	return &script{name: name, src: src, shared: shared, body: body, lua: redis.NewScript(src)}
 }
 
 // caller is what runs a script: a client or a pipeline.
@@ -131,7 +141,7 @@ func scriptSettings(guard int64, sharded, hands bool) []any {
 }
 
 // keySuffixes follow a lease's Redis key in the first six keys of its
-// scripts, in the order the prelude names them.
+// scripts, in the order lua/keys.lua names them.
 var keySuffixes = [...]string{"", fenceSuffix, lineSuffix, requestSuffix, watchedSuffix, mailboxSuffix}
 
 // leaseKeys returns the eight keys of the lease whose Redis key is name:

@@ -9,7 +9,7 @@ import (
 
 var _ backend.Breaker = (*Store)(nil)
 
-var breakScript = script("break")
+var breakScript = fencedScript("break")
 
 // breakAttempts bounds Break's rounds when the key or baton's record of
 // it changes between its read and its compare-and-break.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/internal/redislua"
 	"github.com/baton-go/baton/backend/redisbackend"
 )
 
@@ -20,15 +21,25 @@ import (
 var luaFiles embed.FS
 
 func script(name string) *redis.Script {
+	return redis.NewScript(readLua(name))
+}
+
+// fencedScript is a script that grants or breaks a lease: it is sent
+// behind the fencing rule that both Redis stores share.
+func fencedScript(name string) *redis.Script {
+	return redis.NewScript(redislua.Fence + readLua(name))
+}
+
+func readLua(name string) string {
 	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
 	if err != nil {
 		panic(err) // embedded at build time: cannot happen
 	}
-	return redis.NewScript(string(b))
+	return string(b)
 }
 
 var (
-	acquireScript = script("acquire")
+	acquireScript = fencedScript("acquire")
 	renewScript   = script("renew")
 	releaseScript = script("release")
 	getScript     = script("get")

@@ -352,3 +352,41 @@ func TestForgedTokens(t *testing.T) {
 		}
 	}
 }
+
+// The fencing counter lives by the rule both Redis stores share: an
+// hour (or the lease's ttl, if longer) after a grant, and for good when
+// a floor put it further ahead of the clock than that, since the clock
+// could no longer keep tokens above it once it expired.
+func TestFenceCounterLife(t *testing.T) {
+	ctx := ctxT(t)
+	rdb := server.Client(t)
+	s := newStore(t, rdb, springredis.Layout{})
+	counter := func(key string) string {
+		return redisbackend.DefaultPrefix + ":{spring:" + s.Shared(key) + "}:fence"
+	}
+	cycle := func(key string, floor uint64) uint64 {
+		t.Helper()
+		l, err := s.Acquire(ctx, key, goID+"#me", time.Second, floor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, key, goID+"#me", 0); err != nil {
+			t.Fatal(err)
+		}
+		return l.Token
+	}
+	near := backend.AppKey("acme", "billing", "lock", "fence-near")
+	cycle(near, 0)
+	if pttl := rdb.PTTL(ctx, counter(near)).Val(); pttl <= 0 || pttl > time.Hour {
+		t.Errorf("the fencing counter %s has PTTL %v after a grant; want an expiry within an hour", counter(near), pttl)
+	}
+	ahead := uint64(time.Now().Add(backend.MaxTokenLead / 2).UnixMicro())
+	far := backend.AppKey("acme", "billing", "lock", "fence-far")
+	cycle(far, ahead)
+	if pttl := rdb.PTTL(ctx, counter(far)).Val(); pttl != -1 {
+		t.Errorf("a counter a floor put far ahead of the clock has PTTL %v; want none", pttl)
+	}
+	if tok := cycle(far, 0); tok != ahead+2 {
+		t.Errorf("after a floor of %d, a grant without one got token %d; want %d", ahead, tok, ahead+2)
+	}
+}

@@ -16,28 +16,12 @@ if own ~= ARGV[4] or tonumber(tok) ~= tonumber(ARGV[5]) then return slow.holder(
 local line, bad = slow.scan(0) -- read before anything is written
 if not line then return bad end
 
-local c = redis.pcall('GET', F)
-if type(c) == 'table' then
-  return {'corrupt', 'fencing counter ' .. F .. ' is a ' .. redis.call('TYPE', F).ok .. ', not an integer'}
-end
-local cn = c and string.match(c, '^%d+$') and tonumber(c)
-if c and not (cn and cn <= 9007199254740991) then
-  return {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not a token (an integer up to 2^53-1)'}
-end
 local t = slow.now()
-local bad = c and ahead('fencing counter ' .. F, c, t)
-if bad then return bad end
-local n = math.max(cn or 0, tonumber(tok), t) + 1
-if n > 9007199254740991 then
-  return {'corrupt', 'fencing counter ' .. F .. ' is at the largest token; delete the counter or use another prefix'}
-end
-local life = math.max(pttl, 3600000)
-if n - t <= life * 1000 then
-  redis.call('SET', F, string.format('%d', n), 'PX', life)
-else
-  redis.call('SET', F, string.format('%d', n))
-end
+local cn, fenced
+cn, bad = fenceRead(F, t)
+if cn == nil then return bad end
+fenced, bad = fenceNext(F, cn, tonumber(tok), t, pttl)
+if not fenced then return bad end
 
-redis.call('DEL', K, M)
 slow.pass(tok, line)
 return {'ok', own, tok, pttl}

@@ -17,10 +17,9 @@ end
 local left = slow.leave(owner)
 local tok, own, flag = read()
 if own == owner and flag ~= ' released' then
-  redis.call('DEL', K, M)
   slow.pass(tok, line)
 elseif left == 1 and was == owner and redis.call('EXISTS', K) == 0 then
-  slow.pass('-', line)
+  slow.pass('-', line, true)
 else
   slow.drop(line.names)
 end

@@ -1,5 +1,8 @@
--- The prelude of every lease script: the store sends it in front of the
--- script's own text, as one script.
+-- The prelude of every lease script: the store sends it, behind
+-- fence.lua (backend/internal/redislua) and in front of lua/keys.lua and
+-- the script's own text, as one script. Baton's function library
+-- (functions.go) holds it once, for all its functions. It defines
+-- functions only: each reads KEYS and ARGV when it is called.
 --
 -- KEYS, the same eight for every lease script, all in K's Cluster slot
 -- but the last (see S):
@@ -30,14 +33,11 @@
 -- any other reply is an array whose first element says what happened
 -- (statuses in redisbackend.go). Numbers travel as decimal strings.
 --
--- Every call pays for each local that a function of the prelude
--- captures (an upvalue, which the server allocates per call): the
--- functions the fast paths use therefore read KEYS and ARGV themselves,
--- and the rest are made by lib() only when a slow path asks for them.
-
--- For the scripts' own text (the functions below do not capture them).
-local K, F, L, R, W, M, I, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local PUBLISH = ARGV[2]
+-- A script sent with EVALSHA makes the prelude's functions on every call,
+-- and pays for each local that one of them captures (an upvalue, which
+-- the server allocates per call): the functions the fast paths use
+-- therefore read KEYS and ARGV themselves, and the rest are made only
+-- when a slow path asks for them (lib, guarded).
 
 -- read returns K's token, owner and flag ('', ' contended' or
 -- ' released'), or nothing when K is missing or not a baton lease.
@@ -55,115 +55,140 @@ local function clock()
 end
 
 -- ahead returns a corrupt reply when v, a token read from the Redis key
--- named what, is above the largest token a grant can have made by the
--- server's clock t (µs): t plus backend.MaxTokenLead (366 days), at most
--- 2^53 - 1. No grant goes beyond it (grant refuses floors at it), so v was
--- forged, or written while the server's clock was far ahead; a caller
--- that took it for a token would hold it as its floor for good.
-local function ahead(what, v, t)
-  if tonumber(v) <= math.min(t + 31622400000000, 9007199254740991) then return end
-  return {'corrupt', what .. ' holds token ' .. v .. ', more than 366 days ahead of the server\'s clock (' ..
+-- name (what says which), is beyond the fencing limit at the server's clock t (µs;
+-- fenceLimit). No grant goes beyond it, so v was forged, or written while
+-- the server's clock was far ahead; a caller that took it for a token
+-- would hold it as its floor for good. Nil when v is within the limit.
+local function ahead(what, name, v, t)
+  if tonumber(v) <= fenceLimit(t) then return end
+  return {'corrupt', what .. ' ' .. name .. ' holds token ' .. v .. ', more than 366 days ahead of the server\'s clock (' ..
     string.format('%d', t) .. ' µs): no grant made it (forged, or written while the clock was ahead); delete it'}
 end
 
--- floorAhead returns the refusal of a floor at or above the largest token
--- a grant may make at the server's clock t (µs), or nil.
-local function floorAhead(floor, t)
-  local limit = math.min(t + 31622400000000, 9007199254740991)
-  if tonumber(floor) < limit then return end
-  return {'floor-ahead', 'floor ' .. floor .. ' is not below ' .. string.format('%d', limit) ..
-    ', the server\'s clock in µs (' .. string.format('%d', t) .. ') plus 366 days: no grant can have had that token'}
-end
+-- guarded returns the restart guard's left, which grant calls for a
+-- counter it finds missing, with the functions only it uses: they are
+-- made on that slow path alone, not on every call.
+local function guarded()
+  -- markerAhead handles a marker key (I or S) whose time since (ms) is
+  -- ahead of the server's clock now (ms): the clock went back, or the value
+  -- was forged, and the marker would refuse fresh keys until the clock
+  -- reached it. It resets the marker to now, so that they wait out the
+  -- guard once from now, as after a flush, and returns the corrupt reply
+  -- that says so; nil when the marker is not ahead.
+  local function markerAhead(key, since, now)
+    if since <= now then return end
+    redis.call('SET', key, string.format('%d', now))
+    return {'corrupt', 'marker ' .. key .. ' held ' .. string.format('%d', since) .. ', ' ..
+      string.format('%d', since - now) .. ' ms ahead of the server\'s clock (it went back, or the value was forged); ' ..
+      'it now holds the server\'s time, and the fresh keys it covers wait out the restart guard once'}
+  end
 
--- markerAhead handles a marker key (I or S) whose time since (ms) is
--- ahead of the server's clock now (ms): the clock went back, or the value
--- was forged, and the marker would refuse fresh keys until the clock
--- reached it. It resets the marker to now, so that they wait out the
--- guard once from now, as after a flush, and returns the corrupt reply
--- that says so; nil when the marker is not ahead.
-local function markerAhead(key, since, now)
-  if since <= now then return end
-  redis.call('SET', key, string.format('%d', now))
-  return {'corrupt', 'marker ' .. key .. ' held ' .. string.format('%d', since) .. ', ' ..
-    string.format('%d', since - now) .. ' ms ahead of the server\'s clock (it went back, or the value was forged); ' ..
-    'it now holds the server\'s time, and the fresh keys it covers wait out the restart guard once'}
-end
+  -- readMarker returns the time in ms that the marker key holds, or false
+  -- when it is missing, and the ID of the server's run that wrote it, or
+  -- '' (a marker of an older baton, or one reset by markerAhead); or nil
+  -- and the corrupt reply for a value that is not "<ms>" or "<ms> <run
+  -- id>", or is ahead of the server's clock now (markerAhead).
+  local function readMarker(key, now)
+    local v = redis.pcall('GET', key)
+    if not v then return false, '' end
+    local since, run
+    if type(v) == 'string' then since, run = string.match(v, '^(%d+) ?(%x*)$') end
+    if not since then
+      return nil, {'corrupt', 'marker ' .. key .. ' is not a time in ms'}
+    end
+    since = tonumber(since)
+    local bad = markerAhead(key, since, now)
+    if bad then return nil, bad end
+    return since, run
+  end
 
--- readMarker returns the time in ms that the marker key holds, or false
--- when it is missing, and the ID of the server's run that wrote it, or
--- '' (a marker of an older baton, or one reset by markerAhead); or nil
--- and the corrupt reply for a value that is not "<ms>" or "<ms> <run
--- id>", or is ahead of the server's clock now (markerAhead).
-local function readMarker(key, now)
-  local v = redis.pcall('GET', key)
-  if not v then return false, '' end
-  local since, run
-  if type(v) == 'string' then since, run = string.match(v, '^(%d+) ?(%x*)$') end
-  if not since then
-    return nil, {'corrupt', 'marker ' .. key .. ' is not a time in ms'}
+  -- intactSince returns since when (ms) the data of K's tag is known
+  -- whole, and the run ID of the marker that says so, writing the markers
+  -- it finds missing; or nil and the corrupt reply. A tag marker I there
+  -- says it. A missing I with the tenant's marker S there means a tag new
+  -- to the server, not lost: a FLUSHALL, a FLUSHDB or a restart without
+  -- data would have taken S too; I takes S's value. With neither (a new server,
+  -- or one that lost its data), since is the server's start when that is
+  -- nearer than need ms (up is the uptime in s), else now, and both are
+  -- written with run, the server's run ID. An I there with no S (markers
+  -- of an older baton) writes S from I. A K without a tag (I is K) has no
+  -- marker of its own: S answers for it, and is not written.
+  local function intactSince(now, up, need, run)
+    local K, I, S = KEYS[1], KEYS[7], KEYS[8]
+    -- wait is how long a marker of since and by asks grants to wait.
+    local function wait(since, by)
+      local w = since + need - now
+      if by == '' or by ~= run then w = math.max(w, need + 1000 - up * 1000) end
+      return w
+    end
+    local since, irun, server, srun = false, '', false, ''
+    if S ~= I then
+      server, srun = readMarker(S, now)
+      if server == nil then return nil, srun end
+    end
+    if I == K then return server, srun end
+    since, irun = readMarker(I, now)
+    if since == nil then return nil, irun end
+    if since then
+      if S ~= I and not server then redis.call('SET', S, redis.call('GET', I)) end
+      -- Both there: each says the data is whole since its time, so the
+      -- one that asks for the shorter wait (the tenant's, when an operator
+      -- declared it, or when the tag's was written before the tenant's)
+      -- holds for the tag too.
+      if server and wait(server, srun) < wait(since, irun) then return server, srun end
+      return since, irun
+    end
+    if server then
+      redis.call('SET', I, redis.call('GET', S))
+      return server, srun
+    end
+    -- Redis counts the uptime in whole seconds of a clock it reads once a
+    -- tick: the server may have started up to a second after it says.
+    since = now
+    if up * 1000 < need then since = math.min(now, now - up * 1000 + 1000) end
+    local v = string.format('%d', since) .. ' ' .. run
+    if S ~= I then redis.call('SET', S, v) end
+    redis.call('SET', I, v)
+    return since, run
   end
-  since = tonumber(since)
-  local bad = markerAhead(key, since, now)
-  if bad then return nil, bad end
-  return since, run
-end
 
--- intactSince returns since when (ms) the data of K's tag is known
--- whole, and the run ID of the marker that says so, writing the markers
--- it finds missing; or nil and the corrupt reply. A tag marker I there
--- says it. A missing I with the tenant's marker S there means a tag new
--- to the server, not lost: a FLUSHALL, a FLUSHDB or a restart without
--- data would have taken S too; I takes S's value. With neither (a new server,
--- or one that lost its data), since is the server's start when that is
--- nearer than need ms (up is the uptime in s), else now, and both are
--- written with run, the server's run ID. An I there with no S (markers
--- of an older baton) writes S from I. A K without a tag (I is K) has no
--- marker of its own: S answers for it, and is not written.
-local function intactSince(now, up, need, run)
-  local K, I, S = KEYS[1], KEYS[7], KEYS[8]
-  -- wait is how long a marker of since and by asks grants to wait.
-  local function wait(since, by)
-    local w = since + need - now
-    if by == '' or by ~= run then w = math.max(w, need + 1000 - up * 1000) end
-    return w
+  -- left returns how long (ms) a grant for ttl ms of K with no counter
+  -- waits for the guard of guard ms at the server's clock t (µs): the
+  -- time the data must be known whole (the longer of ttl and guard, from
+  -- intactSince) and, unless this run of the server wrote the marker,
+  -- the uptime that this needs plus a second; or nil and the corrupt
+  -- reply.
+  local function left(ttl, guard, t)
+    local info = redis.pcall('INFO', 'server')
+    if type(info) == 'table' and (string.find(info.err or '', 'NOPERM', 1, true)
+        or string.find(info.err or '', 'user executing the script', 1, true)) then
+      redis.call('INFO', 'server') -- raise the ACL's refusal: unguarded is not an answer
+    end
+    local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
+    if not up then return 0 end
+    local need = math.max(tonumber(ttl), guard)
+    local wait = need + 1000 - up * 1000
+    local now, run = math.floor(t / 1000), string.match(info, 'run_id:(%x+)') or ''
+    local since, by = intactSince(now, up, need, run)
+    if since == nil then return nil, by end
+    if since then
+      -- A marker this run wrote holds a since not before its start
+      -- (or an operator's declaration): the uptime adds nothing.
+      if by == run and run ~= '' then wait = 0 end
+      wait = math.max(wait, since + need - now)
+    end
+    return wait
   end
-  local since, irun, server, srun = false, '', false, ''
-  if S ~= I then
-    server, srun = readMarker(S, now)
-    if server == nil then return nil, srun end
-  end
-  if I == K then return server, srun end
-  since, irun = readMarker(I, now)
-  if since == nil then return nil, irun end
-  if since then
-    if S ~= I and not server then redis.call('SET', S, redis.call('GET', I)) end
-    -- Both there: each says the data is whole since its time, so the
-    -- one that asks for the shorter wait (the tenant's, when an operator
-    -- declared it, or when the tag's was written before the tenant's)
-    -- holds for the tag too.
-    if server and wait(server, srun) < wait(since, irun) then return server, srun end
-    return since, irun
-  end
-  if server then
-    redis.call('SET', I, redis.call('GET', S))
-    return server, srun
-  end
-  -- Redis counts the uptime in whole seconds of a clock it reads once a
-  -- tick: the server may have started up to a second after it says.
-  since = now
-  if up * 1000 < need then since = math.min(now, now - up * 1000 + 1000) end
-  local v = string.format('%d', since) .. ' ' .. run
-  if S ~= I then redis.call('SET', S, v) end
-  redis.call('SET', I, v)
-  return since, run
+
+  return left
 end
 
 -- grant gives the free K to owner for ttl ms with flag, under the token
 -- max(counter, floor, clock in µs) + 1, and returns it; or nil and the
--- refusal: corrupt, floor-ahead (floorAhead), or {'recovering', ms-left}.
+-- refusal: corrupt, floor-ahead (fenceFloor), or {'recovering', ms-left}.
 -- c is the counter F as the caller read it (false: missing), or nil to
--- read it here; t is the server's clock in µs, or nil to read it here. A
--- counter beyond the fencing limit (ahead) is corrupt.
+-- read it here; t is the server's clock in µs, or nil to read it here.
+-- The token, the counter's checks and its life are fence.lua's.
 --
 -- A missing counter means K was never granted, was idle past the
 -- counter's life, or the server lost its data: unless the guard is off,
@@ -176,62 +201,29 @@ end
 -- the server's uptime is below that plus a second (Redis counts whole
 -- seconds). An operator's marker (Store.DeclareIntact) says "whole since
 -- ever". A marker ahead of the clock is reset to now (markerAhead).
--- Such a lease is flagged
--- contended, since a data loss erased watch markers too. A user whose
--- ACL refuses INFO gets that error, not an unguarded grant; a server
--- that reports no uptime (miniredis) is not guarded. The counter lives
--- max(ttl, 1 h) after the grant, or forever when a floor put it further
--- ahead of the clock than that. Tokens stay at most 2^53 - 1, where Lua
--- numbers are exact.
+-- Such a lease is flagged contended, since a data loss erased watch
+-- markers too. A user whose ACL refuses INFO gets that error, not an
+-- unguarded grant; a server that reports no uptime (miniredis) is not
+-- guarded.
 local function grant(owner, ttl, floor, flag, c, t)
   local K, F, guard = KEYS[1], KEYS[2], tonumber(ARGV[1])
-  if c == nil then c = redis.pcall('GET', F) end
-  if type(c) == 'table' then
-    return nil, {'corrupt', 'fencing counter ' .. F .. ' is a ' .. redis.call('TYPE', F).ok .. ', not an integer'}
-  end
-  local cn = c and string.match(c, '^%d+$') and tonumber(c)
-  if c and not (cn and cn <= 9007199254740991) then
-    return nil, {'corrupt', 'fencing counter ' .. F .. ' holds ' .. string.sub(c, 1, 40) .. ', not a token (an integer up to 2^53-1)'}
-  end
   t = t or clock()
-  local bad = floorAhead(floor, t) or (c and ahead('fencing counter ' .. F, c, t))
+  local cn, bad = nil, fenceFloor(floor, t)
   if bad then return nil, bad end
-  local life = math.max(tonumber(ttl), 3600000)
-  if not c then
+  cn, bad = fenceRead(F, t, c)
+  if cn == nil then return nil, bad end
+  if not cn then
     if guard >= 0 then
-      local info = redis.pcall('INFO', 'server')
-      if type(info) == 'table' and (string.find(info.err or '', 'NOPERM', 1, true)
-          or string.find(info.err or '', 'user executing the script', 1, true)) then
-        redis.call('INFO', 'server') -- raise the ACL's refusal: unguarded is not an answer
-      end
-      local up = type(info) == 'string' and tonumber(string.match(info, 'uptime_in_seconds:(%d+)'))
-      if up then
-        local need = math.max(tonumber(ttl), guard)
-        local left = need + 1000 - up * 1000
-        local now, run = math.floor(t / 1000), string.match(info, 'run_id:(%x+)') or ''
-        local since, by = intactSince(now, up, need, run)
-        if since == nil then return nil, by end
-        if since then
-          -- A marker this run wrote holds a since not before its start
-          -- (or an operator's declaration): the uptime adds nothing.
-          if by == run and run ~= '' then left = 0 end
-          left = math.max(left, since + need - now)
-        end
-        if left > 0 then return nil, {'recovering', string.format('%d', left)} end
-      end
+      local left
+      left, bad = guarded()(ttl, guard, t)
+      if not left then return nil, bad end
+      if left > 0 then return nil, {'recovering', string.format('%d', left)} end
     end
-    cn, flag = 0, ' contended'
+    flag = ' contended'
   end
-  local n = math.max(cn, tonumber(floor), t) + 1
-  if n > 9007199254740991 then
-    return nil, {'corrupt', 'fencing counter ' .. F .. ' is at the largest token ' .. string.format('%d', n - 1) .. ', and no larger one exists; delete the counter or use another prefix'}
-  end
-  local tok = string.format('%d', n)
-  if n - t <= life * 1000 then
-    redis.call('SET', F, tok, 'PX', life)
-  else
-    redis.call('SET', F, tok)
-  end
+  local tok
+  tok, bad = fenceNext(F, cn, tonumber(floor), t, ttl)
+  if not tok then return nil, bad end
   redis.call('SET', K, tok .. ' ' .. owner .. flag, 'PX', ttl)
   return tok
 end
@@ -284,7 +276,7 @@ local function lib()
     if not tok or (flag ~= '' and flag ~= ' contended' and flag ~= ' released') then
       return {'corrupt', 'key ' .. K .. ' holds "' .. string.sub(v, 1, 40) .. '", not a baton lease "<token> <owner>"'}
     end
-    return ahead('key ' .. K, tok, now()) or {'held', own, tok, redis.call('PTTL', K), flag}
+    return ahead('key', K, tok, now()) or {'held', own, tok, redis.call('PTTL', K), flag}
   end
 
   -- holder is the reply to a caller that does not hold K: what classify
@@ -386,15 +378,17 @@ local function lib()
 
   -- join puts owner at the back of the line (or keeps its place) for
   -- patience ms (a decimal string), asking for ttl ms and floor if handed
-  -- K. An owner whose place lapsed joins at the back again.
+  -- K. An owner whose place lapsed joins at the back again. Only an
+  -- owner already in line has a request to look at.
   local function join(owner, patience, ttl, floor)
     local p = tonumber(patience)
     if p <= 0 then return end
     local us, arrival = now()
     local ms = math.floor(us / 1000)
-    local old = redis.call('HGET', R, owner)
-    if old and not live(old, ms) then redis.call('ZREM', L, owner) end
-    redis.call('ZADD', L, 'NX', arrival, owner)
+    if redis.call('ZADD', L, 'NX', arrival, owner) == 0 then
+      local old = redis.call('HGET', R, owner)
+      if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
+    end
     redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
     if redis.call('PTTL', L) < p then
       redis.call('PEXPIRE', L, patience)
@@ -408,8 +402,8 @@ local function lib()
     return redis.call('ZREM', L, owner)
   end
 
-  -- handover grants the free K to line's head (scan) with the ttl and
-  -- floor it asked for, takes it and the lapsed places before it out of
+  -- handover grants K, which its holder is ending, to line's head (scan)
+  -- with the ttl and floor it asked for (the grant overwrites K), takes it and the lapsed places before it out of
   -- the line, copies the lease into the mailbox and publishes "renewed
   -- <token> <ttl> <waiter>". It reports whether it did; a refused grant
   -- leaves the line as it was.
@@ -424,12 +418,14 @@ local function lib()
     return true
   end
 
-  -- pass gives the freed K to line's head (scan, made before the script
-  -- wrote anything) if the store hands over and one is in line, and
-  -- otherwise drops the lapsed places and publishes "released <token>
-  -- <next>".
-  local function pass(token, line)
+  -- pass ends the lease token on K: it gives K to line's head (scan,
+  -- made before the script wrote anything) if the store hands over and
+  -- one is in line, and otherwise deletes K and its mailbox (unless gone:
+  -- K is already missing), drops the lapsed places and publishes
+  -- "released <token> <next>".
+  local function pass(token, line, gone)
     if HANDS and line.head ~= '' and handover(line) then return end
+    if not gone then redis.call('DEL', K, M) end
     drop(line.names)
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
   end

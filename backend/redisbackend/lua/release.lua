@@ -27,6 +27,5 @@ if tonumber(keep) > 0 then
 end
 local line, bad = slow.scan(0)
 if not line then return bad end
-redis.call('DEL', K, M)
 slow.pass(tok, line)
 return tok

@@ -5,7 +5,7 @@ local owner, ttl = ARGV[4], ARGV[5]
 
 local tok, own, flag = read()
 if own == owner and flag ~= ' released' then
-  local bad = ahead('key ' .. K, tok, clock())
+  local bad = ahead('key', K, tok, clock())
   if bad then return bad end
   redis.call('PEXPIRE', K, ttl)
   if flag == ' contended' then redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. ttl) end

@@ -17,6 +17,7 @@
 //	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
 //	go run ./cmd/lockbench -show results.json   # the table of an earlier run
 //	go run ./cmd/lockbench -impls baton,baton-store,redislock -out ''   # what synclock adds to the store
+//	go run ./cmd/lockbench -impls baton,baton-functions,redislock -out ''   # FCALL instead of EVALSHA
 //	go run ./cmd/lockbench -redis=false -cluster=false -out ''        # the Consul figures only
 //
 // It exits 1 when a run failed or any run saw overlapping holders, 2 on
@@ -60,7 +61,7 @@ func run() int {
 		duration   = fs.Duration("duration", bench.DefaultDuration, "per round: each implementation's measured uncontended time, and the length of each contended run")
 		rounds     = fs.Int("rounds", bench.DefaultRounds, "times the whole sequence runs, one implementation later each time; samples are pooled")
 		warmup     = fs.Duration("warmup", 0, "start of each run left out of the statistics (default a fifth of -duration, at most 1s)")
-		impls      = fs.String("impls", strings.Join(bench.ImplNames(), ","), "comma-separated implementations to run; "+bench.StoreName+" (baton's store without synclock) runs only when named")
+		impls      = fs.String("impls", strings.Join(bench.ImplNames(), ","), "comma-separated implementations to run; "+bench.StoreName+" (baton's store without synclock) and "+bench.BatonFunctionsName+" (baton on its Redis functions) run only when named")
 		out        = fs.String("out", scratchOut(), "file to write the results to; empty for none (results.json publishes the run: the README's figures come from it)")
 		procs      = fs.Int("procs", bench.DefaultProcs, "contended: worker processes")
 		goroutines = fs.Int("goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
