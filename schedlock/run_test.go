@@ -10,8 +10,8 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/clock"
-	"github.com/baton-go/baton/testkit/faulty"
 	"github.com/baton-go/baton/schedlock"
+	"github.com/baton-go/baton/testkit/faulty"
 )
 
 // An extension whose reply lands after the lease's deadline never revives

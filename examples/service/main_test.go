@@ -15,9 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/internal/ctlline"
-	"github.com/baton-go/baton/testkit/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // runMainEnv makes the test binary run main instead of the tests, so that
