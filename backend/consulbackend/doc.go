@@ -48,11 +48,15 @@
 // AcquireQueued joins the key's line: an entry locked by a session whose
 // TTL is half the waiter's patience (Consul keeps a session for twice its
 // TTL) or the servers' minimum, written in a transaction that holds only
-// if the key and the waiter first in line are as the refusal read them,
-// so that a release cannot slip between the refusal and the join; the
-// join also writes the key's counter again as it is, so that a release
-// that read the line before it reads again (the counter, not the lease,
-// so that no watcher wakes for a join). The place carries a second
+// if the waiter last in line is still there as the refusal read it (it
+// was in line all along, so no release in between could free the key
+// without seeing a waiter), or, with nobody else in line, if the key is
+// as the refusal read it, so that a release cannot slip between the
+// refusal and the join; such a join also writes the key's counter again
+// as it is, so that a release that read the line before it reads again
+// (the counter, not the lease, so that no watcher wakes for a join).
+// Joins behind others thus neither race each other nor the handovers
+// ahead of them. The place carries a second
 // session, of the ttl the waiter asks for, made for its lease. A call with
 // the same patience renews both sessions. Release with a live waiter
 // in line does not free the key: in one transaction it deletes the lease,

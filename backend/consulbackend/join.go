@@ -118,10 +118,31 @@ func (s *Store) writePlace(ctx context.Context, key, owner string, ttl time.Dura
 	return false, nil
 }
 
-// joinChecks are the operations that make a join hold only if the key
-// and the waiter first in line (unless it is mine) are as st read them.
+// joinChecks are the operations that make a join hold only if a release
+// that read the line before it cannot free the key without seeing it.
+//
+// With another waiter in line (not mine), they check the place of the
+// last of them (anchor): unchanged at the join's write, it was in line
+// for the whole time between the join's read and its write, so every
+// release that read the line in that time saw a waiter and hands the key
+// over instead of freeing it, and the newcomer stands behind it. A
+// handover to the waiter first in line, another waiter's join or a
+// renewal of the lease does not turn the newcomer away, and the counter is
+// not written: joins behind others do not race each other or the
+// handovers. The last in line is the place a handover reaches last.
+//
+// Alone in line (or only mine there), they check the key as st read it
+// (joinKeyChecks).
 func (s *Store) joinChecks(key string, st *state, mine *place) api.TxnOps {
-	var ops api.TxnOps
+	if anchor := st.lastBut(mine); anchor != nil {
+		return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.placeKey(key, anchor.owner), Index: anchor.index}}}
+	}
+	return s.joinKeyChecks(key, st)
+}
+
+// joinKeyChecks are joinChecks for a waiter that finds nobody else in
+// line: the key must be as st read it.
+func (s *Store) joinKeyChecks(key string, st *state) api.TxnOps {
 	switch {
 	case st.lease != nil:
 		// Still the same lease: its session, which a renewal keeps and a
@@ -134,23 +155,18 @@ func (s *Store) joinChecks(key string, st *state, mine *place) api.TxnOps {
 		// (it ended while the key was held), the lease is written again
 		// with its next mark instead, if it is as read, which wakes its
 		// watchers.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}})
+		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}}}
 		if st.fenceKV != nil {
-			ops = append(ops, s.touchCounter(key, st.fenceKV)...)
-		} else {
-			ops = append(ops,
-				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.lease.index}},
-				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
+			return append(ops, s.touchCounter(key, st.fenceKV)...)
 		}
+		return append(ops,
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.lease.index}},
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
 	case st.leaseKV != nil:
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
+		return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}}}
 	default:
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}})
+		return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}}}
 	}
-	if first := st.first(); first != nil && first != mine {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.placeKey(key, first.owner), Index: first.index}})
-	}
-	return ops
 }
 
 // joined is where a waiter's last join (or call that kept its place) left
@@ -274,3 +290,4 @@ func (s *Store) leaseSessionFor(ctx context.Context, key string, ttl time.Durati
 	made, err = s.sessionFor(ctx, "acquire queued", key, ttl)
 	return made, made, err
 }
+

@@ -79,6 +79,40 @@ func TestJoinSeesWritesAfterItsRead(t *testing.T) {
 	})
 }
 
+// A waiter that joins behind others in line holds its join although
+// the key was handed over and another waiter joined between its read and
+// its write: only the waiter last in line when it read must still be
+// there, so the joins of a contended key do not turn each other away
+// (each refusal costs a Raft write and a read). It stands behind them all,
+// and the key reaches it in its turn.
+func TestJoinBehindOthersHoldsAcrossHandovers(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	const key, ttl = "join-behind-others", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, s, key, "a", ttl)
+	join(t, s, key, "b", ttl)
+	retry, err := consulbackend.QueuedAfter(ctx, s, key, "c", ttl, time.Minute, func() {
+		if err := s.Release(ctx, key, "holder", 0); err != nil { // hands the key to a
+			t.Fatal(err)
+		}
+		join(t, s, key, "d", ttl)
+	})
+	if retry || !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("c's join behind b, after a handover and d's join since its read: retry %v, err %v; want it held (ErrHeld, no retry)", retry, err)
+	}
+	for _, turn := range [][2]string{{"a", "b"}, {"b", "d"}, {"d", "c"}} {
+		awaitHanded(t, s, key, turn[0], "the turn of "+turn[0])
+		if err := s.Release(ctx, key, turn[0], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitHanded(t, s, key, "c", "c's turn, after d's")
+}
+
 // A waiter whose place's session ended (it crashed and its patience ran
 // out, or an operator destroyed the session) is out of the line: the
 // release frees the key instead of handing it to that waiter.
