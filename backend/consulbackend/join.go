@@ -3,9 +3,12 @@ package consulbackend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // Joining the waiting line: a waiter's place, written or kept, with the
@@ -291,3 +294,70 @@ func (s *Store) leaseSessionFor(ctx context.Context, key string, ttl time.Durati
 	return made, made, err
 }
 
+// Joining without a read.
+//
+// A store that hands a key over knows, from its read of the line (or the
+// waiters its lease named next, see known.go), who waits behind the
+// waiter it handed the key to. Its next AcquireQueued of that key, which
+// comes right after when a process locks the key in a loop, joins the line
+// behind the last of them without reading the key and its line first: the
+// join's transaction checks that place (joinChecks), which, unchanged
+// since the handover's read, stood in line all that time, so the join
+// holds as if it had read the line then. If that waiter has left or was
+// handed the key since, the join fails and AcquireQueued reads as usual.
+
+// lineHint is who waited behind the key's holder when this store handed
+// it over: the lease it granted and the waiters next in line behind it.
+type lineHint struct {
+	holder backend.Lease
+	next   []nextPlace
+	at     time.Time // when the handover was made, by this process's clock
+}
+
+// lineHintLife is how long after a handover its lineHint is used: a
+// waiter seen then is likely gone by a much later join.
+const lineHintLife = time.Second
+
+// lineHintMax bounds how many keys a store keeps a lineHint for.
+const lineHintMax = 64
+
+// hintLine keeps, after a handover of key to holder, the waiters next in
+// line behind it, if there are any.
+func (s *Store) hintLine(key string, holder backend.Lease, next []nextPlace) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(next) == 0 || s.done || (len(s.lines) >= lineHintMax && s.lines[key].next == nil) {
+		return
+	}
+	s.lines[key] = lineHint{holder: holder, next: next, at: time.Now()}
+}
+
+// takeLineHint returns and forgets the lineHint of key, if it is recent.
+func (s *Store) takeLineHint(key string) (lineHint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.lines[key]
+	delete(s.lines, key)
+	return h, ok && time.Since(h.at) < lineHintLife
+}
+
+// joinKnown is AcquireQueued's first attempt when the store handed key
+// over a moment ago (lineHint): a join behind the last waiter it knew of,
+// without a read. done false: nothing was decided (no hint, owner among
+// the waiters known, or the line changed since), and the caller reads.
+func (s *Store) joinKnown(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, j *joining) (l backend.Lease, done bool, err error) {
+	h, ok := s.takeLineHint(key)
+	if !ok || patience <= 0 || h.holder.Owner == owner || slices.ContainsFunc(h.next, func(n nextPlace) bool { return n.Owner == owner }) {
+		return backend.Lease{}, false, nil
+	}
+	st := &state{lease: &entry{rec: record{Owner: h.holder.Owner, Token: h.holder.Token, TTLMillis: h.holder.TTL.Milliseconds()}}}
+	for i, n := range h.next {
+		st.line = append(st.line, place{owner: n.Owner, index: n.Index, session: n.Place, order: uint64(i + 1),
+			rec: placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}})
+	}
+	retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, nil, j)
+	if retry || err != nil {
+		return backend.Lease{}, err != nil, err
+	}
+	return backend.Lease{}, true, st.refusal(key, owner, patience)
+}

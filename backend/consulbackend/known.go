@@ -256,6 +256,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		if ok {
 			s.putIdle(k.ttl, k.session)
 			s.putIdle(k.placeTTL, k.place)
+			s.hintLine(key, rec.lease(key), rec.Next)
 			return true, nil
 		}
 		if own {

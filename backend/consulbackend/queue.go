@@ -129,6 +129,9 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	var last *state
 	j := &joining{}
 	defer s.unused(j)
+	if l, done, err := s.joinKnown(ctx, key, owner, ttl, floor, patience, j); done {
+		return l, err
+	}
 	for attempt := range grantAttempts {
 		// A grant and a join both need a session for the lease: take it
 		// (renewing an idle one, or making one) while the key is read.

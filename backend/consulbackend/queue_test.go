@@ -113,6 +113,60 @@ func TestJoinBehindOthersHoldsAcrossHandovers(t *testing.T) {
 	awaitHanded(t, s, key, "c", "c's turn, after d's")
 }
 
+// A store that handed a key over knows who waits behind the new holder:
+// its next AcquireQueued of the key (a process that locks it again at
+// once) joins the line behind them without reading the key and its line
+// first, and takes its turn after them. A hint that no longer holds (the
+// waiter it names has left) makes it read as usual.
+func TestJoinAfterHandoverReadsNothing(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	h, hc := countingStore(t, a)
+	const key, ttl = "join-after-handover", 10 * time.Second
+	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, s, key, "a", ttl)
+	join(t, s, key, "b", ttl)
+	if err := h.Release(ctx, key, "holder", 0); err != nil { // hands the key to a
+		t.Fatal(err)
+	}
+	reads := hc.reads.Load()
+	_, err := h.AcquireQueued(ctx, key, "again", ttl, 0, time.Minute)
+	var he *backend.HeldError
+	if !errors.As(err, &he) || he.Holder.Owner != "a" || he.Next != "b" {
+		t.Fatalf("the releasing store's next AcquireQueued: %v; want held by a, b next", err)
+	}
+	if n := hc.reads.Load() - reads; n != 0 {
+		t.Errorf("the join after the store's own handover read %d times; want 0", n)
+	}
+	for _, turn := range []string{"a", "b"} {
+		awaitHanded(t, s, key, turn, "the turn of "+turn)
+		if err := s.Release(ctx, key, turn, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitHanded(t, h, key, "again", "the turn of the join without a read, after b's")
+
+	// b's place is gone by the next join: it reads and joins as usual.
+	join(t, s, key, "c", ttl)
+	join(t, s, key, "d", ttl)
+	if err := h.Release(ctx, key, "again", 0); err != nil { // hands the key to c
+		t.Fatal(err)
+	}
+	if err := s.Dequeue(ctx, key, "d"); err != nil {
+		t.Fatal(err)
+	}
+	reads = hc.reads.Load()
+	if _, err := h.AcquireQueued(ctx, key, "third", ttl, 0, time.Minute); !errors.As(err, &he) || he.Holder.Owner != "c" || he.Next != "third" {
+		t.Fatalf("AcquireQueued after the waiter the store knew of left: %v; want held by c, itself next", err)
+	}
+	if n := hc.reads.Load() - reads; n != 1 {
+		t.Errorf("the join after the known waiter left read %d times; want 1", n)
+	}
+}
+
 // A waiter whose place's session ended (it crashed and its patience ran
 // out, or an operator destroyed the session) is out of the line: the
 // release frees the key instead of handing it to that waiter.
