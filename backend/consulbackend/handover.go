@@ -58,7 +58,7 @@ func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *plac
 	// stays with it.
 	l, _, retry, err := s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, extra, w.rec.Session, carry, w)
 	if err == nil && !retry {
-		s.hintLine(key, l, carry.Next)
+		s.hintLine(key, lineHint{holder: l, next: carry.Next})
 	}
 	return retry, err
 }

@@ -306,48 +306,13 @@ func (s *Store) leaseSessionFor(ctx context.Context, key string, ttl time.Durati
 // holds as if it had read the line then. If that waiter has left or was
 // handed the key since, the join fails and AcquireQueued reads as usual.
 
-// lineHint is who waited behind the key's holder when this store handed
-// it over: the lease it granted and the waiters next in line behind it.
-type lineHint struct {
-	holder backend.Lease
-	next   []nextPlace
-	at     time.Time // when the handover was made, by this process's clock
-}
-
-// lineHintLife is how long after a handover its lineHint is used: a
-// waiter seen then is likely gone by a much later join.
-const lineHintLife = time.Second
-
-// lineHintMax bounds how many keys a store keeps a lineHint for.
-const lineHintMax = 64
-
-// hintLine keeps, after a handover of key to holder, the waiters next in
-// line behind it, if there are any.
-func (s *Store) hintLine(key string, holder backend.Lease, next []nextPlace) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(next) == 0 || s.done || (len(s.lines) >= lineHintMax && s.lines[key].next == nil) {
-		return
-	}
-	s.lines[key] = lineHint{holder: holder, next: next, at: time.Now()}
-}
-
-// takeLineHint returns and forgets the lineHint of key, if it is recent.
-func (s *Store) takeLineHint(key string) (lineHint, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.lines[key]
-	delete(s.lines, key)
-	return h, ok && time.Since(h.at) < lineHintLife
-}
-
 // joinKnown is AcquireQueued's first attempt when the store handed key
-// over a moment ago (lineHint): a join behind the last waiter it knew of,
-// without a read. done false: nothing was decided (no hint, owner among
-// the waiters known, or the line changed since), and the caller reads.
-func (s *Store) joinKnown(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, j *joining) (l backend.Lease, done bool, err error) {
-	h, ok := s.takeLineHint(key)
-	if !ok || patience <= 0 || h.holder.Owner == owner || slices.ContainsFunc(h.next, func(n nextPlace) bool { return n.Owner == owner }) {
+// over a moment ago (h, see lineHint): a join behind the last waiter it
+// knew of, without a read. done false: nothing was decided (no waiter
+// known, owner among them, or the line changed since), and the caller
+// reads.
+func (s *Store) joinKnown(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, h lineHint, j *joining) (l backend.Lease, done bool, err error) {
+	if len(h.next) == 0 || patience <= 0 || h.holder.Owner == owner || slices.ContainsFunc(h.next, func(n nextPlace) bool { return n.Owner == owner }) {
 		return backend.Lease{}, false, nil
 	}
 	st := &state{lease: &entry{rec: record{Owner: h.holder.Owner, Token: h.holder.Token, TTLMillis: h.holder.TTL.Milliseconds()}}}

@@ -167,6 +167,65 @@ func TestJoinAfterHandoverReadsNothing(t *testing.T) {
 	}
 }
 
+// A store that freed a key with nobody in line grants it to its next
+// AcquireQueued without reading it first (an uncontended lock cycle is a
+// renewal and two transactions); a grant or a join by another client since
+// makes it read as usual, and it is refused or joins as a read would
+// decide.
+func TestGrantAfterReleaseReadsNothing(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	h, hc := countingStore(t, a)
+	o := newStore(t, a)
+	const key, ttl = "grant-after-release", 10 * time.Second
+	cycle := func(owner string) {
+		t.Helper()
+		if l, err := h.AcquireQueued(ctx, key, owner, ttl, 0, time.Minute); err != nil || l.Owner != owner {
+			t.Fatalf("%s's AcquireQueued of the free key: %+v, %v; want a grant", owner, l, err)
+		}
+		if err := h.Release(ctx, key, owner, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle("first")
+	reads := hc.reads.Load()
+	for _, owner := range []string{"c1", "c2", "c3"} {
+		cycle(owner)
+	}
+	if n := hc.reads.Load() - reads; n != 0 {
+		t.Errorf("3 lock cycles after the first read %d times; want 0", n)
+	}
+
+	// Another client's grant since the release: read, and refused.
+	if _, err := o.Acquire(ctx, key, "other", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.AcquireQueued(ctx, key, "late", ttl, 0, time.Minute)
+	var he *backend.HeldError
+	if !errors.As(err, &he) || he.Holder.Owner != "other" {
+		t.Fatalf("AcquireQueued after another client took the key: %v; want held by other", err)
+	}
+	if err := o.Release(ctx, key, "other", 0); err != nil { // hands it to late
+		t.Fatal(err)
+	}
+	awaitHanded(t, h, key, "late", "late's turn")
+	if err := h.Release(ctx, key, "late", 0); err != nil {
+		t.Fatal(err)
+	}
+
+	// A waiter that joined since the release (the key held by another
+	// client meanwhile, then kept for the waiter): read, and kept for it.
+	if _, err := o.Acquire(ctx, key, "other", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, o, key, "waiter", ttl)
+	destroyLeaseSession(t, a, o, key) // free, kept for waiter
+	_, err = h.AcquireQueued(ctx, key, "after", ttl, 0, 0)
+	if !errors.As(err, &he) || he.Next != "waiter" {
+		t.Fatalf("AcquireQueued of the key kept for a waiter: %v; want it kept for waiter", err)
+	}
+}
+
 // A waiter whose place's session ended (it crashed and its patience ran
 // out, or an operator destroyed the session) is out of the line: the
 // release frees the key instead of handing it to that waiter.
