@@ -33,8 +33,10 @@
 // (creating and destroying a session are Raft writes, a renewal is not).
 // AcquireQueued renews that session while it reads the key, and a release
 // of a lease granted with nobody in line needs no read while nothing
-// changed since the grant (see known.go), so that an uncontended lock
-// cycle is a read and a renewal side by side, then two Raft writes.
+// changed since the grant (see known.go); the store's next AcquireQueued
+// of a key it freed so needs none either while the counter is as that
+// release wrote it, so that an uncontended lock cycle is a renewal, then
+// two Raft writes.
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
 // releasing store deletes it when the keep time is over (a timer of the
@@ -75,10 +77,12 @@
 // writes, and a handover wakes only the waiter it is for. The handover
 // also names in the lease the next few waiters, so that the holder's
 // release can hand the key on to the next of them without reading the
-// line first (see known.go): in the steady state of a contended key, a
-// lock costs two Raft writes (the handover and the holder's join, once it
-// asks again), no session create or destroy, and on the way from one
-// holder to the next one transaction and one blocking query's answer.
+// line first (see known.go), and the releasing store's next AcquireQueued
+// of the key joins behind the waiters it knows of without reading: in the
+// steady state of a contended key, a lock costs two Raft writes (the
+// handover and the holder's join, once it asks again), no session create
+// or destroy, and on the way from one holder to the next one transaction
+// and one blocking query's answer.
 //
 // Every place (and every waiter a lease or a handed place names as next)
 // is checked when it is read, before anything is written: a lease ttl the
@@ -177,7 +181,8 @@
 // ending and reusing sessions, state.go what one read of a key finds,
 // queue.go the waiting line (AcquireQueued, Dequeue), join.go joining it,
 // handover.go handing a released key to the first waiter (AwaitHandover),
-// known.go releasing without a read, watch.go, force.go (Break),
+// known.go releasing without a read (and what a release leaves for the
+// store's next call on the key), watch.go, force.go (Break),
 // guard.go (restart guard), registry.go and members.go (members),
 // inspect.go (listing), service.go (the catalog), acl.go (ACL policy).
 package consulbackend
