@@ -196,6 +196,18 @@ func TestGrantAfterReleaseReadsNothing(t *testing.T) {
 		t.Errorf("3 lock cycles after the first read %d times; want 0", n)
 	}
 
+	// Something written to the lease key since the release, even without
+	// a session (which a read finds free and replaces): read first, never
+	// overwritten unseen.
+	if _, err := client(t, a).KV().Put(&api.KVPair{Key: h.LeaseKey(key), Value: []byte("written since")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	reads = hc.reads.Load()
+	cycle("over")
+	if n := hc.reads.Load() - reads; n != 1 {
+		t.Errorf("a grant over a lease key written since the store's release read %d times; want 1", n)
+	}
+
 	// Another client's grant since the release: read, and refused.
 	if _, err := o.Acquire(ctx, key, "other", ttl, 0); err != nil {
 		t.Fatal(err)
