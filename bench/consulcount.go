@@ -72,36 +72,7 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return resp, err
 	}
 	t.c.requests.Add(1)
-	{
-		kind := req.Method + " " + req.URL.Path
-		if strings.HasPrefix(req.URL.Path, "/v1/session/") {
-			kind = req.Method + " " + strings.Join(strings.Split(req.URL.Path, "/")[:4], "/")
-		} else if strings.HasPrefix(req.URL.Path, "/v1/kv/") {
-			kind = req.Method + " /v1/kv"
-		}
-		if purpose != "" {
-			kind += " " + purpose
-		}
-		if write {
-			kind += " write"
-		}
-		if blocking {
-			kind += " blocking"
-		}
-		kind += " " + strconv.Itoa(resp.StatusCode)
-		t.c.mu.Lock()
-		if t.c.kinds == nil {
-			t.c.kinds = map[string]*kindCount{}
-		}
-		k := t.c.kinds[kind]
-		if k == nil {
-			k = &kindCount{}
-			t.c.kinds[kind] = k
-		}
-		k.n++
-		k.took += took
-		t.c.mu.Unlock()
-	}
+	t.c.addKind(kindOf(req, purpose, write, blocking, resp.StatusCode), took)
 	switch {
 	case write:
 		t.c.writes.Add(1)
@@ -114,6 +85,43 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		t.c.reads.Add(1)
 	}
 	return resp, nil
+}
+
+// kindOf names a request's kind: method, path (a session's and a KV
+// key's without the ID or key), purpose, write, blocking and status.
+func kindOf(req *http.Request, purpose string, write, blocking bool, status int) string {
+	kind := req.Method + " " + req.URL.Path
+	if strings.HasPrefix(req.URL.Path, "/v1/session/") {
+		kind = req.Method + " " + strings.Join(strings.Split(req.URL.Path, "/")[:4], "/")
+	} else if strings.HasPrefix(req.URL.Path, "/v1/kv/") {
+		kind = req.Method + " /v1/kv"
+	}
+	if purpose != "" {
+		kind += " " + purpose
+	}
+	if write {
+		kind += " write"
+	}
+	if blocking {
+		kind += " blocking"
+	}
+	return kind + " " + strconv.Itoa(status)
+}
+
+// addKind counts a request of kind that took took.
+func (c *consulCounts) addKind(kind string, took time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kinds == nil {
+		c.kinds = map[string]*kindCount{}
+	}
+	k := c.kinds[kind]
+	if k == nil {
+		k = &kindCount{}
+		c.kinds[kind] = k
+	}
+	k.n++
+	k.took += took
 }
 
 // consulWrite reports whether req is a request Consul commits through
@@ -150,24 +158,9 @@ type txnOp struct{ KV *struct{ Verb, Key string } }
 // verbs and the kinds of keys (lease, fence, line: the second segment of
 // "<prefix>/lease/K") it touches, and whether it writes.
 func txnPurpose(ops []txnOp) (purpose string, write bool) {
-	reads, writes := map[string]bool{}, map[string]string{}
-	for _, op := range ops {
-		if op.KV == nil {
-			return "", true
-		}
-		kind := ""
-		if parts := strings.SplitN(op.KV.Key, "/", 3); len(parts) == 3 {
-			kind = parts[1]
-		}
-		switch op.KV.Verb {
-		case "get", "get-or-empty", "get-tree":
-			reads[kind] = true
-		case "check-index", "check-session", "check-not-exists":
-		default:
-			if writes[kind] != "lock" && writes[kind] != "set" {
-				writes[kind] = op.KV.Verb
-			}
-		}
+	reads, writes, ok := txnKeys(ops)
+	if !ok {
+		return "", true
 	}
 	switch lease, line := writes["lease"], writes["line"]; {
 	case len(writes) == 0 && reads["line"]:
@@ -188,6 +181,32 @@ func txnPurpose(ops []txnOp) (purpose string, write bool) {
 		return "leave line", true
 	}
 	return "other", true
+}
+
+// txnKeys returns the kinds of keys a transaction reads and, by kind, the
+// verb that writes them (a lock or set before any other); ok false if an
+// operation is not a KV one.
+func txnKeys(ops []txnOp) (reads map[string]bool, writes map[string]string, ok bool) {
+	reads, writes = map[string]bool{}, map[string]string{}
+	for _, op := range ops {
+		if op.KV == nil {
+			return nil, nil, false
+		}
+		kind := ""
+		if parts := strings.SplitN(op.KV.Key, "/", 3); len(parts) == 3 {
+			kind = parts[1]
+		}
+		switch op.KV.Verb {
+		case "get", "get-or-empty", "get-tree":
+			reads[kind] = true
+		case "check-index", "check-session", "check-not-exists":
+		default:
+			if writes[kind] != "lock" && writes[kind] != "set" {
+				writes[kind] = op.KV.Verb
+			}
+		}
+	}
+	return reads, writes, true
 }
 
 // writeKinds prints the requests by kind, per op, and how long each took
