@@ -82,6 +82,11 @@ type ConsulRun struct {
 	RequestsPerOp float64 `json:"requests_per_op,omitempty"`
 	WritesPerOp   float64 `json:"raft_writes_per_op,omitempty"`
 	WakeupsPerOp  float64 `json:"wakeups_per_op,omitempty"`
+	// FailedPerOp counts the Raft writes that Consul refused (a
+	// transaction that failed a check, which a client then tries again
+	// after reading), ReadsPerOp the reads that did not block.
+	FailedPerOp float64 `json:"failed_writes_per_op,omitempty"`
+	ReadsPerOp  float64 `json:"reads_per_op,omitempty"`
 
 	seconds float64 // the time measured, to pool rounds
 }
@@ -92,6 +97,7 @@ func (p *ConsulRun) pool(r ConsulRun) {
 	if ops > 0 {
 		w := func(a, b float64) float64 { return (a*float64(p.Ops) + b*float64(r.Ops)) / float64(ops) }
 		p.RequestsPerOp, p.WritesPerOp, p.WakeupsPerOp = w(p.RequestsPerOp, r.RequestsPerOp), w(p.WritesPerOp, r.WritesPerOp), w(p.WakeupsPerOp, r.WakeupsPerOp)
+		p.FailedPerOp, p.ReadsPerOp = w(p.FailedPerOp, r.FailedPerOp), w(p.ReadsPerOp, r.ReadsPerOp)
 	}
 	p.Ops, p.Overlaps, p.seconds = ops, p.Overlaps+r.Overlaps, p.seconds+r.seconds
 	p.OpsPerS = float64(p.Ops) / p.seconds
@@ -231,8 +237,8 @@ func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
 				if err != nil {
 					return res, fmt.Errorf("consul %s %s: %w", scenario, im.name, err)
 				}
-				fmt.Fprintf(progress, "consul %-11s %-12s %8.0f ops/s, %d overlaps; per op %.1f requests, %.1f Raft writes, %.1f wake-ups\n",
-					scenario, im.name, r.OpsPerS, r.Overlaps, r.RequestsPerOp, r.WritesPerOp, r.WakeupsPerOp)
+				fmt.Fprintf(progress, "consul %-11s %-12s %8.0f ops/s, %d overlaps; per op %.1f requests, %.1f Raft writes (%.1f refused), %.1f wake-ups, %.1f reads\n",
+					scenario, im.name, r.OpsPerS, r.Overlaps, r.RequestsPerOp, r.WritesPerOp, r.FailedPerOp, r.WakeupsPerOp, r.ReadsPerOp)
 				if p := pooled[im.name]; p != nil {
 					p.pool(r)
 				} else {
@@ -318,7 +324,7 @@ func consulCycles(ctx context.Context, im consulImpl, addr, key string, procs, g
 	elapsed := time.Since(start)
 	r := ConsulRun{Impl: im.name, Setup: im.setup, Ops: int(ops.Load()), Overlaps: int(overlaps.Load()),
 		OpsPerS: float64(ops.Load()) / elapsed.Seconds(), seconds: elapsed.Seconds()}
-	r.RequestsPerOp, r.WritesPerOp, r.WakeupsPerOp = counts.perOp(r.Ops)
+	counts.perOp(&r)
 	if kinds != nil {
 		counts.writeKinds(kinds, r.Ops)
 	}

@@ -21,9 +21,11 @@ import (
 // Consul agent: every HTTP request, the ones Consul commits through Raft
 // (session create and destroy, KV writes, transactions with a write in
 // them; a session renewal is not one), and the blocking queries that
-// returned (each is one wake-up of a waiter or watcher).
+// returned (each is one wake-up of a waiter or watcher); of the writes,
+// those Consul refused (a transaction that failed a check, status 409,
+// is a Raft write too), and the reads that did not block.
 type consulCounts struct {
-	requests, writes, wakeups atomic.Int64
+	requests, writes, wakeups, failed, reads atomic.Int64
 
 	mu    sync.Mutex
 	kinds map[string]*kindCount // requests by method, path, write, blocking and status
@@ -42,13 +44,14 @@ func (c *consulCounts) config(addr string) *api.Config {
 	return &api.Config{Address: addr, HttpClient: &http.Client{Transport: &countingTransport{next: t, c: c}}}
 }
 
-// perOp returns the counts divided by ops.
-func (c *consulCounts) perOp(ops int) (requests, writes, wakeups float64) {
-	if ops == 0 {
-		return 0, 0, 0
+// perOp sets r's counts per op, divided by r.Ops.
+func (c *consulCounts) perOp(r *ConsulRun) {
+	if r.Ops == 0 {
+		return
 	}
-	n := float64(ops)
-	return float64(c.requests.Load()) / n, float64(c.writes.Load()) / n, float64(c.wakeups.Load()) / n
+	n := float64(r.Ops)
+	r.RequestsPerOp, r.WritesPerOp, r.WakeupsPerOp = float64(c.requests.Load())/n, float64(c.writes.Load())/n, float64(c.wakeups.Load())/n
+	r.FailedPerOp, r.ReadsPerOp = float64(c.failed.Load())/n, float64(c.reads.Load())/n
 }
 
 type countingTransport struct {
@@ -57,7 +60,7 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	write, err := consulWrite(req)
+	write, purpose, err := consulWrite(req)
 	if err != nil {
 		return nil, err
 	}
@@ -69,75 +72,141 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return resp, err
 	}
 	t.c.requests.Add(1)
-	{
-		kind := req.Method + " " + req.URL.Path
-		if strings.HasPrefix(req.URL.Path, "/v1/session/") {
-			kind = req.Method + " " + strings.Join(strings.Split(req.URL.Path, "/")[:4], "/")
-		} else if strings.HasPrefix(req.URL.Path, "/v1/kv/") {
-			kind = req.Method + " /v1/kv"
-		}
-		if write {
-			kind += " write"
-		}
-		if blocking {
-			kind += " blocking"
-		}
-		kind += " " + strconv.Itoa(resp.StatusCode)
-		t.c.mu.Lock()
-		if t.c.kinds == nil {
-			t.c.kinds = map[string]*kindCount{}
-		}
-		k := t.c.kinds[kind]
-		if k == nil {
-			k = &kindCount{}
-			t.c.kinds[kind] = k
-		}
-		k.n++
-		k.took += took
-		t.c.mu.Unlock()
-	}
-	if write {
+	t.c.addKind(kindOf(req, purpose, write, blocking, resp.StatusCode), took)
+	switch {
+	case write:
 		t.c.writes.Add(1)
-	}
-	if blocking {
+		if resp.StatusCode == http.StatusConflict {
+			t.c.failed.Add(1)
+		}
+	case blocking:
 		t.c.wakeups.Add(1)
+	case req.Method == http.MethodGet && strings.HasPrefix(req.URL.Path, "/v1/kv/"), req.URL.Path == "/v1/txn":
+		t.c.reads.Add(1)
 	}
 	return resp, nil
 }
 
+// kindOf names a request's kind: method, path (a session's and a KV
+// key's without the ID or key), purpose, write, blocking and status.
+func kindOf(req *http.Request, purpose string, write, blocking bool, status int) string {
+	kind := req.Method + " " + req.URL.Path
+	if strings.HasPrefix(req.URL.Path, "/v1/session/") {
+		kind = req.Method + " " + strings.Join(strings.Split(req.URL.Path, "/")[:4], "/")
+	} else if strings.HasPrefix(req.URL.Path, "/v1/kv/") {
+		kind = req.Method + " /v1/kv"
+	}
+	if purpose != "" {
+		kind += " " + purpose
+	}
+	if write {
+		kind += " write"
+	}
+	if blocking {
+		kind += " blocking"
+	}
+	return kind + " " + strconv.Itoa(status)
+}
+
+// addKind counts a request of kind that took took.
+func (c *consulCounts) addKind(kind string, took time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kinds == nil {
+		c.kinds = map[string]*kindCount{}
+	}
+	k := c.kinds[kind]
+	if k == nil {
+		k = &kindCount{}
+		c.kinds[kind] = k
+	}
+	k.n++
+	k.took += took
+}
+
 // consulWrite reports whether req is a request Consul commits through
-// Raft. A transaction is one if any of its operations writes.
-func consulWrite(req *http.Request) (bool, error) {
+// Raft. A transaction is one if any of its operations writes; purpose
+// then names what it does, by the keys it writes (txnPurpose).
+func consulWrite(req *http.Request) (write bool, purpose string, err error) {
 	path := req.URL.Path
 	switch {
 	case strings.HasPrefix(path, "/v1/session/create"), strings.HasPrefix(path, "/v1/session/destroy"):
-		return true, nil
+		return true, "", nil
 	case strings.HasPrefix(path, "/v1/kv/"):
-		return req.Method == http.MethodPut || req.Method == http.MethodDelete, nil
+		return req.Method == http.MethodPut || req.Method == http.MethodDelete, "", nil
 	case path == "/v1/txn" && req.Body != nil:
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		req.Body.Close()
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		var ops []struct{ KV *struct{ Verb string } }
+		var ops []txnOp
 		if json.Unmarshal(body, &ops) != nil {
-			return true, nil
+			return true, "", nil
 		}
-		for _, op := range ops {
-			if op.KV == nil {
-				return true, nil
-			}
-			switch op.KV.Verb {
-			case "get", "get-or-empty", "get-tree", "check-index", "check-session", "check-not-exists":
-			default:
-				return true, nil
-			}
-		}
-		return false, nil
+		purpose, write = txnPurpose(ops)
+		return write, purpose, nil
 	}
-	return false, nil
+	return false, "", nil
+}
+
+// txnOp is what consulWrite reads of a transaction's operation.
+type txnOp struct{ KV *struct{ Verb, Key string } }
+
+// txnPurpose names what a transaction of baton's store does, from the
+// verbs and the kinds of keys (lease, fence, line: the second segment of
+// "<prefix>/lease/K") it touches, and whether it writes.
+func txnPurpose(ops []txnOp) (purpose string, write bool) {
+	reads, writes, ok := txnKeys(ops)
+	if !ok {
+		return "", true
+	}
+	switch lease, line := writes["lease"], writes["line"]; {
+	case len(writes) == 0 && reads["line"]:
+		return "read key+line", false
+	case len(writes) == 0:
+		return "read key", false
+	case lease == "lock" && line == "lock":
+		return "handover", true
+	case lease == "lock":
+		return "grant", true
+	case lease == "delete":
+		return "release", true
+	case line == "lock" && writes["fence"] != "":
+		return "join+counter", true
+	case line == "lock":
+		return "join", true
+	case line == "delete":
+		return "leave line", true
+	}
+	return "other", true
+}
+
+// txnKeys returns the kinds of keys a transaction reads and, by kind, the
+// verb that writes them (a lock or set before any other); ok false if an
+// operation is not a KV one.
+func txnKeys(ops []txnOp) (reads map[string]bool, writes map[string]string, ok bool) {
+	reads, writes = map[string]bool{}, map[string]string{}
+	for _, op := range ops {
+		if op.KV == nil {
+			return nil, nil, false
+		}
+		kind := ""
+		if parts := strings.SplitN(op.KV.Key, "/", 3); len(parts) == 3 {
+			kind = parts[1]
+		}
+		switch op.KV.Verb {
+		case "get", "get-or-empty", "get-tree":
+			reads[kind] = true
+		case "check-index", "check-session", "check-not-exists":
+		default:
+			if writes[kind] != "lock" && writes[kind] != "set" {
+				writes[kind] = op.KV.Verb
+			}
+		}
+	}
+	return reads, writes, true
 }
 
 // writeKinds prints the requests by kind, per op, and how long each took

@@ -290,7 +290,7 @@ func (r *Results) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "Consul %s (a private dev agent: one server, Raft in memory):\n", c.Version)
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\tvs lock recipe\toverlaps\trequests/op\tRaft writes/op\twake-ups/op\t")
+		fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\tvs lock recipe\toverlaps\trequests/op\tRaft writes/op\trefused/op\twake-ups/op\treads/op\t")
 		var ref float64
 		recipe := map[string]float64{}
 		for _, run := range c.Uncontended {
@@ -324,14 +324,15 @@ func (r *Results) WriteTable(w io.Writer) error {
 				if r := recipe[set.name]; r > 0 {
 					ofRecipe = fmt.Sprintf("%.2fx", run.OpsPerS/r)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t\n", run.Impl, set.name, run.OpsPerS, of, ofRecipe, run.Overlaps,
-					perOp(run.RequestsPerOp), perOp(run.WritesPerOp), perOp(run.WakeupsPerOp))
+				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", run.Impl, set.name, run.OpsPerS, of, ofRecipe, run.Overlaps,
+					perOp(run.RequestsPerOp), perOp(run.WritesPerOp), perOp(run.FailedPerOp), perOp(run.WakeupsPerOp), perOp(run.ReadsPerOp))
 			}
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		b.WriteString("(per op: the HTTP requests the clients sent, those Consul committed through Raft, and the blocking queries that returned)\n")
+		b.WriteString("(per op: the HTTP requests the clients sent, those Consul committed through Raft and of them the ones it refused\n" +
+			" (a transaction whose check failed), the blocking queries that returned, and the reads that did not block)\n")
 		if c.Terms > 0 {
 			fmt.Fprintf(&b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
 				c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)

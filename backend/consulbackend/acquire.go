@@ -166,6 +166,11 @@ func (s *Store) takeOps(ctx context.Context, op, key string, st *state, owner st
 		ops = append(ops,
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}},
 			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}})
+	} else {
+		// Absent as read (or as the store's own release left it, see
+		// grantKnown): whatever was written there since, even without a
+		// session, is read and judged first, never overwritten.
+		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}})
 	}
 	return token, keeper, append(ops, guardOps...), nil
 }

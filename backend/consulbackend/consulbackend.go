@@ -54,6 +54,7 @@ type Store struct {
 	timers   map[*time.Timer]struct{}
 	known    map[string]*known          // what the store knows of leases it holds, by key (known.go)
 	joins    map[string]joined          // where waiters' joins left their places (join.go)
+	lines    map[string]lineHint        // who waits behind a key this store handed over (join.go)
 	idle     map[time.Duration][]string // idle sessions by TTL (sessions.go)
 	base     context.Context            // the watches' contexts derive from it
 	closeFn  context.CancelFunc         // ends base: Close
@@ -145,6 +146,7 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 		idle:        make(map[time.Duration][]string),
 		known:       make(map[string]*known),
 		joins:       make(map[string]joined),
+		lines:       make(map[string]lineHint),
 	}
 	s.base, s.closeFn = context.WithCancel(context.Background())
 	s.addr = c.Address
@@ -186,6 +188,7 @@ func (s *Store) Close() error {
 	clear(s.timers)
 	clear(s.known)
 	clear(s.joins)
+	clear(s.lines)
 	s.mu.Unlock()
 	s.watches.Wait()
 	s.keeps.Wait()

@@ -187,9 +187,9 @@ func (s *Store) setCounter(key string, fence *api.KVPair, token uint64, keeper s
 
 // touchCounter are the operations that write key's counter, read as fence,
 // again as it was (value, flags, keeper), if it is still as read, so that
-// only its index changes. A waiter's join does, so that a release that
-// read the line before the join finds the counter changed and reads
-// again. Watches block on the lease key, not on the counter, so this wakes
+// only its index changes. A waiter's join with nobody else in line does
+// (joinKeyChecks), so that a release that read the line before the join
+// finds the counter changed and reads again. Watches block on the lease key, not on the counter, so this wakes
 // none of them (a rewrite of the lease would wake them all).
 func (s *Store) touchCounter(key string, fence *api.KVPair) api.TxnOps {
 	k := s.FenceKey(key)

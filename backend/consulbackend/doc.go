@@ -37,8 +37,10 @@
 // (creating and destroying a session are Raft writes, a renewal is not).
 // AcquireQueued renews that session while it reads the key, and a release
 // of a lease granted with nobody in line needs no read while nothing
-// changed since the grant (see known.go), so that an uncontended lock
-// cycle is a read and a renewal side by side, then two Raft writes.
+// changed since the grant (see known.go); the store's next AcquireQueued
+// of a key it freed so needs none either while the counter is as that
+// release wrote it, so that an uncontended lock cycle is a renewal, then
+// two Raft writes.
 // Release with a keep time moves the lease to a new session whose TTL is
 // the keep time, marked kept so that it can no longer be renewed, and the
 // releasing store deletes it when the keep time is over (a timer of the
@@ -52,11 +54,15 @@
 // AcquireQueued joins the key's line: an entry locked by a session whose
 // TTL is half the waiter's patience (Consul keeps a session for twice its
 // TTL) or the servers' minimum, written in a transaction that holds only
-// if the key and the waiter first in line are as the refusal read them,
-// so that a release cannot slip between the refusal and the join; the
-// join also writes the key's counter again as it is, so that a release
-// that read the line before it reads again (the counter, not the lease,
-// so that no watcher wakes for a join). The place carries a second
+// if the waiter last in line is still there as the refusal read it (it
+// was in line all along, so no release in between could free the key
+// without seeing a waiter), or, with nobody else in line, if the key is
+// as the refusal read it, so that a release cannot slip between the
+// refusal and the join; such a join also writes the key's counter again
+// as it is, so that a release that read the line before it reads again
+// (the counter, not the lease, so that no watcher wakes for a join).
+// Joins behind others thus neither race each other nor the handovers
+// ahead of them. The place carries a second
 // session, of the ttl the waiter asks for, made for its lease. A call with
 // the same patience renews both sessions. Release with a live waiter
 // in line does not free the key: in one transaction it deletes the lease,
@@ -75,10 +81,12 @@
 // writes, and a handover wakes only the waiter it is for. The handover
 // also names in the lease the next few waiters, so that the holder's
 // release can hand the key on to the next of them without reading the
-// line first (see known.go): in the steady state of a contended key, a
-// lock costs two Raft writes (the handover and the holder's join, once it
-// asks again), no session create or destroy, and on the way from one
-// holder to the next one transaction and one blocking query's answer.
+// line first (see known.go), and the releasing store's next AcquireQueued
+// of the key joins behind the waiters it knows of without reading: in the
+// steady state of a contended key, a lock costs two Raft writes (the
+// handover and the holder's join, once it asks again), no session create
+// or destroy, and on the way from one holder to the next one transaction
+// and one blocking query's answer.
 //
 // Every place (and every waiter a lease or a handed place names as next)
 // is checked when it is read, before anything is written: a lease ttl the
@@ -177,7 +185,8 @@
 // ending and reusing sessions, state.go what one read of a key finds,
 // queue.go the waiting line (AcquireQueued, Dequeue), join.go joining it,
 // handover.go handing a released key to the first waiter (AwaitHandover),
-// known.go releasing without a read, watch.go, force.go (Break),
+// known.go releasing without a read (and what a release leaves for the
+// store's next call on the key), watch.go, force.go (Break),
 // guard.go (restart guard), registry.go and members.go (members),
 // inspect.go (listing), service.go (the catalog), acl.go (ACL policy).
 package consulbackend

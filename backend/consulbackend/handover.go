@@ -56,7 +56,10 @@ func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *plac
 	}
 	// w's place is marked handed, not deleted (handedLease): its session
 	// stays with it.
-	_, _, retry, err = s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, extra, w.rec.Session, carry, w)
+	l, _, retry, err := s.take(ctx, op, key, st, w.owner, ttl, w.rec.Floor, extra, w.rec.Session, carry, w)
+	if err == nil && !retry {
+		s.hintLine(key, lineHint{holder: l, next: carry.Next})
+	}
 	return retry, err
 }
 

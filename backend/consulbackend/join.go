@@ -3,9 +3,12 @@ package consulbackend
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // Joining the waiting line: a waiter's place, written or kept, with the
@@ -118,10 +121,31 @@ func (s *Store) writePlace(ctx context.Context, key, owner string, ttl time.Dura
 	return false, nil
 }
 
-// joinChecks are the operations that make a join hold only if the key
-// and the waiter first in line (unless it is mine) are as st read them.
+// joinChecks are the operations that make a join hold only if a release
+// that read the line before it cannot free the key without seeing it.
+//
+// With another waiter in line (not mine), they check the place of the
+// last of them (anchor): unchanged at the join's write, it was in line
+// for the whole time between the join's read and its write, so every
+// release that read the line in that time saw a waiter and hands the key
+// over instead of freeing it, and the newcomer stands behind it. A
+// handover to the waiter first in line, another waiter's join or a
+// renewal of the lease does not turn the newcomer away, and the counter is
+// not written: joins behind others do not race each other or the
+// handovers. The last in line is the place a handover reaches last.
+//
+// Alone in line (or only mine there), they check the key as st read it
+// (joinKeyChecks).
 func (s *Store) joinChecks(key string, st *state, mine *place) api.TxnOps {
-	var ops api.TxnOps
+	if anchor := st.lastBut(mine); anchor != nil {
+		return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.placeKey(key, anchor.owner), Index: anchor.index}}}
+	}
+	return s.joinKeyChecks(key, st)
+}
+
+// joinKeyChecks are joinChecks for a waiter that finds nobody else in
+// line: the key must be as st read it.
+func (s *Store) joinKeyChecks(key string, st *state) api.TxnOps {
 	switch {
 	case st.lease != nil:
 		// Still the same lease: its session, which a renewal keeps and a
@@ -134,23 +158,18 @@ func (s *Store) joinChecks(key string, st *state, mine *place) api.TxnOps {
 		// (it ended while the key was held), the lease is written again
 		// with its next mark instead, if it is as read, which wakes its
 		// watchers.
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}})
+		ops := api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: st.lease.session}}}
 		if st.fenceKV != nil {
-			ops = append(ops, s.touchCounter(key, st.fenceKV)...)
-		} else {
-			ops = append(ops,
-				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.lease.index}},
-				&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
+			return append(ops, s.touchCounter(key, st.fenceKV)...)
 		}
+		return append(ops,
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.lease.index}},
+			&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(st.lease.rec.marked()), Flags: st.leaseKV.Flags, Session: st.lease.session}})
 	case st.leaseKV != nil:
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}})
+		return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: st.leaseKV.ModifyIndex}}}
 	default:
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}})
+		return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: s.LeaseKey(key)}}}
 	}
-	if first := st.first(); first != nil && first != mine {
-		ops = append(ops, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.placeKey(key, first.owner), Index: first.index}})
-	}
-	return ops
 }
 
 // joined is where a waiter's last join (or call that kept its place) left
@@ -273,4 +292,37 @@ func (s *Store) leaseSessionFor(ctx context.Context, key string, ttl time.Durati
 	}
 	made, err = s.sessionFor(ctx, "acquire queued", key, ttl)
 	return made, made, err
+}
+
+// Joining without a read.
+//
+// A store that hands a key over knows, from its read of the line (or the
+// waiters its lease named next, see known.go), who waits behind the
+// waiter it handed the key to. Its next AcquireQueued of that key, which
+// comes right after when a process locks the key in a loop, joins the line
+// behind the last of them without reading the key and its line first: the
+// join's transaction checks that place (joinChecks), which, unchanged
+// since the handover's read, stood in line all that time, so the join
+// holds as if it had read the line then. If that waiter has left or was
+// handed the key since, the join fails and AcquireQueued reads as usual.
+
+// joinKnown is AcquireQueued's first attempt when the store handed key
+// over a moment ago (h, see lineHint): a join behind the last waiter it
+// knew of, without a read. done false: nothing was decided (no waiter
+// known, owner among them, or the line changed since), and the caller
+// reads.
+func (s *Store) joinKnown(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, h lineHint, j *joining) (l backend.Lease, done bool, err error) {
+	if len(h.next) == 0 || patience <= 0 || h.holder.Owner == owner || slices.ContainsFunc(h.next, func(n nextPlace) bool { return n.Owner == owner }) {
+		return backend.Lease{}, false, nil
+	}
+	st := &state{lease: &entry{rec: record{Owner: h.holder.Owner, Token: h.holder.Token, TTLMillis: h.holder.TTL.Milliseconds()}}}
+	for i, n := range h.next {
+		st.line = append(st.line, place{owner: n.Owner, index: n.Index, session: n.Place, order: uint64(i + 1),
+			rec: placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}})
+	}
+	retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, nil, j)
+	if retry || err != nil {
+		return backend.Lease{}, err != nil, err
+	}
+	return backend.Lease{}, true, st.refusal(key, owner, patience)
 }

@@ -102,6 +102,63 @@ func (s *Store) checkNext(next []nextPlace) error {
 	return nil
 }
 
+// lineHint is what this store's last release of a key left: handed over,
+// the lease it granted and the waiters next in line behind it (see
+// joinKnown); freed with nobody in line, the fencing counter as written
+// (see grantKnown).
+type lineHint struct {
+	holder backend.Lease
+	next   []nextPlace
+	fence  *api.KVPair
+	at     time.Time // when the release was made, by this process's clock
+}
+
+// lineHintLife is how long after a release its lineHint is used: what it
+// saw is likely gone by a much later call.
+const lineHintLife = time.Second
+
+// lineHintMax bounds how many keys a store keeps a lineHint for.
+const lineHintMax = 64
+
+// hintLine keeps what a release of key left, h, if it knows a waiter or
+// the counter.
+func (s *Store) hintLine(key string, h lineHint) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, had := s.lines[key]
+	if (len(h.next) == 0 && h.fence == nil) || s.done || (len(s.lines) >= lineHintMax && !had) {
+		return
+	}
+	h.at = time.Now()
+	s.lines[key] = h
+}
+
+// freedCounter is the counter key as a release that freed it wrote it,
+// with value and flags as sent, from the transaction's results; nil if
+// they do not name it.
+func (s *Store) freedCounter(key string, value []byte, flags uint64, resp *api.TxnResponse) *api.KVPair {
+	if resp == nil {
+		return nil
+	}
+	for _, r := range resp.Results {
+		if r.KV != nil && r.KV.Key == s.FenceKey(key) && r.KV.ModifyIndex != 0 {
+			p := *r.KV
+			p.Value, p.Flags = value, flags
+			return &p
+		}
+	}
+	return nil
+}
+
+// takeLineHint returns and forgets the lineHint of key, if it is recent.
+func (s *Store) takeLineHint(key string) (lineHint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.lines[key]
+	delete(s.lines, key)
+	return h, ok && time.Since(h.at) < lineHintLife
+}
+
 // known is what the store knows of a lease it holds.
 type known struct {
 	owner, session string
@@ -178,11 +235,12 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 	case k.fenceIndex == 0:
 		return false, nil // handed over with nobody known behind
 	}
-	ok, _, _, err := s.txn.Txn(api.TxnOps{
+	value := []byte(strconv.FormatUint(k.token, 10))
+	ok, resp, _, err := s.txn.Txn(api.TxnOps{
 		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
 		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
 		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: []byte(strconv.FormatUint(k.token, 10)), Flags: k.token, Index: k.fenceIndex}},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: k.token, Index: k.fenceIndex}},
 	}, s.queryOpts(ctx))
 	if err != nil {
 		return true, s.transport("release", key, ctx, err)
@@ -191,6 +249,7 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 		return false, nil
 	}
 	s.putIdle(k.ttl, k.session)
+	s.hintLine(key, lineHint{fence: s.freedCounter(key, value, k.token, resp)})
 	return true, nil
 }
 
@@ -256,6 +315,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		if ok {
 			s.putIdle(k.ttl, k.session)
 			s.putIdle(k.placeTTL, k.place)
+			s.hintLine(key, lineHint{holder: rec.lease(key), next: rec.Next})
 			return true, nil
 		}
 		if own {

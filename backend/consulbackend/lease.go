@@ -355,6 +355,9 @@ func (s *Store) release(ctx context.Context, key, owner string, attempt int) err
 	}
 	s.putIdle(millis(cur.rec.TTLMillis), cur.session)
 	s.droppedHanded(owner, st)
+	if fence := st.fenceKV; fence != nil && len(st.line) == 0 {
+		s.hintLine(key, lineHint{fence: s.freedCounter(key, fence.Value, cur.rec.Token, resp)})
+	}
 	return nil
 }
 

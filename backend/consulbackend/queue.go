@@ -129,6 +129,9 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	var last *state
 	j := &joining{}
 	defer s.unused(j)
+	if l, done, err := s.afterOwnRelease(ctx, key, owner, ttl, floor, patience, j); done {
+		return l, err
+	}
 	for attempt := range grantAttempts {
 		// A grant and a join both need a session for the lease: take it
 		// (renewing an idle one, or making one) while the key is read.
@@ -169,6 +172,43 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 		he.Next = first.owner
 	}
 	return backend.Lease{}, he
+}
+
+// afterOwnRelease is AcquireQueued's first attempt when this store
+// released key a moment ago (lineHint): a grant of the key it freed with
+// nobody in line (grantKnown), or a join behind the waiters it handed the
+// key over to (joinKnown), without a read. done false: the caller reads.
+func (s *Store) afterOwnRelease(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration, j *joining) (l backend.Lease, done bool, err error) {
+	h, ok := s.takeLineHint(key)
+	switch {
+	case !ok:
+		return backend.Lease{}, false, nil
+	case h.fence != nil:
+		return s.grantKnown(ctx, key, owner, ttl, floor, h.fence, j)
+	}
+	return s.joinKnown(ctx, key, owner, ttl, floor, patience, h, j)
+}
+
+// grantKnown grants key, which this store freed with nobody in line a
+// moment ago, leaving its counter as fence, to owner without reading it
+// first. The grant's transaction checks the counter, which every grant,
+// break and first join of a line since would have written (take,
+// joinKeyChecks), and locks the lease key, which fails if anyone holds
+// it; so it holds only while the key is free with nobody in line, as a
+// read would have found it. done false: it did not hold, and the caller
+// reads.
+func (s *Store) grantKnown(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, fence *api.KVPair, j *joining) (l backend.Lease, done bool, err error) {
+	if err := s.prepareLease(ctx, key, j, ttl); err != nil {
+		return backend.Lease{}, true, err
+	}
+	l, retry, err := s.grantQueued(ctx, key, owner, ttl, floor, &state{fenceKV: fence}, nil, j)
+	if retry {
+		return backend.Lease{}, false, nil
+	}
+	if err == nil {
+		s.takeJoin(key, owner) // granted: no wait follows
+	}
+	return l, true, err
 }
 
 // queued makes one attempt of AcquireQueued on what st read. retry

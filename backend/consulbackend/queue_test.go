@@ -79,6 +79,165 @@ func TestJoinSeesWritesAfterItsRead(t *testing.T) {
 	})
 }
 
+// A waiter that joins behind others in line holds its join although
+// the key was handed over and another waiter joined between its read and
+// its write: only the waiter last in line when it read must still be
+// there, so the joins of a contended key do not turn each other away
+// (each refusal costs a Raft write and a read). It stands behind them all,
+// and the key reaches it in its turn.
+func TestJoinBehindOthersHoldsAcrossHandovers(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	const key, ttl = "join-behind-others", 10 * time.Second
+	if _, err := s.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, s, key, "a", ttl)
+	join(t, s, key, "b", ttl)
+	retry, err := consulbackend.QueuedAfter(ctx, s, key, "c", ttl, time.Minute, func() {
+		if err := s.Release(ctx, key, "holder", 0); err != nil { // hands the key to a
+			t.Fatal(err)
+		}
+		join(t, s, key, "d", ttl)
+	})
+	if retry || !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("c's join behind b, after a handover and d's join since its read: retry %v, err %v; want it held (ErrHeld, no retry)", retry, err)
+	}
+	for _, turn := range [][2]string{{"a", "b"}, {"b", "d"}, {"d", "c"}} {
+		awaitHanded(t, s, key, turn[0], "the turn of "+turn[0])
+		if err := s.Release(ctx, key, turn[0], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitHanded(t, s, key, "c", "c's turn, after d's")
+}
+
+// A store that handed a key over knows who waits behind the new holder:
+// its next AcquireQueued of the key (a process that locks it again at
+// once) joins the line behind them without reading the key and its line
+// first, and takes its turn after them. A hint that no longer holds (the
+// waiter it names has left) makes it read as usual.
+func TestJoinAfterHandoverReadsNothing(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	s := newStore(t, a)
+	h, hc := countingStore(t, a)
+	const key, ttl = "join-after-handover", 10 * time.Second
+	if _, err := h.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, s, key, "a", ttl)
+	join(t, s, key, "b", ttl)
+	if err := h.Release(ctx, key, "holder", 0); err != nil { // hands the key to a
+		t.Fatal(err)
+	}
+	reads := hc.reads.Load()
+	_, err := h.AcquireQueued(ctx, key, "again", ttl, 0, time.Minute)
+	var he *backend.HeldError
+	if !errors.As(err, &he) || he.Holder.Owner != "a" || he.Next != "b" {
+		t.Fatalf("the releasing store's next AcquireQueued: %v; want held by a, b next", err)
+	}
+	if n := hc.reads.Load() - reads; n != 0 {
+		t.Errorf("the join after the store's own handover read %d times; want 0", n)
+	}
+	for _, turn := range []string{"a", "b"} {
+		awaitHanded(t, s, key, turn, "the turn of "+turn)
+		if err := s.Release(ctx, key, turn, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitHanded(t, h, key, "again", "the turn of the join without a read, after b's")
+
+	// b's place is gone by the next join: it reads and joins as usual.
+	join(t, s, key, "c", ttl)
+	join(t, s, key, "d", ttl)
+	if err := h.Release(ctx, key, "again", 0); err != nil { // hands the key to c
+		t.Fatal(err)
+	}
+	if err := s.Dequeue(ctx, key, "d"); err != nil {
+		t.Fatal(err)
+	}
+	reads = hc.reads.Load()
+	if _, err := h.AcquireQueued(ctx, key, "third", ttl, 0, time.Minute); !errors.As(err, &he) || he.Holder.Owner != "c" || he.Next != "third" {
+		t.Fatalf("AcquireQueued after the waiter the store knew of left: %v; want held by c, itself next", err)
+	}
+	if n := hc.reads.Load() - reads; n != 1 {
+		t.Errorf("the join after the known waiter left read %d times; want 1", n)
+	}
+}
+
+// A store that freed a key with nobody in line grants it to its next
+// AcquireQueued without reading it first (an uncontended lock cycle is a
+// renewal and two transactions); a grant or a join by another client since
+// makes it read as usual, and it is refused or joins as a read would
+// decide.
+func TestGrantAfterReleaseReadsNothing(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	h, hc := countingStore(t, a)
+	o := newStore(t, a)
+	const key, ttl = "grant-after-release", 10 * time.Second
+	cycle := func(owner string) {
+		t.Helper()
+		if l, err := h.AcquireQueued(ctx, key, owner, ttl, 0, time.Minute); err != nil || l.Owner != owner {
+			t.Fatalf("%s's AcquireQueued of the free key: %+v, %v; want a grant", owner, l, err)
+		}
+		if err := h.Release(ctx, key, owner, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle("first")
+	reads := hc.reads.Load()
+	for _, owner := range []string{"c1", "c2", "c3"} {
+		cycle(owner)
+	}
+	if n := hc.reads.Load() - reads; n != 0 {
+		t.Errorf("3 lock cycles after the first read %d times; want 0", n)
+	}
+
+	// Something written to the lease key since the release, even without
+	// a session (which a read finds free and replaces): read first, never
+	// overwritten unseen.
+	if _, err := client(t, a).KV().Put(&api.KVPair{Key: h.LeaseKey(key), Value: []byte("written since")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	reads = hc.reads.Load()
+	cycle("over")
+	if n := hc.reads.Load() - reads; n != 1 {
+		t.Errorf("a grant over a lease key written since the store's release read %d times; want 1", n)
+	}
+
+	// Another client's grant since the release: read, and refused.
+	if _, err := o.Acquire(ctx, key, "other", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.AcquireQueued(ctx, key, "late", ttl, 0, time.Minute)
+	var he *backend.HeldError
+	if !errors.As(err, &he) || he.Holder.Owner != "other" {
+		t.Fatalf("AcquireQueued after another client took the key: %v; want held by other", err)
+	}
+	if err := o.Release(ctx, key, "other", 0); err != nil { // hands it to late
+		t.Fatal(err)
+	}
+	awaitHanded(t, h, key, "late", "late's turn")
+	if err := h.Release(ctx, key, "late", 0); err != nil {
+		t.Fatal(err)
+	}
+
+	// A waiter that joined since the release (the key held by another
+	// client meanwhile, then kept for the waiter): read, and kept for it.
+	if _, err := o.Acquire(ctx, key, "other", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	join(t, o, key, "waiter", ttl)
+	destroyLeaseSession(t, a, o, key) // free, kept for waiter
+	_, err = h.AcquireQueued(ctx, key, "after", ttl, 0, 0)
+	if !errors.As(err, &he) || he.Next != "waiter" {
+		t.Fatalf("AcquireQueued of the key kept for a waiter: %v; want it kept for waiter", err)
+	}
+}
+
 // A waiter whose place's session ended (it crashed and its patience ran
 // out, or an operator destroyed the session) is out of the line: the
 // release frees the key instead of handing it to that waiter.

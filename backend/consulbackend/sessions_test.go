@@ -1,7 +1,9 @@
 package consulbackend_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,11 +15,12 @@ import (
 )
 
 // sessionWrites counts the requests a store sends, the session creates
-// and destroys among them, and the blocking queries that returned.
+// and destroys among them, the transactions that only read, and the
+// blocking queries that returned.
 type sessionWrites struct {
-	next                               http.RoundTripper
-	requests, created, removed, wakeup atomic.Int64
-	blocks                             chan struct{} // receives as each blocking query is sent
+	next                                      http.RoundTripper
+	requests, created, removed, wakeup, reads atomic.Int64
+	blocks                                    chan struct{} // receives as each blocking query is sent
 }
 
 func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -27,6 +30,8 @@ func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.created.Add(1)
 	case strings.HasPrefix(req.URL.Path, "/v1/session/destroy"):
 		c.removed.Add(1)
+	case req.URL.Path == "/v1/txn" && readOnly(req):
+		c.reads.Add(1)
 	}
 	blocking := req.Method == http.MethodGet && req.URL.Query().Get("index") != ""
 	if blocking {
@@ -40,6 +45,23 @@ func (c *sessionWrites) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.wakeup.Add(1)
 	}
 	return resp, err
+}
+
+// readOnly reports whether the transaction req sends only reads.
+func readOnly(req *http.Request) bool {
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	var ops []struct{ KV struct{ Verb string } }
+	if err != nil || json.Unmarshal(body, &ops) != nil {
+		return false
+	}
+	for _, op := range ops {
+		if !strings.HasPrefix(op.KV.Verb, "get") {
+			return false
+		}
+	}
+	return true
 }
 
 // countingStore is newStore whose session creates and destroys are

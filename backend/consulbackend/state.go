@@ -118,6 +118,16 @@ func (st *state) first() *place {
 	return &st.line[0]
 }
 
+// lastBut returns the waiter last in line other than mine, or nil.
+func (st *state) lastBut(mine *place) *place {
+	for i := len(st.line) - 1; i >= 0; i-- {
+		if p := &st.line[i]; mine == nil || p.owner != mine.owner {
+			return p
+		}
+	}
+	return nil
+}
+
 // placeOf returns owner's place in line, or nil.
 func (st *state) placeOf(owner string) *place {
 	for i := range st.line {
