@@ -54,7 +54,7 @@ var storeKinds = []string{"mem", "redis", "consul"}
 func forEachStore(t *testing.T, f func(t *testing.T, kind string)) {
 	for _, kind := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
-			storetest.Skip(t, kind)
+			storetest.SkipUnlinked(t, kind)
 			f(t, kind)
 		})
 	}

@@ -91,11 +91,11 @@ func SetConsul(serve func(testing.TB) (Factory, Server), only bool) {
 	consulServe, onlyConsul = serve, only
 }
 
-// Skip skips t, a subtest that runs entry name of the table, when this
+// SkipUnlinked skips t, a subtest that runs entry name of the table, when this
 // test binary does not run that entry; Each and EachServer call it, and
 // so do tests that run the table's stores by name: the Consul leg when consultest is not linked, the
 // others when only the Consul leg runs.
-func Skip(t testing.TB, name string) {
+func SkipUnlinked(t testing.TB, name string) {
 	t.Helper()
 	switch {
 	case name == "consul" && consulServe == nil:
@@ -110,7 +110,7 @@ func Each(t *testing.T, f func(t *testing.T, b Backend)) {
 	t.Helper()
 	for _, b := range Backends {
 		t.Run(b.Name, func(t *testing.T) {
-			Skip(t, b.Name)
+			SkipUnlinked(t, b.Name)
 			f(t, b)
 		})
 	}
@@ -123,7 +123,7 @@ func EachServer(t *testing.T, f func(t *testing.T, b Backend)) {
 	for _, b := range Backends {
 		if b.Serve != nil {
 			t.Run(b.Name, func(t *testing.T) {
-				Skip(t, b.Name)
+				SkipUnlinked(t, b.Name)
 				f(t, b)
 			})
 		}
@@ -151,7 +151,7 @@ func serveRedis(t testing.TB) (Factory, Server) {
 
 func serveConsul(t testing.TB) (Factory, Server) {
 	t.Helper()
-	Skip(t, "consul")
+	SkipUnlinked(t, "consul")
 	return consulServe(t)
 }
 
