@@ -78,20 +78,23 @@ func (lk *Locker) ceiling() time.Duration {
 }
 
 // Lost is the lease ending, or about to, before the release
-// (lease.Hooks): it reports the loss and passes the local turn on, so that
-// the next goroutine of this process waiting for the key goes to the
-// store. It runs under the holding's lock, so EventLost always comes
-// before EventReleased. The section's context is cancelled with the cause
-// it returns.
+// (lease.Hooks): it reports the loss. It runs under the holding's lock, so
+// EventLost always comes before EventReleased. The section's context is
+// cancelled with the cause it returns, and then AfterLost passes the turn.
 func (g *grant) Lost(cause error) error {
 	if errors.Is(cause, lease.ErrExpired) {
 		cause = ErrLeaseExpired
 	}
 	g.over.Store(true)
 	g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
-	g.passTurn()
 	return cause
 }
+
+// AfterLost passes the local turn on once the lost holder's context is
+// cancelled (lease.AfterLoss), so that the next goroutine of this process
+// waiting for the key goes to the store only when the section it follows
+// has been told to stop.
+func (g *grant) AfterLost() { g.passTurn() }
 
 // Woken is a third of the first lease gone with the section still
 // running (lease.Hooks): the renewal starts.

@@ -198,6 +198,17 @@ func (h *Holder) Lose(cause error) {
 	}
 	h.t.Alarm.cancel(h)
 	h.cancel(h.hooks.Lost(cause))
+	if a, ok := h.hooks.(AfterLoss); ok {
+		a.AfterLost()
+	}
+}
+
+// AfterLoss is a Hooks with more to do once the context is cancelled: what
+// must not happen while the lost holder's context is still live (synclock
+// passes the local turn to the next goroutine there). AfterLost runs under
+// the holding's lock, after Lost, and must not call End or Lose.
+type AfterLoss interface {
+	AfterLost()
 }
 
 // End ends the holding for its release: from now on it is not lost and

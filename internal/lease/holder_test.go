@@ -410,3 +410,33 @@ func TestRenewalActedOnAfterDeadlineIsVoid(t *testing.T) {
 	}
 	waitLost(t, k, lease.ErrExpired)
 }
+
+// afterHooks is a policy with something to do once the lost holder's
+// context is cancelled; it records what the context said at that moment.
+type afterHooks struct {
+	*hooks
+	h     *lease.Holder
+	after chan error
+}
+
+func (k *afterHooks) AfterLost() { k.after <- context.Cause(k.h.Context()) }
+
+// A policy's AfterLost (synclock passes the local turn there) runs only
+// once the lost holding's context is cancelled, with the cause Lost gave,
+// so that nothing the policy lets happen next overlaps a section still
+// told it holds.
+func TestAfterLostRunsOnceTheContextIsCancelled(t *testing.T) {
+	e, h := newEnv(100*time.Millisecond), new(lease.Holder)
+	k := &afterHooks{hooks: newHooks(), h: h, after: make(chan error, 1)}
+	e.grant(t, h, k, "k", time.Second)
+	e.clk.Advance(900 * time.Millisecond) // the deadline: sent + ttl - margin
+	waitLost(t, k.hooks, lease.ErrExpired)
+	select {
+	case cause := <-k.after:
+		if cause == nil || !errors.Is(cause, lease.ErrExpired) {
+			t.Fatalf("AfterLost saw the context's cause %v, want the policy's cause wrapping ErrExpired", cause)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("AfterLost never ran")
+	}
+}
