@@ -198,17 +198,17 @@ func (lk *Locker) dropLate(ctx context.Context, key, sk, owner string) {
 }
 
 // giveUp leaves the line after a failed wait or store call and returns
-// err, or, if ctx ended, ErrTimeout (naming the holder when the last
-// refusal, locked, is known) joined with the context's error.
+// err, or, if ctx ended, the context's error joined with the last
+// refusal (a *LockedError, ErrLocked) when there was one.
 func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, locked *LockedError, err error) error {
 	lk.leaveLine(ctx, line, key, sk, owner, patience)
 	if ctx.Err() == nil {
 		return err
 	}
 	if locked == nil {
-		return errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), backend.ContextError(ctx))
+		return errors.Join(fmt.Errorf("synclock: waiting for lock %q: the caller's context ended", key), backend.ContextError(ctx))
 	}
-	return errors.Join(fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), ErrTimeout), backend.ContextError(ctx))
+	return errors.Join(locked, backend.ContextError(ctx))
 }
 
 // leaveLine takes a waiter that gives up out of the key's line, so that
@@ -218,7 +218,7 @@ func (lk *Locker) leaveLine(ctx context.Context, line backend.Queue, key, sk, ow
 	if line == nil || patience <= 0 {
 		return
 	}
-	dctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
+	dctx, cancel := context.WithTimeout(uncancelled(ctx), lk.cfg.OperationTimeout)
 	defer cancel()
 	if err := line.Dequeue(dctx, sk, owner); err != nil {
 		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", key, "patience", patience, "err", err)

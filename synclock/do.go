@@ -66,32 +66,6 @@ func Token(ctx context.Context) (uint64, bool) {
 	return g.lease.Token, true
 }
 
-// Do runs fn while holding the lock named after the code it runs, the Go
-// rendition of the seed's method signature, as an annotation on a method
-// would name it:
-//
-//   - fn's own fully qualified name when fn is a named function or a
-//     method value: Do(ctx, svc.Close) holds
-//     "github.com/acme/billing/invoice.(*Service).Close" wherever it is
-//     called from;
-//   - otherwise (fn is a literal) the nearest named function around the
-//     call: a Do in an HTTP handler literal, a goroutine or a gocron task
-//     literal written in (*Service).Run holds
-//     "github.com/acme/billing/invoice.(*Service).Run", and every closure
-//     of Run shares that one lock.
-//
-// Do never fails for want of a key. The name is part of the lock's
-// contract: see "Naming locks" in the package doc for what a rename does
-// in a rolling deploy, and prefer DoKey with a constant key where that
-// matters. See DoKey for the rules of the lock.
-func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	key, err := doKey(fn, 1)
-	if err != nil {
-		return err
-	}
-	return lk.DoKey(ctx, key, fn)
-}
-
 // DoKey runs fn while holding the lock key: across every instance of the
 // service, only one goroutine of one instance runs a section of key at a
 // time.
@@ -106,8 +80,8 @@ func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) er
 // returns.
 //
 // fn gets a context that carries the fencing token (Token) and is
-// cancelled shortly before the lease can expire (HoldDuration, or the
-// WithAutoRenew ceiling; sooner if the first lease, ClaimWindow, cannot be
+// cancelled shortly before the lease can expire (HoldDuration, or
+// Config.AutoRenew; sooner if the first lease, ClaimWindow, cannot be
 // extended), with cause ErrLeaseExpired; DoKey then returns
 // ErrLeaseExpired joined with fn's error. fn's context also ends with
 // ctx: from then on the lease is no longer extended, so it lapses at the
@@ -121,29 +95,12 @@ func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) er
 // DoKey through another Locker on the same store, for a key the call
 // chain holds, fails at once with ErrReentrant: it could only wait for
 // itself. A DoKey whose ctx has already ended asks the store nothing and
-// returns ErrTimeout joined with ctx's error and cause.
-func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	return lk.run(ctx, key, true, fn)
-}
-
-// TryDo is DoKey without waiting: if the lock is held it returns an error
-// wrapping ErrLocked at once and does not run fn.
-func (lk *Locker) TryDo(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	return lk.run(ctx, key, false, fn)
-}
-
-// DoValue is DoKey for a section that returns a value.
-func DoValue[T any](ctx context.Context, lk *Locker, key string, fn func(ctx context.Context) (T, error)) (T, error) {
-	var v T
-	err := lk.DoKey(ctx, key, func(ctx context.Context) error {
-		var err error
-		v, err = fn(ctx)
-		return err
-	})
-	return v, err
-}
-
-func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx context.Context) error) (err error) {
+// returns ctx's error and cause; one whose ctx ends while the lock is
+// held elsewhere returns ErrLocked joined with them.
+//
+// To skip a section when the lock is held, rather than wait, use
+// Mutex(key).TryLock.
+func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
 		return errors.New("synclock: nil function")
 	}
@@ -151,7 +108,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 	if k.err == nil && holds(ctx, lk, k.sk) {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
-	g, err := lk.acquire(ctx, k, wait, nil)
+	g, err := lk.acquire(ctx, k, true, nil)
 	if err != nil {
 		return err
 	}
@@ -161,12 +118,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 			err = errors.Join(err, rerr)
 		}
 	}()
-	return callSection(g, fn)
-}
-
-// callSection runs fn with the section's context. A panic in fn unwinds
-// through run's deferred release, so the lock is released and the panic
-// goes on unchanged.
-func callSection(g *grant, fn func(ctx context.Context) error) error {
+	// A panic in fn unwinds through the deferred release: the lock is
+	// released and the panic goes on unchanged.
 	return fn(g.ctx)
 }

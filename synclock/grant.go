@@ -15,7 +15,7 @@ import (
 
 // grant is one holding of a lock: a lease.Holder (the deadline, the
 // context, the token) plus synclock's policy around it — the local turn,
-// and the renewal up to HoldDuration or the WithAutoRenew ceiling.
+// and the renewal up to HoldDuration or Config.AutoRenew.
 type grant struct {
 	lease.Holder
 	lk     *Locker
@@ -71,10 +71,10 @@ func (lk *Locker) firstLease(l backend.Lease) time.Duration {
 	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
 }
 
-// ceiling is how long a holding may last in all: HoldDuration, or the
-// ceiling of WithAutoRenew.
+// ceiling is how long a holding may last in all: HoldDuration, or
+// Config.AutoRenew.
 func (lk *Locker) ceiling() time.Duration {
-	return max(lk.cfg.HoldDuration, lk.autoRenew)
+	return max(lk.cfg.HoldDuration, lk.cfg.AutoRenew)
 }
 
 // Lost is the lease ending, or about to, before the release
