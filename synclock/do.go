@@ -25,8 +25,8 @@ func sectionOf(ctx context.Context) *grant {
 // holds nothing: the lock may be another goroutine's by then.
 func holds(ctx context.Context, lk *Locker, sk string) bool {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.lk == lk && g.sk == sk {
-			return !g.over.Load()
+		if g.lk == lk && g.Key() == sk {
+			return !g.Over()
 		}
 	}
 	return false
@@ -36,7 +36,7 @@ func holds(ctx context.Context, lk *Locker, sk string) bool {
 // chain of ctx has, through any Locker or Mutex on store, or nil.
 func heldBy(ctx context.Context, store backend.Store, sk string) *grant {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.sk == sk && !g.over.Load() && sameStore(g.lk.store, store) {
+		if g.Key() == sk && !g.Over() && sameStore(g.lk.store, store) {
 			return g
 		}
 	}
@@ -60,43 +60,29 @@ func sameStore(a, b backend.Store) bool {
 // ErrLeaseExpired) or the lock was released.
 func Token(ctx context.Context) (uint64, bool) {
 	g := sectionOf(ctx)
-	if g == nil || g.over.Load() {
+	if g == nil || g.Over() {
 		return 0, false
 	}
-	return g.lease.Token, true
+	return g.Token(), true
 }
 
 // DoKey runs fn while holding the lock key: across every instance of the
 // service, only one goroutine of one instance runs a section of key at a
-// time.
+// time. It waits for the lock (see "The rules" in the package doc: woken
+// by the release, polling every RetryInterval, up to MaxRetries, behind
+// the other goroutines of this process in arrival order) or until ctx
+// ends.
 //
-// It waits for the lock: woken at once when the holder releases, and
-// otherwise looking again every RetryInterval (or when the holder's lease
-// ends, if sooner), up to MaxRetries times if set, or until ctx ends. Only
-// one goroutine per process and key talks to the store; the others queue
-// locally in arrival order, within the same limits: MaxRetries (see
-// Config) and the holder's lease — a local holder whose lease ran out no
-// longer keeps the others of its process waiting, even if it never
-// returns.
-//
-// fn gets a context that carries the fencing token (Token) and is
-// cancelled shortly before the lease can expire (HoldDuration, or
-// Config.AutoRenew; sooner if the first lease, ClaimWindow, cannot be
-// extended), with cause ErrLeaseExpired; DoKey then returns
-// ErrLeaseExpired joined with fn's error. fn's context also ends with
-// ctx: from then on the lease is no longer extended, so it lapses at the
-// end of the current lease, and DoKey reports ErrLeaseExpired if fn runs
-// past that (a Mutex's holding does not end with Lock's context). A panic
-// in fn releases the lock and is re-raised. A DoKey for a key that the
-// same call chain already holds (its ctx says so) runs fn directly; once
-// that holding is over (its lease lapsed) the chain no longer holds the
-// key, and the nested call must acquire it like any other — with the
-// lapsed section's cancelled context it fails with ErrLeaseExpired. A
-// DoKey through another Locker on the same store, for a key the call
-// chain holds, fails at once with ErrReentrant: it could only wait for
-// itself. A DoKey whose ctx has already ended asks the store nothing and
-// returns ctx's error and cause; one whose ctx ends while the lock is
-// held elsewhere returns ErrLocked joined with them.
+// fn's context carries the fencing token (Token) and is cancelled with
+// cause ErrLeaseExpired shortly before the lease can expire; DoKey then
+// returns ErrLeaseExpired joined with fn's error. It also ends with ctx,
+// after which the lease is no longer extended. A panic in fn releases the
+// lock and is re-raised. A DoKey on a key its call chain holds (ctx comes
+// from that section, and its lease has not lapsed) runs fn directly
+// through the same Locker and fails with ErrReentrant through another. A DoKey whose ctx has already ended
+// asks the store nothing and returns ctx's error and cause; one whose ctx
+// ends while the lock is held elsewhere returns ErrLocked joined with
+// them.
 //
 // To skip a section when the lock is held, rather than wait, use
 // Mutex(key).TryLock.
@@ -120,5 +106,5 @@ func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Con
 	}()
 	// A panic in fn unwinds through the deferred release: the lock is
 	// released and the panic goes on unchanged.
-	return fn(g.ctx)
+	return fn(g.Context())
 }

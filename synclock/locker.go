@@ -171,7 +171,7 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan s
 		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
 		return nil, err
 	}
-	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.lease.Token, Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
+	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.Token(), Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
 	return g, nil
 }
 
@@ -230,7 +230,7 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if g := heldBy(ctx, lk.store, k.sk); g != nil {
 		return fmt.Errorf("synclock: lock %q: %w: the context comes from the section of its holding (token %d) on the same store, through another Locker or a Mutex, so this wait could end only when that holding does; "+
 			"nest the call through the Locker that holds the key (it runs the section directly), or run it after the section",
-			k.key, ErrReentrant, g.lease.Token)
+			k.key, ErrReentrant, g.Token())
 	}
 	return nil
 }

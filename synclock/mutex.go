@@ -89,5 +89,5 @@ func (m *Mutex) Context() context.Context {
 		cancel(ErrNotLocked)
 		return ctx
 	}
-	return m.held.ctx
+	return m.held.Context()
 }
