@@ -187,7 +187,8 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 		t.Errorf("a's epoch gauge = %v, want %d", v, a.Epoch())
 	}
 
-	// A contended lock: a holds it, b's TryLock is refused, b's Do waits and
+	// A contended lock: a holds it, b's TryLock is refused, a DoKey of b
+	// gives up when its context ends, b's Do waits and
 	// gets it when a unlocks. A key not allowed as a label counts as
 	// "other".
 	la, err := synclock.NewLocker(storeA, idA, synclock.Config{}, synclock.WithLogger(discard), m.Lock(idA))
@@ -206,6 +207,14 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	}
 	if err := lb.Mutex("nightly-export").TryLock(ctx); !errors.Is(err, synclock.ErrLocked) {
 		t.Fatalf("b's TryLock while a holds the lock: %v, want ErrLocked", err)
+	}
+	// A wait whose context ends while a holds the lock is a timeout, not
+	// "locked", though its error matches ErrLocked too.
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	err = lb.DoKey(short, "nightly-export", func(context.Context) error { return nil })
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("b's DoKey whose context ends while a holds the lock: %v, want ErrLocked and DeadlineExceeded", err)
 	}
 	ran := make(chan error, 1)
 	go func() {
@@ -231,7 +240,8 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 		{"baton_lock_acquire_seconds", export, 2},
 		{"baton_lock_hold_seconds", export, 2},
 		{"baton_lock_refusals_total", with(export, "reason", "locked"), 1},
-		{"baton_lock_wait_seconds", export, 1},
+		{"baton_lock_refusals_total", with(export, "reason", "timeout"), 1},
+		{"baton_lock_wait_seconds", export, 2},
 		{"baton_lock_acquired_total", other, 1},
 		{"baton_lock_hold_seconds", other, 1},
 	} {
