@@ -337,6 +337,14 @@ func sectionCheck(c *Config, prefix string) error {
 	return &Error{Problems: mine}
 }
 
+// lockDefaults is synclock's defaults of the seed's two keys with one:
+// retry interval and hold duration. ClaimWindow stays zero, so that it
+// follows a configured hold duration.
+func lockDefaults() synclock.Config {
+	d := synclock.Config{}.WithDefaults()
+	return synclock.Config{RetryInterval: d.RetryInterval, HoldDuration: d.HoldDuration}
+}
+
 // Default returns the configuration Load returns when no source sets
 // anything: the seed framework's defaults (heartbeat every 15 s, role TTL
 // 45 s, lock retry every 1 s, lock hold at most 45 s, retry until
@@ -353,10 +361,7 @@ func Default() Config {
 			HeartbeatInterval:   role.DefaultHeartbeatInterval,
 			HeartbeatExpiration: role.DefaultHeartbeatExpiration,
 		},
-		SyncLock: synclock.Config{
-			RetryInterval: synclock.DefaultRetryInterval,
-			HoldDuration:  synclock.DefaultHoldDuration,
-		},
+		SyncLock: lockDefaults(),
 		Redis: Redis{
 			Addrs:        []string{DefaultRedisAddr},
 			KeyPrefix:    DefaultKeyPrefix,

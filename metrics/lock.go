@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -45,10 +46,10 @@ func (m *Metrics) LockObserver(id instanceid.ID) func(synclock.Event) {
 		case synclock.EventRefused:
 			s.wait.Observe(e.Wait.Seconds())
 			switch {
+			case errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded):
+				s.timeout.Inc() // the caller's context ended, the lock held or not
 			case errors.Is(e.Err, synclock.ErrLocked):
 				s.locked.Inc()
-			case errors.Is(e.Err, synclock.ErrTimeout):
-				s.timeout.Inc()
 			case errors.Is(e.Err, synclock.ErrDisabled):
 				s.disabled.Inc()
 			default:

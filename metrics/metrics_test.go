@@ -187,7 +187,8 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 		t.Errorf("a's epoch gauge = %v, want %d", v, a.Epoch())
 	}
 
-	// A contended lock: a holds it, b's TryDo is refused, b's Do waits and
+	// A contended lock: a holds it, b's TryLock is refused, a DoKey of b
+	// gives up when its context ends, b's Do waits and
 	// gets it when a unlocks. A key not allowed as a label counts as
 	// "other".
 	la, err := synclock.NewLocker(storeA, idA, synclock.Config{}, synclock.WithLogger(discard), m.Lock(idA))
@@ -204,8 +205,16 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	if err := mu.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := lb.TryDo(ctx, "nightly-export", func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
-		t.Fatalf("b's TryDo while a holds the lock: %v, want ErrLocked", err)
+	if err := lb.Mutex("nightly-export").TryLock(ctx); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("b's TryLock while a holds the lock: %v, want ErrLocked", err)
+	}
+	// A wait whose context ends while a holds the lock is a timeout, not
+	// "locked", though its error matches ErrLocked too.
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	err = lb.DoKey(short, "nightly-export", func(context.Context) error { return nil })
+	cancelShort()
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("b's DoKey whose context ends while a holds the lock: %v, want ErrLocked and DeadlineExceeded", err)
 	}
 	ran := make(chan error, 1)
 	go func() {
@@ -217,8 +226,8 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	if err := <-ran; err != nil {
 		t.Fatalf("b's Do after a unlocked: %v", err)
 	}
-	if err := la.TryDo(ctx, "invoice:42", func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
+	if m := la.Mutex("invoice:42"); m.TryLock(ctx) != nil || m.Unlock(ctx) != nil {
+		t.Fatal("a's TryLock and Unlock of a free lock failed")
 	}
 	export := map[string]string{"app": app, "tenant": "acme", "lock": "nightly-export"}
 	other := map[string]string{"app": app, "tenant": "acme", "lock": metrics.Other}
@@ -231,7 +240,8 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 		{"baton_lock_acquire_seconds", export, 2},
 		{"baton_lock_hold_seconds", export, 2},
 		{"baton_lock_refusals_total", with(export, "reason", "locked"), 1},
-		{"baton_lock_wait_seconds", export, 1},
+		{"baton_lock_refusals_total", with(export, "reason", "timeout"), 1},
+		{"baton_lock_wait_seconds", export, 2},
 		{"baton_lock_acquired_total", other, 1},
 		{"baton_lock_hold_seconds", other, 1},
 	} {

@@ -167,7 +167,8 @@ func (ev *Events) Lock(e synclock.Event) {
 	case e.Kind == synclock.EventLost:
 		ev.add(false, "lock-lost", e.Key, errText(e.Err))
 	case e.Kind == synclock.EventRefused && e.Err != nil &&
-		!errors.Is(e.Err, synclock.ErrLocked) && !errors.Is(e.Err, synclock.ErrTimeout) && !errors.Is(e.Err, synclock.ErrDisabled):
+		!errors.Is(e.Err, synclock.ErrLocked) && !errors.Is(e.Err, context.Canceled) && !errors.Is(e.Err, context.DeadlineExceeded) &&
+		!errors.Is(e.Err, synclock.ErrDisabled):
 		ev.add(false, "lock-error", e.Key, errText(e.Err))
 	case e.Kind == synclock.EventReleased && e.Err != nil:
 		ev.add(false, "lock-error", e.Key, errText(e.Err))

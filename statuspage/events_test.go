@@ -57,7 +57,8 @@ func TestEventsKeepWhatMatters(t *testing.T) {
 	for _, e := range []synclock.Event{
 		{Kind: synclock.EventAcquired, Key: "acquired"},
 		{Kind: synclock.EventRefused, Key: "locked", Err: synclock.ErrLocked},
-		{Kind: synclock.EventRefused, Key: "timeout", Err: synclock.ErrTimeout},
+		{Kind: synclock.EventRefused, Key: "timeout", Err: errors.Join(synclock.ErrLocked, context.DeadlineExceeded)},
+		{Kind: synclock.EventRefused, Key: "ended", Err: context.Canceled},
 		{Kind: synclock.EventRefused, Key: "store-error", Err: boom},
 		{Kind: synclock.EventLost, Key: "lost", Err: synclock.ErrLeaseExpired},
 		{Kind: synclock.EventReleased, Key: "released"},

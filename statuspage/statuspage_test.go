@@ -231,7 +231,7 @@ func testStatus(t *testing.T, st storetest.Backend) {
 	}
 	lk := s.Locks[0]
 	if lk.Kind != "lock" || lk.Name != "invoice:42" || lk.Holder != a.id.String() || lk.Token == 0 ||
-		lk.LeaseMillis <= 0 || lk.LeaseMillis > synclock.DefaultHoldDuration.Milliseconds() {
+		lk.LeaseMillis <= 0 || lk.LeaseMillis > (synclock.Config{}).WithDefaults().HoldDuration.Milliseconds() {
 		t.Errorf("lock %+v; want lock invoice:42 held by %s with a token and a lease of at most the hold duration", lk, a.id)
 	}
 	if !slices.Equal(lk.Waiters, []string{b.id.String()}) {

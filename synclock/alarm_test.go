@@ -147,7 +147,7 @@ func TestLeaseDeadlinesShareOneTimer(t *testing.T) {
 	}
 }
 
-// A renewed holding ends at the WithAutoRenew ceiling, a margin before
+// A renewed holding ends at the Config.AutoRenew ceiling, a margin before
 // its last lease does, and not a moment earlier: a 3s hold renewed once,
 // a third into it, lasts to the 4s ceiling less the 300ms margin.
 func TestAutoRenewStopsAtCeiling(t *testing.T) {
@@ -158,8 +158,8 @@ func TestAutoRenewStopsAtCeiling(t *testing.T) {
 			extended <- struct{}{}
 		}
 	})
-	cfg := synclock.Config{HoldDuration: 3 * time.Second, ClaimWindow: 3 * time.Second}
-	lk := lockerOn(t, 1, &grantingStore{}, cfg, synclock.WithAutoRenew(4*time.Second), observe, synclock.WithClock(clk))
+	cfg := synclock.Config{HoldDuration: 3 * time.Second, ClaimWindow: 3 * time.Second, AutoRenew: 4 * time.Second}
+	lk := lockerOn(t, 1, &grantingStore{}, cfg, observe, synclock.WithClock(clk))
 	ctx := ctxT(t)
 	m := lk.Mutex("ceiling")
 	if err := m.Lock(ctx); err != nil {

@@ -81,7 +81,7 @@ func (c *claimer) round() (*grant, bool, error) {
 		}
 		return nil, true, nil
 	case lk.cfg.MaxRetries > 0 && c.tries-c.spared+c.used > lk.cfg.MaxRetries:
-		lk.leaveLine(c.ctx, c.line, c.key, c.sk, c.owner, c.patience)
+		c.leaveLine()
 		locked.Tries = c.tries
 		return nil, false, locked
 	}
@@ -183,10 +183,6 @@ func (c *claimer) subscribe() bool {
 	return false
 }
 
-func (c *claimer) giveUp(locked *LockedError, err error) error {
-	return c.lk.giveUp(c.ctx, c.line, c.key, c.sk, c.owner, c.patience, locked, err)
-}
-
 // dropLate releases a grant that came back too late, so that it does not
 // keep the lock from others until it expires (owner-checked: a lease that
 // already ended, or went to another holder, is left alone).
@@ -198,30 +194,31 @@ func (lk *Locker) dropLate(ctx context.Context, key, sk, owner string) {
 }
 
 // giveUp leaves the line after a failed wait or store call and returns
-// err, or, if ctx ended, ErrTimeout (naming the holder when the last
-// refusal, locked, is known) joined with the context's error.
-func (lk *Locker) giveUp(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration, locked *LockedError, err error) error {
-	lk.leaveLine(ctx, line, key, sk, owner, patience)
-	if ctx.Err() == nil {
+// err, or, if ctx ended, the context's error joined with the last
+// refusal (a *LockedError, ErrLocked) when there was one.
+func (c *claimer) giveUp(locked *LockedError, err error) error {
+	c.leaveLine()
+	if c.ctx.Err() == nil {
 		return err
 	}
 	if locked == nil {
-		return errors.Join(fmt.Errorf("synclock: waiting for lock %q: %w", key, ErrTimeout), backend.ContextError(ctx))
+		return errors.Join(fmt.Errorf("synclock: waiting for lock %q: the caller's context ended", c.key), backend.ContextError(c.ctx))
 	}
-	return errors.Join(fmt.Errorf("synclock: waiting for lock %q, %s: %w", key, locked.holderText(), ErrTimeout), backend.ContextError(ctx))
+	return errors.Join(locked, backend.ContextError(c.ctx))
 }
 
 // leaveLine takes a waiter that gives up out of the key's line, so that
 // the lock does not sit idle, kept for it, until its place lapses. It runs
 // even when ctx has ended.
-func (lk *Locker) leaveLine(ctx context.Context, line backend.Queue, key, sk, owner string, patience time.Duration) {
-	if line == nil || patience <= 0 {
+func (c *claimer) leaveLine() {
+	if c.line == nil || c.patience <= 0 {
 		return
 	}
-	dctx, cancel := context.WithTimeout(uncancelled(ctx), lk.opTimeout)
+	lk := c.lk
+	dctx, cancel := context.WithTimeout(uncancelled(c.ctx), lk.cfg.OperationTimeout)
 	defer cancel()
-	if err := line.Dequeue(dctx, sk, owner); err != nil {
-		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", key, "patience", patience, "err", err)
+	if err := c.line.Dequeue(dctx, c.sk, c.owner); err != nil {
+		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", c.key, "patience", c.patience, "err", err)
 	}
 }
 

@@ -276,7 +276,7 @@ func testCrashedWaiterBlocksOnlyClaimWindow(t *testing.T, newStore func(testing.
 }
 
 // A lock key written with a token no grant can have made (2^53-1, far
-// beyond the server's clock) is corrupt data: TryDo fails with
+// beyond the server's clock) is corrupt data: TryLock fails with
 // ErrCorrupt naming the Redis key and runs nothing, the Locker keeps no
 // floor from it, and once the bad key is deleted the lock is taken again,
 // by the same Locker, with a token from the clock.
@@ -290,17 +290,17 @@ func TestForgedTokenDoesNotPoison(t *testing.T) {
 		t.Fatal(err)
 	}
 	ran := false
-	err := lk.TryDo(ctx, key, func(context.Context) error { ran = true; return nil })
+	err := tryDo(lk, ctx, key, func(context.Context) error { ran = true; return nil })
 	if ran || !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), name) {
-		t.Fatalf("TryDo on the forged key: ran %v, %v; want ErrCorrupt naming %s", ran, err, name)
+		t.Fatalf("TryLock on the forged key: ran %v, %v; want ErrCorrupt naming %s", ran, err, name)
 	}
 	if err := rdb.Del(ctx, name).Err(); err != nil {
 		t.Fatal(err)
 	}
 	var token uint64
-	err = lk.TryDo(ctx, key, func(ctx context.Context) error { token, _ = synclock.Token(ctx); return nil })
+	err = tryDo(lk, ctx, key, func(ctx context.Context) error { token, _ = synclock.Token(ctx); return nil })
 	if err != nil || token == 0 || token > uint64(time.Now().Add(time.Hour).UnixMicro()) {
-		t.Fatalf("TryDo once the forged key was deleted: token %d, %v; want the lock, with a token from the clock", token, err)
+		t.Fatalf("TryLock once the forged key was deleted: token %d, %v; want the lock, with a token from the clock", token, err)
 	}
 }
 
@@ -311,12 +311,12 @@ func TestFloorAheadIsForgotten(t *testing.T) {
 	ctx := ctxT(t)
 	st := &storetest.Forging{Store: membackend.New()}
 	lk := lockerOn(t, 1, st, synclock.Config{})
-	if err := lk.TryDo(ctx, "k", func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
-		t.Fatalf("TryDo while the forged holder is named: %v; want ErrLocked", err)
+	if err := tryDo(lk, ctx, "k", func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryLock while the forged holder is named: %v; want ErrLocked", err)
 	}
 	var token uint64
-	err := lk.TryDo(ctx, "k", func(ctx context.Context) error { token, _ = synclock.Token(ctx); return nil })
+	err := tryDo(lk, ctx, "k", func(ctx context.Context) error { token, _ = synclock.Token(ctx); return nil })
 	if err != nil || token >= backend.MaxToken-1 {
-		t.Fatalf("TryDo after a floor the store refuses: token %d, %v; want the lock with a token from the clock", token, err)
+		t.Fatalf("TryLock after a floor the store refuses: token %d, %v; want the lock with a token from the clock", token, err)
 	}
 }

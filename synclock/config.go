@@ -8,16 +8,6 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// Defaults of the seed framework's synchronized-lock.* keys.
-const (
-	DefaultRetryInterval = time.Second
-	DefaultHoldDuration  = 45 * time.Second
-)
-
-// DefaultClaimWindow is the longest default ClaimWindow; the default is
-// this or HoldDuration, whichever is shorter.
-const DefaultClaimWindow = 10 * time.Second
-
 // Config tunes the locks of a Locker. The zero value means the seed's
 // defaults: enabled, retry every second, hold at most 45 s, retry forever;
 // beyond the seed, a grant first lasts ClaimWindow (10 s) and is extended
@@ -52,21 +42,32 @@ type Config struct {
 	// line and had the lock handed to it, blocks the others for at most
 	// ClaimWindow instead of HoldDuration. It must not exceed HoldDuration;
 	// set it equal to HoldDuration to grant the whole hold at once, as the
-	// seed did. Default: DefaultClaimWindow or HoldDuration, whichever is
-	// shorter.
+	// seed did. Default: 10 s or HoldDuration, whichever is shorter.
 	ClaimWindow time.Duration
+	// AutoRenew, if set, makes a holder renew its lease while the
+	// section runs, up to AutoRenew in total: a long section keeps the
+	// lock past HoldDuration, but never past AutoRenew, so a stuck holder
+	// still cannot keep it forever. It must be at least HoldDuration.
+	// Zero: a holder keeps the lock at most HoldDuration, the seed's rule.
+	AutoRenew time.Duration
+	// OperationTimeout bounds each store call that must finish even when
+	// the caller's context has ended, such as the release. Default 5 s.
+	OperationTimeout time.Duration
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
 func (c Config) WithDefaults() Config {
 	if c.RetryInterval == 0 {
-		c.RetryInterval = DefaultRetryInterval
+		c.RetryInterval = time.Second
 	}
 	if c.HoldDuration == 0 {
-		c.HoldDuration = DefaultHoldDuration
+		c.HoldDuration = 45 * time.Second
 	}
 	if c.ClaimWindow == 0 {
-		c.ClaimWindow = min(c.HoldDuration, DefaultClaimWindow)
+		c.ClaimWindow = min(c.HoldDuration, 10*time.Second)
+	}
+	if c.OperationTimeout == 0 {
+		c.OperationTimeout = 5 * time.Second
 	}
 	return c
 }
@@ -94,6 +95,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must be at least 1ms", c.ClaimWindow))
 	} else if c.ClaimWindow > c.HoldDuration {
 		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must not exceed HoldDuration %v", c.ClaimWindow, c.HoldDuration))
+	}
+	if c.AutoRenew != 0 && c.AutoRenew < c.HoldDuration {
+		errs = append(errs, fmt.Errorf("synclock: AutoRenew %v must be at least HoldDuration %v (0: no renewals)", c.AutoRenew, c.HoldDuration))
+	}
+	if c.OperationTimeout < 0 {
+		errs = append(errs, fmt.Errorf("synclock: OperationTimeout %v must not be negative", c.OperationTimeout))
 	}
 	if c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("synclock: MaxRetries %d must not be negative (0 means retry until the context ends)", c.MaxRetries))

@@ -7,17 +7,29 @@ import (
 
 var defaultLocker atomic.Pointer[Locker]
 
-// SetDefault makes lk the locker that the package-level Do and DoKey use.
-// Pass nil to clear it.
+// SetDefault makes lk the locker that the package-level Do uses. Pass nil
+// to clear it.
 func SetDefault(lk *Locker) { defaultLocker.Store(lk) }
 
-// Default returns the locker set by SetDefault, or nil.
-func Default() *Locker { return defaultLocker.Load() }
-
-// Do is Locker.Do on the locker set by SetDefault: the lock is named
-// after fn when fn is a named function or method value, else after the
-// named function Do is called in (see Locker.Do). It returns ErrNoDefault
-// when no locker is set.
+// Do runs fn while holding, on the locker set by SetDefault, the lock
+// named after the code it runs — the Go rendition of the seed's method
+// signature, as an annotation on a method would name it:
+//
+//   - fn's own fully qualified name when fn is a named function or a
+//     method value: Do(ctx, svc.Close) holds
+//     "github.com/acme/billing/invoice.(*Service).Close" wherever it is
+//     called from;
+//   - otherwise (fn is a literal) the nearest named function around the
+//     call: a Do in an HTTP handler literal, a goroutine or a gocron task
+//     literal written in (*Service).Run holds
+//     "github.com/acme/billing/invoice.(*Service).Run", and every closure
+//     of Run shares that one lock.
+//
+// Do never fails for want of a key; it returns ErrNoDefault when no
+// locker is set. The name is part of the lock's contract: see "Naming
+// locks" in the package doc for what a rename does in a rolling deploy,
+// and prefer Locker.DoKey with a constant key where that matters. See
+// Locker.DoKey for the rules of the lock.
 func Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	lk := defaultLocker.Load()
 	if lk == nil {
@@ -26,16 +38,6 @@ func Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	key, err := doKey(fn, 1)
 	if err != nil {
 		return err
-	}
-	return lk.DoKey(ctx, key, fn)
-}
-
-// DoKey is Locker.DoKey on the locker set by SetDefault. It returns
-// ErrNoDefault when none is set.
-func DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	lk := defaultLocker.Load()
-	if lk == nil {
-		return ErrNoDefault
 	}
 	return lk.DoKey(ctx, key, fn)
 }

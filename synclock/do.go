@@ -25,8 +25,8 @@ func sectionOf(ctx context.Context) *grant {
 // holds nothing: the lock may be another goroutine's by then.
 func holds(ctx context.Context, lk *Locker, sk string) bool {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.lk == lk && g.sk == sk {
-			return !g.over.Load()
+		if g.lk == lk && g.Key() == sk {
+			return !g.Over()
 		}
 	}
 	return false
@@ -36,7 +36,7 @@ func holds(ctx context.Context, lk *Locker, sk string) bool {
 // chain of ctx has, through any Locker or Mutex on store, or nil.
 func heldBy(ctx context.Context, store backend.Store, sk string) *grant {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.sk == sk && !g.over.Load() && sameStore(g.lk.store, store) {
+		if g.Key() == sk && !g.Over() && sameStore(g.lk.store, store) {
 			return g
 		}
 	}
@@ -60,90 +60,33 @@ func sameStore(a, b backend.Store) bool {
 // ErrLeaseExpired) or the lock was released.
 func Token(ctx context.Context) (uint64, bool) {
 	g := sectionOf(ctx)
-	if g == nil || g.over.Load() {
+	if g == nil || g.Over() {
 		return 0, false
 	}
-	return g.lease.Token, true
-}
-
-// Do runs fn while holding the lock named after the code it runs, the Go
-// rendition of the seed's method signature, as an annotation on a method
-// would name it:
-//
-//   - fn's own fully qualified name when fn is a named function or a
-//     method value: Do(ctx, svc.Close) holds
-//     "github.com/acme/billing/invoice.(*Service).Close" wherever it is
-//     called from;
-//   - otherwise (fn is a literal) the nearest named function around the
-//     call: a Do in an HTTP handler literal, a goroutine or a gocron task
-//     literal written in (*Service).Run holds
-//     "github.com/acme/billing/invoice.(*Service).Run", and every closure
-//     of Run shares that one lock.
-//
-// Do never fails for want of a key. The name is part of the lock's
-// contract: see "Naming locks" in the package doc for what a rename does
-// in a rolling deploy, and prefer DoKey with a constant key where that
-// matters. See DoKey for the rules of the lock.
-func (lk *Locker) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	key, err := doKey(fn, 1)
-	if err != nil {
-		return err
-	}
-	return lk.DoKey(ctx, key, fn)
+	return g.Token(), true
 }
 
 // DoKey runs fn while holding the lock key: across every instance of the
 // service, only one goroutine of one instance runs a section of key at a
-// time.
+// time. It waits for the lock (see "The rules" in the package doc: woken
+// by the release, polling every RetryInterval, up to MaxRetries, behind
+// the other goroutines of this process in arrival order) or until ctx
+// ends.
 //
-// It waits for the lock: woken at once when the holder releases, and
-// otherwise looking again every RetryInterval (or when the holder's lease
-// ends, if sooner), up to MaxRetries times if set, or until ctx ends. Only
-// one goroutine per process and key talks to the store; the others queue
-// locally in arrival order, within the same limits: MaxRetries (see
-// Config) and the holder's lease — a local holder whose lease ran out no
-// longer keeps the others of its process waiting, even if it never
-// returns.
+// fn's context carries the fencing token (Token) and is cancelled with
+// cause ErrLeaseExpired shortly before the lease can expire; DoKey then
+// returns ErrLeaseExpired joined with fn's error. It also ends with ctx,
+// after which the lease is no longer extended. A panic in fn releases the
+// lock and is re-raised. A DoKey on a key its call chain holds (ctx comes
+// from that section, and its lease has not lapsed) runs fn directly
+// through the same Locker and fails with ErrReentrant through another. A DoKey whose ctx has already ended
+// asks the store nothing and returns ctx's error and cause; one whose ctx
+// ends while the lock is held elsewhere returns ErrLocked joined with
+// them.
 //
-// fn gets a context that carries the fencing token (Token) and is
-// cancelled shortly before the lease can expire (HoldDuration, or the
-// WithAutoRenew ceiling; sooner if the first lease, ClaimWindow, cannot be
-// extended), with cause ErrLeaseExpired; DoKey then returns
-// ErrLeaseExpired joined with fn's error. fn's context also ends with
-// ctx: from then on the lease is no longer extended, so it lapses at the
-// end of the current lease, and DoKey reports ErrLeaseExpired if fn runs
-// past that (a Mutex's holding does not end with Lock's context). A panic
-// in fn releases the lock and is re-raised. A DoKey for a key that the
-// same call chain already holds (its ctx says so) runs fn directly; once
-// that holding is over (its lease lapsed) the chain no longer holds the
-// key, and the nested call must acquire it like any other — with the
-// lapsed section's cancelled context it fails with ErrLeaseExpired. A
-// DoKey through another Locker on the same store, for a key the call
-// chain holds, fails at once with ErrReentrant: it could only wait for
-// itself. A DoKey whose ctx has already ended asks the store nothing and
-// returns ErrTimeout joined with ctx's error and cause.
-func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	return lk.run(ctx, key, true, fn)
-}
-
-// TryDo is DoKey without waiting: if the lock is held it returns an error
-// wrapping ErrLocked at once and does not run fn.
-func (lk *Locker) TryDo(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	return lk.run(ctx, key, false, fn)
-}
-
-// DoValue is DoKey for a section that returns a value.
-func DoValue[T any](ctx context.Context, lk *Locker, key string, fn func(ctx context.Context) (T, error)) (T, error) {
-	var v T
-	err := lk.DoKey(ctx, key, func(ctx context.Context) error {
-		var err error
-		v, err = fn(ctx)
-		return err
-	})
-	return v, err
-}
-
-func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx context.Context) error) (err error) {
+// To skip a section when the lock is held, rather than wait, use
+// Mutex(key).TryLock.
+func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
 		return errors.New("synclock: nil function")
 	}
@@ -151,7 +94,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 	if k.err == nil && holds(ctx, lk, k.sk) {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
-	g, err := lk.acquire(ctx, k, wait, nil)
+	g, err := lk.acquire(ctx, k, true, nil)
 	if err != nil {
 		return err
 	}
@@ -161,12 +104,7 @@ func (lk *Locker) run(ctx context.Context, key string, wait bool, fn func(ctx co
 			err = errors.Join(err, rerr)
 		}
 	}()
-	return callSection(g, fn)
-}
-
-// callSection runs fn with the section's context. A panic in fn unwinds
-// through run's deferred release, so the lock is released and the panic
-// goes on unchanged.
-func callSection(g *grant, fn func(ctx context.Context) error) error {
-	return fn(g.ctx)
+	// A panic in fn unwinds through the deferred release: the lock is
+	// released and the panic goes on unchanged.
+	return fn(g.Context())
 }

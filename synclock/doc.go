@@ -2,30 +2,41 @@
 // a service: only one goroutine of one instance runs it at a time. A lock
 // is a key in the store whose value names the holding instance.
 //
+// One way per task:
+//
 //	lk, err := synclock.NewLocker(store, id, cfg.SyncLock)
-//	err = lk.DoKey(ctx, "close-invoices", func(ctx context.Context) error { ... }) // a constant key
-//	err = lk.DoKey(ctx, "invoice:"+id, func(ctx context.Context) error { ... })   // one lock per entity
-//	total, err := synclock.DoValue(ctx, lk, "totals", sum)
+//	synclock.SetDefault(lk)                          // once, at start-up
+//	err = synclock.Do(ctx, svc.CloseInvoices)         // a section named after the code it runs
+//	err = lk.DoKey(ctx, "invoice:"+id, func(ctx context.Context) error { ... }) // a constant or per-entity key
+//	m := lk.Mutex("nightly-export")                   // code that cannot be a closure
+//	if err := m.TryLock(ctx); err == nil {            // skip a held lock (Lock waits for it)
+//		defer m.Unlock(ctx)
+//	}
+//	token, ok := synclock.Token(ctx)                  // in a section (or Token(m.Context())): the fencing token
+//
+// A section's context (or a Mutex's Context) is cancelled with cause
+// ErrLeaseExpired when the lease is lost or about to end; WithObserver
+// reports every step (acquired, refused, extended, lost, released) for
+// metrics.
 //
 // # Naming locks
 //
 // A lock's key is a contract between every instance that runs at once —
 // during a rolling deploy, between two versions of the service. Name it
-// with a constant (or a constant plus an entity's ID) and DoKey, DoValue,
-// TryDo or Mutex, so that it changes only when you change it.
+// with a constant (or a constant plus an entity's ID) and DoKey or
+// Mutex, so that it changes only when you change it.
 //
 // Do, the seed's rule, keys the lock by a function's fully qualified
 // name, as an annotation on a method names the method: fn's own name when
-// fn is a named function or a method value (Do(ctx, svc.Close) holds
-// "github.com/acme/billing/invoice.(*Service).Close"), else — fn is a
-// literal — the nearest named function around the call. So Do works
-// wherever it is written, in HTTP handler literals, goroutines and gocron
-// task literals too, and never fails for want of a key; the closures of
-// one function share that function's lock (the compiler's numbered names,
-// ".func1", change when a closure is added above, and are never used).
-// Generic functions carry "[...]", so every instantiation shares a lock;
-// a method value taken from an interface is named after the interface's
-// method, so every implementation behind it shares one too.
+// fn is a named function or a method value, else — fn is a literal — the
+// nearest named function around the call. So Do works wherever it is
+// written, in HTTP handler literals, goroutines and gocron task literals
+// too, and never fails for want of a key; the closures of one function
+// share that function's lock (the compiler's numbered names, ".func1",
+// change when a closure is added above, and are never used). Generic
+// functions carry "[...]", so every instantiation shares a lock; a method
+// value taken from an interface is named after the interface's method, so
+// every implementation behind it shares one too.
 //
 // In a rolling deploy the old and the new version hold one lock only
 // while the name is the same in both. Renaming the function, moving it to
@@ -38,16 +49,17 @@
 //
 // # The rules
 //
-// Every key is stored as {tenant:app}:lock:<key>. Acquiring is set-if-absent; a waiter tries
-// again every RetryInterval (default 1 s) until it succeeds, MaxRetries
-// runs out or its context ends; the section runs; the key is deleted. A
-// holder keeps the lock at most HoldDuration (default 45 s), so a crashed
-// holder cannot dead-lock the others — nor a stuck one the other
-// goroutines of its own process: they wait behind it only until its lease
-// ends (except those that share its Mutex value, which stays locked until
-// its Unlock, as a sync.Mutex does), and with MaxRetries at most
-// MaxRetries x RetryInterval. With Disabled every call fails with
-// ErrDisabled: a section never runs unlocked.
+// Every key is stored as {tenant:app}:lock:<key>. Acquiring is
+// set-if-absent; a waiter tries again every RetryInterval (default 1 s)
+// until it succeeds, MaxRetries runs out (ErrLocked) or its context ends;
+// the section runs; the key is deleted. A holder keeps the lock at most
+// HoldDuration (default 45 s; Config.AutoRenew renews it up to a hard
+// ceiling), so a crashed holder cannot dead-lock the others — nor a stuck
+// one the other goroutines of its own process: they wait behind it only
+// until its lease ends (except those that share its Mutex value, which
+// stays locked until its Unlock, as a sync.Mutex does), and with
+// MaxRetries at most MaxRetries x RetryInterval. With Disabled every call
+// fails with ErrDisabled: a section never runs unlocked.
 //
 // # Beyond the rules
 //
@@ -56,86 +68,62 @@
 //     at the holder's remaining TTL when that is sooner).
 //   - Goroutines of one process that want one key queue locally in arrival
 //     order; only the one at the head talks to the store. When a holder's
-//     lease ends (its context is cancelled with ErrLeaseExpired) the next
-//     goroutine in the queue goes to the store, while the late holder's
-//     Unlock still reports ErrLeaseExpired. One Mutex shared by goroutines
-//     stays locked until that Unlock (a Lock on it waits for it, within
-//     the same limits), so a late Unlock never ends a later holding.
+//     lease ends the next goroutine in the queue goes to the store, while
+//     the late holder's Unlock still reports ErrLeaseExpired.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
-//     do), so no waiter is starved by luckier ones and no release sets off
-//     a herd of claims. A waiter keeps its place by asking again at least
-//     every RetryInterval and loses it 3 x RetryInterval after its last try
-//     (so a crashed waiter delays the lock at most that long); one that
-//     gives up leaves the line at once.
+//     do). A waiter keeps its place by asking again at least every
+//     RetryInterval and loses it 3 x RetryInterval after its last try (so a
+//     crashed waiter delays the lock at most that long); one that gives up
+//     leaves the line at once.
 //   - On a store that hands over (backend.Handover; both do, except a Redis
 //     store made WithReplicaAck) the release itself grants the lock to the
 //     waiter first in line, which learns of it from the store's
-//     notification (on Redis, a message on the store's own pub/sub
-//     connection; no waiter holds a connection of the client's pool)
-//     without asking: a contended lock passes from holder to holder in one
-//     trip to the store, and no other waiter is woken. Every wait ends by
-//     a client-side timer after at most RetryInterval, when the waiter
-//     asks again. The new holder counts its
-//     hold from when it last asked, a moment before the handover, so it
-//     may give the lock up up to one RetryInterval early, never late. On
-//     other stores the release names the first waiter, only that one
-//     claims, and the others sleep on.
+//     notification (on Redis, the store's own pub/sub connection; no waiter
+//     holds a connection of the client's pool): a contended lock passes
+//     from holder to holder in one trip to the store, and no other waiter
+//     is woken. Every wait ends by a client-side timer after at most
+//     RetryInterval. The new holder counts its hold from when it last
+//     asked, so it may give the lock up up to one RetryInterval early,
+//     never late. On other stores the release names the first waiter, and
+//     only that one claims.
 //   - A grant first lasts ClaimWindow (default 10 s, at most HoldDuration);
 //     a section that runs a third of that extends the lease to HoldDuration
 //     with one more store call, which short sections never make. An
-//     instance that dies just after it was granted the lock, or while it
-//     waited in line and had the lock handed to it, so blocks the others
-//     for ClaimWindow, not for the whole HoldDuration. A failed extension
-//     is tried again until the lease runs out; then the section's context
-//     is cancelled, as at the end of the hold.
+//     instance that dies just after it was granted the lock (or had it
+//     handed over) so blocks the others for ClaimWindow, not HoldDuration.
+//     A failed extension is tried again until the lease runs out.
 //   - The holder is the instance ID plus a nonce per acquisition, and
 //     release is owner-checked: a late release after the hold ran out can
 //     never delete the next holder's key.
-//   - The section's context carries a fencing token (Token) that grows with
-//     every holding, and is cancelled shortly before the lease can expire
-//     (a margin of a tenth of ClaimWindow, at most 1s, before the end of the
-//     grant and of every extension alike: the rule of internal/lease, which
-//     role and schedlock hold their leases on too; EventLost is reported
-//     before the cancellation); DoKey then reports ErrLeaseExpired and Token
-//     reports false. WithAutoRenew
-//     extends the lease while the section runs, up to a hard ceiling.
+//   - The fencing token (Token) grows with every holding. The section's
+//     context is cancelled a margin (a tenth of ClaimWindow, at most 1 s:
+//     the rule of internal/lease, which role and schedlock hold their
+//     leases on too) before the lease can expire; EventLost is reported
+//     first; DoKey then reports ErrLeaseExpired and Token reports false.
 //   - One deadline decides each holding. An extension is not sent once the
 //     deadline has passed, each is bounded by it, and a reply that lands
-//     after it is void: it never revives a holding that was given up, nor
-//     moves its deadline, even if the store did extend the key.
+//     after it is void: it never revives a holding that was given up.
 //   - DoKey's section ends with the caller's context; a Mutex's holding
 //     lasts until Unlock or the end of its lease, whatever becomes of the
 //     context passed to Lock (Mutex.Context is the one to watch).
 //   - A store that restarted without its data (or lost it, or is new to
-//     baton) refuses every key without a fencing counter for a while
-//     (backend.HeldError with Recovering: a holding from before the loss
-//     may still run until then) and says how long. A waiter sleeps that
-//     long, bounded by its context, instead of polling every
-//     RetryInterval, logs once why it waits, and such a refusal does not
-//     count against MaxRetries: the lock is not held, the store only waits
-//     out holdings it may have lost. TryDo and TryLock fail at once with
-//     a *LockedError that matches ErrRecovering and ErrLocked, saying so
-//     and how to declare a new store whole (batonctl init).
-//   - Closing a key's subscription (a round trip on Redis) never happens
-//     under the lock that the Locker's other keys need.
-//   - A panic in the section releases the lock and goes on. A nested call on
-//     a key that its call chain already holds runs directly.
-//   - A DoKey or Lock that would wait for a key its own call chain holds
-//     on the same store through another Locker (or a Mutex locked inside
-//     the holding's section) fails at once with ErrReentrant naming the
-//     key, instead of waiting for itself until the lease ends. The call
-//     chain is known by its context, which carries the holdings of the
-//     sections it comes from: a goroutine started in a section with that
-//     context counts as the same chain, so give one that must wait for the
-//     key after the section a context of its own. Two store values of one
-//     server (two clients) are two stores to this check.
+//     baton) refuses every key without a fencing counter for a while and
+//     says how long. A waiter sleeps that long, bounded by its context,
+//     logs once why it waits, and such a refusal does not count against
+//     MaxRetries. TryLock fails at once with a *LockedError whose
+//     Recovering is set (it matches ErrLocked), saying so and how to
+//     declare a new store whole (batonctl init).
+//   - A panic in the section releases the lock and goes on. A nested DoKey
+//     on a key that its call chain already holds runs directly; one that
+//     would wait for such a key through another Locker on the same store
+//     (or a Mutex locked inside the holding's section) fails at once with
+//     ErrReentrant instead of waiting for itself. The call chain is known
+//     by its context: a goroutine started in a section with that context
+//     counts as the same chain. Two store values of one server (two
+//     clients) are two stores to this check.
 //   - A call whose context has already ended asks the store nothing and
-//     fails at once with ErrTimeout, the context's error and its cause.
-//   - WithObserver reports every step of a lock (acquired, with the wait and
-//     the claims it took and whether a release handed it over; refused,
-//     with the reason; extended; lost; released, with the time held) for
-//     metrics.
+//     fails at once with the context's error and its cause.
 //
 // # What is not promised
 //
@@ -143,7 +131,7 @@
 // network) may still run while the next holder runs. Its context is
 // cancelled by a timer, so a process that wakes from a pause may see it
 // live for a moment after the deadline; code that ignores the context
-// keeps going. A resource that
-// must never see two holders should check the fencing token of every
-// write, rejecting tokens older than one it has seen.
+// keeps going. A resource that must never see two holders should check
+// the fencing token of every write, rejecting tokens older than one it
+// has seen.
 package synclock

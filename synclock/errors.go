@@ -15,24 +15,12 @@ var (
 	ErrDisabled = errors.New("synclock: locks are disabled (synchronized-lock.enabled=false)")
 
 	// ErrLocked reports that another holder has the lock (the error is a
-	// *LockedError naming the key and the holder): from TryDo and
-	// TryLock at once, and from Do after its retries ran out.
+	// *LockedError naming the key and the holder): from TryLock at once,
+	// from DoKey and Lock after MaxRetries ran out, and joined with the
+	// context's error when the caller's context ended while it waited.
+	// A call whose context had ended before it asked the store returns
+	// the context's error (and its cause) alone.
 	ErrLocked = errors.New("synclock: lock is held by another holder")
-
-	// ErrTimeout reports that the caller's context ended while it waited
-	// for the lock, or had ended before the wait began (then nothing was
-	// sent to the store). It comes joined with the context's error and
-	// its cause.
-	ErrTimeout = errors.New("synclock: gave up waiting for the lock")
-
-	// ErrRecovering is the error of a lock the store grants to nobody for
-	// a while, because it may have lost leases that their holders still
-	// use (it restarted without its data, lost it, or is new to baton: its
-	// restart guard). A *LockedError with Recovering set matches it as
-	// well as ErrLocked, and says for how long. A store known to hold no
-	// live lease is declared whole with batonctl init; tests on servers
-	// started for them make their store WithoutRestartGuard.
-	ErrRecovering = errors.New("synclock: the store grants nothing until leases it may have lost have ended")
 
 	// ErrReentrant reports a DoKey or Lock that would wait for a lock its
 	// own call chain holds: its context comes from a live holding's
@@ -51,20 +39,14 @@ var (
 	// ErrNotLocked reports an Unlock of a Mutex that is not locked.
 	ErrNotLocked = errors.New("synclock: unlock of an unlocked mutex")
 
-	// ErrUnstableKey reports a Do whose calling function the runtime
-	// cannot name, so that there is no key to hold; Go code never makes
-	// such a call (closures take the name of the function they are
-	// written in). The message says to name the lock with DoKey.
-	ErrUnstableKey = errors.New("synclock: the calling function's name is not a stable lock key")
-
 	// ErrNoDefault reports a package-level call before SetDefault.
 	ErrNoDefault = errors.New("synclock: no default locker: call synclock.SetDefault first")
 )
 
 // LockedError is the error of a lock held by another holder: ErrLocked
 // (errors.Is matches it) with the lock's key and who has it, as
-// backend.HeldError names a lease's holder. TryDo, TryLock and a Do whose
-// retries ran out return it; get it with errors.As.
+// backend.HeldError names a lease's holder. TryLock, and DoKey or Lock
+// whose retries ran out, return it; get it with errors.As.
 type LockedError struct {
 	// Key is the lock's key, as the caller gave it.
 	Key string
@@ -79,9 +61,10 @@ type LockedError struct {
 	// after retries; 0 for a single try.
 	Tries int
 	// Recovering reports that the store restarted without its data, lost
-	// it, or is new to baton, and grants the lock to nobody for
-	// Holder.TTL: a holding from before may still run until then
-	// (ErrRecovering).
+	// it, or is new to baton (its restart guard), and grants the lock to
+	// nobody for Holder.TTL: a holding from before may still run until
+	// then. A store known to hold no live lease is declared whole with
+	// batonctl init.
 	Recovering bool
 }
 
@@ -107,8 +90,5 @@ func (e *LockedError) Error() string {
 	return s
 }
 
-// Is reports whether target is ErrLocked, or ErrRecovering when the
-// store is Recovering.
-func (e *LockedError) Is(target error) bool {
-	return target == ErrLocked || (e.Recovering && target == ErrRecovering)
-}
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }

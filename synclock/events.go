@@ -18,12 +18,13 @@ const (
 	// the lock over (backend.Handover) rather than a claim taking it.
 	EventAcquired EventKind = iota + 1
 	// EventRefused: a call did not get the lock. Event.Err says why: it
-	// wraps ErrLocked (TryDo, TryLock, MaxRetries), ErrTimeout (the
-	// context ended), ErrDisabled, or is a store error. Event.Wait and
+	// wraps ErrLocked (TryLock, MaxRetries; joined with the context's
+	// error when the context ended while the lock was held), or the
+	// context's error alone, ErrDisabled, or a store error. Event.Wait and
 	// Event.Tries are as for EventAcquired.
 	EventRefused
 	// EventExtended: the lease of a running section was extended, past
-	// the claim window or by WithAutoRenew.
+	// the claim window or by Config.AutoRenew.
 	EventExtended
 	// EventLost: the lease ended, or was about to, while the section ran;
 	// its context was cancelled and Event.Err wraps ErrLeaseExpired.

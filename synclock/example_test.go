@@ -24,12 +24,12 @@ func ExampleLocker_DoKey() {
 	b, _ := synclock.NewLocker(store, idB, synclock.Config{}, quiet)
 
 	var last uint64 // what a fenced resource remembers
-	for _, lk := range []*synclock.Locker{a, b} {
+	for i, lk := range []*synclock.Locker{a, b} {
 		lk.DoKey(context.Background(), "invoice:42", func(ctx context.Context) error {
 			// Tokens come from the store's clock: large numbers that
 			// only increase.
 			token, _ := synclock.Token(ctx)
-			fmt.Printf("%s closes invoice 42 with a token above the last: %v\n", lk.ID(), token > last)
+			fmt.Printf("%s closes invoice 42 with a token above the last: %v\n", []instanceid.ID{idA, idB}[i], token > last)
 			last = token
 			return nil
 		})
@@ -37,20 +37,6 @@ func ExampleLocker_DoKey() {
 	// Output:
 	// 10.0.0.7:acme:billing:8080 closes invoice 42 with a token above the last: true
 	// 10.0.0.8:acme:billing:8080 closes invoice 42 with a token above the last: true
-}
-
-// DoValue returns what the section computed.
-func ExampleDoValue() {
-	store := membackend.New()
-	defer store.Close()
-	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
-	lk, _ := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithLogger(slog.New(slog.DiscardHandler)))
-	n, err := synclock.DoValue(context.Background(), lk, "next-invoice-number", func(ctx context.Context) (int, error) {
-		return 1001, nil // read, increment and store a number here
-	})
-	fmt.Println(n, err)
-	// Output:
-	// 1001 <nil>
 }
 
 // Code that cannot use a closure locks a Mutex.
@@ -64,7 +50,7 @@ func ExampleMutex() {
 	if err := m.Lock(ctx); err != nil {
 		return
 	}
-	token, ok := m.Token()
+	token, ok := synclock.Token(m.Context())
 	fmt.Println("holding the ledger lock, with a token:", ok && token > 0)
 	fmt.Println("unlock:", m.Unlock(ctx))
 	// Output:
@@ -73,7 +59,7 @@ func ExampleMutex() {
 }
 
 // An observer feeds metrics: here it prints each step of a lock that a
-// TryDo finds taken.
+// TryLock finds taken.
 func ExampleWithObserver() {
 	store := membackend.New()
 	defer store.Close()
@@ -88,7 +74,7 @@ func ExampleWithObserver() {
 		// Another instance tries the lock this section holds.
 		idB, _ := instanceid.New("10.0.0.8", "acme", "billing", 8080)
 		other, _ := synclock.NewLocker(store, idB, synclock.Config{}, observe)
-		return other.TryDo(context.Background(), "report", func(context.Context) error { return nil })
+		return other.Mutex("report").TryLock(context.Background())
 	})
 	// Output:
 	// acquired report tries=1 err=false
@@ -96,7 +82,7 @@ func ExampleWithObserver() {
 	// released report tries=0 err=false
 }
 
-// TryDo does not wait: while another instance holds the lock it fails at
+// TryLock does not wait: while another instance holds the lock it fails at
 // once, and the error names the holder.
 func ExampleLockedError() {
 	store := membackend.New()
@@ -108,7 +94,7 @@ func ExampleLockedError() {
 	b, _ := synclock.NewLocker(store, idB, synclock.Config{}, quiet)
 
 	a.DoKey(context.Background(), "nightly-close", func(ctx context.Context) error {
-		err := b.TryDo(context.Background(), "nightly-close", func(ctx context.Context) error { return nil })
+		err := b.Mutex("nightly-close").TryLock(context.Background())
 		var locked *synclock.LockedError
 		if errors.As(err, &locked) {
 			holder, _, _ := strings.Cut(locked.Holder.Owner, "#")

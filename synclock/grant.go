@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -15,21 +14,17 @@ import (
 
 // grant is one holding of a lock: a lease.Holder (the deadline, the
 // context, the token) plus synclock's policy around it — the local turn,
-// and the renewal up to HoldDuration or the WithAutoRenew ceiling.
+// and the renewal up to HoldDuration or Config.AutoRenew.
 type grant struct {
 	lease.Holder
 	lk     *Locker
-	key    string // the caller's key
-	sk     string // the store key
+	key    string // the caller's key (Key() is the store's)
 	q      *queue
-	outer  *grant          // the section ctx came from, if any (reentrancy)
-	ctx    context.Context // the Holder's context, which carries the grant
-	lease  backend.Lease   // as granted
-	start  time.Time       // when the holding began
-	sent   time.Time       // when the request that got the lease was sent
-	first  time.Duration   // the first lease, counted from sent
-	handed bool            // a release handed the lock over
-	over   atomic.Bool     // lost or released, for reads on the section's chain
+	outer  *grant        // the section ctx came from, if any (reentrancy)
+	start  time.Time     // when the holding began
+	sent   time.Time     // when the request that got the lease was sent
+	first  time.Duration // the first lease, counted from sent
+	handed bool          // a release handed the lock over
 
 	// A renewal that starts sets stopRen, which cancels its store call
 	// and its waits; release calls it and waits on renewWG.
@@ -43,7 +38,7 @@ type grant struct {
 // lease.ErrLate if the lease came back after it ended by this process's
 // clock, less the margin: a grant the section must not run on.
 func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) (*grant, error) {
-	g := &grant{lk: lk, key: key, sk: sk, q: q, lease: l, outer: sectionOf(ctx), start: lk.clock.Now(), sent: sent}
+	g := &grant{lk: lk, key: key, q: q, outer: sectionOf(ctx), start: lk.clock.Now(), sent: sent}
 	parent := ctx
 	if detach {
 		parent = uncancelled(ctx)
@@ -60,7 +55,6 @@ func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *
 	if err := g.Start(context.WithValue(parent, sectionKey{}, g), &lk.terms, g, gr); err != nil {
 		return nil, err
 	}
-	g.ctx = g.Context()
 	return g, nil
 }
 
@@ -71,10 +65,10 @@ func (lk *Locker) firstLease(l backend.Lease) time.Duration {
 	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
 }
 
-// ceiling is how long a holding may last in all: HoldDuration, or the
-// ceiling of WithAutoRenew.
+// ceiling is how long a holding may last in all: HoldDuration, or
+// Config.AutoRenew.
 func (lk *Locker) ceiling() time.Duration {
-	return max(lk.cfg.HoldDuration, lk.autoRenew)
+	return max(lk.cfg.HoldDuration, lk.cfg.AutoRenew)
 }
 
 // Lost is the lease ending, or about to, before the release
@@ -85,8 +79,7 @@ func (g *grant) Lost(cause error) error {
 	if errors.Is(cause, lease.ErrExpired) {
 		cause = ErrLeaseExpired
 	}
-	g.over.Store(true)
-	g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.lease.Token, Held: g.lk.clock.Since(g.start), Err: cause})
+	g.lk.report(Event{Kind: EventLost, Key: g.key, Token: g.Token(), Held: g.lk.clock.Since(g.start), Err: cause})
 	return cause
 }
 
@@ -137,7 +130,7 @@ func (g *grant) renew(rctx context.Context) {
 		switch {
 		case err == nil:
 			end = rsent.Sub(g.sent) + ttl
-			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.lease.Token})
+			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.Token()})
 		case errors.Is(err, lease.ErrLate):
 			return // the deadline passed: the alarm gives the holding up
 		case errors.Is(err, backend.ErrNotHeld):
@@ -165,7 +158,7 @@ func (g *grant) renew(rctx context.Context) {
 
 // passTurn gives the local turn to the next waiter: at the loss or at the
 // release, whichever comes first.
-func (g *grant) passTurn() { g.lk.exit(g.sk, g.q) }
+func (g *grant) passTurn() { g.lk.exit(g.Key(), g.q) }
 
 // release ends the holding: stops renewals, deletes the key in the store
 // (owner-checked, even when the caller's context has ended) and passes the
@@ -174,7 +167,6 @@ func (g *grant) passTurn() { g.lk.exit(g.sk, g.q) }
 func (g *grant) release(ctx context.Context) error {
 	lk := g.lk
 	wasLost := g.End() // no renewal and no loss from now on
-	g.over.Store(true)
 	g.mu.Lock()
 	stop := g.stopRen
 	g.mu.Unlock()
@@ -196,6 +188,6 @@ func (g *grant) release(ctx context.Context) error {
 	case wasLost:
 		err = fmt.Errorf("synclock: lock %q: %w (hold duration %v, claim window %v)", g.key, ErrLeaseExpired, lk.cfg.HoldDuration, lk.cfg.ClaimWindow)
 	}
-	lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.lease.Token, Held: lk.clock.Since(g.start), Err: err})
+	lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.Token(), Held: lk.clock.Since(g.start), Err: err})
 	return err
 }

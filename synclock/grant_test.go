@@ -56,11 +56,11 @@ func waitGone(t *testing.T, st backend.Store, key string) {
 
 // A grant that comes back after its claim window has passed is void: the
 // section never runs on it (another holder may have the lock by then).
-// TryDo reports ErrLeaseExpired; DoKey asks again and runs the section once
+// TryLock reports ErrLeaseExpired; DoKey asks again and runs the section once
 // on a fresh grant with a larger token.
 func TestLateGrantIsVoid(t *testing.T) {
 	for _, wait := range []bool{false, true} {
-		name := "TryDo"
+		name := "TryLock"
 		if wait {
 			name = "DoKey"
 		}
@@ -80,20 +80,20 @@ func TestLateGrantIsVoid(t *testing.T) {
 				if wait {
 					done <- lk.DoKey(ctxT(t), key, section)
 				} else {
-					done <- lk.TryDo(ctxT(t), key, section)
+					done <- tryDo(lk, ctxT(t), key, section)
 				}
 			}()
 			<-st.entered
 			// The store granted the key; its reply is held back until
 			// the lease has ended there.
-			waitGone(t, mem, backend.AppKey(lk.ID().Tenant, lk.ID().App, "lock", key))
+			waitGone(t, mem, backend.AppKey(idN(t, 1).Tenant, idN(t, 1).App, "lock", key))
 			close(st.proceed)
 			err := <-done
 			switch {
 			case !wait && !errors.Is(err, synclock.ErrLeaseExpired):
-				t.Fatalf("TryDo on a late grant: %v, want ErrLeaseExpired", err)
+				t.Fatalf("TryLock on a late grant: %v, want ErrLeaseExpired", err)
 			case !wait && runs.Load() != 0:
-				t.Fatal("TryDo ran the section on a grant that came back after its claim window")
+				t.Fatal("TryLock ran the section on a grant that came back after its claim window")
 			case wait && err != nil:
 				t.Fatalf("DoKey after a late grant: %v", err)
 			case wait && runs.Load() != 1:
@@ -129,7 +129,7 @@ func TestSpentHandoverIsVoid(t *testing.T) {
 	st := &spentHandover{Store: mem}
 	lk := lockerOn(t, 1, st, synclock.Config{HoldDuration: time.Second})
 	key := uniqueKey(t)
-	sk := backend.AppKey(lk.ID().Tenant, lk.ID().App, "lock", key)
+	sk := backend.AppKey(idN(t, 1).Tenant, idN(t, 1).App, "lock", key)
 	ctx := ctxT(t)
 	if _, err := mem.Acquire(ctx, sk, "other", time.Minute, 0); err != nil {
 		t.Fatal(err)

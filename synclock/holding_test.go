@@ -34,7 +34,7 @@ func TestLapsedHolderFreesLocalTurn(t *testing.T) {
 	if err := a.Lock(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	tokA, _ := a.Token()
+	tokA, _ := synclock.Token(a.Context())
 	got := make(chan error, 1)
 	go func() { got <- b.Lock(ctxT(t)) }()
 	waitQueued(t, lk, key, 1)
@@ -52,10 +52,10 @@ func TestLapsedHolderFreesLocalTurn(t *testing.T) {
 	if cause := context.Cause(a.Context()); !errors.Is(cause, synclock.ErrLeaseExpired) {
 		t.Fatalf("the lapsed holder's context: cause %v, want ErrLeaseExpired", cause)
 	}
-	if _, ok := a.Token(); ok {
+	if _, ok := synclock.Token(a.Context()); ok {
 		t.Error("the lapsed holder's Token still claims the lock")
 	}
-	tokB, ok := b.Token()
+	tokB, ok := synclock.Token(b.Context())
 	if !ok || tokB <= tokA {
 		t.Fatalf("the new holder's token %d (ok %v), want one above the lapsed holder's %d", tokB, ok, tokA)
 	}
@@ -167,7 +167,7 @@ func TestMutexOutlivesLockContext(t *testing.T) {
 	if err != nil || l.TTL <= claim {
 		t.Fatalf("the lease after the extension: %+v, %v; want more than the %v claim window left", l, err, claim)
 	}
-	if _, ok := m.Token(); !ok || m.Context().Err() != nil {
+	if _, ok := synclock.Token(m.Context()); !ok || m.Context().Err() != nil {
 		t.Fatalf("the extended holding: Token ok %v, context %v; want held", ok, m.Context().Err())
 	}
 	if err := m.Unlock(ctxT(t)); err != nil {

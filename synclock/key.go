@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+
+	"github.com/baton-go/baton/backend"
 )
 
 // callerKey returns the fully qualified name of the function skip frames
@@ -49,7 +51,7 @@ func doKey(fn func(context.Context) error, skip int) (string, error) {
 	}
 	key, ok := callerKey(skip + 1)
 	if !ok {
-		return "", fmt.Errorf("%w: cannot name the calling function; name the lock with DoKey(ctx, \"<constant key>\", fn)", ErrUnstableKey)
+		return "", fmt.Errorf("synclock: %w: cannot name the function that calls Do; name the lock with Locker.DoKey(ctx, \"<constant key>\", fn)", backend.ErrInvalidArgument)
 	}
 	if named, ok := compilerNamed(key); ok {
 		return named, nil

@@ -196,7 +196,7 @@ func testLineOrder(t *testing.T, cfg synclock.Config, wantClaims int64, open fun
 }
 
 // A waiter that gives up leaves the line at once, so the lock is not kept
-// for it until its place lapses; a TryDo never joins.
+// for it until its place lapses; a TryLock never joins.
 func TestGiveUpLeavesLine(t *testing.T) { eachStore(t, testGiveUpLeavesLine) }
 
 func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store) {
@@ -217,8 +217,8 @@ func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store)
 	go func() { done <- waiter.DoKey(ctx, key, section) }()
 	waitFor(t, "the waiter is in line", func() bool { return waiters(t, hs, key) == 1 })
 	cancel()
-	if err := <-done; !errors.Is(err, synclock.ErrTimeout) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: %v, want ErrTimeout joined with Canceled", err)
+	if err := <-done; !errors.Is(err, synclock.ErrLocked) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v, want ErrLocked joined with Canceled", err)
 	}
 	if n := waiters(t, hs, key); n != 0 {
 		t.Fatalf("%d waiters in line after the only one gave up, want 0", n)
@@ -228,10 +228,10 @@ func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store)
 	if err := bounded.DoKey(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
 		t.Fatalf("after max retries: %v, want ErrLocked", err)
 	}
-	if err := waiter.TryDo(ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
-		t.Fatalf("TryDo on a held lock: %v, want ErrLocked", err)
+	if err := tryDo(waiter, ctxT(t), key, section); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryLock on a held lock: %v, want ErrLocked", err)
 	}
 	if n := waiters(t, hs, key); n != 0 {
-		t.Fatalf("%d waiters in line after max retries and a TryDo, want 0", n)
+		t.Fatalf("%d waiters in line after max retries and a TryLock, want 0", n)
 	}
 }

@@ -31,11 +31,9 @@ type Locker struct {
 	clock  clock.Clock
 	logger *slog.Logger
 
-	autoRenew time.Duration // total hold ceiling with renewals; 0: no renewals
 	patience  time.Duration // how long a waiter's place in a store's line outlives its last try
-	opTimeout time.Duration
-	parkLimit int         // most idle watches kept (maxParked; tests lower it)
-	terms     lease.Terms // of every holding: store, alarm, margin (internal/lease)
+	parkLimit int           // most idle watches kept (maxParked; tests lower it)
+	terms     lease.Terms   // of every holding: store, alarm, margin (internal/lease)
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
 	observer   func(Event) // WithObserver; nil: none
@@ -62,20 +60,6 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithAutoRenew makes a holder renew its lease while the section runs, up
-// to max in total: a long section keeps the lock past HoldDuration, but
-// never past max, so a stuck holder still cannot keep it forever. Without
-// it a holder keeps the lock at most HoldDuration, the seed's rule.
-func WithAutoRenew(max time.Duration) Option {
-	return func(lk *Locker) { lk.autoRenew = max }
-}
-
-// WithOperationTimeout bounds each call to the store that must finish even
-// when the caller's context has ended, such as the release (default 5 s).
-func WithOperationTimeout(d time.Duration) Option {
-	return func(lk *Locker) { lk.opTimeout = d }
-}
-
 func withClock(c clock.Clock) Option {
 	return func(lk *Locker) { lk.clock = c }
 }
@@ -98,7 +82,6 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 		cfg:       cfg.WithDefaults(),
 		clock:     clock.Real,
 		logger:    slog.Default(),
-		opTimeout: 5 * time.Second,
 		queues:    make(map[string]*queue),
 		parked:    make(map[string]*parkedWatch),
 		floors:    make(map[string]uint64),
@@ -107,18 +90,9 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
-	if lk.autoRenew < 0 {
-		return nil, fmt.Errorf("synclock: WithAutoRenew(%v): the ceiling must not be negative", lk.autoRenew)
-	}
-	if lk.autoRenew > 0 && lk.autoRenew < lk.cfg.HoldDuration {
-		return nil, fmt.Errorf("synclock: WithAutoRenew(%v) is shorter than HoldDuration %v: the ceiling must be at least one hold", lk.autoRenew, lk.cfg.HoldDuration)
-	}
-	if lk.opTimeout <= 0 {
-		return nil, fmt.Errorf("synclock: WithOperationTimeout(%v) must be positive", lk.opTimeout)
-	}
 	// Every holding gives its lease up by one margin, the claim
 	// window's, for the grant and each renewal alike.
-	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.opTimeout}
+	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.cfg.OperationTimeout}
 	// A live waiter asks again at least every RetryInterval; a place
 	// outlives that three times over, so only a waiter that is gone
 	// loses it, and the lock waits at most that long for a dead one.
@@ -126,9 +100,6 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
 }
-
-// ID returns the instance ID the locker writes as the holder.
-func (lk *Locker) ID() instanceid.ID { return lk.id }
 
 // lockKey is a lock key with its store key, or the reason it has none.
 type lockKey struct {
@@ -200,7 +171,7 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan s
 		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
 		return nil, err
 	}
-	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.lease.Token, Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
+	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.Token(), Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
 	return g, nil
 }
 
@@ -259,16 +230,15 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if g := heldBy(ctx, lk.store, k.sk); g != nil {
 		return fmt.Errorf("synclock: lock %q: %w: the context comes from the section of its holding (token %d) on the same store, through another Locker or a Mutex, so this wait could end only when that holding does; "+
 			"nest the call through the Locker that holds the key (it runs the section directly), or run it after the section",
-			k.key, ErrReentrant, g.lease.Token)
+			k.key, ErrReentrant, g.Token())
 	}
 	return nil
 }
 
 // endedBefore is the error of an acquisition of key whose ctx had ended
-// before it asked the store anything: ErrTimeout with the context's
-// error and cause.
+// before it asked the store anything: the context's error and cause.
 func endedBefore(ctx context.Context, key string) error {
-	return errors.Join(fmt.Errorf("synclock: lock %q: the caller's context ended before the store was asked; nothing was sent to it: %w", key, ErrTimeout), backend.ContextError(ctx))
+	return errors.Join(fmt.Errorf("synclock: lock %q: the caller's context ended before the store was asked; nothing was sent to it", key), backend.ContextError(ctx))
 }
 
 // unlockGate unlocks a Mutex's gate, if any.
@@ -288,7 +258,7 @@ func (lk *Locker) localError(key, why string, err error, start time.Time) error 
 		return fmt.Errorf("synclock: lock %q %s; gave up after waiting %v behind it (MaxRetries %d x RetryInterval %v): %w",
 			key, why, lk.clock.Since(start).Round(time.Millisecond), lk.cfg.MaxRetries, lk.cfg.RetryInterval, ErrLocked)
 	}
-	return errors.Join(fmt.Errorf("synclock: waiting for lock %q behind local holders: %w", key, ErrTimeout), err)
+	return errors.Join(fmt.Errorf("synclock: lock %q %s; the caller's context ended while it waited: %w", key, why, ErrLocked), err)
 }
 
 // ended reports whether ctx has ended or reached its deadline: the

@@ -12,7 +12,7 @@ import (
 //
 // Like a sync.Mutex, one Mutex may be shared by goroutines, and it is
 // locked from Lock until Unlock: also after its holding's lease lapsed
-// (Context is then cancelled and Token reports false), so that the late
+// (Context is then cancelled and Token reports false for it), so that the late
 // Unlock is paired with that holding and never ends a later one. A Lock
 // on a locked Mutex waits for its Unlock, within the limits of any wait
 // behind this process's goroutines (ctx, MaxRetries). A lapsed holding
@@ -35,12 +35,12 @@ func (lk *Locker) Mutex(key string) *Mutex {
 
 // Lock waits for the lock as DoKey does; ctx bounds only the wait. The
 // holding then lasts until Unlock or until its lease ends (HoldDuration,
-// or the WithAutoRenew ceiling), whatever happens to ctx afterwards:
+// or Config.AutoRenew), whatever happens to ctx afterwards:
 // Context, not ctx, says when it is over. Context keeps ctx's values.
 // Lock with a ctx that comes from a live holding's section of the same
 // key on the same store (the call chain holds the key) fails at once with
 // ErrReentrant; with a ctx that has already ended it asks the store
-// nothing and returns ErrTimeout.
+// nothing and returns ctx's error.
 func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
 
 // TryLock takes the lock if it is free and fails with ErrLocked otherwise
@@ -75,23 +75,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return err
 }
 
-// Token returns the fencing token of the current holding. It reports
-// false when the mutex is not locked, and once the holding's lease was
-// given up (Context is then cancelled with ErrLeaseExpired), even before
-// Unlock.
-func (m *Mutex) Token() (uint64, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held == nil || m.held.Over() {
-		return 0, false
-	}
-	return m.held.lease.Token, true
-}
-
 // Context returns a context that is cancelled when the current holding's
 // lease ends or is about to (cause ErrLeaseExpired) or the mutex is
 // unlocked — not when the context passed to Lock ends; it carries the
-// fencing token (Token) and the values of Lock's context. Without a
+// values of Lock's context and the holding's fencing token:
+// Token(m.Context()). Without a
 // holding it returns an already-cancelled context.
 func (m *Mutex) Context() context.Context {
 	m.mu.Lock()
@@ -101,5 +89,5 @@ func (m *Mutex) Context() context.Context {
 		cancel(ErrNotLocked)
 		return ctx
 	}
-	return m.held.ctx
+	return m.held.Context()
 }

@@ -42,7 +42,7 @@ func TestSharedMutexLateUnlockKeepsNextHolding(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the second Lock neither got the mutex nor gave up after its MaxRetries budget")
 	}
-	tok2, held2 := m.Token()
+	tok2, held2 := synclock.Token(m.Context())
 
 	// The first goroutine's late Unlock.
 	if err := m.Unlock(ctxT(t)); !errors.Is(err, synclock.ErrLeaseExpired) {
@@ -51,7 +51,7 @@ func TestSharedMutexLateUnlockKeepsNextHolding(t *testing.T) {
 	if err2 == nil {
 		// The second goroutine holds the mutex: the late Unlock must
 		// have left its holding alone.
-		if tok, ok := m.Token(); !ok || tok != tok2 {
+		if tok, ok := synclock.Token(m.Context()); !ok || tok != tok2 {
 			t.Errorf("after the lapsed holder's late Unlock the second holding's Token is %d, %v; want %d, true", tok, ok, tok2)
 		}
 		l, err := st.Get(ctxT(t), backend.AppKey("acme", "billing", "lock", key))
@@ -86,7 +86,7 @@ func TestSharedMutexLockWaitsForLateUnlock(t *testing.T) {
 	if err := m.Lock(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	tok1, _ := m.Token()
+	tok1, _ := synclock.Token(m.Context())
 	select {
 	case <-m.Context().Done():
 	case <-time.After(patience):
@@ -105,7 +105,7 @@ func TestSharedMutexLockWaitsForLateUnlock(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("the second Lock did not get the mutex after the late Unlock")
 	}
-	if tok, ok := m.Token(); !ok || tok <= tok1 {
+	if tok, ok := synclock.Token(m.Context()); !ok || tok <= tok1 {
 		t.Fatalf("the second holding's Token is %d, %v; want more than %d", tok, ok, tok1)
 	}
 	if err := m.Unlock(ctxT(t)); err != nil {

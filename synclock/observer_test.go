@@ -76,11 +76,11 @@ func TestObserverSeesEachStep(t *testing.T) {
 	if err := m.Lock(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.TryDo(ctxT(t), key, func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
-		t.Fatalf("TryDo on a held lock: %v", err)
+	if err := tryDo(b, ctxT(t), key, func(context.Context) error { return nil }); !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryLock on a held lock: %v", err)
 	}
 	if ev := rb.take(); len(ev) != 1 || ev[0].Kind != synclock.EventRefused || !errors.Is(ev[0].Err, synclock.ErrLocked) || ev[0].Tries != 1 {
-		t.Fatalf("events of a refused TryDo: %+v, want one EventRefused wrapping ErrLocked after 1 try", ev)
+		t.Fatalf("events of a refused TryLock: %+v, want one EventRefused wrapping ErrLocked after 1 try", ev)
 	}
 	done := make(chan error, 1)
 	go func() { done <- b.DoKey(ctxT(t), key, func(context.Context) error { return nil }) }()

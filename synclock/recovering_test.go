@@ -86,8 +86,8 @@ func TestRecoveringWaitEndsWithContext(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatalf("Lock did not return %v after its context ended", patience)
 	}
-	if !errors.Is(err, synclock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Lock while the store recovers for an hour, ctx of 300ms: %v; want ErrTimeout and DeadlineExceeded", err)
+	if !errors.Is(err, synclock.ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock while the store recovers for an hour, ctx of 300ms: %v; want ErrLocked and DeadlineExceeded", err)
 	}
 	if n := st.refused.Load(); n != 1 {
 		t.Errorf("the store refused %d claims as recovering; want 1: the waiter sleeps for the time the refusal names (an hour), bounded by its context", n)
@@ -100,14 +100,16 @@ func TestRecoveringWaitEndsWithContext(t *testing.T) {
 }
 
 // On a redis-server baton has never used, with the restart guard on, a
-// lock nobody holds is refused for a while: TryLock says ErrRecovering
-// (not only ErrLocked), for how long, and how to declare a new store.
+// lock nobody holds is refused for a while: TryLock's *LockedError says
+// Recovering (not only ErrLocked), for how long, and how to declare a new
+// store.
 func TestRecoveringOnFreshRedis(t *testing.T) {
 	r := testenv.NewRedis(t)
 	lk := guardedLocker(t, r, 1, synclock.Config{})
 	err := lk.Mutex("fresh:try").TryLock(ctxT(t))
-	if !errors.Is(err, synclock.ErrRecovering) || !errors.Is(err, synclock.ErrLocked) {
-		t.Fatalf("TryLock on a fresh Redis: %v; want ErrRecovering and ErrLocked", err)
+	var locked *synclock.LockedError
+	if !errors.As(err, &locked) || !locked.Recovering || !errors.Is(err, synclock.ErrLocked) {
+		t.Fatalf("TryLock on a fresh Redis: %v; want a Recovering *LockedError matching ErrLocked", err)
 	}
 	for _, want := range []string{"new to baton", "batonctl init", "WithoutRestartGuard", "for another"} {
 		if !strings.Contains(err.Error(), want) {

@@ -35,8 +35,8 @@ func TestSpringMixedFleetSyncLock(t *testing.T) {
 		t.Fatalf("the Java instance's SET NX: %v, %v", ok, err)
 	}
 	var locked *synclock.LockedError
-	if err := lk.TryDo(ctx, sig, section); !errors.As(err, &locked) || locked.Holder.Owner != javaID {
-		t.Fatalf("TryDo while the Java instance holds the lock: %v; want ErrLocked naming %s", err, javaID)
+	if err := tryDo(lk, ctx, sig, section); !errors.As(err, &locked) || locked.Holder.Owner != javaID {
+		t.Fatalf("TryLock while the Java instance holds the lock: %v; want ErrLocked naming %s", err, javaID)
 	}
 	// A Go waiter runs once the Java instance's method returns (DEL).
 	ran := make(chan error, 1)

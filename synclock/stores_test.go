@@ -78,7 +78,7 @@ func TestStaleUnlockKeepsNewHolder(t *testing.T) {
 		if err := mb.Lock(ctxT(t)); err != nil {
 			t.Fatal(err)
 		}
-		tokB, _ := mb.Token()
+		tokB, _ := synclock.Token(mb.Context())
 		if err := ma.Unlock(ctxT(t)); !errors.Is(err, synclock.ErrLeaseExpired) {
 			t.Fatalf("stale Unlock: %v, want ErrLeaseExpired", err)
 		}

@@ -20,7 +20,7 @@
 // the master's instance ID "ip:tenant:app:port" as its value and the
 // heartbeat expiration as its TTL; a synchronized lock's key is the
 // method's signature, so the Go side passes the very string the Java
-// side uses to synclock.DoKey (a Go function name never matches it); a
+// side uses to Locker.DoKey (a Go function name never matches it); a
 // job lock is ShedLock's, with its time format and the host name
 // (Layout.Hostname). Every grant is SET NX PX of the shared key, as the
 // Java side's; a release is DEL, or, with a keep time (lockAtLeastFor),

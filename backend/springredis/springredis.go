@@ -55,7 +55,7 @@ type Layout struct {
 
 	// LockKey returns the key of the synchronized lock name of app.
 	// Default: name itself, the Java method's signature, which the Go
-	// side passes to synclock.DoKey (see the package doc).
+	// side passes to Locker.DoKey (see the package doc).
 	LockKey func(tenant, app, name string) string
 
 	// JobKey returns the key of the job lock name of app. Default:

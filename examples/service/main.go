@@ -159,8 +159,7 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	if err != nil {
 		return err
 	}
-	synclock.SetDefault(lk)
-	err = synclock.DoKey(ctx, "close-invoices", func(ctx context.Context) error {
+	err = lk.DoKey(ctx, "close-invoices", func(ctx context.Context) error {
 		token, _ := synclock.Token(ctx) // pass it with every write, so a stale holder is refused
 		say.Printf("section close-invoices ran under the lock (token %d)", token)
 		return nil

@@ -80,7 +80,7 @@ func TestDocsCompile(t *testing.T) {
 func TestChecker(t *testing.T) {
 	doc := "# T\n\n```go\nel, err := role.NewElector(store, id, cfg.Role)\n```\n\n" + // 4: compiles (err unused: soft)
 		"```go\nlk, err := synclock.NewLocker(store, id, cfg.Lock)\n```\n\n" + // 8: no field Lock
-		"```go\ntotal, err := synclock.DoValue(ctx, lk, \"k\", func(ctx context.Context) (int, error) { ... })\n```\n\n" + // 12: syntax
+		"```go\nerr := lk.DoKey(ctx, \"k\", func(ctx context.Context) error { ... })\n```\n\n" + // 12: syntax
 		"```go\nfunc handler(w http.ResponseWriter, r *http.Request) {\n\tif role.IsMaster() {\n\t\tfmt.Fprintln(w, \"master\")\n\t}\n}\n```\n\n" + // 16: top level
 		"```go\npackage main\n\nimport \"fmt\"\n\nfunc main() { x := 1 }\n```\n\n" + // 24: a file: unused x counts
 		"~~~text\nnot go\n~~~\n"

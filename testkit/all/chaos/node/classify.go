@@ -21,7 +21,7 @@ import (
 // makes: its sentinels (and the typed errors that match them) and the
 // caller's context ending.
 var documented = []error{
-	synclock.ErrLocked, synclock.ErrTimeout, synclock.ErrLeaseExpired,
+	synclock.ErrLocked, synclock.ErrLeaseExpired,
 	schedlock.ErrSkipped, schedlock.ErrLost, schedlock.ErrUnavailable,
 	backend.ErrHeld, backend.ErrNotHeld,
 	context.Canceled, context.DeadlineExceeded,
