@@ -34,7 +34,7 @@ func TestLateExtensionIsVoid(t *testing.T) {
 		t.Fatal(err)
 	}
 	extended := make(chan error, 1)
-	err = schedlock.Run(ctxT(t), g, func(ctx context.Context) error {
+	err = schedlock.Run(ctxT(t), g.Job(), time.Time{}, func(ctx context.Context) error {
 		go func() { extended <- schedlock.Extend(ctx, time.Minute) }()
 		select {
 		case <-st.Entered():
@@ -95,7 +95,7 @@ func runAsync(t *testing.T, g *schedlock.Gate, job func(ctx context.Context)) (r
 	t.Helper()
 	started, done, res := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		res <- schedlock.Run(ctxT(t), g, func(ctx context.Context) error {
+		res <- schedlock.Run(ctxT(t), g.Job(), time.Time{}, func(ctx context.Context) error {
 			job(ctx)
 			close(started)
 			<-done
@@ -218,7 +218,7 @@ func TestRoleLossLeavesLeaseToRelease(t *testing.T) {
 	ctx := ctxT(t)
 	started, result := make(chan struct{}), make(chan error, 1)
 	go func() {
-		result <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+		result <- schedlock.Run(ctx, g.Job(), time.Time{}, func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
 			if cause := context.Cause(ctx); !errors.Is(cause, schedlock.ErrNotMaster) {
