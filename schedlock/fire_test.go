@@ -33,7 +33,7 @@ func waitFree(t *testing.T, st backend.Store, key string) {
 
 // An instance that starts a fire late — after the instance that ran it on
 // time released the lock and lockAtLeastFor passed — skips it with
-// ErrFireDone; a later fire runs, an earlier one is skipped too.
+// already-ran (ErrLocked); a later fire runs, an earlier one is skipped too.
 func TestLateFireIsSkippedByRun(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		f := newFleet(t, kind, 2, fastRole)
@@ -61,7 +61,7 @@ func TestLateFireIsSkippedByRun(t *testing.T) {
 		err := schedlock.Run(ctx, b.Job(), fire, job(fire))
 		var skip *schedlock.SkipError
 		if !errors.As(err, &skip) || !alreadyRan(err) {
-			t.Fatalf("the same fire started late: %v; want a skip with ErrFireDone", err)
+			t.Fatalf("the same fire started late: %v; want a skip labelled already-ran", err)
 		}
 		if skip.Label() != "already-ran" || !skip.Fire.Equal(fire) || !skip.Done.Equal(fire) {
 			t.Fatalf("skip %q: label %q, fire %v, done %v", skip, skip.Label(), skip.Fire, skip.Done)
@@ -79,7 +79,7 @@ func TestLateFireIsSkippedByRun(t *testing.T) {
 		}
 		waitFree(t, f.stores[0], a.LockKey())
 		if err := schedlock.Run(ctx, a.Job(), fire.Add(-time.Second), job(fire)); !alreadyRan(err) {
-			t.Fatalf("an earlier fire started late: %v; want ErrFireDone", err)
+			t.Fatalf("an earlier fire started late: %v; want a skip labelled already-ran", err)
 		}
 		if n := runs.Load(); n != 2 {
 			t.Fatalf("%d runs, want 2 (the fire and the next)", n)
@@ -90,7 +90,7 @@ func TestLateFireIsSkippedByRun(t *testing.T) {
 // gocron on two instances, each scheduler on a clock of its own: instance
 // 0 runs the fire when it comes; instance 1, "paused" over it (its clock
 // held back), starts the same fire once the lock was released and
-// lockAtLeastFor passed, and skips it with ErrFireDone, then runs the next
+// lockAtLeastFor passed, and skips it as already-ran, then runs the next
 // fire. The fire time comes from gocron (WithScheduler).
 func TestLateGocronFireIsSkipped(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
@@ -146,7 +146,7 @@ func TestLateGocronFireIsSkipped(t *testing.T) {
 		advance(1, fire) // instance 1 wakes up and starts the overdue fire
 		waitFor(t, "instance 1 to skip the fire", func() bool { return len(sk.all(1)) > 0 })
 		if errs := sk.all(1); len(errs) != 1 || !alreadyRan(errs[0]) {
-			t.Fatalf("instance 1's skips: %v; want one ErrFireDone", errs)
+			t.Fatalf("instance 1's skips: %v; want one already-ran", errs)
 		}
 		select {
 		case got := <-ran:
@@ -233,7 +233,7 @@ func TestFireMarkerCostsAndRaces(t *testing.T) {
 	err = run(fire.Add(time.Second))
 	calls("the same fire again: lock, marker held, lock released", 3, err)
 	if !alreadyRan(err) || runs != 2 {
-		t.Fatalf("the same fire again: %v, %d runs; want ErrFireDone after 2 runs", err, runs)
+		t.Fatalf("the same fire again: %v, %d runs; want a skip labelled already-ran after 2 runs", err, runs)
 	}
 
 	// Another run moves the marker on between this run's look and its
@@ -268,7 +268,7 @@ func TestFireMarkerCostsAndRaces(t *testing.T) {
 		}
 	}
 	if err := run(fire.Add(5500 * time.Millisecond)); !alreadyRan(err) {
-		t.Fatalf("a race for the marker after its release: %v; want a skip with ErrFireDone (a later fire took it)", err)
+		t.Fatalf("a race for the marker after its release: %v; want a skip labelled already-ran (a later fire took it)", err)
 	}
 	if runs != 2 {
 		t.Fatalf("%d runs; want 2: every race ends in a skip", runs)
@@ -325,7 +325,7 @@ func TestFireMarkerAfterTheStoreLostItsData(t *testing.T) {
 		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
 	}
 	if err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { return nil }); !alreadyRan(err) {
-		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
+		t.Fatalf("the same fire again: %v; want a skip labelled already-ran", err)
 	}
 }
 
@@ -380,7 +380,7 @@ func testFireMarkerUnderRestartGuard(t *testing.T, st backend.Store) {
 		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
 	}
 	if err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { return nil }); !alreadyRan(err) {
-		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
+		t.Fatalf("the same fire again: %v; want a skip labelled already-ran", err)
 	}
 }
 
