@@ -19,33 +19,29 @@
 // # Gates
 //
 // Each option installs a gate as the job's gocron.Locker: gocron asks it
-// before every run, with the job's name, and a refusal skips that run
-// (gocron counts it as gocron.Skip and reschedules the job). gocron gives
-// a job one locker, so one schedlock option carries every condition of a
-// job; a second locker on the same job makes NewJob fail
+// before every run, and a refusal skips that run (gocron.Skip; the job is
+// rescheduled). A job has one locker, so one schedlock option carries all
+// of a job's conditions; a second locker makes NewJob fail
 // (gocron.WithDistributedJobLocker after a schedlock option replaces it
-// unseen). MasterOnly and SlaveOnly tag the job "master-only" or
-// "slave-only", keeping tags set before them.
+// unseen). MasterOnly and SlaveOnly add the tag "master-only" or
+// "slave-only". A scheduler whose every job is master-only can instead
+// take gocron.WithDistributedElector(el), and then consults no per-job
+// locker.
 //
-// Role. A master-only run is admitted while el holds a tenure: the
-// elector's clock-based answer, which turns false before the role key can
-// expire on the store. A slave-only run is admitted while the elector
-// runs, the role is enabled, this instance is not the master and it has
-// seen another instance hold the role (an instance about to win its first
-// election runs no slave-only work). With the role disabled neither runs
-// (Label "disabled"), as the seed framework had it. Every job of a
-// scheduler master-only is also gocron.WithDistributedElector(el); gocron
-// then consults no per-job locker.
+// A master-only run is admitted while el holds a tenure, a clock-based
+// answer that turns false before the role key can expire on the store. A
+// slave-only run is admitted while the elector runs, the role is enabled,
+// this instance is not the master and it has seen another instance hold
+// the role. With the role disabled neither runs (Label "disabled").
 //
-// Job lock. The lock lives at {tenant:app}:job:<name>. A run acquires it
-// with lockAtMostFor as the lease and is skipped with ErrLocked, not
-// delayed, if it is held. When the run ends, the lock is released but
-// kept, by the store's clock, until lockAtLeastFor after it was granted.
-// Every acquisition has its own owner string (instance ID plus a random
-// nonce) and release is owner-checked, so a late release never frees a
-// newer holder's lock. Each grant carries a fencing token (Token). The
-// instance comes from WithInstance or the job's elector, never from a
-// package default; NewJob fails, saying so, when none names it.
+// A job lock lives at {tenant:app}:job:<name>. A run takes it with
+// lockAtMostFor as the lease, or is skipped with ErrLocked; when the run
+// ends the lock is released but kept, by the store's clock, until
+// lockAtLeastFor after the grant. Each acquisition has its own owner
+// string (instance ID and a random nonce) and release is owner-checked,
+// so a late release never frees a newer holder's lock; each grant carries
+// a fencing token. The instance comes from WithInstance or the job's
+// elector, never from a package default.
 //
 // # While a job runs
 //
