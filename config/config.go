@@ -65,7 +65,7 @@ type Config struct {
 	// package.
 	SyncLock synclock.Config
 	// JobLock holds the job-lock.* keys: the default durations of job
-	// locks, for schedlock.WithDefaults, as ShedLock's
+	// locks, a schedlock option (schedlock.Defaults), as ShedLock's
 	// defaultLockAtMostFor and defaultLockAtLeastFor.
 	JobLock schedlock.Defaults
 	// Redis holds the redis.* keys.

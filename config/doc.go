@@ -260,7 +260,7 @@
 //	job-lock.default-lock-at-most-for
 //	    no default; BATON_JOB_LOCK_DEFAULT_LOCK_AT_MOST_FOR
 //	    Lease of a job lock whose job gives lockAtMostFor 0, as ShedLock's
-//	    defaultLockAtMostFor (schedlock.WithDefaults(cfg.JobLock)). "PT10M"
+//	    defaultLockAtMostFor (cfg.JobLock among the job's schedlock options). "PT10M"
 //	    or "10m"; 1 ms to 365 days.
 //	job-lock.default-lock-at-least-for
 //	    default 0s; BATON_JOB_LOCK_DEFAULT_LOCK_AT_LEAST_FOR

@@ -75,7 +75,7 @@ var keyDocs = map[string]keyDoc{
 	keyLockClaim: {def: "`10000`, at most the hold duration",
 		doc: "How long a lock is first granted for; a holder whose section runs a third of it extends the lease to the hold duration. An instance that dies just after it was granted or handed a lock blocks the others this long, not the whole hold duration."},
 	keyJobLockAtMost: {def: "none",
-		doc: "Lease of a job lock whose job gives `lockAtMostFor` 0 — ShedLock's `defaultLockAtMostFor` (`schedlock.WithDefaults(cfg.JobLock)`). A duration with its unit: `PT10M` or `10m`; 1 ms to 365 days."},
+		doc: "Lease of a job lock whose job gives `lockAtMostFor` 0 — ShedLock's `defaultLockAtMostFor` (`cfg.JobLock` among the job's schedlock options). A duration with its unit: `PT10M` or `10m`; 1 ms to 365 days."},
 	keyJobLockAtLeast: {def: "`0s`",
 		doc: "How long after its start a run keeps a job lock whose job gives `lockAtLeastFor` 0 — ShedLock's `defaultLockAtLeastFor`. At most the default `lockAtMostFor`."},
 	keyInstanceApp: {def: "none",

@@ -38,7 +38,7 @@ func (m *Metrics) JobObserver(id instanceid.ID) func(schedlock.Event) {
 		case schedlock.EventAdmitted:
 			s.runs.Inc()
 		case schedlock.EventSkipped:
-			reason := e.Reason()
+			reason := e.Reason
 			m.jobSkipped.WithLabelValues(id.App, id.Tenant, e.Job, reason).Inc()
 			if reason == "unavailable" {
 				acquireErr.Inc()

@@ -339,7 +339,7 @@ func feed(m *metrics.Metrics, id instanceid.ID) {
 	job := m.JobObserver(id)
 	for _, e := range []schedlock.Event{
 		{Kind: schedlock.EventAdmitted, Job: "j"},
-		{Kind: schedlock.EventSkipped, Job: "j", Err: &schedlock.SkipError{Job: "j", Reason: schedlock.ErrUnavailable}},
+		{Kind: schedlock.EventSkipped, Job: "j", Err: &schedlock.SkipError{Job: "j", Reason: schedlock.ErrUnavailable}, Reason: "unavailable"},
 		{Kind: schedlock.EventLost, Job: "j", Err: schedlock.ErrLost},
 		{Kind: schedlock.EventReleased, Job: "j", Held: time.Second},
 	} {

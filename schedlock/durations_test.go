@@ -45,12 +45,12 @@ func TestLockDurationsFromText(t *testing.T) {
 		{"P1D", "PT1H", 24 * time.Hour, time.Hour, nil},
 		{"PT0.5S", "PT0.25S", 500 * time.Millisecond, 250 * time.Millisecond, nil},
 		{"PT1S", "PT1S", time.Second, time.Second, nil},
-		{"PT30S", "PT1M", 0, 0, schedlock.ErrInvalid}, // lockAtMostFor < lockAtLeastFor
-		{"PT0S", "PT0S", 0, 0, schedlock.ErrInvalid},  // no lease
-		{"P400D", "PT0S", 0, 0, schedlock.ErrInvalid}, // beyond what a store holds
-		{"P366D", "PT0S", 0, 0, schedlock.ErrInvalid}, // a day beyond it
+		{"PT30S", "PT1M", 0, 0, backend.ErrInvalidArgument}, // lockAtMostFor < lockAtLeastFor
+		{"PT0S", "PT0S", 0, 0, backend.ErrInvalidArgument},  // no lease
+		{"P400D", "PT0S", 0, 0, backend.ErrInvalidArgument}, // beyond what a store holds
+		{"P366D", "PT0S", 0, 0, backend.ErrInvalidArgument}, // a day beyond it
 		{"P365D", "PT0S", 365 * 24 * time.Hour, 0, nil},
-		{"PT0.0005S", "PT0S", 0, 0, schedlock.ErrInvalid}, // below 1 ms: no longer rounded up
+		{"PT0.0005S", "PT0S", 0, 0, backend.ErrInvalidArgument}, // below 1 ms: no longer rounded up
 		{"PT0.001S", "PT0S", time.Millisecond, 0, nil},
 		{"P1M", "PT0S", 0, 0, config.ErrInvalid},    // months vary
 		{"PT", "PT0S", 0, 0, config.ErrInvalid},     // nothing after T
@@ -89,7 +89,7 @@ func FuzzLockDurations(f *testing.F) {
 		if valid != (err == nil) || (err == nil) != (g != nil) {
 			t.Fatalf("(%q, %q) = %v, %v: gate %v, error %v; the rules say valid=%v", atMostText, atLeastText, atMost, atLeast, g, err, valid)
 		}
-		if err != nil && !errors.Is(err, schedlock.ErrInvalid) {
+		if err != nil && !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Fatalf("(%q, %q): error %v does not wrap ErrInvalid", atMostText, atLeastText, err)
 		}
 	})

@@ -1,9 +1,6 @@
 package schedlock
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // EventKind says what a gate reports to its observer.
 type EventKind int
@@ -19,7 +16,7 @@ const (
 	EventReleased
 	// EventLost: a run in flight lost its role or its job lock's lease;
 	// Event.Err wraps ErrLost. Loss of a role is seen by Assert, Extend
-	// and runs watched by Context, Task or Run; loss of a lease always.
+	// and runs watched by Context or Run; loss of a lease always.
 	EventLost
 )
 
@@ -43,25 +40,14 @@ type Event struct {
 	Kind EventKind
 	// Job is the job's name (gocron's job name, or what Run names it).
 	Job string
-	// Role is the gate's role condition.
-	Role Role
 	// Lock is the name of the gate's job lock, "" without one.
 	Lock string
 	// Err is the *SkipError of EventSkipped, the release error of
 	// EventReleased (nil when fine) and the cause of EventLost.
 	Err error
+	// Reason is, for EventSkipped, the skip's Label ("not-master",
+	// "locked", ...), for metric labels.
+	Reason string
 	// Held is, for EventReleased, the time from admission to release.
 	Held time.Duration
-}
-
-// Reason returns the skip reason's label for EventSkipped ("not-master",
-// "not-slave", "disabled", "locked", "recovering", "already-ran",
-// "unavailable"), ""
-// otherwise.
-func (e Event) Reason() string {
-	var s *SkipError
-	if e.Kind == EventSkipped && errors.As(e.Err, &s) {
-		return s.Label()
-	}
-	return ""
 }

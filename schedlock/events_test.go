@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/role"
@@ -64,7 +65,7 @@ func TestCallbackOptionsAddUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schedlock.Run(context.Background(), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrSkipped) {
+	if err := schedlock.Run(context.Background(), g.Job(), time.Time{}, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrSkipped) {
 		t.Fatalf("a slave-only run on the master: %v; want it skipped", err)
 	}
 	if a, b := observedJob[0].Load(), observedJob[1].Load(); a != 1 || b != 1 {

@@ -90,7 +90,9 @@ func ExampleSlaveOnly() {
 // A nightly export that runs once per fire across the fleet, ShedLock
 // style: the first instance takes the lock, the others skip. The lock is
 // kept 30s after the start even though the job is quick, so an instance
-// whose scheduler fires a little later does not run it again.
+// whose scheduler fires a little later does not run it again; with the
+// scheduler (WithScheduler) the lock also remembers the fire, so an
+// instance that starts it much later skips it too.
 func ExampleLocked() {
 	store := membackend.New()
 	defer store.Close()
@@ -103,7 +105,7 @@ func ExampleLocked() {
 		s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
 			gocron.NewTask(func() { report <- ip + " exported" }),
 			gocron.WithName("nightly-export"),
-			schedlock.Locked(store, "nightly-export", 10*time.Minute, 30*time.Second, schedlock.WithInstance(id)),
+			schedlock.Locked(store, "nightly-export", 10*time.Minute, 30*time.Second, schedlock.WithInstance(id), schedlock.WithScheduler(s)),
 			gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) {
 				if errors.Is(err, schedlock.ErrLocked) {
 					report <- ip + " skipped: the export already ran"
@@ -119,7 +121,8 @@ func ExampleLocked() {
 
 // Master-only and once per fire: one option carries both conditions, as a
 // gocron job has one locker. The job extends its lock while it works and
-// stops when its context says the gate is lost.
+// stops when its context (schedlock.Context, called in the task) says the
+// gate is lost.
 func ExampleWithLock() {
 	store := membackend.New()
 	defer store.Close()
@@ -133,7 +136,9 @@ func ExampleWithLock() {
 	defer s.Shutdown()
 	done := make(chan error)
 	s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
-		schedlock.Task(func(ctx context.Context) error {
+		gocron.NewTask(func(ctx context.Context) error {
+			ctx, cancel := schedlock.Context(ctx)
+			defer cancel()
 			first, _ := schedlock.Token(ctx) // from the store's clock: a large number
 			for batch := range 3 {
 				if err := schedlock.Extend(ctx, time.Minute); err != nil {
@@ -147,7 +152,7 @@ func ExampleWithLock() {
 			return nil
 		}),
 		gocron.WithName("rebuild-index"),
-		schedlock.MasterOnly(el, schedlock.WithLock(store, "rebuild-index", time.Minute, 0)))
+		schedlock.MasterOnly(el, schedlock.WithLock(store, "rebuild-index", time.Minute, 0), schedlock.WithScheduler(s)))
 	s.Start()
 	fmt.Println("still master and lock holder:", <-done == nil)
 	// Output:
@@ -157,7 +162,9 @@ func ExampleWithLock() {
 	// still master and lock holder: true
 }
 
-// Other schedulers (robfig/cron, a time.Ticker loop) use Run with a gate.
+// Other schedulers (robfig/cron, a time.Ticker loop) make the job option
+// once and Run it on every tick, with the tick's fire time (zero here:
+// unknown, so a job lock would guard the run alone).
 func ExampleRun() {
 	store := membackend.New()
 	defer store.Close()
@@ -166,22 +173,18 @@ func ExampleRun() {
 	for !el.IsMaster() {
 		time.Sleep(time.Millisecond)
 	}
-	gate, err := schedlock.NewGate(schedlock.Master, el)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	report := schedlock.MasterOnly(el)
 
 	ctx := context.Background()
-	err = schedlock.Run(ctx, gate, func(ctx context.Context) error {
-		epoch, _ := schedlock.Epoch(ctx)
+	err := schedlock.Run(ctx, report, time.Time{}, func(ctx context.Context) error {
+		epoch, _ := schedlock.Token(ctx) // a master-only run's token is its epoch
 		fmt.Println("tick handled by the master, with its epoch:", epoch == el.Epoch())
 		return nil
 	})
 	fmt.Println("first tick:", err)
 
 	stop() // no longer master: the next tick is skipped
-	err = schedlock.Run(ctx, gate, func(ctx context.Context) error { return nil })
+	err = schedlock.Run(ctx, report, time.Time{}, func(ctx context.Context) error { return nil })
 	fmt.Println("after stopping, skipped:", errors.Is(err, schedlock.ErrSkipped), errors.Is(err, schedlock.ErrNotMaster))
 	// Output:
 	// tick handled by the master, with its epoch: true
@@ -189,9 +192,8 @@ func ExampleRun() {
 	// after stopping, skipped: true true
 }
 
-// A gate without a lock can be a scheduler's default locker: every job is
-// master-only unless its own option says otherwise.
-func ExampleNewGate() {
+// Every job of a scheduler master-only: the elector is a gocron.Elector.
+func Example_everyJobMasterOnly() {
 	store := membackend.New()
 	defer store.Close()
 	el, stop := startElector(store, "10.0.0.7")
@@ -199,39 +201,38 @@ func ExampleNewGate() {
 	for !el.IsMaster() {
 		time.Sleep(time.Millisecond)
 	}
-	masterOnly, _ := schedlock.NewGate(schedlock.Master, el)
 
-	s, _ := gocron.NewScheduler(gocron.WithDistributedLocker(masterOnly))
+	s, _ := gocron.NewScheduler(gocron.WithDistributedElector(el))
 	defer s.Shutdown()
 	ran := make(chan string)
 	s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
 		gocron.NewTask(func() { ran <- "master-only by default" }))
-	fmt.Println("role of the scheduler's gate:", masterOnly.Role())
 	s.Start()
 	fmt.Println(<-ran)
 	// Output:
-	// role of the scheduler's gate: master-only
 	// master-only by default
 }
 
 // Job locks take the fleet's default durations where a job gives zero, as
 // a @SchedulerLock without lockAtMostFor takes ShedLock's
 // defaultLockAtMostFor. config's job-lock.* keys fill the defaults
-// (cfg.JobLock).
-func ExampleWithDefaults() {
+// (cfg.JobLock); a Defaults value is an option.
+func ExampleDefaults() {
 	store := membackend.New()
 	defer store.Close()
 	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
-	defaults := schedlock.WithDefaults(schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second})
+	defaults := schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second}
+	s, _ := gocron.NewScheduler()
+	defer s.Shutdown()
+	def, task := gocron.DurationJob(time.Hour), gocron.NewTask(func() {})
 
-	g, err := schedlock.NewGate(schedlock.Any, nil, schedlock.WithInstance(id), defaults,
-		schedlock.WithLock(store, "cleanup", 0, 0))
-	fmt.Println(g.LockKey(), err)
+	_, err := s.NewJob(def, task, schedlock.Locked(store, "cleanup", 0, 0, defaults, schedlock.WithInstance(id), schedlock.WithScheduler(s)))
+	fmt.Println("with defaults:", err)
 
 	// Without a default, a zero lockAtMostFor is refused.
-	_, err = schedlock.NewGate(schedlock.Any, nil, schedlock.WithInstance(id), schedlock.WithLock(store, "cleanup", 0, 0))
+	_, err = s.NewJob(def, task, schedlock.Locked(store, "cleanup", 0, 0, schedlock.WithInstance(id), schedlock.WithScheduler(s)))
 	fmt.Println(err)
 	// Output:
-	// {acme:billing}:job:cleanup <nil>
-	// schedlock: invalid gate: job lock "cleanup": lockAtMostFor is 0 and there is no default: give the job its own, or pass WithDefaults (config key job-lock.default-lock-at-most-for)
+	// with defaults: <nil>
+	// schedlock: invalid argument: job lock "cleanup": lockAtMostFor is 0 and there is no default: give the job its own, or pass schedlock.Defaults (config key job-lock.default-lock-at-most-for)
 }

@@ -33,7 +33,7 @@ func waitFree(t *testing.T, st backend.Store, key string) {
 
 // An instance that starts a fire late — after the instance that ran it on
 // time released the lock and lockAtLeastFor passed — skips it with
-// ErrFireDone; a later fire runs, an earlier one is skipped too.
+// already-ran (ErrLocked); a later fire runs, an earlier one is skipped too.
 func TestLateFireIsSkippedByRun(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
 		f := newFleet(t, kind, 2, fastRole)
@@ -53,15 +53,15 @@ func TestLateFireIsSkippedByRun(t *testing.T) {
 				return nil
 			}
 		}
-		if err := schedlock.Run(schedlock.FireContext(ctx, fire), a, job(fire)); err != nil {
+		if err := schedlock.Run(ctx, a.Job(), fire, job(fire)); err != nil {
 			t.Fatalf("the fire on time: %v", err)
 		}
 		waitFree(t, f.stores[0], a.LockKey())
 
-		err := schedlock.Run(schedlock.FireContext(ctx, fire), b, job(fire))
+		err := schedlock.Run(ctx, b.Job(), fire, job(fire))
 		var skip *schedlock.SkipError
-		if !errors.As(err, &skip) || !errors.Is(err, schedlock.ErrFireDone) {
-			t.Fatalf("the same fire started late: %v; want a skip with ErrFireDone", err)
+		if !errors.As(err, &skip) || !alreadyRan(err) {
+			t.Fatalf("the same fire started late: %v; want a skip labelled already-ran", err)
 		}
 		if skip.Label() != "already-ran" || !skip.Fire.Equal(fire) || !skip.Done.Equal(fire) {
 			t.Fatalf("skip %q: label %q, fire %v, done %v", skip, skip.Label(), skip.Fire, skip.Done)
@@ -74,12 +74,12 @@ func TestLateFireIsSkippedByRun(t *testing.T) {
 		}
 
 		next := fire.Add(time.Second)
-		if err := schedlock.Run(schedlock.FireContext(ctx, next), b, job(next)); err != nil {
+		if err := schedlock.Run(ctx, b.Job(), next, job(next)); err != nil {
 			t.Fatalf("the next fire: %v", err)
 		}
 		waitFree(t, f.stores[0], a.LockKey())
-		if err := schedlock.Run(schedlock.FireContext(ctx, fire.Add(-time.Second)), a, job(fire)); !errors.Is(err, schedlock.ErrFireDone) {
-			t.Fatalf("an earlier fire started late: %v; want ErrFireDone", err)
+		if err := schedlock.Run(ctx, a.Job(), fire.Add(-time.Second), job(fire)); !alreadyRan(err) {
+			t.Fatalf("an earlier fire started late: %v; want a skip labelled already-ran", err)
 		}
 		if n := runs.Load(); n != 2 {
 			t.Fatalf("%d runs, want 2 (the fire and the next)", n)
@@ -90,7 +90,7 @@ func TestLateFireIsSkippedByRun(t *testing.T) {
 // gocron on two instances, each scheduler on a clock of its own: instance
 // 0 runs the fire when it comes; instance 1, "paused" over it (its clock
 // held back), starts the same fire once the lock was released and
-// lockAtLeastFor passed, and skips it with ErrFireDone, then runs the next
+// lockAtLeastFor passed, and skips it as already-ran, then runs the next
 // fire. The fire time comes from gocron (WithScheduler).
 func TestLateGocronFireIsSkipped(t *testing.T) {
 	forEachStore(t, func(t *testing.T, kind string) {
@@ -114,7 +114,7 @@ func TestLateGocronFireIsSkipped(t *testing.T) {
 					fire, _ := schedlock.Fire(ctx)
 					ran <- fire
 				}),
-				gocron.WithName("every-second"), g.JobOption(), sk.listener(i))
+				gocron.WithName("every-second"), g.Job(), sk.listener(i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,8 +145,8 @@ func TestLateGocronFireIsSkipped(t *testing.T) {
 
 		advance(1, fire) // instance 1 wakes up and starts the overdue fire
 		waitFor(t, "instance 1 to skip the fire", func() bool { return len(sk.all(1)) > 0 })
-		if errs := sk.all(1); len(errs) != 1 || !errors.Is(errs[0], schedlock.ErrFireDone) {
-			t.Fatalf("instance 1's skips: %v; want one ErrFireDone", errs)
+		if errs := sk.all(1); len(errs) != 1 || !alreadyRan(errs[0]) {
+			t.Fatalf("instance 1's skips: %v; want one already-ran", errs)
 		}
 		select {
 		case got := <-ran:
@@ -218,7 +218,7 @@ func TestFireMarkerCostsAndRaces(t *testing.T) {
 	fire := time.Now().Truncate(time.Second).Add(-time.Minute)
 	var runs int
 	run := func(at time.Time) error {
-		return schedlock.Run(schedlock.FireContext(ctx, at), g, func(context.Context) error { runs++; return nil })
+		return schedlock.Run(ctx, g.Job(), at, func(context.Context) error { runs++; return nil })
 	}
 	calls := func(what string, want int32, err error) {
 		t.Helper()
@@ -232,8 +232,8 @@ func TestFireMarkerCostsAndRaces(t *testing.T) {
 	calls("the next fire: lock, marker held, released, taken, lock released", 5, err)
 	err = run(fire.Add(time.Second))
 	calls("the same fire again: lock, marker held, lock released", 3, err)
-	if !errors.Is(err, schedlock.ErrFireDone) || runs != 2 {
-		t.Fatalf("the same fire again: %v, %d runs; want ErrFireDone after 2 runs", err, runs)
+	if !alreadyRan(err) || runs != 2 {
+		t.Fatalf("the same fire again: %v, %d runs; want a skip labelled already-ran after 2 runs", err, runs)
 	}
 
 	// Another run moves the marker on between this run's look and its
@@ -267,8 +267,8 @@ func TestFireMarkerCostsAndRaces(t *testing.T) {
 			}
 		}
 	}
-	if err := run(fire.Add(5500 * time.Millisecond)); !errors.Is(err, schedlock.ErrFireDone) {
-		t.Fatalf("a race for the marker after its release: %v; want a skip with ErrFireDone (a later fire took it)", err)
+	if err := run(fire.Add(5500 * time.Millisecond)); !alreadyRan(err) {
+		t.Fatalf("a race for the marker after its release: %v; want a skip labelled already-ran (a later fire took it)", err)
 	}
 	if runs != 2 {
 		t.Fatalf("%d runs; want 2: every race ends in a skip", runs)
@@ -287,7 +287,7 @@ func TestCorruptFireMarkerSkipsUntilDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	fire := time.Now().Truncate(time.Second)
-	err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil })
+	err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { return nil })
 	if !errors.Is(err, schedlock.ErrUnavailable) || !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), marker) {
 		t.Fatalf("a run beside a corrupt marker: %v; want ErrUnavailable wrapping ErrCorrupt naming %q", err, marker)
 	}
@@ -297,7 +297,7 @@ func TestCorruptFireMarkerSkipsUntilDeleted(t *testing.T) {
 	if err := f.stores[0].Release(ctx, marker, "<script>", 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); err != nil {
+	if err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("a run once the corrupt marker is gone: %v", err)
 	}
 }
@@ -317,15 +317,15 @@ func TestFireMarkerAfterTheStoreLostItsData(t *testing.T) {
 	ctx := ctxT(t)
 	fire := time.Now().Truncate(time.Second)
 	ran := false
-	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { ran = true; return nil }); err != nil || !ran {
+	if err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { ran = true; return nil }); err != nil || !ran {
 		t.Fatalf("a fire while the store guards fresh keys: %v (ran %v); want it run", err, ran)
 	}
 	marker := backend.AppKey(f.ids[0].Tenant, f.ids[0].App, "fired", "guarded")
 	if l, err := f.stores[0].Get(ctx, marker); err != nil || l.TTL < time.Hour {
 		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
 	}
-	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrFireDone) {
-		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
+	if err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { return nil }); !alreadyRan(err) {
+		t.Fatalf("the same fire again: %v; want a skip labelled already-ran", err)
 	}
 }
 
@@ -369,7 +369,7 @@ func testFireMarkerUnderRestartGuard(t *testing.T, st backend.Store) {
 	fire := time.Now().Truncate(time.Second)
 	ran := false
 	waitFor(t, "the fire to run once the guard for lockAtMostFor passed", func() bool {
-		err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { ran = true; return nil })
+		err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { ran = true; return nil })
 		if err != nil && !errors.Is(err, schedlock.ErrSkipped) {
 			t.Fatal(err)
 		}
@@ -379,8 +379,8 @@ func testFireMarkerUnderRestartGuard(t *testing.T, st backend.Store) {
 	if err != nil || l.TTL < time.Hour {
 		t.Fatalf("the marker: %v, %v; want it held for its day", l, err)
 	}
-	if err := schedlock.Run(schedlock.FireContext(ctx, fire), g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrFireDone) {
-		t.Fatalf("the same fire again: %v; want ErrFireDone", err)
+	if err := schedlock.Run(ctx, g.Job(), fire, func(context.Context) error { return nil }); !alreadyRan(err) {
+		t.Fatalf("the same fire again: %v; want a skip labelled already-ran", err)
 	}
 }
 
@@ -436,7 +436,7 @@ func testSkipRecovering(t *testing.T, st backend.Store, app string, advice ...st
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	check("a job lock", schedlock.Run(ctx, g, func(context.Context) error { return nil }))
+	check("a job lock", schedlock.Run(ctx, g.Job(), time.Time{}, func(context.Context) error { return nil }))
 
 	el, err := role.NewElector(st, id, role.Config{HeartbeatInterval: time.Second, HeartbeatExpiration: time.Hour}, quietRole)
 	if err != nil {
@@ -455,6 +455,6 @@ func testSkipRecovering(t *testing.T, st backend.Store, app string, advice ...st
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(c.what, schedlock.Run(ctx, g, func(context.Context) error { return nil }))
+		check(c.what, schedlock.Run(ctx, g.Job(), time.Time{}, func(context.Context) error { return nil }))
 	}
 }

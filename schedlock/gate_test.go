@@ -46,18 +46,16 @@ func TestNewGateRejectsBadArguments(t *testing.T) {
 	}{
 		{"master without elector", schedlock.Master, nil, nil, "needs an elector"},
 		{"slave without elector", schedlock.Slave, nil, nil, "needs an elector"},
-		{"unknown role", schedlock.Role(9), el, nil, "unknown role"},
 		{"at most below at least", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, time.Minute)}, "lockAtMostFor 1s is less than lockAtLeastFor 1m0s"},
 		{"zero at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", 0, 0)}, "lockAtMostFor is 0 and there is no default"},
-		{"negative default", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithDefaults(schedlock.Defaults{LockAtLeastFor: -time.Second})}, "must not be negative"},
-		{"default at least past at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithDefaults(schedlock.Defaults{LockAtLeastFor: time.Minute})}, "lockAtMostFor 1s is less than lockAtLeastFor 1m0s"},
+		{"negative default", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, 0), (schedlock.Defaults{LockAtLeastFor: -time.Second})}, "must not be negative"},
+		{"default at least past at most", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, 0), (schedlock.Defaults{LockAtLeastFor: time.Minute})}, "lockAtMostFor 1s is less than lockAtLeastFor 1m0s"},
 		{"negative at least", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "x", time.Second, -time.Second)}, "negative"},
 		{"empty name", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "", time.Second, 0)}, "name is empty"},
 		{"name with a space", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(store, "nightly export", time.Second, 0)}, "usable key"},
 		{"nil store", schedlock.Any, nil, []schedlock.Option{inst, schedlock.WithLock(nil, "x", time.Second, 0)}, "nil store"},
 		{"no instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0)}, "pass schedlock.WithInstance(id)"},
 		{"two locks", schedlock.Master, el, []schedlock.Option{schedlock.WithLock(store, "x", time.Second, 0), schedlock.WithLock(store, "y", time.Second, 0)}, "2 job locks"},
-		{"zero timeout", schedlock.Master, el, []schedlock.Option{schedlock.WithOperationTimeout(0)}, "operation timeout"},
 		{"bad instance", schedlock.Any, nil, []schedlock.Option{schedlock.WithInstance(instanceid.ID{App: "x"}), schedlock.WithLock(store, "x", time.Second, 0)}, "instance"},
 	}
 	for _, c := range cases {
@@ -66,7 +64,7 @@ func TestNewGateRejectsBadArguments(t *testing.T) {
 			if err == nil || g != nil {
 				t.Fatalf("NewGate = %v, %v; want an error", g, err)
 			}
-			if !errors.Is(err, schedlock.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %q: want ErrInvalid mentioning %q", err, c.want)
 			}
 		})
@@ -81,7 +79,7 @@ func TestLockTakesDefaults(t *testing.T) {
 	store := membackend.New()
 	defer store.Close()
 	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
-	defaults := schedlock.WithDefaults(schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second})
+	defaults := (schedlock.Defaults{LockAtMostFor: 10 * time.Minute, LockAtLeastFor: 30 * time.Second})
 	for _, tc := range []struct {
 		name            string
 		atMost, atLeast time.Duration
@@ -129,7 +127,7 @@ func TestLockedIgnoresDefaultElector(t *testing.T) {
 	role.SetDefault(el)
 	defer role.SetDefault(nil)
 	g, err := schedlock.NewGate(schedlock.Any, nil, schedlock.WithLock(store, "nightly-export", time.Minute, 0))
-	if !errors.Is(err, schedlock.ErrInvalid) || !strings.Contains(err.Error(), "schedlock.WithInstance(id)") {
+	if !errors.Is(err, backend.ErrInvalidArgument) || !strings.Contains(err.Error(), "schedlock.WithInstance(id)") {
 		t.Fatalf("NewGate without an instance, a default elector set: %v (lock key %q); want ErrInvalid naming WithInstance", err, lockKeyOf(g))
 	}
 	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
@@ -352,12 +350,9 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 		const extAtMost = time.Second
 		ext := lockGate(t, f, 0, "long", extAtMost, 0)
 		start := time.Now()
-		err := schedlock.Run(ctx, ext, func(ctx context.Context) error {
+		err := schedlock.Run(ctx, ext.Job(), time.Time{}, func(ctx context.Context) error {
 			if tok, ok := schedlock.Token(ctx); !ok || tok == 0 {
 				t.Errorf("Token = %d, %v", tok, ok)
-			}
-			if _, ok := schedlock.Epoch(ctx); ok {
-				t.Error("Epoch reported for a gate without a role")
 			}
 			if err := schedlock.Extend(ctx, time.Minute); err != nil {
 				return err
@@ -382,7 +377,7 @@ func TestRunAssertExtendAndLeaseLoss(t *testing.T) {
 		// Without Extend the run's context ends before the lease lapses.
 		start = time.Now()
 		var cause error
-		err = schedlock.Run(ctx, a, func(ctx context.Context) error {
+		err = schedlock.Run(ctx, a.Job(), time.Time{}, func(ctx context.Context) error {
 			<-ctx.Done()
 			cause = context.Cause(ctx)
 			return schedlock.Assert(ctx)
@@ -412,7 +407,7 @@ func TestExtendNoticesAStolenLock(t *testing.T) {
 	f := newFleet(t, "mem", 1, fastRole)
 	g := lockGate(t, f, 0, "stolen", 10*time.Second, 0)
 	ctx := ctxT(t)
-	err := schedlock.Run(ctx, g, func(ctx context.Context) error {
+	err := schedlock.Run(ctx, g.Job(), time.Time{}, func(ctx context.Context) error {
 		l, err := f.stores[0].Get(ctx, g.LockKey())
 		if err != nil {
 			return err
@@ -463,14 +458,14 @@ func TestRoleGates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("master gate on the master: %v", err)
 		}
-		if ep, ok := schedlock.Epoch(ctx); !ok || ep != f.els[m].Epoch() {
-			t.Fatalf("Epoch = %d, %v; want %d", ep, ok, f.els[m].Epoch())
+		if ep, ok := schedlock.Token(ctx); !ok || ep != f.els[m].Epoch() {
+			t.Fatalf("Token of a master-only run = %d, %v; want the epoch %d", ep, ok, f.els[m].Epoch())
 		}
 		if err := schedlock.Assert(ctx); err != nil {
 			t.Fatalf("Assert on the master: %v", err)
 		}
-		if err := schedlock.Extend(ctx, time.Second); !errors.Is(err, schedlock.ErrNoLock) {
-			t.Fatalf("Extend without a lock: %v; want ErrNoLock", err)
+		if err := schedlock.Extend(ctx, time.Second); !errors.Is(err, schedlock.ErrNoRun) {
+			t.Fatalf("Extend without a lock: %v; want ErrNoRun", err)
 		}
 		if err := l.Unlock(ctx); err != nil {
 			t.Fatal(err)
@@ -499,12 +494,9 @@ func TestRoleGates(t *testing.T) {
 			t.Fatalf("the slave touched the lock: %v", err)
 		}
 		mlg := gate(schedlock.Master, m, lockOpt(m))
-		err = schedlock.Run(ctx, mlg, func(ctx context.Context) error {
+		err = schedlock.Run(ctx, mlg.Job(), time.Time{}, func(ctx context.Context) error {
 			if _, ok := schedlock.Token(ctx); !ok {
 				t.Error("no token in a master+lock run")
-			}
-			if _, ok := schedlock.Epoch(ctx); !ok {
-				t.Error("no epoch in a master+lock run")
 			}
 			return nil
 		})
@@ -526,8 +518,9 @@ func TestDisabledRoleSkipsEveryRoleGate(t *testing.T) {
 		}
 		_, err = g.Lock(ctx, "job")
 		var skip *schedlock.SkipError
-		if !errors.As(err, &skip) || !errors.Is(err, schedlock.ErrDisabled) || skip.Label() != "disabled" {
-			t.Fatalf("%s gate with the role disabled: %v; want ErrDisabled", r, err)
+		want := map[schedlock.Role]error{schedlock.Master: schedlock.ErrNotMaster, schedlock.Slave: schedlock.ErrNotSlave}[r]
+		if !errors.As(err, &skip) || !errors.Is(err, want) || skip.Label() != "disabled" {
+			t.Fatalf("%s gate with the role disabled: %v; want %v labelled disabled", r, err, want)
 		}
 	}
 }
@@ -546,7 +539,7 @@ func TestContextCancelledOnDemotion(t *testing.T) {
 		started := make(chan struct{})
 		result := make(chan error, 1)
 		go func() {
-			result <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+			result <- schedlock.Run(ctx, g.Job(), time.Time{}, func(ctx context.Context) error {
 				close(started)
 				<-ctx.Done()
 				if err := schedlock.Assert(ctx); !errors.Is(err, schedlock.ErrNotMaster) {

@@ -1,8 +1,7 @@
 package schedlock
 
 import (
-	"context"
-	"fmt"
+	"errors"
 	"reflect"
 	"slices"
 	"time"
@@ -18,81 +17,61 @@ import (
 var _ gocron.Elector = (*role.Elector)(nil)
 
 // MasterOnly returns a gocron job option that runs the job only on the
-// master: before every run the gate checks el.IsMaster (a clock read, no
-// I/O) and skips the run with ErrNotMaster (ErrDisabled when the role is
-// disabled). The job gets the tag "master-only".
-//
-// opts add a job lock (WithLock) — so that a run also needs the lock:
-// MasterOnly(el, WithLock(store, "nightly-export", 10*time.Minute,
-// 30*time.Second)) — and a logger, an observer, a store timeout. A job has
-// one distributed locker, so give it one schedlock option with every
-// condition; a second one makes NewJob fail with ErrConflict. Bad
-// arguments make NewJob fail with an error wrapping ErrInvalid.
+// master: before every run the gate checks el's tenure (a clock read, no
+// I/O) and skips the run with ErrNotMaster. The job gets the tag
+// "master-only". opts may add a job lock — MasterOnly(el, WithLock(store,
+// "nightly-export", 10*time.Minute, 30*time.Second),
+// WithScheduler(s)) runs once per fire on the master — a logger and an
+// observer. A job has one distributed locker, so give it one schedlock
+// option with every condition; a second one, or bad arguments, make
+// NewJob fail with an error wrapping backend.ErrInvalidArgument.
 func MasterOnly(el *role.Elector, opts ...Option) gocron.JobOption {
-	g, err := NewGate(Master, el, opts...)
-	return install(g, err, gocron.WithDistributedJobLocker, gocron.WithTags)
+	return option(masterOnly, el, opts)
 }
 
 // SlaveOnly returns a gocron job option that runs the job only on slaves:
 // before every run the gate checks that el runs, the role is enabled, this
 // instance is not the master and has seen another instance hold the role;
-// otherwise it skips the run with ErrNotSlave (ErrDisabled when the role
-// is disabled). The job gets the tag "slave-only". opts are as for
-// MasterOnly; SlaveOnly(el, WithLock(...)) runs the job once per fire
-// among the slaves.
+// otherwise it skips the run with ErrNotSlave. The job gets the tag
+// "slave-only". opts are as for MasterOnly; SlaveOnly(el, WithLock(...),
+// WithScheduler(s)) runs the job once per fire among the slaves.
 func SlaveOnly(el *role.Elector, opts ...Option) gocron.JobOption {
-	g, err := NewGate(Slave, el, opts...)
-	return install(g, err, gocron.WithDistributedJobLocker, gocron.WithTags)
-}
-
-// AnyRole returns a gocron job option that gates the job by opts alone,
-// whatever this instance's role: with WithLock it is Locked; without, the
-// job runs everywhere, which overrides a scheduler-wide locker
-// (gocron.WithDistributedLocker) for this job.
-func AnyRole(opts ...Option) gocron.JobOption {
-	g, err := NewGate(Any, nil, opts...)
-	return install(g, err, gocron.WithDistributedJobLocker, gocron.WithTags)
+	return option(slaveOnly, el, opts)
 }
 
 // Locked returns a gocron job option that gives the job a ShedLock-style
-// lock (see WithLock): each fire runs on at most one instance, the others
-// skip with ErrLocked. It is AnyRole(WithLock(store, name, lockAtMostFor,
-// lockAtLeastFor), opts...). The lock key's namespace and the owner come
-// from WithInstance: without it NewJob fails with an error wrapping
-// ErrInvalid that says so — pass schedlock.WithInstance(id) among opts. Zero durations take the defaults
-// of WithDefaults. To combine the lock with a role use MasterOnly(el,
+// job lock named name in store: each fire runs on at most one instance,
+// and a run that finds the lock held is skipped with ErrLocked, not
+// delayed. A run takes the lock for lockAtMostFor (the lease that frees
+// the lock of a crashed holder); when it ends, the lock is kept until
+// lockAtLeastFor after the run started, by the store's clock, so that
+// instances whose schedulers fire a little apart do not run a fast job
+// twice. With the scheduler the job runs on (WithScheduler, required on
+// a gocron job) each fire runs at most once however late an instance
+// starts it (see the package doc, Once per fire).
+//
+//	s.NewJob(def, task, schedlock.Locked(store, "nightly-export", 10*time.Minute, 30*time.Second,
+//		schedlock.WithInstance(id), schedlock.WithScheduler(s)))
+//
+// lockAtMostFor must be a lease a store holds, 1ms to 365 days, and not
+// less than lockAtLeastFor, which may be 0; set it well above the job's
+// longest run: the lock lapses after it even if the job still runs (its
+// context is then cancelled; see Context). Zero durations take those of a
+// Defaults option, as ShedLock's defaultLockAtMostFor. Durations written
+// as text, in Go's form or ISO-8601 ("PT10M"), are read by
+// config.ParseDuration. The lock key is {tenant:app}:job:<name>, so the
+// name needs to be unique only within the service; tenant, app and the
+// instance ID that starts each owner string come from WithInstance,
+// which Locked needs. To combine the lock with a role, use MasterOnly(el,
 // WithLock(...)) or SlaveOnly(el, WithLock(...)).
 func Locked(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration, opts ...Option) gocron.JobOption {
-	return AnyRole(append([]Option{WithLock(store, name, lockAtMostFor, lockAtLeastFor)}, opts...)...)
+	return option(anyRole, nil, append([]Option{WithLock(store, name, lockAtMostFor, lockAtLeastFor)}, opts...))
 }
 
-// JobOption returns the gocron job option that installs g on a job, as
-// MasterOnly and the others do, for a gate built with NewGate (and perhaps
-// also used with Run).
-func (g *Gate) JobOption() gocron.JobOption {
-	if g == nil {
-		return install(nil, fmt.Errorf("%w: nil gate", ErrInvalid), gocron.WithDistributedJobLocker, gocron.WithTags)
-	}
-	return install(g, nil, gocron.WithDistributedJobLocker, gocron.WithTags)
-}
-
-// Task returns a gocron task that runs fn with the context of Context: one
-// cancelled when the run loses its mastership, slave role or job lock, and
-// that Assert, Extend, Epoch, Token and Fire accept, for this run alone
-// on every goroutine it is handed to, however the job's runs overlap.
-// Name the job with
-// gocron.WithName: gocron names a job after its task function, which is
-// this wrapper for every Task. A task written as func(ctx
-// context.Context) that calls Context itself keeps its own name.
-func Task(fn func(ctx context.Context) error) gocron.Task {
-	if fn == nil {
-		return gocron.NewTask(nil)
-	}
-	return gocron.NewTask(func(ctx context.Context) error {
-		ctx, cancel := Context(ctx)
-		defer cancel()
-		return fn(ctx)
-	})
+// option builds the gate of condition r and the job option installing it.
+func option(r cond, el *role.Elector, opts []Option) gocron.JobOption {
+	g, err := newGate(r, el, opts...)
+	return install(g, err, gocron.WithDistributedJobLocker, gocron.WithTags)
 }
 
 // install returns a gocron job option (O) that makes g the job's
@@ -102,15 +81,15 @@ func Task(fn func(ctx context.Context) error) gocron.Task {
 // tags and name (to refuse a second locker and to add rather than replace
 // tags) uses reflection and degrades to replacing if gocron's fields
 // change. A gate error (gerr) is returned when the option is applied, so
-// NewJob reports it.
-func install[O ~func(P, time.Time) error, P any](g *Gate, gerr error, useLocker func(gocron.Locker) O, setTags func(...string) O) O {
+// NewJob reports it. Applied to a nil job (gateOf), the option returns
+// its gate instead.
+func install[O ~func(P, time.Time) error, P any](g *gate, gerr error, useLocker func(gocron.Locker) O, setTags func(...string) O) O {
 	return func(j P, now time.Time) error {
-		if gerr != nil {
-			return gerr
+		if reflect.ValueOf(&j).Elem().IsZero() {
+			return &gateCarrier{g: g, err: gerr}
 		}
-		if hasLocker(j) {
-			return fmt.Errorf("%w: job %q: a gocron job has one locker, so give it one schedlock option with every condition, such as MasterOnly(el, WithLock(store, name, lockAtMostFor, lockAtLeastFor))",
-				ErrConflict, jobName(j))
+		if err := g.installable(j, gerr); err != nil {
+			return err
 		}
 		if err := useLocker(g)(j, now); err != nil {
 			return err
@@ -118,15 +97,55 @@ func install[O ~func(P, time.Time) error, P any](g *Gate, gerr error, useLocker 
 		if id, ok := jobID(j); ok {
 			g.fires.installed(id)
 		}
-		if g.role == Any {
+		if g.role == anyRole {
 			return nil
 		}
 		tags := jobTags(j)
-		if tag := g.role.String(); !slices.Contains(tags, tag) {
+		if tag := g.role.tag(); !slices.Contains(tags, tag) {
 			tags = append(tags, tag)
 		}
 		return setTags(tags...)(j, now)
 	}
+}
+
+// installable says why g cannot be the locker of gocron job j, if so.
+func (g *gate) installable(j any, gerr error) error {
+	switch {
+	case gerr != nil:
+		return gerr
+	case hasLocker(j):
+		return invalid("job %q already has a distributed locker: a gocron job has one, so give it one schedlock option with every condition, "+
+			"such as MasterOnly(el, WithLock(store, name, lockAtMostFor, lockAtLeastFor), WithScheduler(s))", jobName(j))
+	case g.lock != nil && g.fires.sched == nil:
+		return invalid("job %q: job lock %q needs the scheduler, to run each fire once however late an instance starts it: "+
+			"pass schedlock.WithScheduler(s) among its options", jobName(j), g.lock.name)
+	}
+	return nil
+}
+
+// gateCarrier carries a job option's gate out of the option (gateOf).
+type gateCarrier struct {
+	g   *gate
+	err error
+}
+
+func (c *gateCarrier) Error() string { return "schedlock: a job option's gate" }
+
+// gateOf returns the gate behind job, a MasterOnly, SlaveOnly or Locked
+// option: it applies job to a nil gocron job, which this package's
+// options answer with their gate, and gocron's own refuse (or fail on:
+// the panic is recovered).
+func gateOf(job gocron.JobOption) (g *gate, err error) {
+	err = invalid("Run needs a job option made by schedlock.MasterOnly, SlaveOnly or Locked")
+	if job == nil {
+		return nil, err
+	}
+	defer func() { _ = recover() }()
+	var c *gateCarrier
+	if errors.As(job(nil, time.Time{}), &c) {
+		return c.g, c.err
+	}
+	return nil, err
 }
 
 // jobField returns the named field of gocron's job value behind j.

@@ -251,14 +251,14 @@ func TestShutdownReleasesTheLock(t *testing.T) {
 		started := make(chan struct{})
 		var cause atomic.Value
 		_, err = s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
-			schedlock.Task(func(ctx context.Context) error {
+			task(func(ctx context.Context) error {
 				close(started)
 				<-ctx.Done()
 				cause.Store(context.Cause(ctx))
 				return nil
 			}),
 			gocron.WithName("blocking"),
-			schedlock.Locked(f.stores[0], "blocking", time.Minute, 0, quiet, schedlock.WithInstance(f.ids[0])))
+			schedlock.Locked(f.stores[0], "blocking", time.Minute, 0, quiet, schedlock.WithInstance(f.ids[0]), schedlock.WithScheduler(s)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +280,8 @@ func TestShutdownReleasesTheLock(t *testing.T) {
 	})
 }
 
-// schedlock.Task hands the job a context that ends when mastership does.
+// schedlock.Context, called in the task, hands the job a context that ends
+// when mastership does.
 func TestTaskContextEndsWithMastership(t *testing.T) {
 	for _, kind := range []string{"mem", "redis"} {
 		t.Run(kind, func(t *testing.T) { testTaskContextEndsWithMastership(t, kind) })
@@ -295,8 +296,8 @@ func testTaskContextEndsWithMastership(t *testing.T, kind string) {
 	started := make(chan uint64, 1)
 	done := make(chan error, 1)
 	_, err := s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
-		schedlock.Task(func(ctx context.Context) error {
-			ep, _ := schedlock.Epoch(ctx)
+		task(func(ctx context.Context) error {
+			ep, _ := schedlock.Token(ctx)
 			started <- ep
 			<-ctx.Done()
 			done <- context.Cause(ctx)
@@ -308,7 +309,7 @@ func testTaskContextEndsWithMastership(t *testing.T, kind string) {
 	}
 	s.Start()
 	if ep := <-started; ep == 0 || ep != f.els[0].Epoch() {
-		t.Fatalf("Epoch in the task = %d; want the tenure's %d", ep, f.els[0].Epoch())
+		t.Fatalf("Token in the task = %d; want the tenure's epoch %d", ep, f.els[0].Epoch())
 	}
 	if err := f.els[0].Stop(ctxT(t)); err != nil {
 		t.Fatal(err)
@@ -337,40 +338,40 @@ func TestJobOptionsCompose(t *testing.T) {
 		return g
 	}
 
-	j, err := s.NewJob(def, task, gocron.WithTags("billing"), schedlock.MasterOnly(el, schedlock.WithLock(store, "export", time.Minute, time.Second)))
+	j, err := s.NewJob(def, task, gocron.WithTags("billing"), schedlock.MasterOnly(el, schedlock.WithLock(store, "export", time.Minute, time.Second), schedlock.WithScheduler(s)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := j.Tags(); !slices.Equal(got, []string{"billing", schedlock.TagMasterOnly}) {
+	if got := j.Tags(); !slices.Equal(got, []string{"billing", "master-only"}) {
 		t.Fatalf("tags %v; want the user's and master-only", got)
 	}
 	j, err = s.NewJob(def, task, schedlock.SlaveOnly(el))
-	if err != nil || !slices.Equal(j.Tags(), []string{schedlock.TagSlaveOnly}) {
+	if err != nil || !slices.Equal(j.Tags(), []string{"slave-only"}) {
 		t.Fatalf("slave-only job: %v, tags %v", err, j.Tags())
 	}
 
 	conflicts := map[string][]gocron.JobOption{
-		"two gates":             {schedlock.MasterOnly(el), schedlock.Locked(store, "x", time.Minute, 0, schedlock.WithInstance(id))},
-		"locker then gate":      {gocron.WithDistributedJobLocker(mustGate(schedlock.NewGate(schedlock.Any, nil))), schedlock.SlaveOnly(el)},
-		"one option used twice": {schedlock.AnyRole(), schedlock.AnyRole()},
+		"two gates":             {schedlock.MasterOnly(el), schedlock.Locked(store, "x", time.Minute, 0, schedlock.WithInstance(id), schedlock.WithScheduler(s))},
+		"locker then gate":      {gocron.WithDistributedJobLocker(mustGate(schedlock.NewGate(schedlock.Master, el))), schedlock.SlaveOnly(el)},
+		"one option used twice": {schedlock.SlaveOnly(el), schedlock.SlaveOnly(el)},
 	}
 	for name, opts := range conflicts {
-		if _, err := s.NewJob(def, task, opts...); !errors.Is(err, schedlock.ErrConflict) {
-			t.Errorf("%s: NewJob = %v; want ErrConflict", name, err)
+		if _, err := s.NewJob(def, task, opts...); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("%s: NewJob = %v; want backend.ErrInvalidArgument (a second locker)", name, err)
 		}
 	}
 	invalid := map[string]gocron.JobOption{
 		"nil elector":            schedlock.MasterOnly(nil),
 		"at most below at least": schedlock.Locked(store, "x", time.Second, time.Minute, schedlock.WithInstance(id)),
-		"nil gate":               (*schedlock.Gate)(nil).JobOption(),
+		"lock without scheduler": schedlock.Locked(store, "x", time.Minute, 0, schedlock.WithInstance(id)),
 	}
 	for name, opt := range invalid {
-		if _, err := s.NewJob(def, task, opt); !errors.Is(err, schedlock.ErrInvalid) {
-			t.Errorf("%s: NewJob = %v; want ErrInvalid", name, err)
+		if _, err := s.NewJob(def, task, opt); !errors.Is(err, backend.ErrInvalidArgument) {
+			t.Errorf("%s: NewJob = %v; want backend.ErrInvalidArgument", name, err)
 		}
 	}
 	g := mustGate(schedlock.NewGate(schedlock.Master, el, quiet))
-	if _, err := s.NewJob(def, task, g.JobOption()); err != nil {
+	if _, err := s.NewJob(def, task, g.Job()); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.Jobs()) != 3 {
@@ -410,7 +411,7 @@ func TestLockedJobWithoutInstanceFailsNewJob(t *testing.T) {
 	defer s.Shutdown()
 	_, err = s.NewJob(gocron.DurationJob(time.Hour), gocron.NewTask(func() {}),
 		schedlock.Locked(store, "export", time.Minute, 0))
-	if !errors.Is(err, schedlock.ErrInvalid) {
+	if !errors.Is(err, backend.ErrInvalidArgument) {
 		t.Fatalf("NewJob: %v; want ErrInvalid", err)
 	}
 	for _, want := range []string{`job lock "export"`, "schedlock.WithInstance(id)", "MasterOnly(el, WithLock(...))"} {

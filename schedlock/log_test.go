@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/role"
@@ -91,7 +92,7 @@ func testLogRecords(t *testing.T, kind string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := schedlock.Run(ctx, g, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrSkipped) {
+	if err := schedlock.Run(ctx, g.Job(), time.Time{}, func(context.Context) error { return nil }); !errors.Is(err, schedlock.ErrSkipped) {
 		t.Fatalf("a slave-only run on the master: %v; want it skipped", err)
 	}
 

@@ -214,7 +214,7 @@ func (j *journal) count(instance int, kind schedlock.EventKind, reason string) i
 	defer j.mu.Unlock()
 	n := 0
 	for _, e := range j.events {
-		if e.instance == instance && e.ev.Kind == kind && (reason == "" || e.ev.Reason() == reason) {
+		if e.instance == instance && e.ev.Kind == kind && (reason == "" || e.ev.Reason == reason) {
 			n++
 		}
 	}
@@ -410,4 +410,27 @@ func checkJobLock(t *testing.T, history []attempt, atLeast time.Duration) {
 				r.instance, a.instance, a.token, r.start.Sub(until), atLeast)
 		}
 	}
+}
+
+// label is the Label of the *SkipError in err, "" without one.
+func label(err error) string {
+	if skip, ok := errors.AsType[*schedlock.SkipError](err); ok {
+		return skip.Label()
+	}
+	return ""
+}
+
+// alreadyRan reports whether err skips a run because its fire has run.
+func alreadyRan(err error) bool {
+	return errors.Is(err, schedlock.ErrLocked) && label(err) == "already-ran"
+}
+
+// task is a gocron task that runs fn with the context of
+// schedlock.Context, called in the task as the package doc says.
+func task(fn func(ctx context.Context) error) gocron.Task {
+	return gocron.NewTask(func(ctx context.Context) error {
+		ctx, cancel := schedlock.Context(ctx)
+		defer cancel()
+		return fn(ctx)
+	})
 }

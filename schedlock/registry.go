@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// runKey carries a run in the contexts that Context, Task and Run hand out.
+// runKey carries a run in the contexts that Context and Run hand out.
 type runKey struct{}
 
 // registry finds the run of a gocron job from the job's context. gocron
@@ -65,7 +65,7 @@ func (reg *registry) remove(r *run) {
 // the runs in flight under its Done channel, the one admitted on the
 // calling goroutine, or the only one. When several runs of the job are in
 // flight and none was admitted on this goroutine, it cannot tell which is
-// the caller's and fails with ErrOverlap rather than answer for another
+// the caller's and fails with errOverlap rather than answer for another
 // run. ErrNoRun: ctx leads to no run in flight.
 func (reg *registry) find(ctx context.Context) (*run, error) {
 	if ctx == nil {
@@ -107,9 +107,9 @@ func (reg *registry) find(ctx context.Context) (*run, error) {
 
 func overlapError(runs []*run) error {
 	return fmt.Errorf("%w: %d runs of job %q are in flight and share gocron's job context, and none of them runs on this goroutine, "+
-		"so the context cannot say which run it is: call schedlock.Context(ctx) in the task itself (or wrap it in schedlock.Task) and pass "+
+		"so the context cannot say which run it is: call schedlock.Context(ctx) in the task itself and pass "+
 		"the context it returns on, or give the job gocron.WithSingletonMode so that its runs never overlap",
-		ErrOverlap, len(runs), runs[0].job)
+		errOverlap, len(runs), runs[0].job)
 }
 
 // goid returns the calling goroutine's ID, read from the first line of its

@@ -49,7 +49,7 @@ func TestOverlappingRunsKeepTheirOwnEpoch(t *testing.T) {
 			close(olderLocked)
 			return
 		}
-		ep, _ := schedlock.Epoch(jobCtx)
+		ep, _ := schedlock.Token(jobCtx)
 		olderLocked <- ep
 		for f := range older {
 			f()
@@ -78,7 +78,7 @@ func TestOverlappingRunsKeepTheirOwnEpoch(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		epoch2, _ = schedlock.Epoch(jobCtx)
+		epoch2, _ = schedlock.Token(jobCtx)
 		newerLock <- func() error { return l.Unlock(jobCtx) }
 	})
 	if t.Failed() {
@@ -92,8 +92,8 @@ func TestOverlappingRunsKeepTheirOwnEpoch(t *testing.T) {
 	checked := make(chan struct{})
 	older <- func() {
 		defer close(checked)
-		if ep, ok := schedlock.Epoch(jobCtx); !ok || ep != epoch1 {
-			t.Errorf("the older run's Epoch = %d, %v; want its own %d", ep, ok, epoch1)
+		if ep, ok := schedlock.Token(jobCtx); ok || ep != 0 {
+			t.Errorf("the older run's Token = %d, %v; want none (its tenure of epoch %d ended), never the newer run's", ep, ok, epoch1)
 		}
 		if err := schedlock.Assert(jobCtx); !errors.Is(err, schedlock.ErrLost) {
 			t.Errorf("the older run's Assert = %v; want ErrLost (its tenure ended)", err)
@@ -112,23 +112,23 @@ func TestOverlappingRunsKeepTheirOwnEpoch(t *testing.T) {
 	<-checked
 
 	// A goroutine of neither run cannot tell them apart.
-	if ep, ok := schedlock.Epoch(jobCtx); ok {
-		t.Errorf("Epoch from another goroutine = %d; want none while runs overlap", ep)
+	if ep, ok := schedlock.Token(jobCtx); ok {
+		t.Errorf("Token from another goroutine = %d; want none while runs overlap", ep)
 	}
-	if err := schedlock.Assert(jobCtx); !errors.Is(err, schedlock.ErrOverlap) {
-		t.Errorf("Assert from another goroutine = %v; want ErrOverlap", err)
+	if err := schedlock.Assert(jobCtx); !errors.Is(err, schedlock.ErrNoRun) {
+		t.Errorf("Assert from another goroutine = %v; want ErrNoRun", err)
 	}
 	cctx, ccancel := schedlock.Context(jobCtx)
 	defer ccancel()
-	if !errors.Is(context.Cause(cctx), schedlock.ErrOverlap) {
-		t.Errorf("Context from another goroutine: cause %v; want ErrOverlap at once", context.Cause(cctx))
+	if !errors.Is(context.Cause(cctx), schedlock.ErrNoRun) {
+		t.Errorf("Context from another goroutine: cause %v; want ErrNoRun at once", context.Cause(cctx))
 	}
 
 	// The older run ends; the newer one is the only one in flight.
 	close(older)
 	<-olderDone
-	if ep, ok := schedlock.Epoch(jobCtx); !ok || ep != epoch2 {
-		t.Errorf("Epoch with one run in flight = %d, %v; want %d", ep, ok, epoch2)
+	if ep, ok := schedlock.Token(jobCtx); !ok || ep != epoch2 {
+		t.Errorf("Token with one run in flight = %d, %v; want the epoch %d", ep, ok, epoch2)
 	}
 	if err := (<-newerLock)(); err != nil {
 		t.Fatal(err)
@@ -197,7 +197,7 @@ func TestOverlappingGocronRunsAnswerForTheirOwnRun(t *testing.T) {
 			newer <- r
 		}
 	}), gocron.WithName("overlapping"), gocron.WithStartAt(gocron.WithStartImmediately()),
-		schedlock.Locked(f.stores[0], "overlapping", atMost, 0, quiet, schedlock.WithInstance(f.ids[0])))
+		schedlock.Locked(f.stores[0], "overlapping", atMost, 0, quiet, schedlock.WithInstance(f.ids[0]), schedlock.WithScheduler(s)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestOverlappingRunsThroughRun(t *testing.T) {
 	checked := make(chan struct{})
 	older := make(chan error, 1)
 	go func() {
-		older <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+		older <- schedlock.Run(ctx, g.Job(), time.Time{}, func(ctx context.Context) error {
 			<-ctx.Done() // the lease ran out
 			close(lapsed)
 			<-check
@@ -259,7 +259,7 @@ func TestOverlappingRunsThroughRun(t *testing.T) {
 	<-lapsed
 	admitted := false
 	for !admitted {
-		err := schedlock.Run(ctx, g, func(ctx context.Context) error {
+		err := schedlock.Run(ctx, g.Job(), time.Time{}, func(ctx context.Context) error {
 			admitted = true
 			tok, ok := schedlock.Token(ctx)
 			close(check)

@@ -1,6 +1,7 @@
 package schedlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,7 @@ var errEnded = fmt.Errorf("%w: the run has ended and released its gate", ErrLost
 
 // run is one admitted run: what Gate.Lock returns to gocron.
 type run struct {
-	g     *Gate
+	g     *gate
 	job   string
 	epoch uint64    // the role epoch at admission, for Master
 	base  time.Time // admission, on the gate's clock
@@ -56,7 +57,7 @@ type run struct {
 
 var _ gocron.Lock = (*run)(nil)
 
-func newRun(g *Gate, job string, epoch uint64) *run {
+func newRun(g *gate, job string, epoch uint64) *run {
 	r := &run{g: g, job: job, epoch: epoch, base: g.clock.Now()}
 	r.ctx, r.cancel = context.WithCancelCause(context.Background())
 	return r
@@ -89,11 +90,11 @@ func (r *run) leaseLost() error {
 func (r *run) roleLost() error {
 	el := r.g.el
 	switch r.g.role {
-	case Master:
-		if !el.IsMaster() || el.Epoch() != r.epoch {
+	case masterOnly:
+		if _, ep, ok := el.Tenure(); !ok || ep != r.epoch {
 			return fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
 		}
-	case Slave:
+	case slaveOnly:
 		if el.IsMaster() {
 			return fmt.Errorf("%w: %w: job %q: %s became the master", ErrLost, ErrNotSlave, r.job, r.g.idText)
 		}
@@ -170,7 +171,7 @@ func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc
 		r.watchers = make(map[*context.CancelCauseFunc]struct{})
 	}
 	r.watchers[&cancel] = struct{}{}
-	if r.g.role != Any && r.stopPoll == nil {
+	if r.g.role != anyRole && r.stopPoll == nil {
 		r.stopPoll, r.pollDone = make(chan struct{}), make(chan struct{})
 		go r.poll(r.stopPoll, r.pollDone)
 	}
@@ -188,7 +189,7 @@ func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc
 // master" and checks the role every rolePoll, without I/O.
 func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	if r.g.role == Master {
+	if r.g.role == masterOnly {
 		tenure, epoch, ok := r.g.el.Tenure()
 		if ok && epoch == r.epoch {
 			select {
@@ -288,7 +289,7 @@ func (r *run) releaseLock(ctx context.Context) error {
 func (r *run) extend(ctx context.Context, d time.Duration) error {
 	g, l := r.g, r.g.lock
 	if l == nil {
-		return fmt.Errorf("%w: job %q has a %s gate without a lock", ErrNoLock, r.job, g.role)
+		return fmt.Errorf("%w: job %q has no job lock to extend", ErrNoRun, r.job)
 	}
 	if err := backend.ValidateTTL("lockAtMostFor", backend.RoundUpMillis(d)); err != nil {
 		return fmt.Errorf("schedlock: extending job lock %q: %w", l.key, err)
@@ -321,19 +322,19 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	return fmt.Errorf("schedlock: job %q: extending job lock %q: %w", r.job, l.key, err)
 }
 
-// Assert reports whether the run ctx belongs to still holds its gate: nil
-// if so; an error wrapping ErrLost (and ErrNotMaster or ErrNotSlave for a
-// role change) if the mastership or slave role ended or the job lock's
-// lease lapsed; ErrNoRun if ctx is from no gated run. It does no I/O: it
-// reads the elector's clock-based IsMaster and the lease's local deadline,
-// the same facts the gate admitted the run on — it cannot see a lock
-// removed by hand in the store (Extend can).
+// Assert reports whether the run ctx belongs to still holds its gate
+// (ShedLock's LockAssert): nil if so; an error wrapping ErrLost (and
+// ErrNotMaster or ErrNotSlave for a role change) if the mastership or
+// slave role ended or the job lock's lease lapsed; ErrNoRun if ctx leads
+// to no run. It does no I/O: it reads the elector's clock-based answer
+// and the lease's local deadline, the facts the gate admitted the run on
+// — it cannot see a lock removed by hand in the store (Extend can).
 //
 // ctx is the context gocron passes to the job (its first parameter), one
-// derived from it with values, or one from Context, Task or Run. With
-// gocron's context, the run is the one gocron runs on the calling
-// goroutine; from another goroutine, the job's only run in flight, and
-// ErrOverlap while several are (see the package doc, While a job runs).
+// derived from it, or one from Context or Run. With gocron's context, the
+// run is the one gocron runs on the calling goroutine; from another
+// goroutine, the job's only run in flight, and ErrNoRun while several are
+// (see the package doc, While a job runs).
 func Assert(ctx context.Context) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -347,16 +348,14 @@ func Assert(ctx context.Context) error {
 // lockAtMostFor runs out. lockAtLeastFor still counts from the start. It
 // fails with an error wrapping ErrLost if the run no longer holds its gate
 // or the store says the lock is no longer its own (and then cancels the
-// run's context), ErrNoLock if the gate has no lock, ErrNoRun if ctx is
-// from no gated run; a store that cannot be reached leaves the lease as
-// it was and returns the store's error. The call to the store is bounded
-// by the lease's local deadline: an extension that has not come back by
-// then fails with ErrLost, and one whose reply lands after it is void —
-// the run stays lost, even if the store did extend the key (it lapses
-// there by itself, or at the run's release). ctx is as for Assert, and
-// Extend fails with ErrOverlap where Assert does: it never renews the
-// lease of another run. d must be longer than the lease's margin (a tenth
-// of lockAtMostFor, at most 1s), or Extend fails with
+// run's context), and ErrNoRun if ctx leads to no run with a job lock; a
+// store that cannot be reached leaves the lease as it was and returns the
+// store's error. The call to the store is bounded by the lease's local
+// deadline: an extension that has not come back by then fails with
+// ErrLost, and one whose reply lands after it is void — the run stays
+// lost, even if the store did extend the key. It never renews the lease
+// of another run. d must be longer than the lease's margin (a tenth of
+// lockAtMostFor, at most 1s), or Extend fails with
 // backend.ErrInvalidArgument and changes nothing.
 func Extend(ctx context.Context, d time.Duration) error {
 	r, err := inflight.find(ctx)
@@ -371,74 +370,72 @@ func Extend(ctx context.Context, d time.Duration) error {
 // or the job lock's lease lapses — with a cause wrapping ErrLost
 // (context.Cause), and when ctx is. A role change is noticed within about
 // 10ms; a lease lapses a margin (a tenth of lockAtMostFor, at most 1s,
-// after the grant and after each extension alike) before the
-// store could expire it. Call the CancelFunc when the work is done.
+// after the grant and after each extension alike) before the store could
+// expire it. The context carries the run to every goroutine it is handed
+// to, however the job's runs overlap. Call the CancelFunc when done.
 //
-// ctx is the context gocron passes to the job: the first parameter of a
-// task function whose first parameter is a context.Context; call Context
-// in the task itself, on the goroutine gocron runs it on, and hand the
-// context it returns to other goroutines (see Assert). If ctx is from no
-// gated run, Context is context.WithCancel(ctx); if overlapping runs
-// cannot be told apart, the context it returns is already cancelled, with
-// a cause wrapping ErrOverlap.
+// Call it in the task itself, on the goroutine gocron runs it on, with
+// the context gocron passes. If ctx leads to no run, Context is
+// context.WithCancel(ctx); if overlapping runs cannot be told apart, the
+// context it returns is already cancelled, with a cause wrapping ErrNoRun.
 func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	r, err := inflight.find(ctx)
 	switch {
-	case errors.Is(err, ErrNoRun):
-		return context.WithCancel(ctx)
-	case err != nil:
+	case errors.Is(err, errOverlap):
 		cctx, cancel := context.WithCancelCause(ctx)
 		cancel(err)
 		return cctx, func() {}
+	case err != nil:
+		return context.WithCancel(ctx)
 	}
 	return r.watch(ctx)
 }
 
-// Epoch returns the role epoch that admitted the master-only run ctx
-// belongs to: the store's fencing token of this instance's tenure. Pass it
-// to resources that must reject a stale master. It is the epoch of the
-// caller's run (see Assert), which a later tenure does not change; it
-// reports false when ctx leads to no master-only run, or to several.
-func Epoch(ctx context.Context) (uint64, bool) {
-	r, err := inflight.find(ctx)
-	if err != nil || r.g.role != Master {
-		return 0, false
-	}
-	return r.epoch, true
-}
-
-// Token returns the fencing token of the job lock held by the run ctx
-// belongs to: strictly larger than the token of every earlier holding of
-// the lock. It reports false when ctx is from no run with a lock, and once
-// the run has lost its gate (its context was cancelled with ErrLost) or
-// ended: the lock is then no longer its to claim, even while a newer run
-// holds it. ctx is as for Assert; Token reports false where Assert fails
-// with ErrOverlap.
+// Token returns the fencing token of the run ctx belongs to, to pass to
+// resources that must reject a stale holder: its job lock's token,
+// strictly larger than that of every earlier holding of the lock, or,
+// for a master-only run without a lock, the role epoch of the tenure that
+// admitted it. It reports false when ctx leads to no such run (a
+// slave-only run without a lock has no token), and once the run has lost
+// its gate or ended, even while a newer run holds the lock. ctx is as
+// for Assert.
 func Token(ctx context.Context) (uint64, bool) {
 	r, err := inflight.find(ctx)
-	if err != nil || r.g.lock == nil || r.ctx.Err() != nil || r.expired() {
-		return 0, false
+	switch {
+	case err != nil || r.ctx.Err() != nil:
+	case r.g.lock != nil && !r.expired():
+		return r.h.Token(), true
+	case r.g.lock == nil && r.g.role == masterOnly && r.roleLost() == nil:
+		return r.epoch, true
 	}
-	return r.h.Token(), true
+	return 0, false
 }
 
-// Run runs fn if gate g admits it, for schedulers other than gocron
-// (robfig/cron, a time.Ticker loop): the same role check and job lock as
-// a gocron job gets, and the same release. It returns the *SkipError
-// (errors.Is(err, ErrSkipped)) without calling fn when the gate refuses;
-// otherwise fn's error, joined with an error wrapping ErrLost if the job
-// lock had lapsed before fn returned. fn's context is cancelled when the
-// run loses its gate (see Context) and carries the run for Assert,
-// Extend, Epoch, Token and Fire. Give ctx the fire's scheduled time with
-// FireContext so that a late start of a fire already run is skipped
-// (ErrFireDone). The run is named after the gate's lock, or its
-// role ("master-only") without one. A panic in fn releases the gate and
-// goes on.
-func Run(ctx context.Context, g *Gate, fn func(ctx context.Context) error) (err error) {
-	if g == nil || fn == nil {
-		return fmt.Errorf("%w: Run needs a gate and a function", ErrInvalid)
+// Run runs fn once, now, if job admits it: the same role check, job lock
+// and release as a gocron run of job gets, for schedulers other than
+// gocron (robfig/cron, a time.Ticker loop). job is made once by
+// MasterOnly, SlaveOnly or Locked (without WithScheduler) and used for
+// every run. fire is the time the run was scheduled for, which a job lock
+// runs at most once across the fleet however late an instance starts it;
+// every instance must name one fire by the same time to the millisecond,
+// as cron schedules do. Zero means unknown: the lock alone guards the run.
+//
+// Run returns the *SkipError (errors.Is(err, ErrSkipped)) without calling
+// fn when the gate refuses; otherwise fn's error, joined with an error
+// wrapping ErrLost if the job lock had lapsed before fn returned. fn's
+// context is cancelled when the run loses its gate (see Context) and
+// carries the run for Assert, Extend, Token and Fire. The run is named
+// after the job lock, or the role ("master-only") without one. A panic
+// in fn releases the gate and goes on.
+func Run(ctx context.Context, job gocron.JobOption, fire time.Time, fn func(ctx context.Context) error) (err error) {
+	g, err := gateOf(job)
+	if err != nil {
+		return err
 	}
-	r, err := g.admit(ctx, g.label())
+	if fn == nil {
+		return invalid("Run needs a function")
+	}
+	r, err := g.admit(ctx, cmp.Or(g.lockName(), g.role.tag()), fire)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-co-op/gocron/v2"
+
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
@@ -34,7 +36,7 @@ func TestLateExtensionIsVoid(t *testing.T) {
 		t.Fatal(err)
 	}
 	extended := make(chan error, 1)
-	err = schedlock.Run(ctxT(t), g, func(ctx context.Context) error {
+	err = schedlock.Run(ctxT(t), g.Job(), time.Time{}, func(ctx context.Context) error {
 		go func() { extended <- schedlock.Extend(ctx, time.Minute) }()
 		select {
 		case <-st.Entered():
@@ -95,7 +97,7 @@ func runAsync(t *testing.T, g *schedlock.Gate, job func(ctx context.Context)) (r
 	t.Helper()
 	started, done, res := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		res <- schedlock.Run(ctxT(t), g, func(ctx context.Context) error {
+		res <- schedlock.Run(ctxT(t), g.Job(), time.Time{}, func(ctx context.Context) error {
 			job(ctx)
 			close(started)
 			<-done
@@ -218,7 +220,7 @@ func TestRoleLossLeavesLeaseToRelease(t *testing.T) {
 	ctx := ctxT(t)
 	started, result := make(chan struct{}), make(chan error, 1)
 	go func() {
-		result <- schedlock.Run(ctx, g, func(ctx context.Context) error {
+		result <- schedlock.Run(ctx, g.Job(), time.Time{}, func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done()
 			if cause := context.Cause(ctx); !errors.Is(cause, schedlock.ErrNotMaster) {
@@ -241,5 +243,46 @@ func TestRoleLossLeavesLeaseToRelease(t *testing.T) {
 	}
 	if _, err := f.stores[0].Get(ctx, g.LockKey()); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("the job lock after the run: %v, want it released", err)
+	}
+}
+
+// Run takes the job option a gocron job gets, built once and used for
+// every run: it keeps the gate (its floor, its fire marker) between runs.
+// Any other option, or none, is refused before fn runs, without a panic.
+func TestRunTakesTheJobOption(t *testing.T) {
+	f := newFleet(t, "mem", 1, fastRole)
+	ctx := ctxT(t)
+	job := schedlock.Locked(f.stores[0], "ticker", time.Minute, 0, quiet, schedlock.WithInstance(f.ids[0]))
+	fire := time.UnixMilli(1_700_000_000_000)
+	var tokens []uint64
+	for range 2 {
+		err := schedlock.Run(ctx, job, fire, func(ctx context.Context) error {
+			tok, _ := schedlock.Token(ctx)
+			tokens = append(tokens, tok)
+			if at, ok := schedlock.Fire(ctx); !ok || !at.Equal(fire) {
+				t.Errorf("Fire = %v, %v; want %v", at, ok, fire)
+			}
+			return nil
+		})
+		if len(tokens) == 1 && err != nil {
+			t.Fatalf("first run of the fire: %v", err)
+		}
+		fire = fire.Add(time.Second)
+	}
+	if len(tokens) != 2 || tokens[1] <= tokens[0] {
+		t.Fatalf("tokens %v; want two runs, the second with a larger token", tokens)
+	}
+	if err := schedlock.Run(ctx, job, fire.Add(-time.Second), func(context.Context) error { return nil }); !alreadyRan(err) {
+		t.Fatalf("the last fire again: %v; want a skip labelled already-ran", err)
+	}
+	for name, opt := range map[string]gocron.JobOption{"nil": nil, "gocron.WithName": gocron.WithName("x"), "gocron.WithTags": gocron.WithTags("x")} {
+		ran := false
+		err := schedlock.Run(ctx, opt, time.Time{}, func(context.Context) error { ran = true; return nil })
+		if !errors.Is(err, backend.ErrInvalidArgument) || ran {
+			t.Errorf("Run with %s: %v, ran %v; want backend.ErrInvalidArgument and no run", name, err, ran)
+		}
+	}
+	if err := schedlock.Run(ctx, schedlock.Locked(nil, "x", time.Minute, 0), time.Time{}, func(context.Context) error { return nil }); !errors.Is(err, backend.ErrInvalidArgument) {
+		t.Errorf("Run with a bad option: %v; want its error", err)
 	}
 }

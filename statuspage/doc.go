@@ -18,7 +18,7 @@
 //
 //	events := statuspage.NewEvents(0)
 //	el, _ := role.NewElector(store, id, cfg, events.RoleOptions()...)
-//	gate, _ := schedlock.NewGate(schedlock.Master, el, schedlock.WithObserver(events.Job))
+//	report := schedlock.MasterOnly(el, schedlock.WithObserver(events.Job)) // s.NewJob(def, task, report)
 //	lk, _ := synclock.NewLocker(store, id, lcfg, synclock.WithObserver(events.Lock))
 //	page, _ := statuspage.New(store, el, statuspage.WithEvents(events))
 //	mux.Handle("/baton/", http.StripPrefix("/baton", page))

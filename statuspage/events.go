@@ -149,7 +149,7 @@ func (ev *Events) DuplicateID(otherOwner string) {
 func (ev *Events) Job(e schedlock.Event) {
 	switch {
 	case e.Kind == schedlock.EventSkipped:
-		ev.add(true, "skipped", e.Job, e.Reason()+": "+errText(e.Err))
+		ev.add(true, "skipped", e.Job, e.Reason+": "+errText(e.Err))
 	case e.Kind == schedlock.EventLost:
 		ev.add(true, "job-lost", e.Job, errText(e.Err))
 	case e.Kind == schedlock.EventReleased && e.Err != nil:

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-co-op/gocron/v2"
+	"github.com/google/uuid"
+
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
@@ -192,11 +195,19 @@ func testStatus(t *testing.T, st storetest.Backend) {
 	})
 
 	// b skips a master-only job.
-	gate, err := schedlock.NewGate(schedlock.Master, b.el, schedlock.WithObserver(b.events.Job), schedlock.WithLogger(quiet))
+	sched, err := gocron.NewScheduler()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gate.Lock(t.Context(), "nightly-report"); !errors.Is(err, schedlock.ErrSkipped) {
+	defer sched.Shutdown()
+	skipped := make(chan error, 1)
+	if _, err := sched.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()), gocron.NewTask(func() {}), gocron.WithName("nightly-report"),
+		schedlock.MasterOnly(b.el, schedlock.WithObserver(b.events.Job), schedlock.WithLogger(quiet)),
+		gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) { skipped <- err }))); err != nil {
+		t.Fatal(err)
+	}
+	sched.Start()
+	if err := <-skipped; !errors.Is(err, schedlock.ErrSkipped) {
 		t.Fatalf("a slave's master-only gate: err = %v; want a skip", err)
 	}
 

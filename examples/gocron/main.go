@@ -252,7 +252,7 @@ func startInstance(addr string, port int, cfg role.Config, log *slog.Logger, d *
 		switch {
 		case errors.Is(skip.Reason, schedlock.ErrRecovering):
 			detail += " (the store grants nothing yet: the restart guard, for lockAtMostFor; batonctl init declares a new store whole)"
-		case errors.Is(skip.Reason, schedlock.ErrLocked):
+		case detail == "locked":
 			detail += " (held by " + skip.Holder.Owner + ")"
 		case errors.Is(skip.Reason, schedlock.ErrNotSlave) && !el.IsMaster():
 			detail += " (no master known yet)"
@@ -266,7 +266,7 @@ func startInstance(addr string, port int, cfg role.Config, log *slog.Logger, d *
 		task func(ctx context.Context)
 	}{
 		{reportJob, schedlock.MasterOnly(el, gate...), func(ctx context.Context) {
-			epoch, _ := schedlock.Epoch(ctx) // the master's epoch: a fencing token for what the job writes
+			epoch, _ := schedlock.Token(ctx) // a master-only run's token is the master's epoch: a fencing token for what the job writes
 			d.note(in.name, reportJob, "ran", fmt.Sprintf("on the master, epoch %d", epoch))
 		}},
 		{warmJob, schedlock.SlaveOnly(el, gate...), func(context.Context) {

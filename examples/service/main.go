@@ -126,7 +126,7 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	every := gocron.DurationJob(2 * time.Second)
 	now := gocron.WithStartAt(gocron.WithStartImmediately())
 	sendReport := func(ctx context.Context) {
-		epoch, _ := schedlock.Epoch(ctx) // the master's epoch: a fencing token for the report
+		epoch, _ := schedlock.Token(ctx) // a master-only run's token is the master's epoch: a fencing token for the report
 		say.Printf("job send-report ran on the master (epoch %d)", epoch)
 	}
 	warmCache := func() { say.Printf("job warm-cache ran on a slave") }
@@ -144,9 +144,10 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	}
 	// Once per fire across the fleet (ShedLock): a lease of 1 min, kept
 	// 5 s after the start, so this job runs every third fire. Locked
-	// needs the instance: schedlock.WithInstance(id).
-	// WithScheduler(s) gives it each run's fire time, so that an instance
-	// that starts a fire late (it was paused over it) does not run it again.
+	// needs the instance, schedlock.WithInstance(id), and the scheduler,
+	// schedlock.WithScheduler(s), which gives it each run's fire time, so
+	// that an instance that starts a fire late (it was paused over it)
+	// does not run it again.
 	if _, err := s.NewJob(every, gocron.NewTask(export), gocron.WithName("export"),
 		schedlock.Locked(store, "export", time.Minute, 5*time.Second, schedlock.WithInstance(id), schedlock.WithScheduler(s)), skipped, now); err != nil {
 		return err

@@ -296,17 +296,27 @@ func (n *node) schedule(store backend.Store, id instanceid.ID, el *role.Elector)
 	}
 	observe := schedlock.WithObserver(n.gateEvent)
 	if _, err := s.NewJob(gocron.DurationJob(n.o.masterEvery),
-		schedlock.Task(n.masterJob), schedlock.MasterOnly(el, observe),
+		watched(n.masterJob), schedlock.MasterOnly(el, observe),
 		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("master-job")); err != nil {
 		return nil, err
 	}
 	if _, err := s.NewJob(gocron.CronJob("* * * * * *", true),
-		schedlock.Task(n.lockedJob),
+		watched(n.lockedJob),
 		schedlock.Locked(store, "chaos-job", n.o.jobAtMost, n.o.jobAtLeast, schedlock.WithInstance(id), schedlock.WithScheduler(s), observe),
 		gocron.WithSingletonMode(gocron.LimitModeReschedule), gocron.WithName("locked-job")); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// watched is a task that runs fn with the run's loss-aware context
+// (schedlock.Context, called in the task).
+func watched(fn func(ctx context.Context) error) gocron.Task {
+	return gocron.NewTask(func(ctx context.Context) error {
+		ctx, cancel := schedlock.Context(ctx)
+		defer cancel()
+		return fn(ctx)
+	})
 }
 
 func ignoreCanceled(err error) error {
@@ -379,9 +389,9 @@ func (n *node) sample(ctx context.Context, el *role.Elector) {
 
 // masterJob writes the role resource with the tenure's epoch.
 func (n *node) masterJob(ctx context.Context) error {
-	epoch, ok := schedlock.Epoch(ctx)
+	epoch, ok := schedlock.Token(ctx) // a master-only run's token is its epoch
 	if !ok {
-		n.logError("master-job", fmt.Errorf("master-only run without an epoch"))
+		n.logError("master-job", schedlock.Assert(ctx)) // lost its tenure already: nothing to write
 		return nil
 	}
 	n.write(ctx, chaos.ResRole, epoch, fmt.Sprintf("%s/epoch-%d", n.o.name, epoch), 0, 0)
@@ -494,7 +504,7 @@ func (n *node) read(ctx context.Context, token uint64, holding string) (int64, b
 func (n *node) gateEvent(ev schedlock.Event) {
 	switch ev.Kind {
 	case schedlock.EventSkipped:
-		switch ev.Reason() {
+		switch ev.Reason {
 		case "locked", "not-master", "already-ran":
 			// The gates doing their work: another instance runs it, or
 			// ran this fire already.
