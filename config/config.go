@@ -369,11 +369,12 @@ func sectionCheck(c *Config, prefix string) error {
 // minimum of 10 s. Role.SafetyMargin stays zero,
 // which the role package reads as its own default.
 func Default() Config {
+	roleDefaults := role.Config{}.WithDefaults()
 	return Config{
 		Instance: instanceid.Options{Tenant: DefaultTenant},
 		Role: role.Config{
-			HeartbeatInterval:   role.DefaultHeartbeatInterval,
-			HeartbeatExpiration: role.DefaultHeartbeatExpiration,
+			HeartbeatInterval:   roleDefaults.HeartbeatInterval,
+			HeartbeatExpiration: roleDefaults.HeartbeatExpiration,
 		},
 		SyncLock: synclock.Config{
 			RetryInterval: synclock.DefaultRetryInterval,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/backend/membackend"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
@@ -37,10 +38,8 @@ func TestCallbackOptionsAddUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer el.Stop(context.Background())
+	testenv.Start(el, el.Run)
+	defer testenv.Stop(context.Background(), el)
 	waitFor(t, "both OnElected and both observers", func() bool {
 		return elected[0].Load() == 1 && elected[1].Load() == 1 && observedRole[0].Load() == 1 && observedRole[1].Load() == 1
 	})

@@ -280,7 +280,7 @@ func checkRole(r Role, el *role.Elector) []error {
 // gate's instance is what its own options name.
 func gateInstance(id instanceid.ID, el *role.Elector) instanceid.ID {
 	if id.IsZero() && el != nil {
-		id = el.ID()
+		id, _ = instanceid.Parse(el.Status().Instance) // an elector's own ID always parses
 	}
 	return id
 }
@@ -450,10 +450,7 @@ func (g *Gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
 func (g *Gate) checkRole() (uint64, *SkipError) {
 	switch g.role {
 	case Master:
-		// The epoch read before a true IsMaster is this tenure's: a higher
-		// one is only seen after the tenure ended.
-		ep := g.el.Epoch()
-		if g.el.IsMaster() && g.el.Epoch() == ep {
+		if _, ep, ok := g.el.Tenure(); ok {
 			return ep, nil
 		}
 		return 0, g.notMaster()

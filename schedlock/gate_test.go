@@ -13,6 +13,7 @@ import (
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/storetest"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 )
@@ -463,8 +464,8 @@ func TestRoleGates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("master gate on the master: %v", err)
 		}
-		if ep, ok := schedlock.Epoch(ctx); !ok || ep != f.els[m].Epoch() {
-			t.Fatalf("Epoch = %d, %v; want %d", ep, ok, f.els[m].Epoch())
+		if ep, ok := schedlock.Epoch(ctx); !ok || ep != f.els[m].Status().Epoch {
+			t.Fatalf("Epoch = %d, %v; want %d", ep, ok, f.els[m].Status().Epoch)
 		}
 		if err := schedlock.Assert(ctx); err != nil {
 			t.Fatalf("Assert on the master: %v", err)
@@ -556,7 +557,7 @@ func TestContextCancelledOnDemotion(t *testing.T) {
 			})
 		}()
 		<-started
-		if err := f.els[0].Stop(ctx); err != nil {
+		if err := testenv.Stop(ctx, f.els[0]); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -628,7 +629,7 @@ func TestMastershipLostDuringAcquireSkips(t *testing.T) {
 	f.master(t, -1)
 	ctx := ctxT(t)
 	st := &hookStore{Store: f.stores[0], before: func() {
-		if err := f.els[0].Stop(ctx); err != nil {
+		if err := testenv.Stop(ctx, f.els[0]); err != nil {
 			t.Error(err)
 		}
 	}}

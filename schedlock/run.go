@@ -90,7 +90,7 @@ func (r *run) roleLost() error {
 	el := r.g.el
 	switch r.g.role {
 	case Master:
-		if !el.IsMaster() || el.Epoch() != r.epoch {
+		if _, ep, ok := el.Tenure(); !ok || ep != r.epoch {
 			return fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
 		}
 	case Slave:

@@ -11,6 +11,7 @@ import (
 	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/faulty"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/schedlock"
 )
 
@@ -228,7 +229,7 @@ func TestRoleLossLeavesLeaseToRelease(t *testing.T) {
 		})
 	}()
 	<-started
-	if err := f.els[0].Stop(ctx); err != nil {
+	if err := testenv.Stop(ctx, f.els[0]); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
+	"github.com/baton-go/baton/internal/testenv"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/synclock"
 )
@@ -54,10 +55,8 @@ func TestLockWaitsLeaveThePoolToTheElector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer el.Stop(context.Background())
+	testenv.Start(el, el.Run)
+	defer testenv.Stop(context.Background(), el)
 	for !el.IsMaster() {
 		select {
 		case <-ctx.Done():
