@@ -276,7 +276,7 @@ func checkRole(r Role, el *role.Elector) []error {
 }
 
 // gateInstance is the instance a gate speaks for: the one WithInstance
-// named, else the elector's, else none. It never reads role.Default: a
+// named, else the elector's, else none. It never reads role.SetDefault's elector: a
 // gate's instance is what its own options name.
 func gateInstance(id instanceid.ID, el *role.Elector) instanceid.ID {
 	if id.IsZero() && el != nil {
