@@ -47,24 +47,15 @@
 //     release notification and claim in milliseconds. After a crash, a slave
 //     schedules its next claim at the key's remaining TTL plus a few
 //     milliseconds of jitter, not at its next tick.
-//   - Honest IsMaster: true only while the send time of the last successful
-//     renewal plus the TTL minus Config.SafetyMargin lies in the future of
-//     the local monotonic clock. A master that cannot renew steps down on
-//     its own before the store can expire its key, and a process that wakes
-//     from a long pause never reads a stale true. Once IsMaster has read
-//     false in a tenure it never reads true again in it: a renewal the
-//     elector acts on after that ends the tenure instead. IsMaster does no
-//     I/O, takes no lock and does not allocate.
+//   - Honest IsMaster: see Elector.IsMaster. A master that cannot renew
+//     steps down on its own before the store can expire its key.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
 //     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on
 //     one goroutine per elector, never concurrently, and a slow callback
 //     never delays a renewal or a claim.
-//   - WithObserver reports every step of the election (claims, elections,
-//     demotions, renewals with their round trip, failed renewals with their
-//     error) for metrics; the metrics package turns them into Prometheus
-//     metrics. Reports are queued like the callbacks and never hold up the
-//     heartbeat.
+//   - WithObserver reports every step of the election for metrics (the
+//     metrics package); reports never hold up the heartbeat.
 //   - A store that grants nothing for a while (one that may have lost data
 //     refuses claims until every lease it may have granted before has
 //     ended: a refusal without a holder) makes slaves wait that long, or
