@@ -98,15 +98,12 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 	}
 	role.SetDefault(el)
 	elCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
-	elDone := make(chan error, 1)
-	go func() { elDone <- el.Run(elCtx) }()
+	elDone := make(chan struct{})
+	go func() { _ = el.Run(elCtx); close(elDone) }() // Run fails only when el already runs
 	defer func() {
 		endElection() // releases the role at once
 		select {
-		case err := <-elDone:
-			if err != nil {
-				say.Printf("election: %v", err)
-			}
+		case <-elDone:
 		case <-time.After(5 * time.Second):
 			say.Printf("stop: the elector did not stop within 5s")
 		}
