@@ -608,6 +608,16 @@ func TestMembersForeignDataHasNoStartTime(t *testing.T) {
 	}
 }
 
+// Members on a store that keeps no member list says so, with
+// errors.ErrUnsupported, naming the store.
+func TestMembersWithoutRegistry(t *testing.T) {
+	a, _ := NewElector(leaseOnly{newStore(t)}, mustID(t, 1), fast, quiet)
+	_, err := a.Members(context.Background())
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "keeps no member list") {
+		t.Fatalf("Members on a store without a registry: %v; want errors.ErrUnsupported", err)
+	}
+}
+
 // Two slaves that share an instance ID find each other through the member
 // list, even though neither is master.
 func TestDuplicateSlavesAreReported(t *testing.T) {
