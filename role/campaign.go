@@ -381,6 +381,11 @@ func (c *campaign) expire(why string, err error) {
 	c.h.Lose(errDeadline)
 	c.endTenure()
 	e.logger.Info("role: no longer master", "key", e.key, "reason", why)
+	c.seeHolder(err)
+}
+
+// seeHolder records the holder a refused renewal names, if it names one.
+func (c *campaign) seeHolder(err error) {
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) && nh.Holder.Owner != "" {
 		c.observe(nh.Holder.Token)
@@ -409,11 +414,7 @@ func (c *campaign) lost(err error) {
 	e := c.e
 	c.h.Lose(fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err))
 	c.endTenure()
-	var nh *backend.NotHeldError
-	if errors.As(err, &nh) && nh.Holder.Owner != "" {
-		c.observe(nh.Holder.Token)
-		c.seeMaster(nh.Holder.Owner)
-	}
+	c.seeHolder(err)
 	e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
 }
 
