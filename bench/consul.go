@@ -400,15 +400,14 @@ func (c *cuttable) Release(ctx context.Context, key, owner string, keepFor time.
 func consulTerm(ctx context.Context, addr string, cfg role.Config, app string, crash bool) (time.Duration, error) {
 	elected := make(chan *role.Elector, 4)
 	var els []*role.Elector
+	var stops []func() // end each elector's Run and wait for it
 	var cuts []*cuttable
 	var stores []*consulbackend.Store
 	defer func() {
 		// The electors first: a stopping master releases the role
 		// through its store.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		for _, el := range els {
-			_ = el.Stop(sctx)
+		for _, stop := range stops {
+			stop()
 		}
 		for _, s := range stores {
 			_ = s.Close()
@@ -431,9 +430,16 @@ func consulTerm(ctx context.Context, addr string, cfg role.Config, app string, c
 		if err != nil {
 			return 0, err
 		}
-		if err := el.Start(); err != nil {
-			return 0, err
-		}
+		rctx, end := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { _ = el.Run(rctx); close(done) }()
+		stops = append(stops, func() {
+			end()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+			}
+		})
 		els, cuts = append(els, el), append(cuts, c)
 	}
 	wait := func() (*role.Elector, error) {
@@ -453,8 +459,8 @@ func consulTerm(ctx context.Context, addr string, cfg role.Config, app string, c
 	at := time.Now()
 	if crash {
 		cuts[slices.Index(els, m)].cut.Store(true)
-	} else if err := m.Stop(ctx); err != nil {
-		return 0, err
+	} else {
+		stops[slices.Index(els, m)]() // ends its Run: it releases the role at once
 	}
 	if _, err := wait(); err != nil {
 		return 0, err

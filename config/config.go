@@ -355,11 +355,12 @@ func lockDefaults() synclock.Config {
 // minimum of 10 s. Role.SafetyMargin stays zero,
 // which the role package reads as its own default.
 func Default() Config {
+	roleDefaults := role.Config{}.WithDefaults()
 	return Config{
 		Instance: instanceid.Options{Tenant: DefaultTenant},
 		Role: role.Config{
-			HeartbeatInterval:   role.DefaultHeartbeatInterval,
-			HeartbeatExpiration: role.DefaultHeartbeatExpiration,
+			HeartbeatInterval:   roleDefaults.HeartbeatInterval,
+			HeartbeatExpiration: roleDefaults.HeartbeatExpiration,
 		},
 		SyncLock: lockDefaults(),
 		Redis: Redis{

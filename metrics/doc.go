@@ -99,7 +99,7 @@
 // lock store was unavailable (op acquire) and a job lock release that
 // failed (op release). Failures no event reports are not counted: a
 // failed lease extension that a later one made good, the role's release
-// at Stop, member heartbeats, watches.
+// at the end of Run, member heartbeats, watches.
 //
 // baton_lock_lost_total counts leases reported lost while a section ran;
 // a lease found gone only by the release is counted by neither it nor

@@ -34,7 +34,9 @@ func Example() {
 	el, _ := role.NewElector(store, id, role.Config{}, role.WithLogger(quiet), m.Role(id))
 	lk, _ := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithLogger(quiet), m.Lock(id))
 
-	el.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { el.Run(ctx); close(done) }()
 	for !el.IsMaster() {
 		time.Sleep(time.Millisecond)
 	}
@@ -50,7 +52,8 @@ func Example() {
 	s.Start()
 	<-skipped
 	s.Shutdown()
-	el.Stop(context.Background()) // returns once the elector's reports are in
+	cancel()
+	<-done // Run returns once the elector's reports are in
 
 	printSeries(reg, "baton_role_is_master", "baton_role_transitions_total",
 		"baton_lock_acquired_total", "baton_job_skipped_total")

@@ -23,6 +23,7 @@ import (
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
 	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 var (
@@ -68,9 +69,7 @@ func newID(t testing.TB, app string, port int) instanceid.ID {
 
 func startElector(t *testing.T, el *role.Elector) {
 	t.Helper()
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Start(el, el.Run)
 	t.Cleanup(func() { stopElector(t, el) })
 }
 
@@ -78,7 +77,7 @@ func stopElector(t *testing.T, el *role.Elector) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := el.Stop(ctx); err != nil {
+	if err := testenv.Stop(ctx, el); err != nil {
 		t.Error(err)
 	}
 }
@@ -166,7 +165,7 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	startElector(t, a)
 	waitUntil(t, "a elected", a.IsMaster)
 	startElector(t, b)
-	waitUntil(t, "b sees a as master", func() bool { return b.Master() == idA.String() })
+	waitUntil(t, "b sees a as master", func() bool { return b.Status().Master == idA.String() })
 	await(t, reg, "baton_role_is_master", instA, "a is master", func(v float64) bool { return v == 1 })
 	await(t, reg, "baton_role_claims_total", with(instB, "result", "held"), "b's claim was refused", func(v float64) bool { return v >= 1 })
 	await(t, reg, "baton_role_master_changes_total", instB, "b learnt of a", func(v float64) bool { return v == 1 })
@@ -183,8 +182,8 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	if v := value(t, reg, "baton_role_transitions_total", with(instB, "to", "master")); v != 0 {
 		t.Errorf("b's transitions to master before its election = %v, want 0", v)
 	}
-	if v := value(t, reg, "baton_role_epoch", instA); v != float64(a.Epoch()) || v == 0 {
-		t.Errorf("a's epoch gauge = %v, want %d", v, a.Epoch())
+	if v := value(t, reg, "baton_role_epoch", instA); v != float64(a.Status().Epoch) || v == 0 {
+		t.Errorf("a's epoch gauge = %v, want %d", v, a.Status().Epoch)
 	}
 
 	// A contended lock: a holds it, b's TryLock is refused, a DoKey of b
@@ -276,7 +275,7 @@ func electionLocksAndJobs(t *testing.T, storeA, storeB backend.Store) {
 	await(t, reg, "baton_job_run_seconds", job("warm-cache"), "the warm-up's run ended", one)
 
 	// The handover: a stops, b takes over.
-	epochA := a.Epoch()
+	epochA := a.Status().Epoch
 	stopElector(t, a)
 	waitUntil(t, "b elected", b.IsMaster)
 	await(t, reg, "baton_role_is_master", instB, "b is master", one)
@@ -318,8 +317,8 @@ func feed(m *metrics.Metrics, id instanceid.ID) {
 		{Kind: role.EventClaim},
 		{Kind: role.EventElected, Epoch: 8},
 		{Kind: role.EventMasterChange, Epoch: 8, Master: id.String()},
-		{Kind: role.EventRenewed, Epoch: 8, Latency: time.Millisecond},
-		{Kind: role.EventRenewFailed, Epoch: 8, Latency: time.Second, Err: errors.New("store down")},
+		{Kind: role.EventRenewal, Epoch: 8, Latency: time.Millisecond},
+		{Kind: role.EventRenewal, Epoch: 8, Latency: time.Second, Err: errors.New("store down")},
 		{Kind: role.EventDemoted, Epoch: 8},
 		{Kind: role.EventStopped, Epoch: 8},
 	} {

@@ -56,12 +56,15 @@ func (m *Metrics) RoleObserver(id instanceid.ID) func(role.Event) {
 			toSlave.Inc()
 		case role.EventMasterChange:
 			changes.Inc()
-		case role.EventRenewed:
-			renewal.Observe(e.Latency.Seconds())
-		case role.EventRenewFailed:
-			failures.Inc()
-			if !errors.Is(e.Err, backend.ErrNotHeld) {
+		case role.EventRenewal:
+			switch {
+			case e.Err == nil:
+				renewal.Observe(e.Latency.Seconds())
+			case !errors.Is(e.Err, backend.ErrNotHeld):
+				failures.Inc()
 				renewErr.Inc()
+			default:
+				failures.Inc()
 			}
 		}
 		s.update(e, h, m.now())

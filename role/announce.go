@@ -40,7 +40,7 @@ func (e *Elector) announce(ctx context.Context, kick <-chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.OperationTimeout)
 			if err := a.Withdraw(wctx); err != nil {
 				e.logger.Warn("role: could not withdraw the announcement", "err", err)
 			}
@@ -50,7 +50,7 @@ func (e *Elector) announce(ctx context.Context, kick <-chan struct{}) {
 		case <-t.C():
 		}
 		master := e.IsMaster()
-		actx, cancel := context.WithTimeout(ctx, e.opTimeout)
+		actx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 		err := a.Announce(actx, master)
 		cancel()
 		switch {

@@ -59,7 +59,7 @@ func TestAnnouncementsFollowHandover(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := els[0].Stop(ctx); err != nil {
+	if err := els[0].Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, withdrawn := recs[0].state(); !withdrawn {

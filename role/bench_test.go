@@ -26,13 +26,13 @@ func electedMaster(b *testing.B) *Elector {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
+	if err := el.Launch(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		el.Stop(ctx)
+		el.Halt(ctx)
 	})
 	eventually(b, "elected", el.IsMaster)
 	return el

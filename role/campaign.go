@@ -13,7 +13,7 @@ import (
 // campaign is the state of one Run: only its goroutine touches it. It is
 // the one source of truth for a tenure: it starts the tenure, moves its
 // deadline when a renewal comes back in time, and ends it — IsMaster false,
-// the tenure's context cancelled, OnDemoted queued, Master no longer self,
+// the tenure's context cancelled, OnDemoted queued, Status no longer naming it,
 // the log line — at the deadline itself, whether or not a store call is
 // still out. A store call never decides on its own that a tenure goes on.
 type campaign struct {
@@ -252,7 +252,7 @@ func (c *campaign) lead(ctx context.Context, l backend.Lease, start int64) {
 			c.expire("no renewal came back before the safety deadline", err)
 			return
 		case r.err == nil:
-			c.report(Event{Kind: EventRenewed, Epoch: l.Token, Latency: took})
+			c.report(Event{Kind: EventRenewal, Epoch: l.Token, Latency: took})
 			next = sent + interval
 		case ctx.Err() != nil:
 			c.stepDown(ctx)
@@ -381,6 +381,11 @@ func (c *campaign) expire(why string, err error) {
 	c.h.Lose(errDeadline)
 	c.endTenure()
 	e.logger.Info("role: no longer master", "key", e.key, "reason", why)
+	c.seeHolder(err)
+}
+
+// seeHolder records the holder a refused renewal names, if it names one.
+func (c *campaign) seeHolder(err error) {
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) && nh.Holder.Owner != "" {
 		c.observe(nh.Holder.Token)
@@ -409,18 +414,14 @@ func (c *campaign) lost(err error) {
 	e := c.e
 	c.h.Lose(fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err))
 	c.endTenure()
-	var nh *backend.NotHeldError
-	if errors.As(err, &nh) && nh.Holder.Owner != "" {
-		c.observe(nh.Holder.Token)
-		c.seeMaster(nh.Holder.Owner)
-	}
+	c.seeHolder(err)
 	e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
 }
 
 // endTenure ends the tenure locally, in the order a reader may rely on:
 // IsMaster turns false, then the tenure's context is cancelled (the
 // holding does both, at its deadline, on Lose or here), then Tenure and
-// Master stop naming it, then OnDemoted is queued.
+// Status stop naming it, then OnDemoted is queued.
 func (c *campaign) endTenure() {
 	e := c.e
 	c.h.End()
@@ -442,7 +443,7 @@ func (c *campaign) endTenure() {
 // begin: a grant that comes back later is void.
 func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 	e := c.e
-	octx, cancel := context.WithTimeout(ctx, min(e.opTimeout, time.Duration(c.validity())))
+	octx, cancel := context.WithTimeout(ctx, min(e.cfg.OperationTimeout, time.Duration(c.validity())))
 	defer cancel()
 	// The floor is the highest epoch this elector has seen, in this Run or
 	// an earlier one.
@@ -453,7 +454,7 @@ func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 // holds one.
 func (c *campaign) release(ctx context.Context) error {
 	e := c.e
-	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	octx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 	defer cancel()
 	err := e.store.Release(octx, e.key, e.owner, 0)
 	if errors.Is(err, backend.ErrNotHeld) {
@@ -491,7 +492,7 @@ func (c *campaign) seeMaster(owner string) {
 
 func (c *campaign) openWatch(ctx context.Context) {
 	e := c.e
-	octx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	octx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 	defer cancel()
 	w, err := e.store.Watch(octx, e.key)
 	if err != nil {

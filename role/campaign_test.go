@@ -17,7 +17,7 @@ func stop(t *testing.T, el *Elector) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := el.Stop(ctx); err != nil {
+	if err := el.Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -32,13 +32,13 @@ func TestRestartedElectorKeepsEpochFloor(t *testing.T) {
 	a, _ := NewElector(sw, mustID(t, 1), fast, quiet)
 	var last uint64
 	for range 2 {
-		if err := a.Start(); err != nil {
+		if err := a.Launch(); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, "a elected", a.IsMaster)
 		_, ep, _ := a.Tenure()
-		if ep <= last || a.Epoch() != ep {
-			t.Fatalf("tenure's epoch %d (Epoch %d), want one above the last tenure's %d", ep, a.Epoch(), last)
+		if ep <= last || a.Status().Epoch != ep {
+			t.Fatalf("tenure's epoch %d (Epoch %d), want one above the last tenure's %d", ep, a.Status().Epoch, last)
 		}
 		last = ep
 		stop(t, a)

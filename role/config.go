@@ -8,12 +8,6 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// Defaults of the seed framework's scheduler-lock.* keys.
-const (
-	DefaultHeartbeatInterval   = 15 * time.Second
-	DefaultHeartbeatExpiration = 45 * time.Second
-)
-
 // Config tunes an election. The zero value means the seed's defaults: the
 // feature enabled, a 15 s heartbeat and a 45 s role TTL.
 type Config struct {
@@ -36,18 +30,27 @@ type Config struct {
 	// fail. Default: a tenth of HeartbeatExpiration, at most half of
 	// HeartbeatInterval. It must be less than HeartbeatInterval.
 	SafetyMargin time.Duration
+	// OperationTimeout bounds each call to the store. Default: the
+	// heartbeat interval, at most 5 s. A renewal's context also ends at
+	// the tenure's deadline, and a claim's after the TTL minus the safety
+	// margin, whichever is sooner.
+	OperationTimeout time.Duration
 }
 
-// WithDefaults returns c with every zero duration replaced by its default.
+// WithDefaults returns c with every zero duration replaced by its default
+// (the seed framework's scheduler-lock.* defaults for the heartbeat).
 func (c Config) WithDefaults() Config {
 	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
+		c.HeartbeatInterval = 15 * time.Second
 	}
 	if c.HeartbeatExpiration == 0 {
-		c.HeartbeatExpiration = DefaultHeartbeatExpiration
+		c.HeartbeatExpiration = 45 * time.Second
 	}
 	if c.SafetyMargin == 0 {
 		c.SafetyMargin = min(c.HeartbeatExpiration/10, c.HeartbeatInterval/2)
+	}
+	if c.OperationTimeout == 0 {
+		c.OperationTimeout = min(c.HeartbeatInterval, 5*time.Second)
 	}
 	return c
 }
@@ -70,6 +73,9 @@ func (c Config) Validate() error {
 	}
 	if c.SafetyMargin < 0 {
 		errs = append(errs, fmt.Errorf("role: SafetyMargin %v must not be negative", c.SafetyMargin))
+	}
+	if c.OperationTimeout < 0 {
+		errs = append(errs, fmt.Errorf("role: OperationTimeout %v must not be negative", c.OperationTimeout))
 	}
 	if len(errs) == 0 {
 		// 2*interval >= expiration, without overflow.

@@ -38,6 +38,7 @@ func TestConfigLimits(t *testing.T) {
 			"must be less than half of HeartbeatExpiration"},
 		{"sub-millisecond TTL", Config{HeartbeatInterval: time.Nanosecond, HeartbeatExpiration: 500 * time.Microsecond, SafetyMargin: 1},
 			"HeartbeatExpiration 500µs is shorter than 1ms"},
+		{"negative operation timeout", Config{OperationTimeout: -time.Second}, "OperationTimeout -1s must not be negative"},
 	}
 	for _, c := range cases {
 		_, err := NewElector(store, id, c.cfg)
@@ -52,6 +53,19 @@ func TestConfigLimits(t *testing.T) {
 		}
 		if strings.HasPrefix(c.want, "HeartbeatExpiration") && !errors.Is(err, backend.ErrInvalidArgument) {
 			t.Errorf("%s: %v does not wrap backend.ErrInvalidArgument", c.name, err)
+		}
+	}
+}
+
+// The zero OperationTimeout is the heartbeat interval, at most 5 s.
+func TestOperationTimeoutDefault(t *testing.T) {
+	for _, c := range []struct{ interval, want time.Duration }{
+		{time.Second, time.Second},
+		{15 * time.Second, 5 * time.Second},
+	} {
+		got := Config{HeartbeatInterval: c.interval, HeartbeatExpiration: 45 * time.Second}.WithDefaults().OperationTimeout
+		if got != c.want {
+			t.Errorf("interval %v: OperationTimeout %v; want %v", c.interval, got, c.want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package role
 
 import (
-	"context"
 	"log/slog"
 	"runtime"
 	"sync/atomic"
@@ -14,16 +13,13 @@ var (
 	noDefaultLogged atomic.Bool
 )
 
-// SetDefault makes el the elector that the package-level IsMaster and
-// IsMasterOf use, for code (HTTP handlers, jobs) that cannot be handed the
-// elector. Pass nil to clear it.
+// SetDefault makes el the elector that the package-level IsMaster uses,
+// for code (HTTP handlers) that cannot be handed the elector. Pass nil to
+// clear it.
 func SetDefault(el *Elector) {
 	defaultElector.Store(el)
 	noDefaultLogged.Store(false)
 }
-
-// Default returns the elector set by SetDefault, or nil.
-func Default() *Elector { return defaultElector.Load() }
 
 // IsMaster reports whether this instance is master according to the
 // elector set by SetDefault. With none set it reports false, and the first
@@ -51,14 +47,4 @@ func logNoDefault() {
 	}
 	slog.Error("role: IsMaster called with no default elector: it reports false (slave) until role.SetDefault(el) registers the service's elector",
 		"caller", caller)
-}
-
-// IsMasterOf is Elector.IsMasterOf on the elector set by SetDefault. It
-// returns ErrNoDefault when none is set.
-func IsMasterOf(ctx context.Context, app, instanceID string) (bool, error) {
-	el := defaultElector.Load()
-	if el == nil {
-		return false, ErrNoDefault
-	}
-	return el.IsMasterOf(ctx, app, instanceID)
 }

@@ -3,6 +3,19 @@
 // lease, so that a change of master is observable and a handover takes
 // milliseconds.
 //
+// One way per task:
+//
+//	el, err := role.NewElector(store, id, cfg, role.OnElected(f)) // start: NewElector,
+//	go el.Run(ctx)                                               // then Run; ending ctx hands over
+//	el.IsMaster()                                                // am I master? (no I/O)
+//	role.SetDefault(el); role.IsMaster()                         // the same, in a handler
+//	tctx, epoch, ok := el.Tenure()                               // master work: its context and epoch
+//	ok, err := el.IsMasterOf(ctx, app, instanceID)               // is another instance master?
+//	el.Status()                                                  // everything else: master, epoch, key, errors
+//
+// Callbacks OnElected(ctx), OnDemoted and OnMasterChange(id) report
+// changes; WithObserver feeds metrics; IsLeader serves gocron.Elector.
+//
 // # The rules
 //
 // One role key per service, {tenant:app}:role, holds the master's owner
@@ -24,34 +37,25 @@
 //     a floor the store refuses as ahead of its clock, backend.ErrFloorAhead,
 //     is forgotten, and forged data under the role key is logged as
 //     "corrupt data in the store" and never taken as an epoch).
-//     Epoch and EpochFromContext return it. A
+//     Tenure, EpochFromContext and Status return it. A
 //     tenure that ended is never resumed: a master that stepped down (its
 //     store out of reach) and then finds its own lease still live on the
 //     store releases it and claims afresh, so its next tenure has a new,
 //     larger epoch.
-//   - Fast handover: Stop (or the end of Run's context) gives the role up
+//   - Fast handover: the end of Run's context gives the role up
 //     and deletes the key at once; waiting slaves are woken by the store's
 //     release notification and claim in milliseconds. After a crash, a slave
 //     schedules its next claim at the key's remaining TTL plus a few
 //     milliseconds of jitter, not at its next tick.
-//   - Honest IsMaster: true only while the send time of the last successful
-//     renewal plus the TTL minus Config.SafetyMargin lies in the future of
-//     the local monotonic clock. A master that cannot renew steps down on
-//     its own before the store can expire its key, and a process that wakes
-//     from a long pause never reads a stale true. Once IsMaster has read
-//     false in a tenure it never reads true again in it: a renewal the
-//     elector acts on after that ends the tenure instead. IsMaster does no
-//     I/O, takes no lock and does not allocate.
+//   - Honest IsMaster: see Elector.IsMaster. A master that cannot renew
+//     steps down on its own before the store can expire its key.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
 //     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on
 //     one goroutine per elector, never concurrently, and a slow callback
 //     never delays a renewal or a claim.
-//   - WithObserver reports every step of the election (claims, elections,
-//     demotions, renewals with their round trip, failed renewals with their
-//     error) for metrics; the metrics package turns them into Prometheus
-//     metrics. Reports are queued like the callbacks and never hold up the
-//     heartbeat.
+//   - WithObserver reports every step of the election for metrics (the
+//     metrics package); reports never hold up the heartbeat.
 //   - A store that grants nothing for a while (one that may have lost data
 //     refuses claims until every lease it may have granted before has
 //     ended: a refusal without a holder) makes slaves wait that long, or
@@ -71,7 +75,7 @@
 // renewal) — not when a store call returns. At that moment, in this order,
 // IsMaster turns false and the tenure's context is cancelled (the holding
 // does both, on its timer), then the elector's goroutine has Tenure and
-// Master stop naming this instance, queues OnDemoted and logs the "no
+// Status stop naming this instance, queues OnDemoted and logs the "no
 // longer master" line. Every renewal's context ends at the deadline, and the elector does not
 // rely on the store honouring it (go-redis lets a context's deadline end a
 // read only with ContextTimeoutEnabled): it stops waiting at the deadline

@@ -66,7 +66,7 @@ func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c
 		c.seen, c.warned = nil, nil
 		return
 	}
-	mctx, cancel := context.WithTimeout(ctx, e.opTimeout)
+	mctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 	ms, err := reg.Members(mctx, e.group)
 	cancel()
 	if err != nil {

@@ -20,8 +20,8 @@ import (
 )
 
 // Elector takes part in the election of one service's master. Create it
-// with NewElector, then either call Run in a goroutine you own or Start
-// and, at shutdown, Stop. All methods are safe for concurrent use.
+// with NewElector, then call Run in a goroutine you own. All methods are
+// safe for concurrent use.
 type Elector struct {
 	store  backend.Store
 	id     instanceid.ID
@@ -36,7 +36,6 @@ type Elector struct {
 	base      time.Time // deadlines are nanoseconds since base, read on the monotonic clock
 	logger    *slog.Logger
 	hooks     hooks
-	opTimeout time.Duration
 
 	// terms are the role key's lease terms: the store, the safety margin,
 	// the alarm that ends a tenure at its deadline (internal/lease).
@@ -49,8 +48,6 @@ type Elector struct {
 
 	mu          sync.Mutex // guards the fields below
 	running     bool
-	cancelRun   context.CancelFunc
-	runDone     chan struct{}
 	master      string // last known master's instance ID
 	lastErr     error
 	lastErrAt   time.Time
@@ -70,7 +67,7 @@ type Elector struct {
 }
 
 // NewElector returns an elector for the instance id on store. It checks
-// the configuration and the ID, and starts nothing: call Run or Start.
+// the configuration and the ID, and starts nothing: call Run.
 func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Option) (*Elector, error) {
 	if store == nil {
 		return nil, errors.New("role: nil store: pass a backend such as redisbackend.New(client)")
@@ -99,9 +96,6 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	for _, o := range opts {
 		o(e)
 	}
-	if e.opTimeout <= 0 {
-		e.opTimeout = min(e.cfg.HeartbeatInterval, 5*time.Second)
-	}
 	if err := backend.ValidateKey(e.key); err != nil {
 		return nil, fmt.Errorf("role: tenant %q and app %q do not make a usable key: %w", id.Tenant, id.App, err)
 	}
@@ -113,16 +107,10 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	}
 	e.realClock = e.clock == clock.Real
 	e.base = e.clock.Now()
-	e.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(e.clock), Margin: e.cfg.SafetyMargin, OpTimeout: e.opTimeout}
+	e.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(e.clock), Margin: e.cfg.SafetyMargin, OpTimeout: e.cfg.OperationTimeout}
 	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText, "backend", backend.StoreName(store))
 	return e, nil
 }
-
-// ID returns the instance ID the elector campaigns for.
-func (e *Elector) ID() instanceid.ID { return e.id }
-
-// Key returns the role key in the store.
-func (e *Elector) Key() string { return e.key }
 
 // IsMaster reports whether this instance is master now. It is true only
 // while the last successful renewal (or the claim), counted from when it
@@ -153,11 +141,6 @@ func (e *Elector) IsLeader(context.Context) error {
 	return ErrNotMaster
 }
 
-// Epoch returns the highest role epoch (the store's fencing token of a
-// tenure) this elector has seen: its own tenure's while it is master.
-// Pass it to resources that must reject a stale master's writes.
-func (e *Elector) Epoch() uint64 { return e.epoch.Load() }
-
 // Tenure returns the context and epoch of this instance's current tenure
 // as master — the context OnElected gets, cancelled when the tenure ends —
 // and ok=false when this instance is not master: from the tenure's
@@ -173,17 +156,8 @@ func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 	return e.tenure, e.tenureEpoch, true
 }
 
-// Master returns the instance ID of the master as last seen by this
-// elector, or "" when it has seen none. It stops naming this instance at
-// the tenure's deadline, when IsMaster turns false.
-func (e *Elector) Master() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.masterLocked()
-}
-
-// masterLocked is Master with e.mu held: while this instance holds a
-// tenure, the clock decides, as for IsMaster.
+// masterLocked is the master as last seen, with e.mu held: while this
+// instance holds a tenure, the clock decides, as for IsMaster.
 func (e *Elector) masterLocked() string {
 	if e.tenure != nil && e.master == e.idText && !e.IsMaster() {
 		return ""
@@ -208,75 +182,30 @@ func (e *Elector) IsMasterOf(ctx context.Context, app, instanceID string) (bool,
 	return ownerID(l.Owner) == instanceID, nil
 }
 
-// Start runs the election in a goroutine owned by the elector until Stop.
-func (e *Elector) Start() error {
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := e.claimRun(cancel); err != nil {
-		cancel()
-		return err
-	}
-	go e.run(ctx)
-	return nil
-}
-
-// Stop ends the election started by Start or Run: a master gives up its
-// mastership first (IsMaster turns false, the OnElected context is
-// cancelled) and then releases the role key at once so another instance
-// takes over in milliseconds. Stop waits for that, and for the callbacks
-// already queued, until ctx ends.
-func (e *Elector) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	cancel, done := e.cancelRun, e.runDone
-	e.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("role: stopping elector for %s: %w", e.idText, backend.ContextError(ctx))
-	}
-}
-
 // Run takes part in the election until ctx ends, then gives up the
-// mastership like Stop. It returns ErrRunning if the elector already runs.
-// With the role disabled it writes nothing and just waits for ctx.
+// mastership: IsMaster turns false and the OnElected context is cancelled
+// first, then the role key is released at once, so that another instance
+// takes over in milliseconds. Run returns once that is done and the
+// callbacks already queued have run. A second Run of one elector while the
+// first runs returns an error at once. With the role disabled it writes
+// nothing and just waits for ctx.
 func (e *Elector) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := e.claimRun(cancel); err != nil {
-		return err
-	}
-	e.run(ctx)
-	return nil
-}
-
-func (e *Elector) claimRun(cancel context.CancelFunc) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.running {
-		return fmt.Errorf("%w: elector for %s", ErrRunning, e.idText)
-	}
+	running := e.running
 	e.running = true
-	e.cancelRun = cancel
-	e.runDone = make(chan struct{})
-	return nil
-}
-
-func (e *Elector) run(ctx context.Context) {
+	e.mu.Unlock()
+	if running {
+		return fmt.Errorf("%w: elector for %s", errRunning, e.idText)
+	}
 	defer func() {
 		e.mu.Lock()
 		e.running = false
-		close(e.runDone)
-		e.cancelRun = nil
 		e.mu.Unlock()
 	}()
 	if e.cfg.Disabled {
 		e.logger.Info("role election disabled (scheduler-lock.enabled=false): this instance is never master")
 		<-ctx.Done()
-		return
+		return nil
 	}
 	ev := newEvents(e.hooks)
 	defer ev.close()
@@ -284,21 +213,14 @@ func (e *Elector) run(ctx context.Context) {
 	defer presence.Wait()
 	pctx, stopPresence := context.WithCancel(ctx)
 	defer stopPresence()
-	presence.Add(1)
-	go func() {
-		defer presence.Done()
-		e.presence(pctx, ev)
-	}()
+	presence.Go(func() { e.presence(pctx, ev) })
 	if e.announcer != nil {
-		presence.Add(1)
-		go func() {
-			defer presence.Done()
-			e.announce(pctx, e.kick)
-		}()
+		presence.Go(func() { e.announce(pctx, e.kick) })
 	}
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)
 	c.report(Event{Kind: EventStopped})
+	return nil
 }
 
 func (e *Elector) now() int64 {

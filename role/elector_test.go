@@ -112,13 +112,13 @@ func newStoreB(b *testing.B) *membackend.Store {
 
 func start(t *testing.T, el *Elector) {
 	t.Helper()
-	if err := el.Start(); err != nil {
+	if err := el.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		if err := el.Stop(ctx); err != nil {
+		if err := el.Halt(ctx); err != nil {
 			t.Error(err)
 		}
 	})
@@ -140,8 +140,8 @@ func TestFirstElectorBecomesMaster(t *testing.T) {
 	start(t, el)
 	eventually(t, "elected", el.IsMaster)
 	eventually(t, "OnElected called", func() bool { return elected.Load() != 0 })
-	if el.Epoch() != elected.Load() || el.Master() != "10.0.0.1:acme:billing:8080" {
-		t.Fatalf("epoch %d master %q; want OnElected's epoch %d and own ID", el.Epoch(), el.Master(), elected.Load())
+	if el.Status().Epoch != elected.Load() || el.Status().Master != "10.0.0.1:acme:billing:8080" {
+		t.Fatalf("epoch %d master %q; want OnElected's epoch %d and own ID", el.Status().Epoch, el.Status().Master, elected.Load())
 	}
 	l, err := store.Get(context.Background(), "{acme:billing}:role")
 	if err != nil || !strings.HasPrefix(l.Owner, "10.0.0.1:acme:billing:8080#") {
@@ -193,7 +193,7 @@ func TestOneMasterAcrossHandovers(t *testing.T) {
 			t.Fatal(err)
 		}
 		electors = append(electors, el)
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,7 +213,7 @@ func TestOneMasterAcrossHandovers(t *testing.T) {
 			t.Fatalf("round %d: %d masters", round, len(ms))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		if err := ms[0].Stop(ctx); err != nil {
+		if err := ms[0].Halt(ctx); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
@@ -246,19 +246,19 @@ func TestGracefulHandoverWakesSlave(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
-	eventually(t, "b sees a as master", func() bool { return b.Master() == a.ID().String() })
-	aEpoch := a.Epoch()
+	eventually(t, "b sees a as master", func() bool { return b.Status().Master == a.Status().Instance })
+	aEpoch := a.Status().Epoch
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := a.Stop(ctx); err != nil {
+	if err := a.Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if a.IsMaster() {
 		t.Fatal("a still master after Stop")
 	}
 	eventually(t, "b elected without the clock moving", b.IsMaster)
-	if b.Epoch() <= aEpoch {
-		t.Fatalf("b's epoch = %d, want one above a's %d", b.Epoch(), aEpoch)
+	if b.Status().Epoch <= aEpoch {
+		t.Fatalf("b's epoch = %d, want one above a's %d", b.Status().Epoch, aEpoch)
 	}
 }
 
@@ -278,7 +278,7 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
-	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	eventually(t, "b sees a", func() bool { return b.Status().Master == a.Status().Instance })
 	// a: heartbeat sleep + deadline timer; store: expiry timer; b: wait.
 	clk.AwaitTimers(t, 4)
 
@@ -293,7 +293,7 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 		t.Fatal("a still master at its deadline")
 	}
 	eventually(t, "a's tenure context cancelled", tenureEnded.Load)
-	if _, err := store.Get(context.Background(), a.Key()); err != nil {
+	if _, err := store.Get(context.Background(), a.Status().Key); err != nil {
 		t.Fatalf("the key should still be held on the store when a steps down: %v", err)
 	}
 	if b.IsMaster() {
@@ -303,30 +303,30 @@ func TestStepDownBeforeExpiryAndFailover(t *testing.T) {
 	// at most 20 ms of jitter.
 	clk.Advance(fast.SafetyMargin + 30*time.Millisecond)
 	eventually(t, "b elected after the key expired", b.IsMaster)
-	if b.Epoch() <= a.Epoch() {
-		t.Fatalf("b's epoch = %d, want one above a's %d", b.Epoch(), a.Epoch())
+	if b.Status().Epoch <= a.Status().Epoch {
+		t.Fatalf("b's epoch = %d, want one above a's %d", b.Status().Epoch, a.Status().Epoch)
 	}
 	// The stale master comes back: it cannot renew, release or shorten b's
 	// lease, and it does not become master again.
-	l, err := store.Get(context.Background(), a.Key())
+	l, err := store.Get(context.Background(), a.Status().Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cut.Cut(false)
-	if _, err := store.Renew(context.Background(), a.Key(), a.owner, time.Millisecond); !errors.Is(err, backend.ErrNotHeld) {
+	if _, err := store.Renew(context.Background(), a.Status().Key, a.owner, time.Millisecond); !errors.Is(err, backend.ErrNotHeld) {
 		t.Errorf("the stale master's renewal: %v, want ErrNotHeld", err)
 	}
-	if err := store.Release(context.Background(), a.Key(), a.owner, 0); !errors.Is(err, backend.ErrNotHeld) {
+	if err := store.Release(context.Background(), a.Status().Key, a.owner, 0); !errors.Is(err, backend.ErrNotHeld) {
 		t.Errorf("the stale master's release: %v, want ErrNotHeld", err)
 	}
-	if after, err := store.Get(context.Background(), a.Key()); err != nil || after != l {
+	if after, err := store.Get(context.Background(), a.Status().Key); err != nil || after != l {
 		t.Errorf("b's lease changed: %+v -> %+v, %v", l, after, err)
 	}
 	// a, back in reach, finds b's lease at its next try (its back-off is
 	// at most a heartbeat interval) and follows it.
 	clk.AwaitTimers(t, 4) // a: back-off; b: heartbeat, deadline; store: expiry
 	clk.Advance(fast.HeartbeatInterval)
-	eventually(t, "a sees b as master", func() bool { return a.Master() == b.ID().String() })
+	eventually(t, "a sees b as master", func() bool { return a.Status().Master == b.Status().Instance })
 	if a.IsMaster() || !b.IsMaster() {
 		t.Fatalf("after the stale master came back: a %v, b %v", a.IsMaster(), b.IsMaster())
 	}
@@ -340,16 +340,16 @@ func TestStoreLosesDataEpochStillIncreases(t *testing.T) {
 	a, _ := NewElector(leaseOnly{store}, mustID(t, 1), fast, quiet, withClock(clk))
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
-	first := a.Epoch()
+	first := a.Status().Epoch
 	for range 3 { // raise the epoch a little with extra tenures
 		clk.AwaitTimers(t, 3)
-		ep := a.Epoch()
+		ep := a.Status().Epoch
 		store.Reset()
 		clk.Advance(fast.HeartbeatInterval)
-		eventually(t, "re-elected with a larger epoch", func() bool { return a.IsMaster() && a.Epoch() > ep })
+		eventually(t, "re-elected with a larger epoch", func() bool { return a.IsMaster() && a.Status().Epoch > ep })
 	}
-	if a.Epoch() <= first {
-		t.Fatalf("epoch after three data losses = %d, want one above the first tenure's %d", a.Epoch(), first)
+	if a.Status().Epoch <= first {
+		t.Fatalf("epoch after three data losses = %d, want one above the first tenure's %d", a.Status().Epoch, first)
 	}
 }
 
@@ -359,7 +359,7 @@ func TestRenewalsKeepMastership(t *testing.T) {
 	a, _ := NewElector(leaseOnly{store}, mustID(t, 1), fast, quiet, withClock(clk))
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
-	epoch := a.Epoch()
+	epoch := a.Status().Epoch
 	for i := range 20 {
 		clk.AwaitTimers(t, 3)
 		clk.Advance(fast.HeartbeatInterval)
@@ -367,8 +367,8 @@ func TestRenewalsKeepMastership(t *testing.T) {
 			t.Fatalf("lost mastership after %d heartbeats", i+1)
 		}
 	}
-	if a.Epoch() != epoch {
-		t.Fatalf("epoch changed by renewals: %d, was %d", a.Epoch(), epoch)
+	if a.Status().Epoch != epoch {
+		t.Fatalf("epoch changed by renewals: %d, was %d", a.Status().Epoch, epoch)
 	}
 }
 
@@ -386,13 +386,13 @@ func TestCallbacksInOrder(t *testing.T) {
 		OnElected(func(context.Context) { time.Sleep(20 * time.Millisecond); rec("elected") }),
 		OnMasterChange(func(m string) { rec("master=" + m) }),
 		OnDemoted(func() { rec("demoted") }))
-	if err := a.Start(); err != nil {
+	if err := a.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "elected", a.IsMaster)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := a.Stop(ctx); err != nil {
+	if err := a.Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -427,7 +427,7 @@ func TestDuplicateReportEndsWhenTheOtherStops(t *testing.T) {
 	var reports atomic.Int32
 	a, _ := NewElector(store, id, fast, quiet)
 	b, _ := NewElector(store, id, fast, quiet, OnDuplicateID(func(string) { reports.Add(1) }))
-	if err := a.Start(); err != nil {
+	if err := a.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "a elected", a.IsMaster)
@@ -439,7 +439,7 @@ func TestDuplicateReportEndsWhenTheOtherStops(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := a.Stop(ctx); err != nil {
+	if err := a.Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
@@ -474,7 +474,7 @@ func TestDisabledWritesNothing(t *testing.T) {
 	if a.IsMaster() {
 		t.Fatal("disabled elector is master")
 	}
-	if _, err := store.Get(context.Background(), a.Key()); !errors.Is(err, backend.ErrNotFound) {
+	if _, err := store.Get(context.Background(), a.Status().Key); !errors.Is(err, backend.ErrNotFound) {
 		t.Fatalf("disabled elector wrote the role key: %v", err)
 	}
 	cancel()
@@ -487,8 +487,8 @@ func TestRunTwiceFails(t *testing.T) {
 	store := newStore(t)
 	a, _ := NewElector(store, mustID(t, 1), fast, quiet)
 	start(t, a)
-	if err := a.Start(); !errors.Is(err, ErrRunning) {
-		t.Fatalf("second Start: %v, want ErrRunning", err)
+	if err := a.Run(context.Background()); !errors.Is(err, errRunning) {
+		t.Fatalf("second Run: %v, want errRunning", err)
 	}
 }
 
@@ -521,9 +521,6 @@ func TestPackageDefault(t *testing.T) {
 	t.Cleanup(func() { SetDefault(nil) })
 	if IsMaster() {
 		t.Fatal("IsMaster true without a default")
-	}
-	if _, err := IsMasterOf(context.Background(), "billing", "x"); !errors.Is(err, ErrNoDefault) {
-		t.Fatalf("IsMasterOf without default: %v", err)
 	}
 	store := newStore(t)
 	a, _ := NewElector(store, mustID(t, 1), fast, quiet)
@@ -571,7 +568,7 @@ func TestMembersListsLiveInstances(t *testing.T) {
 	// A stopped instance leaves the list at once.
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := els[2].Stop(ctx); err != nil {
+	if err := els[2].Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ms, err := els[0].Members(ctx)
@@ -611,6 +608,16 @@ func TestMembersForeignDataHasNoStartTime(t *testing.T) {
 	}
 }
 
+// Members on a store that keeps no member list says so, with
+// errors.ErrUnsupported, naming the store.
+func TestMembersWithoutRegistry(t *testing.T) {
+	a, _ := NewElector(leaseOnly{newStore(t)}, mustID(t, 1), fast, quiet)
+	_, err := a.Members(context.Background())
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "keeps no member list") {
+		t.Fatalf("Members on a store without a registry: %v; want errors.ErrUnsupported", err)
+	}
+}
+
 // Two slaves that share an instance ID find each other through the member
 // list, even though neither is master.
 func TestDuplicateSlavesAreReported(t *testing.T) {
@@ -632,9 +639,9 @@ func TestDuplicateSlavesAreReported(t *testing.T) {
 	if got := b.Status().Duplicate; !strings.HasPrefix(got, mustID(t, 2).String()+"#") {
 		t.Fatalf("duplicate = %q", got)
 	}
-	if reported.Load() == 0 {
-		t.Fatal("OnDuplicateID not called")
-	}
+	// OnDuplicateID runs on the callback goroutine, after Status names
+	// the duplicate.
+	eventually(t, "OnDuplicateID called", func() bool { return reported.Load() > 0 })
 	if master.Status().Duplicate != "" {
 		t.Fatalf("the master, whose ID is unique, reports a duplicate: %q", master.Status().Duplicate)
 	}
@@ -669,7 +676,7 @@ func TestSlaveSleepsThroughRenewals(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
-	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	eventually(t, "b sees a", func() bool { return b.Status().Master == a.Status().Instance })
 	before, renewed := sl.acquires.Load(), ma.renews.Load()
 	// 40 renewals span two TTLs: a slave that polled at the key's TTL
 	// would have asked at least twice.
@@ -697,13 +704,13 @@ func TestDataLossDoesNotMakeTwoMasters(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
-	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	eventually(t, "b sees a", func() bool { return b.Status().Master == a.Status().Instance })
 	clk.AwaitTimers(t, 4) // a: heartbeat, deadline; store: expiry; b: wait
-	before := a.Epoch()
+	before := a.Status().Epoch
 	store.Reset()
 	// b was told the key may be free; it must keep waiting.
 	clk.Advance(fast.HeartbeatInterval)
-	eventually(t, "a re-elected with a new epoch", func() bool { return a.IsMaster() && a.Epoch() > before })
+	eventually(t, "a re-elected with a new epoch", func() bool { return a.IsMaster() && a.Status().Epoch > before })
 	if b.IsMaster() {
 		t.Fatal("the slave claimed the role while the old master's lease could still be believed")
 	}
@@ -715,20 +722,20 @@ func TestTenureContext(t *testing.T) {
 	if _, _, ok := a.Tenure(); ok {
 		t.Fatal("a tenure before Start")
 	}
-	if err := a.Start(); err != nil {
+	if err := a.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "elected", a.IsMaster)
 	ctx, epoch, ok := a.Tenure()
-	if !ok || epoch == 0 || epoch != a.Epoch() || ctx.Err() != nil {
-		t.Fatalf("Tenure() = %v, %d, %v; want a live tenure of epoch %d", ctx, epoch, ok, a.Epoch())
+	if !ok || epoch == 0 || epoch != a.Status().Epoch || ctx.Err() != nil {
+		t.Fatalf("Tenure() = %v, %d, %v; want a live tenure of epoch %d", ctx, epoch, ok, a.Status().Epoch)
 	}
 	if ep, _ := EpochFromContext(ctx); ep != epoch {
 		t.Fatalf("the tenure context carries epoch %d", ep)
 	}
 	stopCtx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := a.Stop(stopCtx); err != nil {
+	if err := a.Halt(stopCtx); err != nil {
 		t.Fatal(err)
 	}
 	if ctx.Err() == nil {

@@ -2,13 +2,8 @@ package role
 
 import "errors"
 
-var (
-	// ErrNotMaster reports that this instance is not the master.
-	ErrNotMaster = errors.New("role: this instance is not the master")
+// ErrNotMaster reports that this instance is not the master.
+var ErrNotMaster = errors.New("role: this instance is not the master")
 
-	// ErrRunning reports a second Run or Start of one elector.
-	ErrRunning = errors.New("role: elector is already running")
-
-	// ErrNoDefault reports a package-level call before SetDefault.
-	ErrNoDefault = errors.New("role: no default elector: call role.SetDefault first")
-)
+// errRunning reports a second Run of one elector while the first runs.
+var errRunning = errors.New("role: elector is already running")

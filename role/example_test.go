@@ -34,18 +34,22 @@ func ExampleElector() {
 	a, _ := role.NewElector(store, idA, role.Config{}, quiet, onElected(idA))
 	b, _ := role.NewElector(store, idB, role.Config{}, quiet, onElected(idB))
 
-	a.Start()
+	// Each instance runs its elector until its context ends.
+	ctxA, stopA := context.WithCancel(context.Background())
+	ctxB, stopB := context.WithCancel(context.Background())
+	doneA, doneB := make(chan error), make(chan error)
+	go func() { doneA <- a.Run(ctxA) }()
 	first := <-elected
 	fmt.Println(first.id, "is master")
-	b.Start()
+	go func() { doneB <- b.Run(ctxB) }()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	a.Stop(ctx) // releases the role key at once
+	stopA() // a shuts down: it releases the role key at once
+	<-doneA
 	second := <-elected
 	fmt.Println(second.id, "is master, with a larger epoch:", second.epoch > first.epoch)
 	fmt.Println("a is master:", a.IsMaster(), "- b is master:", b.IsMaster())
-	b.Stop(ctx)
+	stopB()
+	<-doneB
 	// Output:
 	// 10.0.0.7:acme:billing:8080 is master
 	// 10.0.0.8:acme:billing:8080 is master, with a larger epoch: true
@@ -67,7 +71,8 @@ func ExampleSetDefault() {
 	for !role.IsMaster() {
 		time.Sleep(time.Millisecond)
 	}
-	ok, _ := role.IsMasterOf(context.Background(), "billing", "10.0.0.7:acme:billing:8080")
+	// Any instance, given its ID: the framework's isMaster(app, id).
+	ok, _ := el.IsMasterOf(context.Background(), "billing", "10.0.0.7:acme:billing:8080")
 	fmt.Println("master:", role.IsMaster(), "- IsMasterOf:", ok)
 	cancel()
 	<-done
@@ -108,7 +113,9 @@ func ExampleWithAnnouncer() {
 	id, _ := instanceid.New("10.0.0.7", "acme", "billing", 8080)
 	c := &catalog{changes: make(chan string, 8)}
 	el, _ := role.NewElector(store, id, role.Config{}, role.WithLogger(slog.New(slog.DiscardHandler)), role.WithAnnouncer(c))
-	el.Start()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- el.Run(ctx) }()
 	// It may announce itself as a slave first, if it announces before
 	// it is elected; then as master.
 	for change := range c.changes {
@@ -117,11 +124,10 @@ func ExampleWithAnnouncer() {
 			break
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	el.Stop(ctx)
+	cancel()
+	<-done
 	// Stepping down, it may announce itself as a slave before it
-	// withdraws; Stop returns once it has withdrawn.
+	// withdraws; Run returns once it has withdrawn.
 	for change := range c.changes {
 		if change == "deregistered" {
 			fmt.Println(change)

@@ -42,7 +42,7 @@ func TestHostileFlushUnderElection(t *testing.T) {
 	for round := range 3 {
 		var old *role.Elector
 		waitFor(t, "a master before the flush", func() bool { old = master(els); return old != nil }, els...)
-		oldEpoch := old.Epoch()
+		oldEpoch := old.Status().Epoch
 		if oldEpoch <= highest {
 			t.Fatalf("round %d: master's epoch %d is not above the earlier %d", round+1, oldEpoch, highest)
 		}
@@ -55,7 +55,7 @@ func TestHostileFlushUnderElection(t *testing.T) {
 		els = append(els, late)
 		waitFor(t, fmt.Sprintf("a master of an epoch above %d after FLUSHALL %d", oldEpoch, round+1), func() bool {
 			m := master(els)
-			return m != nil && m.Epoch() > oldEpoch
+			return m != nil && m.Status().Epoch > oldEpoch
 		}, els...)
 	}
 
@@ -102,7 +102,7 @@ func TestHostileForgedEpoch(t *testing.T) {
 	if err := rdb.Set(ctx, key, fmt.Sprintf("%d forger", uint64(backend.MaxToken)), time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Start(); err != nil {
+	if err := a.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	els := []*role.Elector{a, b}
@@ -115,8 +115,8 @@ func TestHostileForgedEpoch(t *testing.T) {
 		return strings.Contains(logs.String(), "corrupt data in")
 	}, els...)
 	for _, el := range els {
-		if el.IsMaster() || el.Epoch() >= backend.MaxToken {
-			t.Fatalf("%s while the role key is forged: master %v, epoch %d; want a slave that took no epoch from it", el.ID(), el.IsMaster(), el.Epoch())
+		if el.IsMaster() || el.Status().Epoch >= backend.MaxToken {
+			t.Fatalf("%s while the role key is forged: master %v, epoch %d; want a slave that took no epoch from it", el.Status().Instance, el.IsMaster(), el.Status().Epoch)
 		}
 	}
 
@@ -124,7 +124,7 @@ func TestHostileForgedEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "a master once the forged key was deleted", func() bool { return master(els) != nil }, els...)
-	if ep := master(els).Epoch(); ep > uint64(time.Now().Add(time.Hour).UnixMicro()) {
+	if ep := master(els).Status().Epoch; ep > uint64(time.Now().Add(time.Hour).UnixMicro()) {
 		t.Errorf("the new master's epoch is %d; want one from the server's clock", ep)
 	}
 	if out := logs.String(); strings.Contains(out, "cannot reach") {
@@ -141,7 +141,7 @@ func TestFloorAheadIsForgotten(t *testing.T) {
 	el := startElector(t, &storetest.Forging{Store: membackend.New()}, 7950, cfg, nil)
 	t.Cleanup(func() { stopAll(t, el) })
 	waitFor(t, "the elector to be master", el.IsMaster, el)
-	if ep := el.Epoch(); ep >= backend.MaxToken-1 {
+	if ep := el.Status().Epoch; ep >= backend.MaxToken-1 {
 		t.Fatalf("master with epoch %d; want one from the clock", ep)
 	}
 }

@@ -11,9 +11,6 @@ import (
 	"github.com/baton-go/baton/internal/hook"
 )
 
-// ErrNoRegistry reports that the store keeps no member list.
-var ErrNoRegistry = errors.New("role: the store keeps no member list (it does not implement backend.Registry)")
-
 // Member is one live instance of the service, as listed by Members.
 type Member struct {
 	// ID is the instance ID the member claims.
@@ -54,11 +51,12 @@ func OnDuplicateID(f func(otherOwner string)) Option {
 
 // Members lists the live instances of this elector's service: every
 // elector that heartbeated within the role TTL. It needs a store that
-// implements backend.Registry (both built-in stores do).
+// implements backend.Registry (every built-in store does); on another it
+// returns an error wrapping errors.ErrUnsupported.
 func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 	reg, ok := e.store.(backend.Registry)
 	if !ok {
-		return nil, ErrNoRegistry
+		return nil, fmt.Errorf("role: the store %s keeps no member list (it does not implement backend.Registry): %w", backend.StoreName(e.store), errors.ErrUnsupported)
 	}
 	ms, err := reg.Members(ctx, e.group)
 	if err != nil {
@@ -114,7 +112,7 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 	for {
 		select {
 		case <-ctx.Done():
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opTimeout)
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.OperationTimeout)
 			if err := reg.Leave(lctx, e.group, e.owner); err != nil {
 				e.logger.Debug("role: could not leave the member list; the entry expires by itself", "err", err)
 			}
@@ -123,7 +121,7 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 		case <-t.C():
 		}
 		me.Data = others.data(started)
-		hctx, cancel := context.WithTimeout(ctx, e.opTimeout)
+		hctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 		dups, err := reg.Heartbeat(hctx, e.group, me, ttl)
 		cancel()
 		switch {

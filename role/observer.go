@@ -28,22 +28,19 @@ const (
 	// EventMasterChange: this instance learnt that the master changed;
 	// Event.Master names the new one, possibly this instance.
 	EventMasterChange
-	// EventRenewed: the master renewed its lease in time; Event.Latency
-	// is the renewal's round trip.
-	EventRenewed
-	// EventRenewFailed: a renewal failed. Event.Err is the store's error,
-	// wraps backend.ErrNotHeld when the store says the lease is gone, or
-	// wraps context.DeadlineExceeded when no reply came back before the
-	// tenure's deadline. Event.Latency is the time from sending the
-	// renewal to its reply or to the deadline.
-	EventRenewFailed
-	// EventStopped: the election ended (Stop, or the end of Run's
-	// context). A master reports EventDemoted first.
+	// EventRenewal: a renewal of the master's lease came back, or its
+	// tenure's deadline came first. Event.Err is nil when it renewed in
+	// time, wraps backend.ErrNotHeld when the store says the lease is
+	// gone, wraps context.DeadlineExceeded when no reply came back before
+	// the deadline, and is otherwise the store's error. Event.Latency is
+	// the time from sending it to its reply or to the deadline.
+	EventRenewal
+	// EventStopped: the election ended (the end of Run's context). A master reports EventDemoted first.
 	EventStopped
 )
 
 // String returns "claim", "elected", "demoted", "master-change",
-// "renewed", "renew-failed" or "stopped".
+// "renewal" or "stopped".
 func (k EventKind) String() string {
 	switch k {
 	case EventClaim:
@@ -54,10 +51,8 @@ func (k EventKind) String() string {
 		return "demoted"
 	case EventMasterChange:
 		return "master-change"
-	case EventRenewed:
-		return "renewed"
-	case EventRenewFailed:
-		return "renew-failed"
+	case EventRenewal:
+		return "renewal"
 	case EventStopped:
 		return "stopped"
 	}
@@ -67,15 +62,15 @@ func (k EventKind) String() string {
 // Event is one step of an election, for metrics (see WithObserver).
 type Event struct {
 	Kind EventKind
-	// Epoch is the tenure's epoch for EventElected, EventDemoted,
-	// EventRenewed and EventRenewFailed, and otherwise the highest epoch
+	// Epoch is the tenure's epoch for EventElected, EventDemoted and
+	// EventRenewal, and otherwise the highest epoch
 	// the elector had seen when the step happened.
 	Epoch uint64
 	// Master: see EventMasterChange.
 	Master string
-	// Latency: see EventClaim, EventRenewed and EventRenewFailed.
+	// Latency: see EventClaim and EventRenewal.
 	Latency time.Duration
-	// Err: see EventClaim and EventRenewFailed.
+	// Err: see EventClaim and EventRenewal.
 	Err error
 }
 
@@ -116,5 +111,5 @@ func (c *campaign) renewFailed(epoch uint64, took time.Duration, err error) {
 	if err == nil {
 		err = fmt.Errorf("role: no renewal of %s came back before the tenure's deadline: %w", c.e.key, context.DeadlineExceeded)
 	}
-	c.report(Event{Kind: EventRenewFailed, Epoch: epoch, Latency: took, Err: err})
+	c.report(Event{Kind: EventRenewal, Epoch: epoch, Latency: took, Err: err})
 }

@@ -81,39 +81,39 @@ func TestObserverReportsTheElection(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
-	eventually(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	eventually(t, "b sees a", func() bool { return b.Status().Master == a.Status().Instance })
 
 	claim, i := ra.await(t, EventClaim, 0)
 	if claim.Err != nil || claim.Latency < 0 {
 		t.Errorf("a's claim: %+v, want granted", claim)
 	}
 	elected, i := ra.await(t, EventElected, i)
-	if elected.Epoch == 0 || elected.Epoch != a.Epoch() {
-		t.Errorf("elected with epoch %d, want a's epoch %d", elected.Epoch, a.Epoch())
+	if elected.Epoch == 0 || elected.Epoch != a.Status().Epoch {
+		t.Errorf("elected with epoch %d, want a's epoch %d", elected.Epoch, a.Status().Epoch)
 	}
-	if mc, _ := ra.await(t, EventMasterChange, i); mc.Master != a.ID().String() {
+	if mc, _ := ra.await(t, EventMasterChange, i); mc.Master != a.Status().Instance {
 		t.Errorf("a's master change names %q, want itself", mc.Master)
 	}
 	bc, _ := rb.await(t, EventClaim, 0)
 	if !errors.Is(bc.Err, backend.ErrHeld) {
 		t.Errorf("b's claim: %v, want ErrHeld", bc.Err)
 	}
-	if mc, _ := rb.await(t, EventMasterChange, 0); mc.Master != a.ID().String() || mc.Epoch != elected.Epoch {
+	if mc, _ := rb.await(t, EventMasterChange, 0); mc.Master != a.Status().Instance || mc.Epoch != elected.Epoch {
 		t.Errorf("b's master change: %+v, want a with epoch %d", mc, elected.Epoch)
 	}
 
 	// a: heartbeat sleep + deadline timer; store: expiry timer; b: wait.
 	clk.AwaitTimers(t, 4)
 	clk.Advance(fast.HeartbeatInterval)
-	renewed, i := ra.await(t, EventRenewed, i)
-	if renewed.Epoch != elected.Epoch || renewed.Latency < 0 {
+	renewed, i := ra.await(t, EventRenewal, i)
+	if renewed.Err != nil || renewed.Epoch != elected.Epoch || renewed.Latency < 0 {
 		t.Errorf("renewed: %+v, want epoch %d", renewed, elected.Epoch)
 	}
 
 	cut.Cut(true)
 	clk.AwaitTimers(t, 4)
 	clk.Advance(fast.HeartbeatInterval)
-	failed, i := ra.await(t, EventRenewFailed, i)
+	failed, i := ra.await(t, EventRenewal, i+1) // the renewal after the one that succeeded
 	if !errors.Is(failed.Err, errDown) || failed.Epoch != elected.Epoch {
 		t.Errorf("renew-failed: %+v, want the store's error and epoch %d", failed, elected.Epoch)
 	}
@@ -128,7 +128,7 @@ func TestObserverReportsTheElection(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := a.Stop(ctx); err != nil {
+	if err := a.Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	evs := ra.all()
@@ -151,19 +151,19 @@ func TestObserverDoesNotBlockTheHeartbeat(t *testing.T) {
 	}))
 	start(t, a)
 	eventually(t, "a elected while its observer is stuck", a.IsMaster)
-	before, err := store.Get(context.Background(), a.Key())
+	before, err := store.Get(context.Background(), a.Status().Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.AwaitTimers(t, 3) // a: heartbeat sleep + deadline timer; store: expiry timer
 	clk.Advance(fast.HeartbeatInterval)
 	eventually(t, "a renewed while its observer is stuck", func() bool {
-		l, err := store.Get(context.Background(), a.Key())
+		l, err := store.Get(context.Background(), a.Status().Key)
 		return err == nil && l.TTL > before.TTL-fast.HeartbeatInterval
 	})
 	close(release)
-	rec.await(t, EventRenewed, 0)
-	want := []EventKind{EventClaim, EventElected, EventMasterChange, EventRenewed}
+	rec.await(t, EventRenewal, 0)
+	want := []EventKind{EventClaim, EventElected, EventMasterChange, EventRenewal}
 	var got []EventKind
 	for _, e := range rec.all() {
 		got = append(got, e.Kind)

@@ -3,7 +3,6 @@ package role
 import (
 	"context"
 	"log/slog"
-	"time"
 
 	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/hook"
@@ -25,7 +24,7 @@ type Option func(*Elector)
 // OnElected registers f to be called when this instance becomes master.
 // Its context is the tenure's: cancelled as soon as the tenure ends — at
 // the tenure's deadline when no renewal came back in time, when the store
-// reports the lease gone, or by Stop — so work started for the tenure can
+// reports the lease gone, or when Run's context ends — so work started for the tenure can
 // watch ctx.Done(); that context, not OnDemoted, is the signal to stop.
 // EpochFromContext(ctx) returns the tenure's epoch. A tenure that ended is
 // never resumed: when this instance is master again, f is called with a
@@ -36,7 +35,7 @@ func OnElected(f func(ctx context.Context)) Option {
 
 // OnDemoted registers f to be called when this instance stops being
 // master. It reports after the fact: by the time it is queued, IsMaster
-// already reads false, the tenure's context is cancelled and Master no
+// already reads false, the tenure's context is cancelled and Status().Master no
 // longer names this instance, and it runs later still, on the callback
 // goroutine. Use it to record or report the loss; stop the tenure's work
 // by watching the tenure's context.
@@ -58,14 +57,6 @@ func WithLogger(l *slog.Logger) Option {
 			e.logger = l
 		}
 	}
-}
-
-// WithOperationTimeout bounds each call to the store (default: the
-// heartbeat interval, at most 5 s). A renewal's context also ends at the
-// tenure's deadline, and a claim's after the TTL minus the safety margin,
-// whichever is sooner.
-func WithOperationTimeout(d time.Duration) Option {
-	return func(e *Elector) { e.opTimeout = d }
 }
 
 // withClock drives the elector from c; baton's tests use a fake clock.

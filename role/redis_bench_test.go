@@ -56,7 +56,7 @@ func BenchmarkHandover(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			b.Fatal(err)
 		}
 		els = append(els, el)
@@ -72,7 +72,7 @@ func BenchmarkHandover(b *testing.B) {
 		}
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		if err := m.Stop(ctx); err != nil {
+		if err := m.Halt(ctx); err != nil {
 			b.Fatal(err)
 		}
 		cancel()
@@ -82,7 +82,7 @@ func BenchmarkHandover(b *testing.B) {
 		case <-time.After(patience):
 			b.Fatal("no handover")
 		}
-		if err := m.Start(); err != nil { // rejoin as a slave
+		if err := m.Launch(); err != nil { // rejoin as a slave
 			b.Fatal(err)
 		}
 	}
@@ -107,7 +107,7 @@ func BenchmarkFailover(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			b.Fatal(err)
 		}
 		els, cuts = append(els, el), append(cuts, c)
@@ -131,7 +131,7 @@ func BenchmarkFailover(b *testing.B) {
 		// Read when the key expires on the server: it can no longer be
 		// renewed, so its remaining TTL is final.
 		sent := time.Now()
-		l, err := probe.Get(context.Background(), m.Key())
+		l, err := probe.Get(context.Background(), m.Status().Key)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -144,10 +144,10 @@ func BenchmarkFailover(b *testing.B) {
 		}
 		// Bring the crashed instance back as a slave.
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		m.Stop(ctx)
+		m.Halt(ctx)
 		cancel()
 		cuts[i].Cut(false)
-		if err := m.Start(); err != nil {
+		if err := m.Launch(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -212,7 +212,7 @@ func BenchmarkScale10k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := el.Start(); err != nil {
+			if err := el.Launch(); err != nil {
 				b.Fatal(err)
 			}
 			els[i] = el
@@ -240,7 +240,7 @@ func BenchmarkScale10k(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		var wg sync.WaitGroup
 		for _, el := range els {
-			wg.Go(func() { el.Stop(ctx) })
+			wg.Go(func() { el.Halt(ctx) })
 		}
 		wg.Wait()
 		cancel()
@@ -249,7 +249,7 @@ func BenchmarkScale10k(b *testing.B) {
 
 func allSeeMaster(els []*role.Elector) bool {
 	for _, el := range els {
-		if el.Master() == "" {
+		if el.Status().Master == "" {
 			return false
 		}
 	}
@@ -316,7 +316,7 @@ func runFleet(b *testing.B, r *testenv.Redis, admin *redis.Client, processes int
 		var wg sync.WaitGroup
 		for _, el := range els {
 			if el != nil {
-				wg.Go(func() { el.Stop(ctx) })
+				wg.Go(func() { el.Halt(ctx) })
 			}
 		}
 		wg.Wait()
@@ -340,7 +340,7 @@ func runFleet(b *testing.B, r *testenv.Redis, admin *redis.Client, processes int
 		if els[i], err = role.NewElector(store, id, cfg, quiet); err != nil {
 			b.Fatal(err)
 		}
-		if err := els[i].Start(); err != nil {
+		if err := els[i].Launch(); err != nil {
 			b.Fatal(err)
 		}
 	}

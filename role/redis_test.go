@@ -75,7 +75,7 @@ func stopAll(t testing.TB, els ...*role.Elector) {
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	for _, el := range els {
-		if err := el.Stop(ctx); err != nil {
+		if err := el.Halt(ctx); err != nil {
 			t.Error(err)
 		}
 	}
@@ -111,9 +111,9 @@ func (ts *tenures) option(el **role.Elector) role.Option {
 			if old >= ep {
 				continue
 			}
-			before := oel.Epoch()
-			if oel.IsMaster() && oel.Epoch() == before && before < ep {
-				ts.overlaps = append(ts.overlaps, fmt.Sprintf("epoch %d began while %s was still master of epoch %d", ep, oel.ID(), before))
+			before := oel.Status().Epoch
+			if oel.IsMaster() && oel.Status().Epoch == before && before < ep {
+				ts.overlaps = append(ts.overlaps, fmt.Sprintf("epoch %d began while %s was still master of epoch %d", ep, oel.Status().Instance, before))
 			}
 		}
 		ts.els[ep] = *el
@@ -165,7 +165,7 @@ func testManyTerms(t *testing.T, b storetest.Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			t.Fatal(err)
 		}
 		els = append(els, el)
@@ -175,11 +175,11 @@ func testManyTerms(t *testing.T, b storetest.Backend) {
 		var m *role.Elector
 		waitFor(t, fmt.Sprintf("one master in round %d", round), func() bool { m = master(els); return m != nil })
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		if err := m.Stop(ctx); err != nil {
+		if err := m.Halt(ctx); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
-		if err := m.Start(); err != nil { // rejoin as a slave
+		if err := m.Launch(); err != nil { // rejoin as a slave
 			t.Fatal(err)
 		}
 	}
@@ -212,7 +212,7 @@ func testCrashFailover(t *testing.T, b storetest.Backend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			t.Fatal(err)
 		}
 		els, cuts, grants = append(els, el), append(cuts, c), append(grants, g)
@@ -242,8 +242,8 @@ func testCrashFailover(t *testing.T, b storetest.Backend) {
 	if m.IsMaster() {
 		t.Fatal("the crashed master still reports IsMaster after its key expired")
 	}
-	if next.Epoch() <= 1 {
-		t.Fatalf("new master's epoch %d", next.Epoch())
+	if next.Status().Epoch <= 1 {
+		t.Fatalf("new master's epoch %d", next.Status().Epoch)
 	}
 	ts.check(t, 2)
 }
@@ -261,7 +261,7 @@ func TestRedisRestartedEmpty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			t.Fatal(err)
 		}
 		els = append(els, el)
@@ -269,13 +269,13 @@ func TestRedisRestartedEmpty(t *testing.T) {
 	defer stopAll(t, els...)
 	var m *role.Elector
 	waitFor(t, "a master", func() bool { m = master(els); return m != nil })
-	before := m.Epoch()
+	before := m.Status().Epoch
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a master with a larger epoch", func() bool {
 		m = master(els)
-		return m != nil && m.Epoch() > before
+		return m != nil && m.Status().Epoch > before
 	})
 	ts.check(t, 2)
 }
@@ -364,7 +364,7 @@ func TestRedisPausedMasterStepsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
+	if err := el.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	defer stopAll(t, el)
@@ -444,21 +444,21 @@ func TestRedisPartitionedMasterStepsDownBeforeSuccessor(t *testing.T) {
 	seen := make(chan view, 1) // a as b saw it when b was elected
 	b, err := role.NewElector(redisStore(t, r), id(t, 7401), cfg, quiet, role.OnElected(func(context.Context) {
 		_, _, live := a.Tenure()
-		seen <- view{isMaster: a.IsMaster(), demoted: demoted.Load(), master: a.Master(), tenureLive: live}
+		seen <- view{isMaster: a.IsMaster(), demoted: demoted.Load(), master: a.Status().Master, tenureLive: live}
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Start(); err != nil {
+	if err := a.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	defer stopAll(t, a, b)
 	defer proxy.Close() // before the Stops: a's calls then fail at once instead of hanging
 	waitFor(t, "a elected", a.IsMaster)
-	if err := b.Start(); err != nil {
+	if err := b.Launch(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "b sees a", func() bool { return b.Master() == a.ID().String() })
+	waitFor(t, "b sees a", func() bool { return b.Status().Master == a.Status().Instance })
 
 	proxy.Blackhole(true)
 	var v view
@@ -467,7 +467,7 @@ func TestRedisPartitionedMasterStepsDownBeforeSuccessor(t *testing.T) {
 	case <-time.After(patience):
 		t.Fatal("timed out waiting for b to be elected")
 	}
-	if v.isMaster || v.tenureLive || v.master == a.ID().String() || !v.demoted {
+	if v.isMaster || v.tenureLive || v.master == a.Status().Instance || !v.demoted {
 		t.Fatalf("when b was elected, the cut-off a still had: IsMaster %v, a live tenure %v, Master() %q, OnDemoted called %v",
 			v.isMaster, v.tenureLive, v.master, v.demoted)
 	}
@@ -516,7 +516,7 @@ func startElector(t testing.TB, st backend.Store, port int, cfg role.Config, ts 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
+	if err := el.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	return el

@@ -207,7 +207,7 @@ func TestRestartEmptyWithNewInstance(t *testing.T) {
 
 	old := els[:3]
 	for _, el := range old {
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -220,56 +220,56 @@ func TestRestartEmptyWithNewInstance(t *testing.T) {
 	// tenure. Each master is stopped only once its OnElected has run, so
 	// that the callbacks run in the order of the tenures.
 	for range 2 {
-		waitFor(t, "OnElected of the master", func() bool { return ev.has(m.Epoch()) })
+		waitFor(t, "OnElected of the master", func() bool { return ev.has(m.Status().Epoch) })
 		// The ended tenure's epoch, read before the restart: once
 		// started, m may win again before a later read.
-		prev := m.Epoch()
+		prev := m.Status().Epoch
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		err := m.Stop(ctx)
+		err := m.Halt(ctx)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := m.Start(); err != nil {
+		if err := m.Launch(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "a master after a handover", func() bool { m = master(old); return m != nil && m.Epoch() > prev }, old...)
+		waitFor(t, "a master after a handover", func() bool { m = master(old); return m != nil && m.Status().Epoch > prev }, old...)
 	}
-	before := m.Epoch()
+	before := m.Status().Epoch
 
 	if err := r.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	if err := els[3].Start(); err != nil {
+	if err := els[3].Launch(); err != nil {
 		t.Fatal(err)
 	}
 	// From here on a timeout is reported with what the sampler saw.
 	var bad []string
-	if !eventually(func() bool { m = master(els); return m != nil && m.Epoch() > before }) {
+	if !eventually(func() bool { m = master(els); return m != nil && m.Status().Epoch > before }) {
 		bad = append(bad, fmt.Sprintf("no master with an epoch above %d, the last before the restart, within %v", before, patience))
 	}
 	// Hand the role on until the new instance has it: stop each old
 	// master in turn (at most three).
 	for len(bad) == 0 && m != els[3] {
-		if ep := m.Epoch(); !eventually(func() bool { return ev.has(ep) }) {
-			bad = append(bad, fmt.Sprintf("OnElected never ran for %v's tenure with epoch %d", m.ID(), ep))
+		if ep := m.Status().Epoch; !eventually(func() bool { return ev.has(ep) }) {
+			bad = append(bad, fmt.Sprintf("OnElected never ran for %v's tenure with epoch %d", m.Status().Instance, ep))
 			break
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
-		err := m.Stop(ctx)
+		err := m.Halt(ctx)
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
 		prev := m
 		if !eventually(func() bool { m = master(els); return m != nil && m != prev }) {
-			bad = append(bad, fmt.Sprintf("no master after %v stopped, within %v", prev.ID(), patience))
+			bad = append(bad, fmt.Sprintf("no master after %v stopped, within %v", prev.Status().Instance, patience))
 		}
 	}
 	if len(bad) == 0 && !eventually(func() bool { return smp.writes[3].Load() > 0 }) {
 		bad = append(bad, "the sampler never saw the new instance as master")
 	}
-	newEpoch := els[3].Epoch()
+	newEpoch := els[3].Status().Epoch
 	halt()
 
 	bad = append(bad, smp.overlaps...)
@@ -343,5 +343,5 @@ func TestSlaveWaitingOutGuardLearnsMaster(t *testing.T) {
 	waitFor(t, "a master", m.IsMaster, m)
 	s := startElector(t, &recoveringOnce{Store: mem, refusal: time.Second}, 7522, cfg, nil)
 	defer stopAll(t, s)
-	waitFor(t, "the slave names the master", func() bool { return s.Master() == m.ID().String() }, m, s)
+	waitFor(t, "the slave names the master", func() bool { return s.Status().Master == m.Status().Instance }, m, s)
 }

@@ -72,7 +72,7 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 	}
 
 	// 1. SENTINEL FAILOVER.
-	before := master(els).Epoch()
+	before := master(els).Status().Epoch
 	fault := time.Now()
 	if _, err := sn.Failover(ctx); err != nil {
 		t.Fatal(err)
@@ -80,7 +80,7 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 	// The master may keep its tenure: its key was replicated before the
 	// switch, and its renewal reaches the new master in time. Otherwise a
 	// new tenure begins; either way the epoch does not go back.
-	waitLong(t, "a master after the failover", func() bool { m := master(els); return m != nil && m.Epoch() >= before }, els...)
+	waitLong(t, "a master after the failover", func() bool { m := master(els); return m != nil && m.Status().Epoch >= before }, els...)
 	nm, ng := gaps(fault)
 	t.Logf("SENTINEL FAILOVER: longest time without a master %v, without a lock grant %v", nm.Round(time.Millisecond), ng.Round(time.Millisecond))
 
@@ -99,12 +99,12 @@ func testSentinelFailoverUnderLoad(t *testing.T, opts, probeOpts []redisbackend.
 	if err != nil {
 		t.Fatal(err)
 	}
-	before = master(els).Epoch()
+	before = master(els).Status().Epoch
 	fault = time.Now()
 	if err := m.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitLong(t, "a master of a new epoch after kill -9", func() bool { m := master(els); return m != nil && m.Epoch() > before }, els...)
+	waitLong(t, "a master of a new epoch after kill -9", func() bool { m := master(els); return m != nil && m.Status().Epoch > before }, els...)
 	nm, ng = gaps(fault)
 	t.Logf("kill -9 of the master: longest time without a master %v, without a lock grant %v", nm.Round(time.Millisecond), ng.Round(time.Millisecond))
 	// Read the probes through a new client, which asks the sentinels

@@ -57,7 +57,7 @@ func TestSpringMixedFleet(t *testing.T) {
 	b := startElector(t, cutB, 7502, cfg, nil)
 	defer stopAll(t, a, b)
 	waitFor(t, "both Go electors see the Java master", func() bool {
-		return a.Master() == javaID && b.Master() == javaID
+		return a.Status().Master == javaID && b.Status().Master == javaID
 	}, a, b)
 	if a.IsMaster() || b.IsMaster() {
 		t.Fatal("a Go elector is master while the Java instance holds the role key")
@@ -72,8 +72,8 @@ func TestSpringMixedFleet(t *testing.T) {
 	<-javaDone
 	var m *role.Elector
 	waitFor(t, "a Go master after the Java master crashed", func() bool { m = master([]*role.Elector{a, b}); return m != nil }, a, b)
-	if v, err := rdb.Get(ctx, app).Result(); err != nil || v != m.ID().String() {
-		t.Fatalf("the role key holds %q, %v; want the Go master's ID %s", v, err, m.ID())
+	if v, err := rdb.Get(ctx, app).Result(); err != nil || v != m.Status().Instance {
+		t.Fatalf("the role key holds %q, %v; want the Go master's ID %s", v, err, m.Status().Instance)
 	}
 	if ok, _ := rdb.SetNX(ctx, app, javaID, javaTTL).Result(); ok {
 		t.Fatal("the Java instance's SET NX succeeded while a Go elector is master")
@@ -102,7 +102,7 @@ func TestSpringMixedFleet(t *testing.T) {
 	cutA.Cut(false)
 	cutB.Cut(false)
 	waitFor(t, "the Go electors see the Java master again", func() bool {
-		return a.Master() == javaID && b.Master() == javaID
+		return a.Status().Master == javaID && b.Status().Master == javaID
 	}, a, b)
 	if a.IsMaster() || b.IsMaster() {
 		t.Fatal("a Go elector is master beside the Java master")
@@ -134,7 +134,7 @@ func TestSpringJavaReleaseClaimedAtNextHeartbeat(t *testing.T) {
 	cfg := role.Config{HeartbeatInterval: 100 * time.Millisecond, HeartbeatExpiration: 600 * time.Millisecond}
 	a := startElector(t, s, 7511, cfg, nil)
 	defer stopAll(t, a)
-	waitFor(t, "the Go elector sees the Java master", func() bool { return a.Master() == javaID }, a)
+	waitFor(t, "the Go elector sees the Java master", func() bool { return a.Status().Master == javaID }, a)
 
 	if err := rdb.Del(ctx, app).Err(); err != nil {
 		t.Fatal(err)

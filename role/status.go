@@ -11,9 +11,15 @@ type Status struct {
 	IsMaster bool
 	// Instance is this elector's instance ID.
 	Instance string
-	// Master is the master's instance ID as last seen, "" if unknown.
+	// Key is the role key in the store.
+	Key string
+	// Master is the master's instance ID as last seen, "" if unknown. It
+	// stops naming this instance at the tenure's deadline, when IsMaster
+	// turns false.
 	Master string
-	// Epoch is the highest role epoch seen.
+	// Epoch is the highest role epoch (the store's fencing token of a
+	// tenure) seen: its own tenure's while this instance is master. For
+	// master work, take the epoch from Tenure or EpochFromContext.
 	Epoch uint64
 	// Since is when this instance last became master or slave.
 	Since time.Time
@@ -58,6 +64,7 @@ func (e *Elector) Status() Status {
 		Running:        e.running,
 		IsMaster:       e.IsMaster(),
 		Instance:       e.idText,
+		Key:            e.key,
 		Master:         e.masterLocked(),
 		Epoch:          e.epoch.Load(),
 		Since:          e.since,

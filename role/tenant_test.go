@@ -70,7 +70,7 @@ func TestTenantIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
+		if err := el.Launch(); err != nil {
 			t.Fatal(err)
 		}
 		return el
@@ -82,15 +82,15 @@ func TestTenantIsolation(t *testing.T) {
 	defer stopAll(t, append(acme, globex...)...)
 	waitFor(t, "a master in each tenant", func() bool { return master(acme) != nil && master(globex) != nil }, append(acme, globex...)...)
 	ma, mg := master(acme), master(globex)
-	if ma.Epoch() == 0 || mg.Epoch() == 0 {
+	if ma.Status().Epoch == 0 || mg.Status().Epoch == 0 {
 		t.Fatal("a master without an epoch")
 	}
 	for _, c := range []struct {
 		el    *role.Elector
 		other *role.Elector
 	}{{acme[0], mg}, {globex[0], ma}} {
-		if ok, err := c.el.IsMasterOf(ctx, "billing", c.other.ID().String()); err != nil || ok {
-			t.Errorf("%s sees the other tenant's master %s as master of its billing: %v, %v", c.el.ID(), c.other.ID(), ok, err)
+		if ok, err := c.el.IsMasterOf(ctx, "billing", c.other.Status().Instance); err != nil || ok {
+			t.Errorf("%s sees the other tenant's master %s as master of its billing: %v, %v", c.el.Status().Instance, c.other.Status().Instance, ok, err)
 		}
 	}
 	waitFor(t, "each tenant's members listed", func() bool {
@@ -100,8 +100,9 @@ func TestTenantIsolation(t *testing.T) {
 				return false
 			}
 			for _, m := range ms {
-				if id, err := instanceid.Parse(m.ID); err != nil || id.Tenant != els[0].ID().Tenant {
-					t.Fatalf("%s lists a member of another tenant: %s", els[0].ID(), m.ID)
+				own, _ := instanceid.Parse(els[0].Status().Instance)
+				if id, err := instanceid.Parse(m.ID); err != nil || id.Tenant != own.Tenant {
+					t.Fatalf("%s lists a member of another tenant: %s", els[0].Status().Instance, m.ID)
 				}
 			}
 		}

@@ -184,7 +184,7 @@ func TestLateRenewalDoesNotReviveTenure(t *testing.T) {
 		if _, ep, ok := a.Tenure(); ok {
 			t.Errorf("%s: Tenure() reports epoch %d", when, ep)
 		}
-		if m := a.Master(); m == a.ID().String() {
+		if m := a.Status().Master; m == a.Status().Instance {
 			t.Errorf("%s: Master() is still self", when)
 		}
 		if rec.tenure(0).Err() == nil {
@@ -208,13 +208,13 @@ func TestLateRenewalDoesNotReviveTenure(t *testing.T) {
 
 	// The next tenure is a new one.
 	eventually(t, "a second tenure", func() bool { return len(rec.events()) >= 5 })
-	want := []string{"elected", "master " + a.ID().String(), "demoted", "elected", "master " + a.ID().String()}
+	want := []string{"elected", "master " + a.Status().Instance, "demoted", "elected", "master " + a.Status().Instance}
 	if got := rec.events(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("callbacks %q, want %q", got, want)
 	}
 	first, second := rec.epoch(0), rec.epoch(1)
-	if !a.IsMaster() || second <= first || a.Epoch() != second {
-		t.Fatalf("after the new claim: IsMaster %v, epoch %d (tenures %d then %d); want true and a new, larger epoch", a.IsMaster(), a.Epoch(), first, second)
+	if !a.IsMaster() || second <= first || a.Status().Epoch != second {
+		t.Fatalf("after the new claim: IsMaster %v, epoch %d (tenures %d then %d); want true and a new, larger epoch", a.IsMaster(), a.Status().Epoch, first, second)
 	}
 }
 
@@ -256,15 +256,15 @@ func TestOwnLiveKeyAfterStepDownTakesNewEpoch(t *testing.T) {
 	clk.Advance(fast.HeartbeatExpiration - fast.SafetyMargin)
 	eventually(t, "a second tenure", func() bool { return len(rec.events()) >= 4 })
 	got := rec.events()
-	want := []string{"elected", "master " + a.ID().String(), "demoted", "elected"}
+	want := []string{"elected", "master " + a.Status().Instance, "demoted", "elected"}
 	if fmt.Sprint(got[:4]) != fmt.Sprint(want) {
 		t.Fatalf("callbacks %q, want %q first", got, want)
 	}
 	first, second := rec.epoch(0), rec.epoch(1)
-	if second <= first || a.Epoch() != second {
-		t.Fatalf("second tenure's epoch %d (Epoch %d), want one above the first tenure's %d", second, a.Epoch(), first)
+	if second <= first || a.Status().Epoch != second {
+		t.Fatalf("second tenure's epoch %d (Epoch %d), want one above the first tenure's %d", second, a.Status().Epoch, first)
 	}
-	l, err := store.Get(context.Background(), a.Key())
+	l, err := store.Get(context.Background(), a.Status().Key)
 	if err != nil || l.Token != second || l.Owner != a.owner {
 		t.Fatalf("role key %+v, %v; want a's lease with token %d", l, err, second)
 	}
@@ -301,13 +301,13 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 	start(t, a)
 	eventually(t, "a elected", a.IsMaster)
 	start(t, b)
-	eventually(t, "b sees a", func() bool { return rec.has("master " + a.ID().String()) })
+	eventually(t, "b sees a", func() bool { return rec.has("master " + a.Status().Instance) })
 
-	aEpoch := a.Epoch()
+	aEpoch := a.Status().Epoch
 	rs.on.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if err := a.Stop(ctx); err != nil { // the release wakes b
+	if err := a.Halt(ctx); err != nil { // the release wakes b
 		t.Fatal(err)
 	}
 	eventually(t, "b's claim refused", func() bool { return rs.refused.Load() == 1 })
@@ -319,8 +319,8 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 	if n := rs.refused.Load(); n != 1 {
 		t.Errorf("b asked %d times while the store said it grants nothing for %v, want once", n, rs.ttl)
 	}
-	if rec.has("master ") || b.Master() == "" {
-		t.Errorf("b reported an empty master: callbacks %q, Master() %q", rec.events(), b.Master())
+	if rec.has("master ") || b.Status().Master == "" {
+		t.Errorf("b reported an empty master: callbacks %q, Master() %q", rec.events(), b.Status().Master)
 	}
 	if b.IsMaster() {
 		t.Error("b master while the store grants nothing")
@@ -332,8 +332,8 @@ func TestRecoveringStoreMakesSlaveWait(t *testing.T) {
 	rs.on.Store(false)
 	clk.Advance(30 * time.Millisecond) // past the TTL and its jitter
 	eventually(t, "b elected once the store grants again", b.IsMaster)
-	if b.Epoch() <= aEpoch {
-		t.Fatalf("b's epoch %d, want more than a's %d", b.Epoch(), aEpoch)
+	if b.Status().Epoch <= aEpoch {
+		t.Fatalf("b's epoch %d, want more than a's %d", b.Status().Epoch, aEpoch)
 	}
 	if until := b.Status().RecoveringUntil; !until.IsZero() {
 		t.Errorf("b's Status().RecoveringUntil = %v once it is master; want zero", until)
@@ -364,7 +364,7 @@ func TestLateGrantIsVoid(t *testing.T) {
 	}
 	clk.Advance(50 * time.Millisecond) // the back-off's longest first delay
 	eventually(t, "a elected", func() bool { return len(rec.events()) >= 2 })
-	want := []string{"elected", "master " + a.ID().String()}
+	want := []string{"elected", "master " + a.Status().Instance}
 	if got := rec.events(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("callbacks %q, want %q", got, want)
 	}

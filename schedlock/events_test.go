@@ -11,6 +11,7 @@ import (
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // Callback and observer options add up: metrics and a status page can
@@ -38,10 +39,8 @@ func TestCallbackOptionsAddUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer el.Stop(context.Background())
+	testenv.Start(el, el.Run)
+	defer testenv.Stop(context.Background(), el)
 	waitFor(t, "both OnElected and both observers", func() bool {
 		return elected[0].Load() == 1 && elected[1].Load() == 1 && observedRole[0].Load() == 1 && observedRole[1].Load() == 1
 	})

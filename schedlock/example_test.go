@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -16,13 +17,15 @@ import (
 	"github.com/baton-go/baton/schedlock"
 )
 
-// startElector starts an elector for id and returns it with a function
-// that stops it.
+// startElector runs an elector for id until the function it returns
+// ends its context (which releases the role) and waits for its Run.
 func startElector(store *membackend.Store, ip string) (*role.Elector, func()) {
 	id, _ := instanceid.New(ip, "acme", "billing", 8080)
 	el, _ := role.NewElector(store, id, role.Config{}, role.WithLogger(slog.New(slog.DiscardHandler)))
-	el.Start()
-	return el, func() { el.Stop(context.Background()) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { el.Run(ctx); close(done) }()
+	return el, func() { cancel(); <-done }
 }
 
 // A report that only the master sends. Before every run the gate asks the
@@ -63,21 +66,22 @@ func ExampleSlaveOnly() {
 	}
 	slave, stopB := startElector(store, "10.0.0.8")
 	defer stopB()
-	for slave.Master() == "" {
+	for slave.Status().Master == "" {
 		time.Sleep(time.Millisecond)
 	}
 
 	report := make(chan string)
 	for _, el := range []*role.Elector{master, slave} {
+		ip, _, _ := strings.Cut(el.Status().Instance, ":")
 		s, _ := gocron.NewScheduler()
 		defer s.Shutdown()
 		s.NewJob(gocron.OneTimeJob(gocron.OneTimeJobStartImmediately()),
-			gocron.NewTask(func() { report <- el.ID().IP.String() + " warmed the cache" }),
+			gocron.NewTask(func() { report <- ip + " warmed the cache" }),
 			schedlock.SlaveOnly(el),
 			gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, _ string, err error) {
 				var skip *schedlock.SkipError
 				errors.As(err, &skip)
-				report <- el.ID().IP.String() + " skipped: " + skip.Label()
+				report <- ip + " skipped: " + skip.Label()
 			})))
 		s.Start()
 		fmt.Println(<-report)
@@ -178,7 +182,7 @@ func ExampleRun() {
 	ctx := context.Background()
 	err := schedlock.Run(ctx, report, time.Time{}, func(ctx context.Context) error {
 		epoch, _ := schedlock.Token(ctx) // a master-only run's token is its epoch
-		fmt.Println("tick handled by the master, with its epoch:", epoch == el.Epoch())
+		fmt.Println("tick handled by the master, with its epoch:", epoch == el.Status().Epoch)
 		return nil
 	})
 	fmt.Println("first tick:", err)

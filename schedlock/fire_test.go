@@ -442,10 +442,8 @@ func testSkipRecovering(t *testing.T, st backend.Store, app string, advice ...st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer el.Stop(context.WithoutCancel(ctx))
+	testenv.Start(el, el.Run)
+	defer testenv.Stop(context.WithoutCancel(ctx), el)
 	waitFor(t, "the elector to see the store refuse", func() bool { return !el.Status().RecoveringUntil.IsZero() })
 	for _, c := range []struct {
 		what string

@@ -208,7 +208,7 @@ func invalid(format string, args ...any) error {
 }
 
 // gateInstance is the instance a gate speaks for: the one WithInstance
-// named, else the elector's, else none. It never reads role.Default: a
+// named, else the elector's, else none. It never reads role.SetDefault's elector: a
 // gate's instance is what its own options name.
 func gateInstance(id instanceid.ID, el *role.Elector) (instanceid.ID, error) {
 	if id.IsZero() && el != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/testkit/storetest"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // lockGate returns a lock-only gate of instance i of f.
@@ -458,8 +459,8 @@ func TestRoleGates(t *testing.T) {
 		if err != nil {
 			t.Fatalf("master gate on the master: %v", err)
 		}
-		if ep, ok := schedlock.Token(ctx); !ok || ep != f.els[m].Epoch() {
-			t.Fatalf("Token of a master-only run = %d, %v; want the epoch %d", ep, ok, f.els[m].Epoch())
+		if ep, ok := schedlock.Token(ctx); !ok || ep != f.els[m].Status().Epoch {
+			t.Fatalf("Token of a master-only run = %d, %v; want the epoch %d", ep, ok, f.els[m].Status().Epoch)
 		}
 		if err := schedlock.Assert(ctx); err != nil {
 			t.Fatalf("Assert on the master: %v", err)
@@ -549,7 +550,7 @@ func TestContextCancelledOnDemotion(t *testing.T) {
 			})
 		}()
 		<-started
-		if err := f.els[0].Stop(ctx); err != nil {
+		if err := testenv.Stop(ctx, f.els[0]); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -621,7 +622,7 @@ func TestMastershipLostDuringAcquireSkips(t *testing.T) {
 	f.master(t, -1)
 	ctx := ctxT(t)
 	st := &hookStore{Store: f.stores[0], before: func() {
-		if err := f.els[0].Stop(ctx); err != nil {
+		if err := testenv.Stop(ctx, f.els[0]); err != nil {
 			t.Error(err)
 		}
 	}}

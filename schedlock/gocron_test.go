@@ -16,6 +16,7 @@ import (
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/schedlock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // skips counts the errors gocron hands to AfterLockError.
@@ -109,7 +110,7 @@ func TestMasterOnlyJobFollowsTheRole(t *testing.T) {
 		}
 
 		// The master stops: the role and the job move to another instance.
-		if err := f.els[m].Stop(ctxT(t)); err != nil {
+		if err := testenv.Stop(ctxT(t), f.els[m]); err != nil {
 			t.Fatal(err)
 		}
 		stopped := time.Now()
@@ -164,7 +165,7 @@ func TestSlaveOnlyJobRunsOnEverySlave(t *testing.T) {
 		}
 
 		// A slave promoted to master stops running it.
-		if err := f.els[m].Stop(ctxT(t)); err != nil {
+		if err := testenv.Stop(ctxT(t), f.els[m]); err != nil {
 			t.Fatal(err)
 		}
 		m2 := f.master(t, m)
@@ -308,10 +309,10 @@ func testTaskContextEndsWithMastership(t *testing.T, kind string) {
 		t.Fatal(err)
 	}
 	s.Start()
-	if ep := <-started; ep == 0 || ep != f.els[0].Epoch() {
-		t.Fatalf("Token in the task = %d; want the tenure's epoch %d", ep, f.els[0].Epoch())
+	if ep := <-started; ep == 0 || ep != f.els[0].Status().Epoch {
+		t.Fatalf("Token in the task = %d; want the tenure's epoch %d", ep, f.els[0].Status().Epoch)
 	}
-	if err := f.els[0].Stop(ctxT(t)); err != nil {
+	if err := testenv.Stop(ctxT(t), f.els[0]); err != nil {
 		t.Fatal(err)
 	}
 	select {

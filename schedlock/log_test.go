@@ -74,10 +74,8 @@ func testLogRecords(t *testing.T, kind string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer el.Stop(ctx)
+	testenv.Start(el, el.Run)
+	defer testenv.Stop(ctx, el)
 	waitFor(t, "the elector to become master", el.IsMaster)
 
 	lk, err := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithLogger(both))
@@ -101,7 +99,7 @@ func testLogRecords(t *testing.T, kind string) {
 		msg  string
 		keys map[string]any // value nil: present, any value
 	}{
-		{"role: became master", map[string]any{"backend": name, "key": el.Key(), "epoch": nil}},
+		{"role: became master", map[string]any{"backend": name, "key": el.Status().Key, "epoch": nil}},
 		{"synclock: lock acquired", map[string]any{"backend": name, "key": "nightly-report", "token": nil, "wait": nil}},
 		{"synclock: lock released", map[string]any{"backend": name, "key": "nightly-report", "token": nil, "held": nil}},
 		{"schedlock: run skipped", map[string]any{"job": "slave-only", "reason": "not-slave"}},

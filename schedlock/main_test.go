@@ -118,15 +118,13 @@ func newFleet(t *testing.T, kind string, n int, cfg role.Config) *fleet {
 func (f *fleet) start(t *testing.T) {
 	t.Helper()
 	for _, el := range f.els {
-		if err := el.Start(); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Start(el, el.Run)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		for _, el := range f.els {
-			if err := el.Stop(ctx); err != nil {
+			if err := testenv.Stop(ctx, el); err != nil {
 				t.Error(err)
 			}
 		}
@@ -152,7 +150,7 @@ func (f *fleet) master(t *testing.T, except int) int {
 			return false
 		}
 		for i, el := range f.els {
-			if i != except && el.Master() != f.ids[m].String() {
+			if i != except && el.Status().Master != f.ids[m].String() {
 				return false
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/schedlock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // onGoroutine runs f on a goroutine of its own and waits for it, as
@@ -63,12 +64,10 @@ func TestOverlappingRunsKeepTheirOwnEpoch(t *testing.T) {
 		t.FailNow()
 	}
 	ctx := ctxT(t)
-	if err := f.els[0].Stop(ctx); err != nil {
+	if err := testenv.Stop(ctx, f.els[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.els[0].Start(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Start(f.els[0], f.els[0].Run)
 	f.master(t, -1)
 	var epoch2 uint64
 	newerLock := make(chan func() error, 1)

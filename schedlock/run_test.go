@@ -14,6 +14,7 @@ import (
 	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/testkit/faulty"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // An extension whose reply lands after the lease's deadline never revives
@@ -230,7 +231,7 @@ func TestRoleLossLeavesLeaseToRelease(t *testing.T) {
 		})
 	}()
 	<-started
-	if err := f.els[0].Stop(ctx); err != nil {
+	if err := testenv.Stop(ctx, f.els[0]); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -42,13 +42,11 @@ func TestHealthzWrongPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Start(el, el.Run)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		el.Stop(ctx)
+		testenv.Stop(ctx, el)
 	})
 	rec := httptest.NewRecorder()
 	page.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))

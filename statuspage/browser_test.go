@@ -36,7 +36,7 @@ func testBrowser(t *testing.T, d *browsertest.Driver, st storetest.Backend) {
 	a := start(t, newStore, app, 8081)
 	waitFor(t, "a is master", a.el.IsMaster)
 	b := start(t, newStore, app, 8082)
-	waitFor(t, "b sees a as master", func() bool { return b.el.Master() == a.id.String() })
+	waitFor(t, "b sees a as master", func() bool { return b.el.Status().Master == a.id.String() })
 	waitFor(t, "both members listed", func() bool { ms, _ := b.el.Members(t.Context()); return len(ms) == 2 })
 
 	// a holds a lock that b waits for, so the page has one to show.

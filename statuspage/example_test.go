@@ -27,8 +27,10 @@ func Example() {
 	events := statuspage.NewEvents(0)
 	opts := append(events.RoleOptions(), role.WithLogger(slog.New(slog.DiscardHandler)))
 	el, _ := role.NewElector(store, id, role.Config{}, opts...)
-	el.Start()
-	defer el.Stop(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { el.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
 	lk, _ := synclock.NewLocker(store, id, synclock.Config{}, synclock.WithObserver(events.Lock))
 
 	page, _ := statuspage.New(store, el, statuspage.WithEvents(events))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
 )
 
@@ -41,6 +42,8 @@ var _ http.Handler = (*Handler)(nil)
 type Handler struct {
 	store      backend.Store
 	el         *role.Elector
+	id         instanceid.ID // el's instance
+	roleKey    string        // el's role key
 	events     *Events
 	prefix     string
 	timeout    time.Duration
@@ -103,10 +106,16 @@ func New(store backend.Store, el *role.Elector, opts ...Option) (*Handler, error
 	if store == nil || el == nil {
 		return nil, errors.New("statuspage: New needs the store and the elector")
 	}
-	id := el.ID()
+	st := el.Status()
+	id, err := instanceid.Parse(st.Instance) // an elector's own ID always parses
+	if err != nil {
+		return nil, fmt.Errorf("statuspage: the elector's instance: %w", err)
+	}
 	h := &Handler{
 		store:      store,
 		el:         el,
+		id:         id,
+		roleKey:    st.Key,
 		prefix:     backend.AppKey(id.Tenant, id.App) + ":",
 		timeout:    DefaultTimeout,
 		refresh:    DefaultRefresh,

@@ -190,7 +190,7 @@ func (h *Handler) health(ctx context.Context) (problems []string, master *backen
 	}
 	rctx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
-	l, err := h.store.Get(rctx, h.el.Key())
+	l, err := h.store.Get(rctx, h.roleKey)
 	switch {
 	case err == nil:
 		master = &l
@@ -222,7 +222,7 @@ func (h *Handler) Status(ctx context.Context) Status {
 // local returns the part of a Status that needs no store: the service,
 // this instance's view and the recent events, with problems.
 func (h *Handler) local(now time.Time, problems []string) Status {
-	id := h.el.ID()
+	id := h.id
 	s := Status{
 		Service:     Service{Tenant: id.Tenant, App: id.App},
 		Instance:    instanceOf(h.el.Status(), now),
@@ -266,12 +266,12 @@ func (h *Handler) readMembers(ctx context.Context, s *Status, master string) {
 		h.readAllMembers(mctx, s)
 		return
 	}
-	id := h.el.ID().String()
+	id := h.id.String()
 	first := []string{id}
 	if master != "" {
 		first = append(first, ownerID(master))
 	}
-	list, err := ml.MembersUpTo(mctx, backend.AppKey(h.el.ID().Tenant, h.el.ID().App, memberGroup), h.maxMembers, first...)
+	list, err := ml.MembersUpTo(mctx, backend.AppKey(h.id.Tenant, h.id.App, memberGroup), h.maxMembers, first...)
 	if err != nil {
 		s.MembersError = fmt.Sprintf("listing the members of %s/%s: %v", s.Service.Tenant, s.Service.App, err)
 		return
@@ -339,7 +339,7 @@ func (h *Handler) readLocks(ctx context.Context, s *Status, roleHeld bool) {
 	listedRole := false
 	for _, l := range list.Leases {
 		switch {
-		case l.Key == h.el.Key():
+		case l.Key == h.roleKey:
 			listedRole = true
 		case len(s.Locks) == h.maxLocks:
 			s.LocksMore++
@@ -348,7 +348,7 @@ func (h *Handler) readLocks(ctx context.Context, s *Status, roleHeld bool) {
 		}
 	}
 	s.LocksMore += list.More
-	if roleHeld && !listedRole && list.More > 0 && strings.HasPrefix(h.el.Key(), h.prefix) {
+	if roleHeld && !listedRole && list.More > 0 && strings.HasPrefix(h.roleKey, h.prefix) {
 		s.LocksMore-- // the role key, counted among the keys not read
 	}
 	s.LocksPartial = list.Partial

@@ -84,14 +84,12 @@ func start(t *testing.T, newStore storetest.Factory, app string, port int) *inst
 	mux := http.NewServeMux()
 	mux.Handle("/baton/", http.StripPrefix("/baton", in.page))
 	in.srv = httptest.NewServer(mux)
-	if err := in.el.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Start(in.el, in.el.Run)
 	// Runs before the store's own cleanup closes it.
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		in.el.Stop(ctx)
+		testenv.Stop(ctx, in.el)
 		in.srv.Close()
 	})
 	return in
@@ -183,7 +181,7 @@ func testStatus(t *testing.T, st storetest.Backend) {
 		return a.el.IsMaster() && slices.ContainsFunc(a.events.Transitions(), func(e statuspage.Event) bool { return e.Kind == "elected" })
 	})
 	b := start(t, newStore, app, 8082)
-	waitFor(t, "b sees a as master", func() bool { return b.el.Master() == a.id.String() })
+	waitFor(t, "b sees a as master", func() bool { return b.el.Status().Master == a.id.String() })
 	waitFor(t, "both members listed", func() bool { ms, _ := a.el.Members(t.Context()); return len(ms) == 2 })
 
 	// a holds a lock; b waits for it in line.
@@ -217,8 +215,8 @@ func testStatus(t *testing.T, st storetest.Backend) {
 	if s.Service != (statuspage.Service{Tenant: "acme", App: app}) {
 		t.Errorf("service %+v; want acme/%s", s.Service, app)
 	}
-	if s.Master == nil || s.Master.ID != a.id.String() || s.Master.Epoch != a.el.Epoch() || s.Master.Since == nil {
-		t.Errorf("master %+v; want %s with epoch %d, since its election", s.Master, a.id, a.el.Epoch())
+	if s.Master == nil || s.Master.ID != a.id.String() || s.Master.Epoch != a.el.Status().Epoch || s.Master.Since == nil {
+		t.Errorf("master %+v; want %s with epoch %d, since its election", s.Master, a.id, a.el.Status().Epoch)
 	}
 	// What is left of the role's lease is at most its TTL; Consul cannot
 	// read a session's remaining time and shows the TTL itself.
@@ -278,7 +276,7 @@ func testStatus(t *testing.T, st storetest.Backend) {
 	// epoch and the change among its transitions.
 	ctx, cancel := context.WithTimeout(t.Context(), patience)
 	defer cancel()
-	if err := a.el.Stop(ctx); err != nil {
+	if err := testenv.Stop(ctx, a.el); err != nil {
 		t.Fatal(err)
 	}
 	// The store names b before b's elector has taken the tenure, and the
@@ -288,8 +286,8 @@ func testStatus(t *testing.T, st storetest.Backend) {
 		return s.Master != nil && s.Master.ID == b.id.String() && s.Instance.Role == "master" &&
 			slices.ContainsFunc(s.Transitions, func(e statuspage.Event) bool { return e.Kind == "elected" })
 	})
-	if s.Master.Epoch <= a.el.Epoch() {
-		t.Errorf("b's epoch %d is not above a's %d", s.Master.Epoch, a.el.Epoch())
+	if s.Master.Epoch <= a.el.Status().Epoch {
+		t.Errorf("b's epoch %d is not above a's %d", s.Master.Epoch, a.el.Status().Epoch)
 	}
 	if s.Master.Since == nil {
 		t.Errorf("b's status after the handover does not say since when b is master: %+v", s.Master)

@@ -14,6 +14,7 @@ import (
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/synclock"
+	"github.com/baton-go/baton/testkit/testenv"
 )
 
 // A process that waits for more contended locks than its Redis client has
@@ -54,10 +55,8 @@ func TestLockWaitsLeaveThePoolToTheElector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer el.Stop(context.Background())
+	testenv.Start(el, el.Run)
+	defer testenv.Stop(context.Background(), el)
 	for !el.IsMaster() {
 		select {
 		case <-ctx.Done():

@@ -49,8 +49,8 @@ func TestStatusMembersMaster(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 			t.Fatalf("master --output json: %v\n%s", err, r.stdout)
 		}
-		if got.Epoch != m.Epoch() || got.ID != m.ID().String() {
-			t.Errorf("master --output json: %+v; want the master %s with epoch %d", got, m.ID(), m.Epoch())
+		if got.Epoch != m.Status().Epoch || got.ID != m.Status().Instance {
+			t.Errorf("master --output json: %+v; want the master %s with epoch %d", got, m.Status().Instance, m.Status().Epoch)
 		}
 
 		// A service nobody runs: no master, no members, no locks.
@@ -175,11 +175,11 @@ func TestRelease(t *testing.T) {
 		}
 
 		// The role: the master steps down and a new tenure begins.
-		before := m.Epoch()
+		before := m.Status().Epoch
 		r = fx.ctl(t, "", "--app", app, "--yes", "--force", "release", "role")
 		r.want(t, exitOK, "release of the role")
 		waitFor(t, "a new tenure with a larger epoch", func() bool {
-			return (m.IsMaster() && m.Epoch() > before) || (slave.IsMaster() && slave.Epoch() > before)
+			return (m.IsMaster() && m.Status().Epoch > before) || (slave.IsMaster() && slave.Status().Epoch > before)
 		})
 	})
 }
@@ -369,13 +369,11 @@ func TestWatchRole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := el.Start(); err != nil {
-			t.Fatal(err)
-		}
+		testenv.Start(el, el.Run)
 		waitFor(t, "the line of the election", lines(2))
 		sctx, scancel := context.WithTimeout(t.Context(), patience)
 		defer scancel()
-		if err := el.Stop(sctx); err != nil {
+		if err := testenv.Stop(sctx, el); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "the line of the step-down", lines(3))
@@ -395,8 +393,8 @@ func TestEnvironment(t *testing.T) {
 	t.Setenv("BATON_INSTANCE_TENANT", "other")
 	var out, errOut bytes.Buffer
 	code := run(t.Context(), []string{"--tenant", tenant, "master"}, strings.NewReader(""), &out, &errOut)
-	if code != exitOK || !strings.HasPrefix(out.String(), m.ID().String()+" epoch ") {
-		t.Errorf("master from the environment: exit %d, stdout %q, stderr %q; want %s", code, out.String(), errOut.String(), m.ID())
+	if code != exitOK || !strings.HasPrefix(out.String(), m.Status().Instance+" epoch ") {
+		t.Errorf("master from the environment: exit %d, stdout %q, stderr %q; want %s", code, out.String(), errOut.String(), m.Status().Instance)
 	}
 	out.Reset()
 	errOut.Reset()

@@ -55,8 +55,8 @@ func TestFunctions(t *testing.T) {
 		tenant, redisServer.Addr(), tenant))}
 	r = own.ctl(t, "", "--app", app, "master")
 	r.want(t, exitOK, "master as the tenant's user")
-	if !strings.HasPrefix(r.stdout, m.ID().String()+" epoch ") {
-		t.Errorf("master as the tenant's user: %q; want %s", r.stdout, m.ID())
+	if !strings.HasPrefix(r.stdout, m.Status().Instance+" epoch ") {
+		t.Errorf("master as the tenant's user: %q; want %s", r.stdout, m.Status().Instance)
 	}
 	r = own.ctl(t, "", "--app", app, "locks")
 	r.want(t, exitError, "locks as the tenant's user")

@@ -233,13 +233,11 @@ func startElector(t *testing.T, st backend.Store, app string, port int) *role.El
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
-		t.Fatal(err)
-	}
+	testenv.Start(el, el.Run)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
-		if err := el.Stop(ctx); err != nil {
+		if err := testenv.Stop(ctx, el); err != nil {
 			t.Errorf("stopping the elector of %s: %v", id, err)
 		}
 	})

@@ -52,8 +52,8 @@ func TestConnectionFlags(t *testing.T) {
 
 			r := ctlArgs(t, append(flags, "master")...)
 			r.want(t, exitOK, "master with "+c.flag+" and --prefix")
-			if !strings.HasPrefix(r.stdout, m.ID().String()+" epoch ") {
-				t.Errorf("master: %q; want %s", r.stdout, m.ID())
+			if !strings.HasPrefix(r.stdout, m.Status().Instance+" epoch ") {
+				t.Errorf("master: %q; want %s", r.stdout, m.Status().Instance)
 			}
 			r = ctlArgs(t, append(flags, "locks")...)
 			r.want(t, exitOK, "locks with "+c.flag+" and --prefix")

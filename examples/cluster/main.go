@@ -93,9 +93,24 @@ type instance struct {
 	store   backend.Store
 	close   func() // closes the store and its client
 	el      *role.Elector
+	endEl   context.CancelFunc // ends el's Run, which releases the role
+	elDone  chan error         // el's Run returned
 	events  *statuspage.Events // for its status page
 	crashed atomic.Bool
 	seen    chan struct{} // a master was named (OnMasterChange)
+}
+
+// stop ends the elector's Run (it gives the role up at once) and waits
+// for Run to return, until ctx ends.
+func (in *instance) stop(ctx context.Context) error {
+	in.endEl()
+	select {
+	case err := <-in.elDone:
+		in.endEl = nil // stopped: stopAll skips it
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // awaitMaster returns the master the instance sees, waiting up to within
@@ -106,7 +121,7 @@ type instance struct {
 func (in *instance) awaitMaster(within time.Duration) string {
 	deadline := time.After(within)
 	for {
-		if m := in.el.Master(); m != "" {
+		if m := in.el.Status().Master; m != "" {
 			return m
 		}
 		select {
@@ -279,9 +294,10 @@ func (in *instance) masterNamed(master string) {
 func (d *demo) start() error {
 	for _, in := range d.instances {
 		d.tl.say("%s starts", in.id)
-		if err := in.el.Start(); err != nil {
-			return err
-		}
+		var ctx context.Context
+		ctx, in.endEl = context.WithCancel(context.Background())
+		in.elDone = make(chan error, 1)
+		go func() { in.elDone <- in.el.Run(ctx) }()
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
@@ -292,8 +308,8 @@ func (d *demo) stopAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, in := range d.instances {
-		if in.el != nil {
-			in.el.Stop(ctx)
+		if in.endEl != nil {
+			_ = in.stop(ctx)
 		}
 	}
 }
@@ -339,7 +355,7 @@ func (d *demo) gracefulStop(master tenure) (tenure, error) {
 	d.tl.say("stopping the master %s gracefully: it gives up the role and deletes the key", master.who.id)
 	stopAt := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := master.who.el.Stop(ctx)
+	err := master.who.stop(ctx)
 	cancel()
 	if err != nil {
 		return tenure{}, err

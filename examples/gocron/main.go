@@ -77,6 +77,7 @@ type instance struct {
 	name  string // its port, for short lines
 	id    instanceid.ID
 	el    *role.Elector
+	stop  func(context.Context) error // ends el's Run and waits for it
 	sched gocron.Scheduler
 	rdb   *redis.Client
 	store *redisbackend.Store
@@ -142,7 +143,7 @@ func run(ctx context.Context, addr string, length time.Duration, out io.Writer) 
 		defer cancel()
 		for _, in := range fleet {
 			_ = in.sched.Shutdown() // waits for running jobs
-			_ = in.el.Stop(stopCtx)
+			_ = in.stop(stopCtx)
 			in.store.Close()
 			in.rdb.Close()
 		}
@@ -169,7 +170,7 @@ func run(ctx context.Context, addr string, length time.Duration, out io.Writer) 
 		d.say("instance %s  stops gracefully: it gives up the role at once", in.name)
 		_ = in.sched.Shutdown()
 		stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := in.el.Stop(stopCtx)
+		err := in.stop(stopCtx)
 		cancel()
 		if err != nil {
 			return err
@@ -209,6 +210,24 @@ func (d *demo) phase(ctx context.Context, length time.Duration, not map[string]b
 	return reporter, nil
 }
 
+// runElector runs el until stop is called: the end of Run's context
+// releases the role at once, and stop waits for Run to return, until its
+// ctx ends.
+func runElector(el *role.Elector) (stop func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- el.Run(ctx) }()
+	return func(wait context.Context) error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-wait.Done():
+			return wait.Err()
+		}
+	}
+}
+
 // startInstance starts one instance: its client and store, its elector
 // and its scheduler with the three jobs. It returns what it started, to
 // be stopped, also with an error.
@@ -224,22 +243,20 @@ func startInstance(addr string, port int, cfg role.Config, log *slog.Logger, d *
 		return nil, err
 	}
 	el, err := role.NewElector(store, id, cfg, role.WithLogger(log))
-	if err == nil {
-		err = el.Start()
-	}
 	if err != nil {
 		store.Close()
 		rdb.Close()
 		return nil, err
 	}
+	stop := runElector(el)
 	sched, err := gocron.NewScheduler()
 	if err != nil {
-		_ = el.Stop(context.Background())
+		_ = stop(context.Background())
 		store.Close()
 		rdb.Close()
 		return nil, err
 	}
-	in := &instance{name: fmt.Sprint(port), id: id, el: el, sched: sched, rdb: rdb, store: store}
+	in := &instance{name: fmt.Sprint(port), id: id, el: el, stop: stop, sched: sched, rdb: rdb, store: store}
 
 	// A gate's refusal reaches gocron as the locker's error: print it.
 	skips := gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, job string, err error) {

@@ -128,6 +128,8 @@ type server struct {
 	rdb   *redis.Client
 	store *redisbackend.Store
 	el    *role.Elector
+	endEl context.CancelFunc // ends el's Run, which then releases the role
+	elRun chan error         // el's Run returned
 	http  *http.Server
 	done  chan error
 }
@@ -154,15 +156,16 @@ func startServer(addr string, port int, m *metrics.Metrics) (*server, error) {
 	events := statuspage.NewEvents(0) // recent transitions and lock troubles, for the page
 	cfg := role.Config{HeartbeatInterval: time.Second, HeartbeatExpiration: 3 * time.Second}
 	opts := append(events.RoleOptions(), m.Role(s.id), role.WithLogger(quiet))
-	if s.el, err = role.NewElector(s.store, s.id, cfg, opts...); err == nil {
-		err = s.el.Start()
-	}
-	if err != nil {
+	if s.el, err = role.NewElector(s.store, s.id, cfg, opts...); err != nil {
 		s.store.Close()
 		s.rdb.Close()
 		ln.Close()
 		return nil, err
 	}
+	var elCtx context.Context
+	elCtx, s.endEl = context.WithCancel(context.Background())
+	s.elRun = make(chan error, 1)
+	go func() { s.elRun <- s.el.Run(elCtx) }()
 	lk, err := synclock.NewLocker(s.store, s.id, synclock.Config{},
 		m.Lock(s.id), synclock.WithObserver(events.Lock), synclock.WithLogger(quiet))
 	if err != nil {
@@ -207,10 +210,10 @@ func (s *server) routes(m *metrics.Metrics, lk *synclock.Locker, page http.Handl
 // home says who this instance is, and who is master.
 func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	if s.el.IsMaster() {
-		fmt.Fprintf(w, "%s is master (epoch %d)\n", s.id, s.el.Epoch())
+		fmt.Fprintf(w, "%s is master (epoch %d)\n", s.id, s.el.Status().Epoch)
 		return
 	}
-	fmt.Fprintf(w, "%s is a slave; the master is %s\n", s.id, orNone(s.el.Master()))
+	fmt.Fprintf(w, "%s is a slave; the master is %s\n", s.id, orNone(s.el.Status().Master))
 }
 
 // report runs on the master only; a slave answers 409 and names the
@@ -220,7 +223,7 @@ func (s *server) report(w http.ResponseWriter, r *http.Request) {
 	// the epoch with every write, so that a stale master is refused.
 	ctx, epoch, ok := s.el.Tenure()
 	if !ok {
-		http.Error(w, fmt.Sprintf("not the master; send reports to %s", orNone(s.el.Master())), http.StatusConflict)
+		http.Error(w, fmt.Sprintf("not the master; send reports to %s", orNone(s.el.Status().Master)), http.StatusConflict)
 		return
 	}
 	if ctx.Err() == nil {
@@ -239,7 +242,11 @@ func (s *server) close() {
 			fmt.Fprintln(os.Stderr, "serve:", err)
 		}
 	}
-	_ = s.el.Stop(ctx)
+	s.endEl()
+	select {
+	case <-s.elRun:
+	case <-ctx.Done():
+	}
 	s.store.Close()
 	s.rdb.Close()
 }

@@ -38,7 +38,7 @@ func main() {
 		if role.IsMaster() {
 			fmt.Fprintln(w, id, "is the master")
 		} else {
-			fmt.Fprintln(w, id, "is a slave; the master is", el.Master())
+			fmt.Fprintln(w, id, "is a slave; the master is", el.Status().Master)
 		}
 	})
 	go func() { log.Fatal(http.ListenAndServe(fmt.Sprint(":", *port), nil)) }()

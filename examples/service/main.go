@@ -97,14 +97,15 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		return err
 	}
 	role.SetDefault(el)
-	if err := el.Start(); err != nil {
-		return err
-	}
+	elCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	elDone := make(chan struct{})
+	go func() { _ = el.Run(elCtx); close(elDone) }() // Run fails only when el already runs
 	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := el.Stop(stopCtx); err != nil { // releases the role at once
-			say.Printf("stop: %v", err)
+		endElection() // releases the role at once
+		select {
+		case <-elDone:
+		case <-time.After(5 * time.Second):
+			say.Printf("stop: the elector did not stop within 5s")
 		}
 	}()
 

@@ -368,9 +368,9 @@ func (n *node) sample(ctx context.Context, el *role.Elector) {
 		after := time.Now().UnixNano()
 		switch {
 		case master && on == 0:
-			on, last, written, epoch = after, 0, 0, el.Epoch()
+			on, last, written, epoch = after, 0, 0, el.Status().Epoch
 		case master:
-			if e := el.Epoch(); e != epoch {
+			if e := el.Status().Epoch; e != epoch {
 				// A new tenure without a false read in between.
 				flush()
 				on, last, written, epoch = after, 0, 0, e

@@ -39,13 +39,13 @@ func TestConsulRestartedEmpty(t *testing.T) {
 	var m *role.Elector
 	// The agent is new: the guard holds the first grant back too.
 	waitFor(t, "a master", func() bool { m = master(els); return m != nil }, els...)
-	before := m.Epoch()
+	before := m.Status().Epoch
 	if err := a.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a master with a larger epoch", func() bool {
 		m = master(els)
-		return m != nil && m.Epoch() > before
+		return m != nil && m.Status().Epoch > before
 	}, els...)
 	ts.check(t, 2)
 }
@@ -75,10 +75,10 @@ func testSessionDestroyed(t *testing.T, lockDelay time.Duration, newcomer bool) 
 	m := add(0)
 	defer func() { stopAll(t, els...) }()
 	waitFor(t, "a master", m.IsMaster, m)
-	before := m.Epoch()
+	before := m.Status().Epoch
 	if !newcomer {
 		s := add(1)
-		waitFor(t, "the slave to see the master", func() bool { return s.Master() == m.ID().String() }, els...)
+		waitFor(t, "the slave to see the master", func() bool { return s.Status().Master == m.Status().Instance }, els...)
 	}
 
 	cli, err := api.NewClient(&api.Config{Address: a.Addr()})
@@ -98,7 +98,7 @@ func testSessionDestroyed(t *testing.T, lockDelay time.Duration, newcomer bool) 
 	}
 	waitFor(t, "a master with a larger epoch", func() bool {
 		n := master(els)
-		return n != nil && n.Epoch() > before
+		return n != nil && n.Status().Epoch > before
 	}, els...)
 	ts.check(t, 2)
 }
@@ -118,7 +118,7 @@ func TestConsulPausedMasterStepsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
+	if err := el.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	defer stopAll(t, el)
@@ -155,7 +155,7 @@ func TestConsulUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := el.Start(); err != nil {
+	if err := el.Launch(); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "an error naming the agent", func() bool {
@@ -242,20 +242,20 @@ func TestConsulServiceAnnouncesRole(t *testing.T) {
 	}
 	waitFor(t, "the catalog to show the master and the slave", func() bool {
 		c := catalog()
-		return c[m.ID().String()] == "master" && c[other.ID().String()] == "slave"
+		return c[m.Status().Instance] == "master" && c[other.Status().Instance] == "slave"
 	}, els...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	if ok, err := m.IsMasterOf(ctx, "billing", m.ID().String()); err != nil || !ok {
+	if ok, err := m.IsMasterOf(ctx, "billing", m.Status().Instance); err != nil || !ok {
 		t.Errorf("IsMasterOf(master) = %v, %v", ok, err)
 	}
-	if err := m.Stop(ctx); err != nil {
+	if err := m.Halt(ctx); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the catalog to show the new master alone", func() bool {
 		c := catalog()
-		return len(c) == 1 && c[other.ID().String()] == "master"
+		return len(c) == 1 && c[other.Status().Instance] == "master"
 	}, els...)
 }
 
@@ -282,7 +282,7 @@ func TestConsulMembers(t *testing.T) {
 		for _, x := range ms {
 			if x.Master {
 				masters++
-				if x.ID != m.ID().String() {
+				if x.ID != m.Status().Instance {
 					return false
 				}
 			}
@@ -290,9 +290,9 @@ func TestConsulMembers(t *testing.T) {
 		return masters == 1
 	}, els...)
 	for _, el := range els {
-		ok, err := els[0].IsMasterOf(ctx, "billing", el.ID().String())
+		ok, err := els[0].IsMasterOf(ctx, "billing", el.Status().Instance)
 		if err != nil || ok != (el == m) {
-			t.Errorf("IsMasterOf(%s) = %v, %v; want %v", el.ID(), ok, err, el == m)
+			t.Errorf("IsMasterOf(%s) = %v, %v; want %v", el.Status().Instance, ok, err, el == m)
 		}
 	}
 }
