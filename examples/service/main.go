@@ -29,7 +29,9 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/google/uuid"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/config"
+	"github.com/baton-go/baton/instanceid"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
@@ -49,15 +51,8 @@ func main() {
 // run runs the service until ctx ends.
 func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) error {
 	// 1. Configuration first, so that files and BATON_* variables decide
-	// everything, the instance ID included. Later sources win.
-	sources := []config.Source{config.Map(map[string]any{
-		"instance.app":  "billing",
-		"instance.port": 8080,
-	})}
-	if configFile != "" {
-		sources = append(sources, config.File(configFile))
-	}
-	cfg, err := config.Load(append(sources, config.Env("BATON_"))...)
+	// everything, the instance ID included.
+	cfg, err := loadConfig(configFile)
 	if err != nil {
 		return err // every problem, one per line, naming the key
 	}
@@ -119,38 +114,7 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 			say.Printf("scheduler: %v", err)
 		}
 	}()
-	skipped := gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, job string, err error) {
-		if skip, ok := errors.AsType[*schedlock.SkipError](err); ok {
-			say.Printf("job %s skipped: %s", job, skip.Label())
-		}
-	}))
-	every := gocron.DurationJob(2 * time.Second)
-	now := gocron.WithStartAt(gocron.WithStartImmediately())
-	sendReport := func(ctx context.Context) {
-		epoch, _ := schedlock.Token(ctx) // a master-only run's token is the master's epoch: a fencing token for the report
-		say.Printf("job send-report ran on the master (epoch %d)", epoch)
-	}
-	warmCache := func() { say.Printf("job warm-cache ran on a slave") }
-	export := func(ctx context.Context) {
-		token, _ := schedlock.Token(ctx)
-		say.Printf("job export ran under the job lock (token %d)", token)
-	}
-	if _, err := s.NewJob(every, gocron.NewTask(sendReport), gocron.WithName("send-report"),
-		schedlock.MasterOnly(el), skipped, now); err != nil { // only on the master
-		return err
-	}
-	if _, err := s.NewJob(every, gocron.NewTask(warmCache), gocron.WithName("warm-cache"),
-		schedlock.SlaveOnly(el), skipped, now); err != nil { // only on slaves
-		return err
-	}
-	// Once per fire across the fleet (ShedLock): a lease of 1 min, kept
-	// 5 s after the start, so this job runs every third fire. Locked
-	// needs the instance, schedlock.WithInstance(id), and the scheduler,
-	// schedlock.WithScheduler(s), which gives it each run's fire time, so
-	// that an instance that starts a fire late (it was paused over it)
-	// does not run it again.
-	if _, err := s.NewJob(every, gocron.NewTask(export), gocron.WithName("export"),
-		schedlock.Locked(store, "export", time.Minute, 5*time.Second, schedlock.WithInstance(id), schedlock.WithScheduler(s)), skipped, now); err != nil {
+	if err := addJobs(s, el, store, id, say); err != nil {
 		return err
 	}
 	s.Start()
@@ -199,4 +163,57 @@ func startEmbeddedRedis() (addr string, stop func(), err error) {
 		}
 	}()
 	return m.Addr(), func() { close(done); <-stopped; m.Close() }, nil
+}
+
+// loadConfig reads baton's keys: defaults for the demo, then the file
+// (if any), then BATON_* variables; later sources win.
+func loadConfig(configFile string) (*config.Config, error) {
+	sources := []config.Source{config.Map(map[string]any{
+		"instance.app":  "billing",
+		"instance.port": 8080,
+	})}
+	if configFile != "" {
+		sources = append(sources, config.File(configFile))
+	}
+	return config.Load(append(sources, config.Env("BATON_"))...)
+}
+
+// addJobs adds the demo's three jobs to s: master-only, slave-only and
+// once per fire across the fleet.
+func addJobs(s gocron.Scheduler, el *role.Elector, store backend.Store, id instanceid.ID, say *log.Logger) error {
+	skipped := gocron.WithEventListeners(gocron.AfterLockError(func(_ uuid.UUID, job string, err error) {
+		if skip, ok := errors.AsType[*schedlock.SkipError](err); ok {
+			say.Printf("job %s skipped: %s", job, skip.Label())
+		}
+	}))
+	every := gocron.DurationJob(2 * time.Second)
+	now := gocron.WithStartAt(gocron.WithStartImmediately())
+	sendReport := func(ctx context.Context) {
+		epoch, _ := schedlock.Token(ctx) // a master-only run's token is the master's epoch: a fencing token for the report
+		say.Printf("job send-report ran on the master (epoch %d)", epoch)
+	}
+	warmCache := func() { say.Printf("job warm-cache ran on a slave") }
+	export := func(ctx context.Context) {
+		token, _ := schedlock.Token(ctx)
+		say.Printf("job export ran under the job lock (token %d)", token)
+	}
+	if _, err := s.NewJob(every, gocron.NewTask(sendReport), gocron.WithName("send-report"),
+		schedlock.MasterOnly(el), skipped, now); err != nil { // only on the master
+		return err
+	}
+	if _, err := s.NewJob(every, gocron.NewTask(warmCache), gocron.WithName("warm-cache"),
+		schedlock.SlaveOnly(el), skipped, now); err != nil { // only on slaves
+		return err
+	}
+	// Once per fire across the fleet (ShedLock): a lease of 1 min, kept
+	// 5 s after the start, so this job runs every third fire. Locked
+	// needs the instance, schedlock.WithInstance(id), and the scheduler,
+	// schedlock.WithScheduler(s), which gives it each run's fire time, so
+	// that an instance that starts a fire late (it was paused over it)
+	// does not run it again.
+	if _, err := s.NewJob(every, gocron.NewTask(export), gocron.WithName("export"),
+		schedlock.Locked(store, "export", time.Minute, 5*time.Second, schedlock.WithInstance(id), schedlock.WithScheduler(s)), skipped, now); err != nil {
+		return err
+	}
+	return nil
 }
