@@ -92,17 +92,7 @@ func run(ctx context.Context, configFile, redisAddr string, say *log.Logger) err
 		return err
 	}
 	role.SetDefault(el)
-	elCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
-	elDone := make(chan struct{})
-	go func() { _ = el.Run(elCtx); close(elDone) }() // Run fails only when el already runs
-	defer func() {
-		endElection() // releases the role at once
-		select {
-		case <-elDone:
-		case <-time.After(5 * time.Second):
-			say.Printf("stop: the elector did not stop within 5s")
-		}
-	}()
+	defer runElection(ctx, el, say)()
 
 	// 4. Scheduled jobs, gated before every run.
 	s, err := gocron.NewScheduler()
@@ -216,4 +206,21 @@ func addJobs(s gocron.Scheduler, el *role.Elector, store backend.Store, id insta
 		return err
 	}
 	return nil
+}
+
+// runElection runs el until the returned stop is called, which releases
+// the role at once and waits up to 5 s for el to stop. el's context is not
+// ctx, so that the role is given up last, after the jobs have stopped.
+func runElection(ctx context.Context, el *role.Elector, say *log.Logger) (stop func()) {
+	elCtx, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	elDone := make(chan struct{})
+	go func() { _ = el.Run(elCtx); close(elDone) }() // Run fails only when el already runs
+	return func() {
+		endElection()
+		select {
+		case <-elDone:
+		case <-time.After(5 * time.Second):
+			say.Printf("stop: the elector did not stop within 5s")
+		}
+	}
 }
