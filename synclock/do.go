@@ -19,24 +19,12 @@ func sectionOf(ctx context.Context) *grant {
 	return g
 }
 
-// holds reports whether the call chain of ctx holds lk's store key sk, so
-// that a nested call on that key runs directly instead of waiting for
-// itself. A holding that is over (its lease lapsed, or it was released)
-// holds nothing: the lock may be another goroutine's by then.
-func holds(ctx context.Context, lk *Locker, sk string) bool {
+// heldBy returns the live holding of store key sk that the call chain of
+// ctx has through lk or another Locker on lk's store, or nil. A holding
+// that is over holds nothing: the lock may be another goroutine's by then.
+func heldBy(ctx context.Context, lk *Locker, sk string) *grant {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.lk == lk && g.Key() == sk {
-			return !g.Over()
-		}
-	}
-	return false
-}
-
-// heldBy returns the live holding of store key sk on store that the call
-// chain of ctx has, through any Locker or Mutex on store, or nil.
-func heldBy(ctx context.Context, store backend.Store, sk string) *grant {
-	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.Key() == sk && !g.Over() && sameStore(g.lk.store, store) {
+		if g.Key() == sk && !g.Over() && (g.lk == lk || sameStore(g.lk.store, lk.store)) {
 			return g
 		}
 	}
@@ -91,7 +79,7 @@ func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Con
 		return errors.New("synclock: nil function")
 	}
 	k := lk.lockKey(key)
-	if k.err == nil && holds(ctx, lk, k.sk) {
+	if g := heldBy(ctx, lk, k.sk); g != nil && g.lk == lk {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
 	g, err := lk.acquire(ctx, k, true, nil)

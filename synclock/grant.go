@@ -26,10 +26,9 @@ type grant struct {
 	first  time.Duration // the first lease, counted from sent
 	handed bool          // a release handed the lock over
 
-	// A renewal that starts sets stopRen, which cancels its store call
-	// and its waits; release calls it and waits on renewWG.
+	// A renewal starts under mu unless the holding is over; release
+	// waits on renewWG for the one in flight (End cancelled its context).
 	mu      sync.Mutex
-	stopRen context.CancelFunc
 	renewWG sync.WaitGroup
 }
 
@@ -97,13 +96,10 @@ func (g *grant) Woken() {
 		g.mu.Unlock()
 		return
 	}
-	rctx, stop := context.WithCancel(g.Context())
-	g.stopRen = stop
 	g.renewWG.Add(1)
 	g.mu.Unlock()
 	defer g.renewWG.Done()
-	defer stop()
-	g.renew(rctx)
+	g.renew(g.Context())
 }
 
 // renew extends the lease while the section runs: first when a third of
@@ -168,12 +164,8 @@ func (g *grant) release(ctx context.Context) error {
 	lk := g.lk
 	wasLost := g.End() // no renewal and no loss from now on
 	g.mu.Lock()
-	stop := g.stopRen
+	g.renewWG.Wait()
 	g.mu.Unlock()
-	if stop != nil {
-		stop() // cancels an extension in flight
-		g.renewWG.Wait()
-	}
 	rerr := g.Drop(ctx, 0)
 	if !wasLost {
 		g.passTurn()

@@ -227,7 +227,7 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if !wait {
 		return nil
 	}
-	if g := heldBy(ctx, lk.store, k.sk); g != nil {
+	if g := heldBy(ctx, lk, k.sk); g != nil {
 		return fmt.Errorf("synclock: lock %q: %w: the context comes from the section of its holding (token %d) on the same store, through another Locker or a Mutex, so this wait could end only when that holding does; "+
 			"nest the call through the Locker that holds the key (it runs the section directly), or run it after the section",
 			k.key, ErrReentrant, g.Token())
