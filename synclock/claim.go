@@ -111,7 +111,13 @@ func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant,
 		g.handed = handed
 		return g, false, nil
 	}
-	lk.dropLate(c.ctx, c.key, c.sk, c.owner)
+	// Give the late grant back, so that it does not keep the lock from
+	// others until it expires (owner-checked: a lease that already ended,
+	// or went to another holder, is left alone).
+	lk.logger.Warn("synclock: a lock was granted too late to use: the store answered after the claim window; asking again", "key", c.key)
+	if err := lk.terms.Drop(c.ctx, c.sk, c.owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
+		lk.logger.Warn("synclock: giving back a late grant failed; it expires by itself", "key", c.key, "err", err)
+	}
 	if !c.wait {
 		return nil, false, fmt.Errorf("synclock: lock %q: %w: the grant came back after its claim window (%v) had passed", c.key, ErrLeaseExpired, lk.cfg.ClaimWindow)
 	}
@@ -128,10 +134,14 @@ func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 			"key", c.key, "for", held.Holder.TTL)
 	}
 	c.spared++
-	if err := lk.sleep(c.ctx, held.Holder.TTL); err != nil {
-		return c.giveUp(locked, err)
+	t := lk.clock.NewTimer(held.Holder.TTL)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-c.ctx.Done():
+		return c.giveUp(locked, backend.ContextError(c.ctx))
 	}
-	return nil
 }
 
 // await waits after a refusal: for a handover on a store that hands
@@ -181,16 +191,6 @@ func (c *claimer) subscribe() bool {
 		c.lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", c.key, "err", err)
 	}
 	return false
-}
-
-// dropLate releases a grant that came back too late, so that it does not
-// keep the lock from others until it expires (owner-checked: a lease that
-// already ended, or went to another holder, is left alone).
-func (lk *Locker) dropLate(ctx context.Context, key, sk, owner string) {
-	lk.logger.Warn("synclock: a lock was granted too late to use: the store answered after the claim window; asking again", "key", key)
-	if err := lk.terms.Drop(ctx, sk, owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
-		lk.logger.Warn("synclock: giving back a late grant failed; it expires by itself", "key", key, "err", err)
-	}
 }
 
 // giveUp leaves the line after a failed wait or store call and returns
@@ -251,17 +251,5 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 		case <-ctx.Done():
 			return backend.ContextError(ctx)
 		}
-	}
-}
-
-// sleep waits d on the Locker's clock, or until ctx ends.
-func (lk *Locker) sleep(ctx context.Context, d time.Duration) error {
-	t := lk.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return backend.ContextError(ctx)
 	}
 }

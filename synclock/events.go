@@ -38,19 +38,10 @@ const (
 
 // String returns "acquired", "refused", "extended", "lost" or "released".
 func (k EventKind) String() string {
-	switch k {
-	case EventAcquired:
-		return "acquired"
-	case EventRefused:
-		return "refused"
-	case EventExtended:
-		return "extended"
-	case EventLost:
-		return "lost"
-	case EventReleased:
-		return "released"
+	if k < EventAcquired || k > EventReleased {
+		return "unknown"
 	}
-	return "unknown"
+	return [...]string{"acquired", "refused", "extended", "lost", "released"}[k-EventAcquired]
 }
 
 // Event is one step of a lock, for metrics (see WithObserver).

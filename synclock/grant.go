@@ -43,8 +43,9 @@ func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *
 		parent = uncancelled(ctx)
 	}
 	// The lease lasts ClaimWindow from when the request was sent, or less
-	// if the store says so (a lease handed over a while ago).
-	g.first = lk.firstLease(l)
+	// if the store says so (a lease handed over a while ago; none, if it
+	// has nothing left).
+	g.first = max(min(l.TTL, lk.cfg.ClaimWindow), 0)
 	gr := lease.Grant{Key: sk, Owner: owner, Lease: l, Sent: sent, TTL: g.first}
 	if lk.ceiling() > g.first {
 		// The renewal starts a third into the first lease, on the alarm:
@@ -55,13 +56,6 @@ func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *
 		return nil, err
 	}
 	return g, nil
-}
-
-// firstLease is how long a grant of l first lasts, counted from when it
-// was asked for: ClaimWindow, or less if the store says so (a lease handed
-// over a while ago; none, if it has nothing left).
-func (lk *Locker) firstLease(l backend.Lease) time.Duration {
-	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
 }
 
 // ceiling is how long a holding may last in all: HoldDuration, or
@@ -86,7 +80,7 @@ func (g *grant) Lost(cause error) error {
 // cancelled (lease.AfterLoss), so that the next goroutine of this process
 // waiting for the key goes to the store only when the section it follows
 // has been told to stop.
-func (g *grant) AfterLost() { g.passTurn() }
+func (g *grant) AfterLost() { g.lk.exit(g.Key(), g.q) }
 
 // Woken is a third of the first lease gone with the section still
 // running (lease.Hooks): the renewal starts.
@@ -152,10 +146,6 @@ func (g *grant) renew(rctx context.Context) {
 	}
 }
 
-// passTurn gives the local turn to the next waiter: at the loss or at the
-// release, whichever comes first.
-func (g *grant) passTurn() { g.lk.exit(g.Key(), g.q) }
-
 // release ends the holding: stops renewals, deletes the key in the store
 // (owner-checked, even when the caller's context has ended) and passes the
 // local turn on, unless the loss did already. It reports ErrLeaseExpired
@@ -167,8 +157,8 @@ func (g *grant) release(ctx context.Context) error {
 	g.renewWG.Wait()
 	g.mu.Unlock()
 	rerr := g.Drop(ctx, 0)
-	if !wasLost {
-		g.passTurn()
+	if !wasLost { // else the loss passed the local turn on
+		lk.exit(g.Key(), g.q)
 	}
 	var err error
 	switch {

@@ -163,57 +163,48 @@ func (lk *Locker) observe(sk string, token uint64) {
 // Mutex's (nil for DoKey): it is locked first and stays locked until the
 // Mutex's Unlock, and the holding outlives ctx — it lasts until Unlock or
 // the lease's end. Without a gate the section's context ends with ctx.
-func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (*grant, error) {
-	key := k.key
-	start := lk.clock.Now()
-	g, tries, err := lk.acquireAt(ctx, k, wait, gate, start)
-	if err != nil {
-		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
-		return nil, err
-	}
-	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.Token(), Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
-	return g, nil
-}
-
-// acquireAt is acquire without the report; it also returns the claims
-// sent to the store.
-func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool, gate chan struct{}, start time.Time) (*grant, int, error) {
+func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (g *grant, err error) {
+	start, tries := lk.clock.Now(), 0
+	defer func() {
+		if err != nil {
+			lk.report(Event{Kind: EventRefused, Key: k.key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
+		} else {
+			lk.report(Event{Kind: EventAcquired, Key: k.key, Token: g.Token(), Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
+		}
+	}()
 	if lk.cfg.Disabled {
-		return nil, 0, ErrDisabled
+		return nil, ErrDisabled
 	}
 	if k.err != nil {
-		return nil, 0, k.err
+		return nil, k.err
 	}
 	if err := lk.mayWait(ctx, k, wait); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	key, sk := k.key, k.sk
 	w := localWait{lk: lk, ctx: ctx, start: start}
 	if gate != nil {
 		if err := w.lockGate(gate, wait); err != nil {
 			w.stop()
-			return nil, 0, lk.localError(key, "is a Mutex locked by another goroutine of this instance (it stays locked until its Unlock, even after its lease lapsed)", err, start)
+			return nil, lk.localError(k.key, "is a Mutex locked by another goroutine of this instance (it stays locked until its Unlock, even after its lease lapsed)", err, start)
 		}
 	}
-	q, err := lk.enter(&w, sk, wait)
+	q, err := lk.enter(&w, k.sk, wait)
 	w.stop()
 	if err != nil {
 		unlockGate(gate)
-		return nil, 0, lk.localError(key, "is held by another goroutine of this instance", err, start)
+		return nil, lk.localError(k.key, "is held by another goroutine of this instance", err, start)
 	}
-	var g *grant
-	var tries int
 	if err = ctx.Err(); err != nil {
-		err = endedBefore(ctx, key) // the local turn came as ctx ended: ask the store nothing
+		err = endedBefore(ctx, k.key) // the local turn came as ctx ended: ask the store nothing
 	} else {
-		g, tries, err = lk.claim(ctx, key, sk, q, wait, w.retries(), gate != nil)
+		g, tries, err = lk.claim(ctx, k.key, k.sk, q, wait, w.retries(), gate != nil)
 	}
 	if err != nil {
-		lk.exit(sk, q)
+		lk.exit(k.sk, q)
 		unlockGate(gate)
-		return nil, tries, err
+		return nil, err
 	}
-	return g, tries, nil
+	return g, nil
 }
 
 // mayWait refuses, before anything else is done for it, an acquisition
