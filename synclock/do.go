@@ -8,12 +8,11 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// sectionKey is the context key under which a section's context carries
-// its grant. A zero-size key costs no allocation.
+// sectionKey carries a section's grant in its context; being zero-size,
+// it costs no allocation.
 type sectionKey struct{}
 
-// sectionOf returns the innermost grant whose section ctx belongs to, or
-// nil.
+// sectionOf returns the innermost grant whose section ctx is in, or nil.
 func sectionOf(ctx context.Context) *grant {
 	g, _ := ctx.Value(sectionKey{}).(*grant)
 	return g
@@ -31,9 +30,8 @@ func heldBy(ctx context.Context, lk *Locker, sk string) *grant {
 	return nil
 }
 
-// sameStore reports whether a and b are one store value. Stores are
-// compared only when their type allows it (a store that is not
-// comparable is never the same as another).
+// sameStore reports whether a and b are one store value; a store whose
+// type is not comparable is never the same as another.
 func sameStore(a, b backend.Store) bool {
 	t := reflect.TypeOf(a)
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
@@ -43,9 +41,8 @@ func sameStore(a, b backend.Store) bool {
 // section whose context is ctx: strictly larger than the token of every
 // earlier holding of the same lock. Pass it to the resource the section
 // changes so that it can reject a holder whose lease ran out. It reports
-// false when ctx is from no section, and once that holding is over: its
-// lease was given up (the section's context was cancelled with
-// ErrLeaseExpired) or the lock was released.
+// false when ctx is from no section or that holding is over (lease given
+// up, or lock released).
 func Token(ctx context.Context) (uint64, bool) {
 	g := sectionOf(ctx)
 	if g == nil || g.Over() {
@@ -56,24 +53,18 @@ func Token(ctx context.Context) (uint64, bool) {
 
 // DoKey runs fn while holding the lock key: across every instance of the
 // service, only one goroutine of one instance runs a section of key at a
-// time. It waits for the lock (see "The rules" in the package doc: woken
-// by the release, polling every RetryInterval, up to MaxRetries, behind
-// the other goroutines of this process in arrival order) or until ctx
-// ends.
+// time. It waits for the lock as "The rules" in the package doc say, or
+// until ctx ends (then it returns ErrLocked joined with ctx's error; a
+// ctx that had ended before asks the store nothing and returns ctx's
+// error and cause).
 //
-// fn's context carries the fencing token (Token) and is cancelled with
-// cause ErrLeaseExpired shortly before the lease can expire; DoKey then
-// returns ErrLeaseExpired joined with fn's error. It also ends with ctx,
-// after which the lease is no longer extended. A panic in fn releases the
-// lock and is re-raised. A DoKey on a key its call chain holds (ctx comes
-// from that section, and its lease has not lapsed) runs fn directly
-// through the same Locker and fails with ErrReentrant through another. A DoKey whose ctx has already ended
-// asks the store nothing and returns ctx's error and cause; one whose ctx
-// ends while the lock is held elsewhere returns ErrLocked joined with
-// them.
-//
-// To skip a section when the lock is held, rather than wait, use
-// Mutex(key).TryLock.
+// fn's context carries the fencing token (Token), ends with ctx, and is
+// cancelled with cause ErrLeaseExpired shortly before the lease can
+// expire; DoKey then returns ErrLeaseExpired joined with fn's error. A
+// panic in fn releases the lock and is re-raised. A DoKey on a key its
+// call chain holds runs fn directly through the same Locker and fails
+// with ErrReentrant through another. To skip a held lock rather than
+// wait, use Mutex(key).TryLock.
 func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
 		return errors.New("synclock: nil function")
@@ -92,7 +83,5 @@ func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Con
 			err = errors.Join(err, rerr)
 		}
 	}()
-	// A panic in fn unwinds through the deferred release: the lock is
-	// released and the panic goes on unchanged.
 	return fn(g.Context())
 }

@@ -64,12 +64,12 @@
 // # Beyond the rules
 //
 //   - Waiters wake on release: the release is published and the waiter
-//     claims at once; RetryInterval is only a fallback poll (the next try is
-//     at the holder's remaining TTL when that is sooner).
+//     claims at once; RetryInterval is only a fallback poll (sooner when
+//     the holder's remaining TTL is shorter).
 //   - Goroutines of one process that want one key queue locally in arrival
 //     order; only the one at the head talks to the store. When a holder's
-//     lease ends the next goroutine in the queue goes to the store, while
-//     the late holder's Unlock still reports ErrLeaseExpired.
+//     lease ends the next one goes to the store, while the late holder's
+//     Unlock still reports ErrLeaseExpired.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
 //     do). A waiter keeps its place by asking again at least every
@@ -79,14 +79,13 @@
 //   - On a store that hands over (backend.Handover; both do, except a Redis
 //     store made WithReplicaAck) the release itself grants the lock to the
 //     waiter first in line, which learns of it from the store's
-//     notification (on Redis, the store's own pub/sub connection; no waiter
-//     holds a connection of the client's pool): a contended lock passes
-//     from holder to holder in one trip to the store, and no other waiter
-//     is woken. Every wait ends by a client-side timer after at most
-//     RetryInterval. The new holder counts its hold from when it last
-//     asked, so it may give the lock up up to one RetryInterval early,
-//     never late. On other stores the release names the first waiter, and
-//     only that one claims.
+//     notification (on Redis, the store's own pub/sub connection, never a
+//     connection of the client's pool): a contended lock passes in one trip
+//     to the store, and no other waiter is woken. Every wait ends by a
+//     client-side timer after at most RetryInterval. The new holder counts
+//     its hold from when it last asked, so it may give the lock up up to
+//     one RetryInterval early, never late. On other stores the release
+//     names the first waiter, and only that one claims.
 //   - A grant first lasts ClaimWindow (default 10 s, at most HoldDuration);
 //     a section that runs a third of that extends the lease to HoldDuration
 //     with one more store call, which short sections never make. An
@@ -98,30 +97,29 @@
 //     never delete the next holder's key.
 //   - The fencing token (Token) grows with every holding. The section's
 //     context is cancelled a margin (a tenth of ClaimWindow, at most 1 s:
-//     the rule of internal/lease, which role and schedlock hold their
-//     leases on too) before the lease can expire; EventLost is reported
-//     first; DoKey then reports ErrLeaseExpired and Token reports false.
-//   - One deadline decides each holding. An extension is not sent once the
-//     deadline has passed, each is bounded by it, and a reply that lands
-//     after it is void: it never revives a holding that was given up.
+//     the rule of internal/lease, which role and schedlock share) before
+//     the lease can expire; EventLost is reported first; DoKey then
+//     reports ErrLeaseExpired and Token reports false.
+//   - One deadline decides each holding: an extension is not sent once it
+//     has passed, each is bounded by it, and a reply that lands after it is
+//     void, so it never revives a holding that was given up.
 //   - DoKey's section ends with the caller's context; a Mutex's holding
 //     lasts until Unlock or the end of its lease, whatever becomes of the
 //     context passed to Lock (Mutex.Context is the one to watch).
 //   - A store that restarted without its data (or lost it, or is new to
-//     baton) refuses every key without a fencing counter for a while and
-//     says how long. A waiter sleeps that long, bounded by its context,
-//     logs once why it waits, and such a refusal does not count against
-//     MaxRetries. TryLock fails at once with a *LockedError whose
-//     Recovering is set (it matches ErrLocked), saying so and how to
-//     declare a new store whole (batonctl init).
+//     baton) refuses every key without a fencing counter for a time it
+//     names. A waiter sleeps that long, bounded by its context, logs once
+//     why, and such a refusal does not count against MaxRetries. TryLock
+//     fails at once with a *LockedError whose Recovering is set (it
+//     matches ErrLocked) that says how to declare a new store whole
+//     (batonctl init).
 //   - A panic in the section releases the lock and goes on. A nested DoKey
 //     on a key that its call chain already holds runs directly; one that
 //     would wait for such a key through another Locker on the same store
 //     (or a Mutex locked inside the holding's section) fails at once with
 //     ErrReentrant instead of waiting for itself. The call chain is known
-//     by its context: a goroutine started in a section with that context
-//     counts as the same chain. Two store values of one server (two
-//     clients) are two stores to this check.
+//     by its context, also in a goroutine started with it. Two store
+//     values of one server (two clients) are two stores to this check.
 //   - A call whose context has already ended asks the store nothing and
 //     fails at once with the context's error and its cause.
 //

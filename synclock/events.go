@@ -13,26 +13,20 @@ type EventKind int
 
 const (
 	// EventAcquired: a holding began. Event.Wait is the time from the
-	// call to the grant (the local queue and the store), Event.Tries the
-	// claims sent to the store, Event.Handed whether a release handed
-	// the lock over (backend.Handover) rather than a claim taking it.
+	// call to the grant, Event.Tries the claims sent to the store,
+	// Event.Handed whether a release handed the lock over.
 	EventAcquired EventKind = iota + 1
-	// EventRefused: a call did not get the lock. Event.Err says why: it
-	// wraps ErrLocked (TryLock, MaxRetries; joined with the context's
-	// error when the context ended while the lock was held), or the
-	// context's error alone, ErrDisabled, or a store error. Event.Wait and
-	// Event.Tries are as for EventAcquired.
+	// EventRefused: a call did not get the lock; Event.Err is the error
+	// it returned. Event.Wait and Event.Tries are as for EventAcquired.
 	EventRefused
 	// EventExtended: the lease of a running section was extended, past
 	// the claim window or by Config.AutoRenew.
 	EventExtended
 	// EventLost: the lease ended, or was about to, while the section ran;
-	// its context was cancelled and Event.Err wraps ErrLeaseExpired.
-	// Event.Held is how long the holding had lasted.
+	// Event.Err wraps ErrLeaseExpired, Event.Held is how long it lasted.
 	EventLost
 	// EventReleased: a holding ended. Event.Held is the time from the
-	// grant to the release, Event.Err the error the release reported (nil
-	// when fine; wrapping ErrLeaseExpired when the lease had run out).
+	// grant to the release, Event.Err the error the release reported.
 	EventReleased
 )
 
@@ -62,19 +56,16 @@ type Event struct {
 	Err error
 }
 
-// WithObserver makes the Locker report every step of its locks to f:
-// acquisitions, refusals, extensions, lost leases and releases. f is for
-// metrics and logs: it is called synchronously on the goroutine that took
-// the step (the caller's, or a timer's) and must return quickly. Given
-// more than once (metrics and a status page), every observer gets every
-// step, in the order given.
+// WithObserver makes the Locker report every step of its locks to f,
+// synchronously on the goroutine that took the step: f must return
+// quickly. Given more than once, every observer gets every step, in the
+// order given.
 func WithObserver(f func(Event)) Option {
 	return func(lk *Locker) { lk.observer = hook.Join(lk.observer, f) }
 }
 
-// report logs e and reports it to the observer. A lost lease is logged
-// as a warning; the other steps, which happen on every lock, at debug
-// level, so that a production log kept at info shows no lock traffic.
+// report logs e and reports it to the observer. Only a lost lease is a
+// warning: a log kept at info shows no lock traffic.
 func (lk *Locker) report(e Event) {
 	level := slog.LevelDebug
 	if e.Kind == EventLost {
