@@ -19,10 +19,9 @@ import (
 	"github.com/baton-go/baton/internal/lease"
 )
 
-// Locker hands out the cross-instance locks of one instance: it holds the
-// store, the instance's ID (the value the seed wrote under a lock key) and
-// the configuration. Create it with NewLocker; it starts no goroutine
-// until a lock is used and is safe for concurrent use.
+// Locker hands out the cross-instance locks of one instance on one store.
+// Create it with NewLocker; it starts no goroutine until a lock is used
+// and is safe for concurrent use.
 type Locker struct {
 	store  backend.Store
 	id     instanceid.ID
@@ -31,12 +30,11 @@ type Locker struct {
 	clock  clock.Clock
 	logger *slog.Logger
 
-	patience  time.Duration // how long a waiter's place in a store's line outlives its last try
-	parkLimit int           // most idle watches kept (maxParked; tests lower it)
-	terms     lease.Terms   // of every holding: store, alarm, margin (internal/lease)
+	parkLimit int         // most idle watches kept (maxParked; tests lower it)
+	terms     lease.Terms // of every holding
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
-	observer   func(Event) // WithObserver; nil: none
+	observer   func(Event)
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -90,13 +88,8 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
-	// Every holding gives its lease up by one margin, the claim
-	// window's, for the grant and each renewal alike.
+	// One margin, the claim window's, for the grant and each renewal.
 	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.cfg.OperationTimeout}
-	// A live waiter asks again at least every RetryInterval; a place
-	// outlives that three times over, so only a waiter that is gone
-	// loses it, and the lock waits at most that long for a dead one.
-	lk.patience = 3 * lk.cfg.RetryInterval
 	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
 }
@@ -108,7 +101,7 @@ type lockKey struct {
 	err error
 }
 
-// lockKey returns the store key of a lock key. A Mutex works it out once.
+// lockKey returns the store key of a lock key; a Mutex works it out once.
 func (lk *Locker) lockKey(key string) lockKey {
 	if key == "" {
 		return lockKey{err: fmt.Errorf("synclock: %w: lock key is empty", backend.ErrInvalidArgument)}
@@ -127,10 +120,9 @@ func (lk *Locker) floor(sk string) uint64 {
 }
 
 // forgetFloor drops the floor kept for sk, which the store refused as
-// beyond any token it can have granted (learnt from forged data, or from
-// a store whose clock went back by more than backend.MaxTokenLead), so
-// that it never locks the Locker out of the key. It reports whether there
-// was a floor to drop: asking again without one cannot be refused so.
+// beyond any token it can have granted (forged data, or a store clock that
+// went back), so that it never locks the Locker out of the key. It reports
+// whether there was one: asking again without it cannot be refused so.
 func (lk *Locker) forgetFloor(key, sk string, err error) bool {
 	lk.mu.Lock()
 	floor := lk.floors[sk]
@@ -159,10 +151,8 @@ func (lk *Locker) observe(sk string, token uint64) {
 }
 
 // acquire waits for key (local queue, then the store) and returns the
-// grant. wait=false tries once and fails with ErrLocked. gate is a
-// Mutex's (nil for DoKey): it is locked first and stays locked until the
-// Mutex's Unlock, and the holding outlives ctx — it lasts until Unlock or
-// the lease's end. Without a gate the section's context ends with ctx.
+// grant; wait=false tries once. gate is a Mutex's (nil for DoKey): locked
+// first, until Unlock, and the holding then outlives ctx.
 func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (g *grant, err error) {
 	start, tries := lk.clock.Now(), 0
 	defer func() {
@@ -207,10 +197,8 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan s
 	return g, nil
 }
 
-// mayWait refuses, before anything else is done for it, an acquisition
-// whose ctx has already ended (nothing is sent to the store for it), and
-// a wait for a key that ctx's call chain holds on this store: that wait
-// could end only when the holding does (ErrReentrant).
+// mayWait refuses an acquisition whose ctx has already ended, and a wait
+// for a key that ctx's call chain holds on this store (ErrReentrant).
 func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if ctx.Err() != nil {
 		return endedBefore(ctx, k.key)
@@ -227,7 +215,7 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 }
 
 // endedBefore is the error of an acquisition of key whose ctx had ended
-// before it asked the store anything: the context's error and cause.
+// before it asked the store anything.
 func endedBefore(ctx context.Context, key string) error {
 	return errors.Join(fmt.Errorf("synclock: lock %q: the caller's context ended before the store was asked; nothing was sent to it", key), backend.ContextError(ctx))
 }
@@ -235,12 +223,12 @@ func endedBefore(ctx context.Context, key string) error {
 // unlockGate unlocks a Mutex's gate, if any.
 func unlockGate(gate chan struct{}) {
 	if gate != nil {
-		<-gate
+		gate <- struct{}{}
 	}
 }
 
-// localError is the error of an acquisition that gave up waiting behind
-// other goroutines of this process, because (why) of err.
+// localError is the error of an acquisition that gave up, because of err,
+// waiting behind other goroutines of this process (why).
 func (lk *Locker) localError(key, why string, err error, start time.Time) error {
 	switch {
 	case errors.Is(err, ErrLocked):
@@ -263,8 +251,8 @@ func ended(ctx context.Context) bool {
 	return ok && !time.Now().Before(d)
 }
 
-// uncancelled returns ctx without its cancellation, and ctx itself when
-// it has none (saving an allocation on every release).
+// uncancelled returns ctx without its cancellation, or ctx itself when it
+// has none (saving an allocation).
 func uncancelled(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
@@ -272,8 +260,8 @@ func uncancelled(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-// newOwner returns the owner of one acquisition: the instance ID and a
-// random nonce, "<id>#<16 hex digits>", in one allocation.
+// newOwner returns "<id>#<16 hex digits>", a nonce per acquisition, in
+// one allocation.
 func (lk *Locker) newOwner() string {
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], rand.Uint64())

@@ -15,10 +15,9 @@ import (
 // the late Unlock never ends a later holding; a lapsed holding frees the
 // key at once for DoKey and for other Mutex values.
 type Mutex struct {
-	lk  *Locker
-	key lockKey
-	// gate is full while the Mutex is locked, from Lock until Unlock.
-	gate chan struct{}
+	lk   *Locker
+	key  lockKey
+	gate chan struct{} // holds a token while the Mutex is unlocked
 
 	mu   sync.Mutex
 	held *grant
@@ -27,7 +26,9 @@ type Mutex struct {
 // Mutex returns a mutex on key. The key is checked once, here; Lock and
 // TryLock report a bad one (backend.ErrInvalidArgument) on every call.
 func (lk *Locker) Mutex(key string) *Mutex {
-	return &Mutex{lk: lk, key: lk.lockKey(key), gate: make(chan struct{}, 1)}
+	m := &Mutex{lk: lk, key: lk.lockKey(key), gate: make(chan struct{}, 1)}
+	m.gate <- struct{}{}
+	return m
 }
 
 // Lock waits for the lock as DoKey does; ctx bounds only the wait. The
