@@ -88,10 +88,13 @@ func (c *claimer) round() (*grant, bool, error) {
 // has one.
 func (c *claimer) ask() (backend.Lease, error) {
 	lk := c.lk
+	lk.mu.Lock()
+	floor := lk.floors[c.sk]
+	lk.mu.Unlock()
 	if c.line != nil {
-		return c.line.AcquireQueued(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, lk.floor(c.sk), c.patience)
+		return c.line.AcquireQueued(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, floor, c.patience)
 	}
-	return lk.store.Acquire(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, lk.floor(c.sk))
+	return lk.store.Acquire(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, floor)
 }
 
 // granted starts the holding of l, asked for at sent. A grant that came
@@ -124,14 +127,10 @@ func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 			"key", c.key, "for", held.Holder.TTL)
 	}
 	c.spared++
-	t := lk.clock.NewTimer(held.Holder.TTL)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-c.ctx.Done():
-		return c.giveUp(locked, backend.ContextError(c.ctx))
+	if err := lk.waitTurn(c.ctx, nil, held.Holder.TTL, ""); err != nil {
+		return c.giveUp(locked, err)
 	}
+	return nil
 }
 
 // await waits after a refusal for a handover, else for an announced
@@ -161,7 +160,7 @@ func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.
 	if c.q.watch == nil && c.subscribe() {
 		return nil, true, nil
 	}
-	if err := lk.waitTurn(c.ctx, c.q, poll, c.owner); err != nil {
+	if err := lk.waitTurn(c.ctx, c.q.watch, poll, c.owner); err != nil {
 		return nil, false, c.giveUp(locked, err)
 	}
 	return nil, true, nil
@@ -176,7 +175,9 @@ func (c *claimer) subscribe() bool {
 		c.q.watch = w
 		return true
 	}
-	if !ended(c.ctx) {
+	// The client's network timeout can fire a moment before ctx.Err is
+	// set: that is the caller giving up, not a store problem to log.
+	if d, ok := c.ctx.Deadline(); c.ctx.Err() == nil && (!ok || time.Now().Before(d)) {
 		c.lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", c.key, "err", err)
 	}
 	return false
@@ -210,13 +211,13 @@ func (c *claimer) leaveLine() {
 }
 
 // waitTurn sleeps until a release is announced that does not keep the key
-// for another waiter in line, d passes, or ctx ends. An announced renewal
+// for another waiter in line (on w, if any), d passes, or ctx ends. An announced renewal
 // moves the wake-up to the holder's new expiry, but never past d: a
 // waiter keeps its place in line by asking again at least every d.
-func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner string) error {
+func (lk *Locker) waitTurn(ctx context.Context, w backend.Watch, d time.Duration, owner string) error {
 	var events <-chan backend.Event
-	if q.watch != nil {
-		events = q.watch.C()
+	if w != nil {
+		events = w.C()
 	}
 	start := lk.clock.Now()
 	t := lk.clock.NewTimer(d)

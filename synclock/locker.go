@@ -113,12 +113,6 @@ func (lk *Locker) lockKey(key string) lockKey {
 	return lockKey{key: key, sk: sk}
 }
 
-func (lk *Locker) floor(sk string) uint64 {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.floors[sk]
-}
-
 // forgetFloor drops the floor kept for sk, which the store refused as
 // beyond any token it can have granted (forged data, or a store clock that
 // went back), so that it never locks the Locker out of the key. It reports
@@ -156,11 +150,11 @@ func (lk *Locker) observe(sk string, token uint64) {
 func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (g *grant, err error) {
 	start, tries := lk.clock.Now(), 0
 	defer func() {
-		if err != nil {
-			lk.report(Event{Kind: EventRefused, Key: k.key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
-		} else {
-			lk.report(Event{Kind: EventAcquired, Key: k.key, Token: g.Token(), Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
+		e := Event{Kind: EventRefused, Key: k.key, Wait: lk.clock.Since(start), Tries: tries, Err: err}
+		if err == nil {
+			e.Kind, e.Token, e.Handed = EventAcquired, g.Token(), g.handed
 		}
+		lk.report(e)
 	}()
 	if lk.cfg.Disabled {
 		return nil, ErrDisabled
@@ -238,17 +232,6 @@ func (lk *Locker) localError(key, why string, err error, start time.Time) error 
 			key, why, lk.clock.Since(start).Round(time.Millisecond), lk.cfg.MaxRetries, lk.cfg.RetryInterval, ErrLocked)
 	}
 	return errors.Join(fmt.Errorf("synclock: lock %q %s; the caller's context ended while it waited: %w", key, why, ErrLocked), err)
-}
-
-// ended reports whether ctx has ended or reached its deadline: the
-// client's network timeout can fire a moment before ctx.Err is set, and
-// such a failure is the caller giving up, not a store problem to log.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
 }
 
 // uncancelled returns ctx without its cancellation, or ctx itself when it
