@@ -38,22 +38,17 @@ func (k EventKind) String() string {
 	return [...]string{"acquired", "refused", "extended", "lost", "released"}[k-EventAcquired]
 }
 
-// Event is one step of a lock, for metrics (see WithObserver).
+// Event is one step of a lock, for metrics (see WithObserver). Wait,
+// Tries, Handed, Held and Err are set as the EventKind says.
 type Event struct {
-	Kind EventKind
-	// Key is the lock key as the caller gave it (Do: the function name).
-	Key string
-	// Token is the fencing token of the holding; 0 for EventRefused.
-	Token uint64
-	// Wait and Tries: see EventAcquired and EventRefused.
-	Wait  time.Duration
-	Tries int
-	// Handed: see EventAcquired.
-	Handed bool
-	// Held: see EventLost and EventReleased.
-	Held time.Duration
-	// Err: see EventRefused, EventLost and EventReleased.
-	Err error
+	Kind   EventKind
+	Key    string        // as the caller gave it (Do: the function name)
+	Token  uint64        // the holding's fencing token; 0 for EventRefused
+	Wait   time.Duration // from the call to the grant or the refusal
+	Tries  int           // claims sent to the store
+	Handed bool          // a release handed the lock over
+	Held   time.Duration // how long the holding lasted (EventLost, EventReleased)
+	Err    error         // why it was refused, lost, or what the release reported
 }
 
 // WithObserver makes the Locker report every step of its locks to f,

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/lease"
 )
 
@@ -98,7 +97,6 @@ func (g *grant) renew(rctx context.Context) {
 	lk := g.lk
 	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
 	end := g.first // the lease lasts until sent+end, counted from before each request
-	var t clock.Timer
 	for {
 		left := ceiling - lk.clock.Since(g.sent)
 		if left <= 0 || end >= ceiling {
@@ -123,16 +121,8 @@ func (g *grant) renew(rctx context.Context) {
 			lk.logger.Warn("synclock: extending a lock's lease failed; will retry until the lease ends", "key", g.key, "err", err)
 			wait = max((end-lk.clock.Since(g.sent))/3, time.Millisecond)
 		}
-		if t == nil {
-			t = lk.clock.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-rctx.Done():
+		if lk.waitTurn(rctx, nil, wait, "") != nil {
 			return
-		case <-t.C():
 		}
 	}
 }
