@@ -33,7 +33,6 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 	}
 }
 
-// claimer is the state of one claim.
 type claimer struct {
 	lk           *Locker
 	ctx          context.Context
@@ -49,8 +48,8 @@ type claimer struct {
 	patience     time.Duration
 }
 
-// round sends one request and, if it is refused, waits for the next; it
-// reports whether to ask again.
+// round sends one request and, if refused, waits; it reports whether to
+// ask again.
 func (c *claimer) round() (*grant, bool, error) {
 	lk := c.lk
 	sent := lk.clock.Now()
@@ -84,8 +83,6 @@ func (c *claimer) round() (*grant, bool, error) {
 	return c.await(held, locked, sent)
 }
 
-// ask sends one claim for ClaimWindow: in the key's line on a store that
-// has one.
 func (c *claimer) ask() (backend.Lease, error) {
 	lk := c.lk
 	lk.mu.Lock()
@@ -133,9 +130,9 @@ func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 	return nil
 }
 
-// await waits after a refusal for a handover, else for an announced
-// release or the poll. A handed lease is counted from sent, the refused
-// request, which came before any handover to the owner can happen.
+// await waits for a handover, else for an announced release or the poll.
+// A handed lease is counted from sent, the refused request, which came
+// before any handover to the owner can happen.
 func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.Time) (*grant, bool, error) {
 	lk := c.lk
 	poll := lk.cfg.RetryInterval
@@ -196,8 +193,8 @@ func (c *claimer) giveUp(locked *LockedError, err error) error {
 	return errors.Join(locked, backend.ContextError(c.ctx))
 }
 
-// leaveLine takes a waiter that gives up out of the key's line, so that
-// the lock is not kept idle for it; also when ctx has ended.
+// leaveLine takes a waiter that gives up out of the key's line at once,
+// so that the lock is not kept idle for it.
 func (c *claimer) leaveLine() {
 	if c.line == nil || c.patience <= 0 {
 		return
@@ -210,10 +207,10 @@ func (c *claimer) leaveLine() {
 	}
 }
 
-// waitTurn sleeps until a release is announced that does not keep the key
-// for another waiter in line (on w, if any), d passes, or ctx ends. An announced renewal
-// moves the wake-up to the holder's new expiry, but never past d: a
-// waiter keeps its place in line by asking again at least every d.
+// waitTurn sleeps until d passes, ctx ends, or w (if any) announces a
+// release that does not keep the key for another waiter in line. An
+// announced renewal moves the wake-up to the holder's new expiry, never
+// past d: a waiter keeps its place by asking again at least every d.
 func (lk *Locker) waitTurn(ctx context.Context, w backend.Watch, d time.Duration, owner string) error {
 	var events <-chan backend.Event
 	if w != nil {

@@ -30,9 +30,8 @@ type grant struct {
 	renewWG sync.WaitGroup
 }
 
-// newGrant starts the holding of l, asked for at sent. Its context keeps
-// the caller's values; with detach it does not end with the caller's. It
-// returns lease.ErrLate if the lease came back after its deadline.
+// newGrant starts the holding of l, asked for at sent, or returns
+// lease.ErrLate. With detach its context does not end with the caller's.
 func (c *claimer) newGrant(l backend.Lease, sent time.Time, handed bool) (*grant, error) {
 	lk := c.lk
 	g := &grant{lk: lk, key: c.key, q: c.q, outer: sectionOf(c.ctx), start: lk.clock.Now(), sent: sent, handed: handed}
@@ -40,14 +39,12 @@ func (c *claimer) newGrant(l backend.Lease, sent time.Time, handed bool) (*grant
 	if c.detach {
 		parent = uncancelled(c.ctx)
 	}
-	// The lease lasts ClaimWindow from when the request was sent, or less
-	// if the store says so (a lease handed over a while ago; none, if it
-	// has nothing left).
+	// ClaimWindow from sent, or less if the store says so (a lease handed
+	// over a while ago).
 	g.first = max(min(l.TTL, lk.cfg.ClaimWindow), 0)
 	gr := lease.Grant{Key: c.sk, Owner: c.owner, Lease: l, Sent: sent, TTL: g.first}
 	if lk.ceiling() > g.first {
-		// The renewal starts a third into the first lease, on the alarm:
-		// no goroutine until then, and most sections are shorter.
+		// On the alarm: no goroutine until then; most sections are shorter.
 		gr.Wake = g.first / 3
 	}
 	if err := g.Start(context.WithValue(parent, sectionKey{}, g), &lk.terms, g, gr); err != nil {
@@ -56,7 +53,6 @@ func (c *claimer) newGrant(l backend.Lease, sent time.Time, handed bool) (*grant
 	return g, nil
 }
 
-// ceiling is how long a holding may last in all.
 func (lk *Locker) ceiling() time.Duration {
 	return max(lk.cfg.HoldDuration, lk.cfg.AutoRenew)
 }
@@ -90,9 +86,8 @@ func (g *grant) Woken() {
 }
 
 // renew extends the lease every third of a hold, each time to
-// HoldDuration or to what is left of the ceiling, until it lasts to the
+// HoldDuration or what is left of the ceiling, until it lasts to the
 // ceiling; a failed extension is tried again before the lease runs out.
-// The Holder bounds each call by the deadline and voids a late reply.
 func (g *grant) renew(rctx context.Context) {
 	lk := g.lk
 	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
@@ -127,8 +122,7 @@ func (g *grant) renew(rctx context.Context) {
 	}
 }
 
-// release ends the holding: stops renewals, deletes the key (even when ctx
-// has ended) and passes the local turn on, unless the loss did. It
+// release ends the holding, deletes the key even when ctx has ended, and
 // reports ErrLeaseExpired if the lease ended first.
 func (g *grant) release(ctx context.Context) error {
 	lk := g.lk

@@ -42,9 +42,7 @@ type Locker struct {
 	floors map[string]uint64       // store key -> highest token seen (bounded)
 }
 
-// maxFloors bounds the fencing floors a Locker remembers for keys nobody
-// in the process is using.
-const maxFloors = 4096
+const maxFloors = 4096 // fencing floors a Locker remembers (floors)
 
 // Option configures a Locker.
 type Option func(*Locker)
@@ -94,14 +92,13 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	return lk, nil
 }
 
-// lockKey is a lock key with its store key, or the reason it has none.
+// lockKey is a lock key with its store key (sk), or the reason it has none.
 type lockKey struct {
-	key string // the caller's
-	sk  string // the store's; empty if err is set
-	err error
+	key, sk string
+	err     error
 }
 
-// lockKey returns the store key of a lock key; a Mutex works it out once.
+// lockKey works out the store key of key; a Mutex does it once.
 func (lk *Locker) lockKey(key string) lockKey {
 	if key == "" {
 		return lockKey{err: fmt.Errorf("synclock: %w: lock key is empty", backend.ErrInvalidArgument)}
@@ -113,10 +110,9 @@ func (lk *Locker) lockKey(key string) lockKey {
 	return lockKey{key: key, sk: sk}
 }
 
-// forgetFloor drops the floor kept for sk, which the store refused as
-// beyond any token it can have granted (forged data, or a store clock that
-// went back), so that it never locks the Locker out of the key. It reports
-// whether there was one: asking again without it cannot be refused so.
+// forgetFloor drops the floor of sk that the store refused as beyond any
+// token it granted (forged data, a clock gone back), so that it never
+// locks the Locker out of the key; it reports whether there was one.
 func (lk *Locker) forgetFloor(key, sk string, err error) bool {
 	lk.mu.Lock()
 	floor := lk.floors[sk]
@@ -191,8 +187,8 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan s
 	return g, nil
 }
 
-// mayWait refuses an acquisition whose ctx has already ended, and a wait
-// for a key that ctx's call chain holds on this store (ErrReentrant).
+// mayWait refuses an acquisition whose ctx has ended, and a wait for a key
+// that ctx's call chain holds on this store.
 func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if ctx.Err() != nil {
 		return endedBefore(ctx, k.key)
@@ -208,21 +204,19 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	return nil
 }
 
-// endedBefore is the error of an acquisition of key whose ctx had ended
-// before it asked the store anything.
+// endedBefore is the error of an acquisition that asked the store nothing.
 func endedBefore(ctx context.Context, key string) error {
 	return errors.Join(fmt.Errorf("synclock: lock %q: the caller's context ended before the store was asked; nothing was sent to it", key), backend.ContextError(ctx))
 }
 
-// unlockGate unlocks a Mutex's gate, if any.
 func unlockGate(gate chan struct{}) {
 	if gate != nil {
 		gate <- struct{}{}
 	}
 }
 
-// localError is the error of an acquisition that gave up, because of err,
-// waiting behind other goroutines of this process (why).
+// localError is the error of giving up, because of err, waiting behind
+// other goroutines of this process (why).
 func (lk *Locker) localError(key, why string, err error, start time.Time) error {
 	switch {
 	case errors.Is(err, ErrLocked):
@@ -234,8 +228,8 @@ func (lk *Locker) localError(key, why string, err error, start time.Time) error 
 	return errors.Join(fmt.Errorf("synclock: lock %q %s; the caller's context ended while it waited: %w", key, why, ErrLocked), err)
 }
 
-// uncancelled returns ctx without its cancellation, or ctx itself when it
-// has none (saving an allocation).
+// uncancelled returns ctx without its cancellation, saving an allocation
+// when it has none.
 func uncancelled(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx

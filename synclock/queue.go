@@ -13,16 +13,14 @@ import (
 // queue orders the goroutines of this process that want one key, so that
 // only the one at its head talks to the store.
 type queue struct {
-	users   int             // holder + waiters; the queue is dropped at zero
 	busy    bool            // a goroutine owns the turn
 	waiters []chan struct{} // FIFO; closed to hand over the turn
 	watch   backend.Watch   // open while the queue lives and someone waited
 }
 
-// localWait bounds how long one acquisition waits behind other
-// goroutines of this process (for a Mutex's Unlock, then for the key's
-// turn) by its context and, with MaxRetries, by one budget for all of it:
-// MaxRetries retry intervals, as a waiter at the store would spend.
+// localWait bounds an acquisition's waits behind other goroutines of this
+// process (a Mutex's Unlock, then the key's turn) by its context and, with
+// MaxRetries, one budget of MaxRetries retry intervals for all of them.
 type localWait struct {
 	lk    *Locker
 	ctx   context.Context
@@ -30,8 +28,7 @@ type localWait struct {
 	timer clock.Timer // the budget's, made when the first wait begins
 }
 
-// wait blocks until ch delivers, ctx ends, or the budget is spent
-// (errLocalBudget).
+// wait blocks until ch delivers, ctx ends, or the budget is spent.
 func (w *localWait) wait(ch <-chan struct{}) error {
 	var budget <-chan time.Time
 	if lk := w.lk; lk.cfg.MaxRetries > 0 {
@@ -50,8 +47,8 @@ func (w *localWait) wait(ch <-chan struct{}) error {
 	}
 }
 
-// retries is how many store retries the local waiting used up: one per
-// whole RetryInterval, with MaxRetries set; 0 if nothing was waited for.
+// retries is the store retries the local waits used up: one per whole
+// RetryInterval, with MaxRetries set.
 func (w *localWait) retries() int {
 	if w.timer == nil {
 		return 0
@@ -65,8 +62,8 @@ func (w *localWait) stop() {
 	}
 }
 
-// lockGate locks a Mutex: gate holds a token while the Mutex is unlocked.
-// With wait false it fails with ErrLocked at once if the Mutex is locked.
+// lockGate locks a Mutex's gate; with wait false it fails with ErrLocked
+// if the Mutex is locked.
 func (w *localWait) lockGate(gate chan struct{}, wait bool) error {
 	select {
 	case <-gate:
@@ -79,9 +76,8 @@ func (w *localWait) lockGate(gate chan struct{}, wait bool) error {
 	return w.wait(gate)
 }
 
-// enter joins key's local queue and returns when the caller owns the
-// turn; with wait false it fails with ErrLocked if another goroutine owns
-// it. A waiter gives up as w.wait does.
+// enter returns when the caller owns the turn of sk's local queue; with
+// wait false it fails with ErrLocked if another goroutine owns it.
 func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 	lk.mu.Lock()
 	q := lk.queues[sk]
@@ -93,7 +89,6 @@ func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 		lk.mu.Unlock()
 		return nil, ErrLocked
 	}
-	q.users++
 	if !q.busy {
 		q.busy = true
 		lk.mu.Unlock()
@@ -126,10 +121,8 @@ func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 	return nil, err
 }
 
-// errLocalBudget is a local wait giving up when its budget is spent.
 var errLocalBudget = errors.New("synclock: local wait budget spent")
 
-// exit gives the turn to the next local waiter.
 func (lk *Locker) exit(sk string, q *queue) {
 	lk.mu.Lock()
 	w := lk.passLocked(sk, q)
@@ -137,8 +130,8 @@ func (lk *Locker) exit(sk string, q *queue) {
 	closeWatch(w)
 }
 
-// passLocked hands q's turn to the next waiter, or frees it, and leaves
-// the queue. It returns a watch the caller closes after unlocking lk.mu.
+// passLocked hands q's turn to the next waiter, or frees it, and leaves q
+// as leaveLocked does.
 func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
 	if len(q.waiters) > 0 {
 		next := q.waiters[0]
@@ -150,12 +143,11 @@ func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
 	return lk.leaveLocked(sk, q)
 }
 
-// leaveLocked drops one user of q, and q with the last one. It returns a
-// watch the caller closes after unlocking lk.mu: a close may be a round
-// trip to the store, which must not stall the other keys.
+// leaveLocked drops q once nobody uses it. It returns a watch the caller
+// closes after unlocking lk.mu: a close may be a round trip to the store,
+// which must not stall the other keys.
 func (lk *Locker) leaveLocked(sk string, q *queue) backend.Watch {
-	q.users--
-	if q.users > 0 {
+	if q.busy || len(q.waiters) > 0 {
 		return nil
 	}
 	delete(lk.queues, sk)
@@ -167,7 +159,6 @@ func (lk *Locker) leaveLocked(sk string, q *queue) backend.Watch {
 	return lk.parkLocked(sk, w)
 }
 
-// closeWatch closes w, if any. Call it without holding lk.mu.
 func closeWatch(w backend.Watch) {
 	if w != nil {
 		w.Close()
