@@ -19,11 +19,7 @@ func callerKey(skip int) (string, bool) {
 		return "", false
 	}
 	frame, _ := runtime.CallersFrames(pcs[:]).Next()
-	name := frame.Function
-	if name == "" {
-		return "", false
-	}
-	return keySafe(name), true
+	return keySafe(frame.Function), frame.Function != ""
 }
 
 // keySafe keeps spaces and braces (hash tags) out of a key; symbol names
@@ -49,10 +45,7 @@ func doKey(fn func(context.Context) error, skip int) (string, error) {
 // funcName returns the name of fn when it is a named function or a method
 // value, and false for a closure, a function made by reflect, or nil.
 func funcName(fn func(context.Context) error) (string, bool) {
-	if fn == nil {
-		return "", false
-	}
-	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()) // nil for a nil fn
 	if f == nil {
 		return "", false
 	}
