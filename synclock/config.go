@@ -11,8 +11,8 @@ import (
 // Config tunes the locks of a Locker. The zero value means the defaults
 // below (see "The rules" in the package doc).
 type Config struct {
-	// Disabled turns the locks off (synchronized-lock.enabled=false): every
-	// call fails with ErrDisabled.
+	// Disabled (synchronized-lock.enabled=false) fails every call with
+	// ErrDisabled.
 	Disabled bool
 	// RetryInterval is the longest a waiter sleeps before it tries again
 	// (synchronized-lock.retry-interval-in-milliseconds). Default 1 s.
@@ -21,20 +21,18 @@ type Config struct {
 	// (synchronized-lock.hold-duration-in-seconds). Default 45 s.
 	HoldDuration time.Duration
 	// MaxRetries bounds how many times a waiter tries again after the first
-	// attempt; 0 means until it succeeds or its context ends. Each whole
+	// attempt (0: until it succeeds or its context ends). Each whole
 	// RetryInterval spent behind another goroutine of this process counts
-	// as one retry (the store still gets one try), so a call gives up
-	// after about MaxRetries retry intervals, whoever holds the lock. A
-	// refusal by a store that is recovering is not a retry.
+	// as one, so a call gives up after about MaxRetries retry intervals,
+	// whoever holds the lock; a recovering store's refusal does not.
 	MaxRetries int
 	// ClaimWindow is how long a lock is first granted for; a section that
 	// runs a third of it extends the lease to HoldDuration. It must not
 	// exceed HoldDuration (equal grants the whole hold at once, as the
 	// seed did). Default: 10 s or HoldDuration, whichever is shorter.
 	ClaimWindow time.Duration
-	// AutoRenew, if set, makes a holder renew its lease while the
-	// section runs, up to AutoRenew in total, never past it. It must be
-	// at least HoldDuration; zero keeps a holder to HoldDuration.
+	// AutoRenew, if set (at least HoldDuration), renews a holder's lease
+	// while the section runs, up to AutoRenew in total.
 	AutoRenew time.Duration
 	// OperationTimeout bounds each store call that must finish even when
 	// the caller's context has ended, such as the release. Default 5 s.

@@ -53,17 +53,11 @@ func Token(ctx context.Context) (uint64, bool) {
 
 // DoKey runs fn while holding the lock key: across every instance of the
 // service, only one goroutine of one instance runs a section of key at a
-// time. It waits for the lock as "The rules" in the package doc say, or
-// until ctx ends (then it returns ErrLocked joined with ctx's error; a
-// ctx that had ended before asks the store nothing and returns ctx's
-// error and cause).
-//
-// fn's context carries the fencing token (Token), ends with ctx, and is
-// cancelled with cause ErrLeaseExpired shortly before the lease can
-// expire; DoKey then returns ErrLeaseExpired joined with fn's error. A
-// panic in fn releases the lock and is re-raised. A DoKey on a key its
-// call chain holds runs fn directly through the same Locker and fails
-// with ErrReentrant through another. To skip a held lock rather than
+// time. It waits for the lock as the package doc says, or until ctx ends
+// (ErrLocked joined with ctx's error). fn's context carries the fencing
+// token (Token), ends with ctx, and is cancelled with cause
+// ErrLeaseExpired shortly before the lease can expire; DoKey then returns
+// ErrLeaseExpired joined with fn's error. To skip a held lock rather than
 // wait, use Mutex(key).TryLock.
 func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {

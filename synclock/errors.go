@@ -9,8 +9,7 @@ import (
 )
 
 var (
-	// ErrDisabled reports that locks are turned off; the section did not
-	// run.
+	// ErrDisabled reports that locks are turned off; the section did not run.
 	ErrDisabled = errors.New("synclock: locks are disabled (synchronized-lock.enabled=false)")
 
 	// ErrLocked reports that another holder has the lock (a *LockedError
@@ -24,9 +23,9 @@ var (
 	// a Mutex): a wait that could end only when the holding does.
 	ErrReentrant = errors.New("synclock: the lock is held by the caller's own call chain")
 
-	// ErrLeaseExpired reports that the lock's lease ended (or was about to)
-	// while the section still ran, and its context was cancelled: another
-	// holder may have entered it.
+	// ErrLeaseExpired reports that the lease ended (or was about to) while
+	// the section ran: its context was cancelled, and another holder may
+	// have entered it.
 	ErrLeaseExpired = errors.New("synclock: lock lease expired while the section ran")
 
 	// ErrNotLocked reports an Unlock of a Mutex that is not locked.

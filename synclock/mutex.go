@@ -52,9 +52,9 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// Unlock releases the lock, even when ctx has ended, and then unlocks
-// the Mutex. It returns ErrLeaseExpired if the lease ran out while the
-// lock was held, and ErrNotLocked if the mutex is not locked.
+// Unlock releases the lock, even when ctx has ended, and unlocks the
+// Mutex; it returns ErrLeaseExpired if the lease ran out first, and
+// ErrNotLocked if the Mutex is not locked.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	g := m.held
