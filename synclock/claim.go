@@ -10,9 +10,8 @@ import (
 )
 
 // claim takes the lock in the store for the goroutine that owns q's turn,
-// waiting as the package doc's "Beyond the rules" says: in the store's
-// line, for a handover or an announced release, through a recovering
-// store's refusals. used is the retries spent behind local holders.
+// waiting as the package doc says; used is the retries spent behind local
+// holders.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool) (*grant, int, error) {
 	c := claimer{lk: lk, ctx: ctx, key: key, sk: sk, owner: lk.newOwner(), q: q, wait: wait, detach: detach, used: used}
 	c.line, _ = lk.store.(backend.Queue)
@@ -95,9 +94,8 @@ func (c *claimer) ask() (backend.Lease, error) {
 }
 
 // granted starts the holding of l, asked for at sent. A grant that came
-// back after its lease ended by this process's clock is void (another
-// holder may have the lock): it is given back, and asked for again when
-// the caller waits.
+// back after its deadline is void (another holder may have the lock): it
+// is given back, and asked for again when the caller waits.
 func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant, bool, error) {
 	lk := c.lk
 	lk.observe(c.sk, l.Token)
@@ -145,7 +143,6 @@ func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.
 		case ok:
 			return c.granted(l, sent, true)
 		case errors.Is(err, errors.ErrUnsupported):
-			// Wait for releases instead, from now on.
 			lk.noHandover.Store(true)
 			c.hand = nil
 		case err != nil:

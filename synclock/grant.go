@@ -68,8 +68,7 @@ func (g *grant) Lost(cause error) error {
 }
 
 // AfterLost passes the local turn on once the lost holder's context is
-// cancelled (lease.AfterLoss): the next goroutine goes to the store only
-// when the section it follows has been told to stop.
+// cancelled (lease.AfterLoss), never while the lapsed section is live.
 func (g *grant) AfterLost() { g.lk.exit(g.Key(), g.q) }
 
 // Woken starts the renewal a third into the first lease (lease.Hooks).

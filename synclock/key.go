@@ -60,12 +60,11 @@ func funcName(fn func(context.Context) error) (string, bool) {
 	return keySafe(name), true
 }
 
-// compilerNamed reports whether a symbol name is one the compiler made up
-// by numbering, which changes with the source above it: a closure
-// ("F.func1", "F.func1.2"), a go or defer wrapper ("F.gowrap1"), a
-// range-over-func body ("F-range1") or a package-level closure
-// ("glob..func1"). It returns the name of the named function around it,
-// or name itself.
+// compilerNamed reports whether a symbol name was numbered by the
+// compiler, so changes with the source above it: a closure ("F.func1",
+// "F.func1.2"), a go or defer wrapper ("F.gowrap1"), a range-over-func
+// body ("F-range1"), a package-level closure ("glob..func1"). It returns
+// the named function around it, or name itself.
 func compilerNamed(name string) (string, bool) {
 	pkgEnd := strings.LastIndexByte(name, '/') + 1
 	if i := strings.IndexByte(name[pkgEnd:], '.'); i >= 0 {
