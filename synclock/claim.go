@@ -9,17 +9,9 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// claim takes the lock in the store for the goroutine that owns q's turn.
-// On a store with waiting lines (backend.Queue) a waiter holds a place in
-// the key's line while it waits, so that the lock goes to the instance that
-// has waited longest, and it leaves the line when it gives up. On a store
-// that hands over (backend.Handover) the release grants the key to the
-// first waiter, who collects it without another request; elsewhere a
-// waiter sleeps until a release is announced and then asks again. used is
-// the retries the caller already spent waiting behind local holders. A
-// store that refuses because it restarted without its data (Recovering)
-// grants the key to nobody for the time it names: the waiter sleeps that
-// long, bounded by ctx, and the refusal is not counted as a retry.
+// claim takes the lock in the store for the goroutine that owns q's turn,
+// waiting as the package doc says; used is the retries spent behind local
+// holders.
 func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool) (*grant, int, error) {
 	c := claimer{lk: lk, ctx: ctx, key: key, sk: sk, owner: lk.newOwner(), q: q, wait: wait, detach: detach, used: used}
 	c.line, _ = lk.store.(backend.Queue)
@@ -27,7 +19,10 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 		c.hand, _ = lk.store.(backend.Handover)
 	}
 	if wait {
-		c.patience = lk.patience
+		// A live waiter asks again at least every RetryInterval; its place
+		// outlives that three times over, so only a waiter that is gone
+		// loses it, and the lock waits at most that long for a dead one.
+		c.patience = 3 * lk.cfg.RetryInterval
 	}
 	for {
 		g, again, err := c.round()
@@ -37,7 +32,6 @@ func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool
 	}
 }
 
-// claimer is the state of one claim.
 type claimer struct {
 	lk           *Locker
 	ctx          context.Context
@@ -53,8 +47,8 @@ type claimer struct {
 	patience     time.Duration
 }
 
-// round sends one request and, if it is refused, waits for the next; it
-// reports whether to ask again.
+// round sends one request and, if refused, waits; it reports whether to
+// ask again.
 func (c *claimer) round() (*grant, bool, error) {
 	lk := c.lk
 	sent := lk.clock.Now()
@@ -88,38 +82,38 @@ func (c *claimer) round() (*grant, bool, error) {
 	return c.await(held, locked, sent)
 }
 
-// ask sends one claim: in the key's line on a store that has one. A
-// grant, and a handover asked for in line, first lasts ClaimWindow; the
-// holder extends it if its section runs long (renew).
 func (c *claimer) ask() (backend.Lease, error) {
 	lk := c.lk
+	lk.mu.Lock()
+	floor := lk.floors[c.sk]
+	lk.mu.Unlock()
 	if c.line != nil {
-		return c.line.AcquireQueued(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, lk.floor(c.sk), c.patience)
+		return c.line.AcquireQueued(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, floor, c.patience)
 	}
-	return lk.store.Acquire(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, lk.floor(c.sk))
+	return lk.store.Acquire(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, floor)
 }
 
 // granted starts the holding of l, asked for at sent. A grant that came
-// back after its lease ended by this process's clock (the store or the
-// network stalled) is void, as another holder may already have the lock:
-// it is given back, and asked for again when the caller waits.
+// back after its deadline is void (another holder may have the lock): it
+// is given back, and asked for again when the caller waits.
 func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant, bool, error) {
 	lk := c.lk
 	lk.observe(c.sk, l.Token)
-	g, err := lk.newGrant(c.ctx, c.detach, c.key, c.sk, c.q, c.owner, l, sent)
-	if err == nil {
-		g.handed = handed
+	if g, err := c.newGrant(l, sent, handed); err == nil {
 		return g, false, nil
 	}
-	lk.dropLate(c.ctx, c.key, c.sk, c.owner)
+	lk.logger.Warn("synclock: a lock was granted too late to use: the store answered after the claim window; asking again", "key", c.key)
+	if err := lk.terms.Drop(c.ctx, c.sk, c.owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
+		lk.logger.Warn("synclock: giving back a late grant failed; it expires by itself", "key", c.key, "err", err)
+	}
 	if !c.wait {
 		return nil, false, fmt.Errorf("synclock: lock %q: %w: the grant came back after its claim window (%v) had passed", c.key, ErrLeaseExpired, lk.cfg.ClaimWindow)
 	}
 	return nil, true, nil
 }
 
-// sitOut sleeps through a refusal of a store that grants the key to
-// nobody before Holder.TTL: no release can come sooner.
+// sitOut sleeps through a recovering store's refusal: no release can
+// come before Holder.TTL.
 func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 	lk := c.lk
 	if c.spared == 0 {
@@ -128,16 +122,15 @@ func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 			"key", c.key, "for", held.Holder.TTL)
 	}
 	c.spared++
-	if err := lk.sleep(c.ctx, held.Holder.TTL); err != nil {
+	if err := lk.waitTurn(c.ctx, nil, held.Holder.TTL, ""); err != nil {
 		return c.giveUp(locked, err)
 	}
 	return nil
 }
 
-// await waits after a refusal: for a handover on a store that hands
-// over, else for an announced release or the poll. The refused request
-// at sent was sent before any handover to the owner can happen, so a
-// handed lease is counted from then.
+// await waits for a handover, else for an announced release or the poll.
+// A handed lease is counted from sent, the refused request, which came
+// before any handover to the owner can happen.
 func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.Time) (*grant, bool, error) {
 	lk := c.lk
 	poll := lk.cfg.RetryInterval
@@ -150,7 +143,6 @@ func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.
 		case ok:
 			return c.granted(l, sent, true)
 		case errors.Is(err, errors.ErrUnsupported):
-			// Wait for releases instead, from now on.
 			lk.noHandover.Store(true)
 			c.hand = nil
 		case err != nil:
@@ -162,7 +154,7 @@ func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.
 	if c.q.watch == nil && c.subscribe() {
 		return nil, true, nil
 	}
-	if err := lk.waitTurn(c.ctx, c.q, poll, c.owner); err != nil {
+	if err := lk.waitTurn(c.ctx, c.q.watch, poll, c.owner); err != nil {
 		return nil, false, c.giveUp(locked, err)
 	}
 	return nil, true, nil
@@ -170,32 +162,23 @@ func (c *claimer) await(held *backend.HeldError, locked *LockedError, sent time.
 
 // subscribe watches the key once per queue and reports whether to look
 // again at once: a release between the failed claim and the subscription
-// would otherwise go unseen until the fallback poll.
+// would otherwise go unseen until the poll.
 func (c *claimer) subscribe() bool {
 	w, err := c.lk.store.Watch(c.ctx, c.sk)
 	if err == nil {
 		c.q.watch = w
 		return true
 	}
-	if !ended(c.ctx) {
+	// The client's network timeout can fire a moment before ctx.Err is
+	// set: that is the caller giving up, not a store problem to log.
+	if d, ok := c.ctx.Deadline(); c.ctx.Err() == nil && (!ok || time.Now().Before(d)) {
 		c.lk.logger.Warn("synclock: cannot watch the lock key; falling back to polling", "key", c.key, "err", err)
 	}
 	return false
 }
 
-// dropLate releases a grant that came back too late, so that it does not
-// keep the lock from others until it expires (owner-checked: a lease that
-// already ended, or went to another holder, is left alone).
-func (lk *Locker) dropLate(ctx context.Context, key, sk, owner string) {
-	lk.logger.Warn("synclock: a lock was granted too late to use: the store answered after the claim window; asking again", "key", key)
-	if err := lk.terms.Drop(ctx, sk, owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
-		lk.logger.Warn("synclock: giving back a late grant failed; it expires by itself", "key", key, "err", err)
-	}
-}
-
-// giveUp leaves the line after a failed wait or store call and returns
-// err, or, if ctx ended, the context's error joined with the last
-// refusal (a *LockedError, ErrLocked) when there was one.
+// giveUp leaves the line and returns err or, if ctx ended, the context's
+// error joined with the last refusal, if any.
 func (c *claimer) giveUp(locked *LockedError, err error) error {
 	c.leaveLine()
 	if c.ctx.Err() == nil {
@@ -207,9 +190,8 @@ func (c *claimer) giveUp(locked *LockedError, err error) error {
 	return errors.Join(locked, backend.ContextError(c.ctx))
 }
 
-// leaveLine takes a waiter that gives up out of the key's line, so that
-// the lock does not sit idle, kept for it, until its place lapses. It runs
-// even when ctx has ended.
+// leaveLine takes a waiter that gives up out of the key's line at once,
+// so that the lock is not kept idle for it.
 func (c *claimer) leaveLine() {
 	if c.line == nil || c.patience <= 0 {
 		return
@@ -222,14 +204,14 @@ func (c *claimer) leaveLine() {
 	}
 }
 
-// waitTurn sleeps until a release is announced that does not keep the key
-// for another waiter in line, d passes, or ctx ends. Announced renewals
-// move the wake-up to the holder's new expiry, but never past d: a waiter
-// asks again at least every d, which keeps its place in the line.
-func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner string) error {
+// waitTurn sleeps until d passes, ctx ends, or w (if any) announces a
+// release that does not keep the key for another waiter in line. An
+// announced renewal moves the wake-up to the holder's new expiry, never
+// past d: a waiter keeps its place by asking again at least every d.
+func (lk *Locker) waitTurn(ctx context.Context, w backend.Watch, d time.Duration, owner string) error {
 	var events <-chan backend.Event
-	if q.watch != nil {
-		events = q.watch.C()
+	if w != nil {
+		events = w.C()
 	}
 	start := lk.clock.Now()
 	t := lk.clock.NewTimer(d)
@@ -251,17 +233,5 @@ func (lk *Locker) waitTurn(ctx context.Context, q *queue, d time.Duration, owner
 		case <-ctx.Done():
 			return backend.ContextError(ctx)
 		}
-	}
-}
-
-// sleep waits d on the Locker's clock, or until ctx ends.
-func (lk *Locker) sleep(ctx context.Context, d time.Duration) error {
-	t := lk.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return backend.ContextError(ctx)
 	}
 }

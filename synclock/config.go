@@ -8,47 +8,31 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// Config tunes the locks of a Locker. The zero value means the seed's
-// defaults: enabled, retry every second, hold at most 45 s, retry forever;
-// beyond the seed, a grant first lasts ClaimWindow (10 s) and is extended
-// to the hold only if the section runs that long.
+// Config tunes the locks of a Locker. The zero value means the defaults
+// below (see "The rules" in the package doc).
 type Config struct {
-	// Disabled turns the locks off (synchronized-lock.enabled=false): every
-	// call fails with ErrDisabled instead of running unlocked.
+	// Disabled (synchronized-lock.enabled=false) fails every call with
+	// ErrDisabled.
 	Disabled bool
 	// RetryInterval is the longest a waiter sleeps before it tries again
-	// when no release wakes it (synchronized-lock.retry-interval-in-milliseconds).
-	// Default 1 s.
+	// (synchronized-lock.retry-interval-in-milliseconds). Default 1 s.
 	RetryInterval time.Duration
-	// HoldDuration caps how long one holder keeps the lock, so that a
-	// crashed holder cannot dead-lock the others
+	// HoldDuration caps how long one holder keeps the lock
 	// (synchronized-lock.hold-duration-in-seconds). Default 45 s.
 	HoldDuration time.Duration
 	// MaxRetries bounds how many times a waiter tries again after the first
-	// attempt; 0 means until it succeeds or its context ends. Waiting
-	// behind another goroutine of the same process counts too: such a
-	// waiter gives up with ErrLocked after MaxRetries x RetryInterval in
-	// the local queue, and each whole RetryInterval it spent there counts
-	// as one retry once it reaches the store, where it always makes at
-	// least one try. So a call gives up after about MaxRetries retry
-	// intervals, whoever holds the lock. A refusal by a store that
-	// restarted without its data (backend.HeldError.Recovering) is not a
-	// retry: the waiter sleeps the time the store names and asks again.
+	// attempt (0: until it succeeds or its context ends). Each whole
+	// RetryInterval spent behind another goroutine of this process counts
+	// as one, so a call gives up after about MaxRetries retry intervals,
+	// whoever holds the lock; a recovering store's refusal does not.
 	MaxRetries int
-	// ClaimWindow is how long a lock is first granted for. A holder whose
-	// section runs for a third of it extends the lease to HoldDuration
-	// (one more store call; short sections never make it), so an instance
-	// that dies just after it was granted the lock, or while it waited in
-	// line and had the lock handed to it, blocks the others for at most
-	// ClaimWindow instead of HoldDuration. It must not exceed HoldDuration;
-	// set it equal to HoldDuration to grant the whole hold at once, as the
-	// seed did. Default: 10 s or HoldDuration, whichever is shorter.
+	// ClaimWindow is how long a lock is first granted for; a section that
+	// runs a third of it extends the lease to HoldDuration. It must not
+	// exceed HoldDuration (equal grants the whole hold at once, as the
+	// seed did). Default: 10 s or HoldDuration, whichever is shorter.
 	ClaimWindow time.Duration
-	// AutoRenew, if set, makes a holder renew its lease while the
-	// section runs, up to AutoRenew in total: a long section keeps the
-	// lock past HoldDuration, but never past AutoRenew, so a stuck holder
-	// still cannot keep it forever. It must be at least HoldDuration.
-	// Zero: a holder keeps the lock at most HoldDuration, the seed's rule.
+	// AutoRenew, if set (at least HoldDuration), renews a holder's lease
+	// while the section runs, up to AutoRenew in total.
 	AutoRenew time.Duration
 	// OperationTimeout bounds each store call that must finish even when
 	// the caller's context has ended, such as the release. Default 5 s.
@@ -73,12 +57,9 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate reports every rule the configuration breaks, after defaults
-// are applied, in one error. HoldDuration and ClaimWindow must be leases
-// a store holds (backend.ValidateLease: 1 ms to 365 days), RetryInterval
-// at least 1 ms and at most that long too, and MaxRetries x RetryInterval,
-// the longest a waiter waits with MaxRetries set, at most
-// backend.MaxTTL (365 days; 0 retries without a bound). Errors of
-// durations out of range wrap backend.ErrInvalidArgument.
+// are applied, in one error; durations out of range (1 ms to
+// backend.MaxTTL, also for MaxRetries x RetryInterval) wrap
+// backend.ErrInvalidArgument.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error

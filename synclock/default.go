@@ -12,24 +12,14 @@ var defaultLocker atomic.Pointer[Locker]
 func SetDefault(lk *Locker) { defaultLocker.Store(lk) }
 
 // Do runs fn while holding, on the locker set by SetDefault, the lock
-// named after the code it runs — the Go rendition of the seed's method
-// signature, as an annotation on a method would name it:
-//
-//   - fn's own fully qualified name when fn is a named function or a
-//     method value: Do(ctx, svc.Close) holds
-//     "github.com/acme/billing/invoice.(*Service).Close" wherever it is
-//     called from;
-//   - otherwise (fn is a literal) the nearest named function around the
-//     call: a Do in an HTTP handler literal, a goroutine or a gocron task
-//     literal written in (*Service).Run holds
-//     "github.com/acme/billing/invoice.(*Service).Run", and every closure
-//     of Run shares that one lock.
-//
-// Do never fails for want of a key; it returns ErrNoDefault when no
-// locker is set. The name is part of the lock's contract: see "Naming
-// locks" in the package doc for what a rename does in a rolling deploy,
-// and prefer Locker.DoKey with a constant key where that matters. See
-// Locker.DoKey for the rules of the lock.
+// named after the code it runs, as an annotation on a method names it:
+// fn's own fully qualified name when fn is a named function or a method
+// value (Do(ctx, svc.Close) holds
+// "github.com/acme/billing/invoice.(*Service).Close"), else the nearest
+// named function around the call, shared by all its closures. Do never
+// fails for want of a key; it returns ErrNoDefault when no locker is set.
+// See "Naming locks" in the package doc for what a rename does in a
+// rolling deploy, and Locker.DoKey for the rules of the lock.
 func Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	lk := defaultLocker.Load()
 	if lk == nil {

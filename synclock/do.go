@@ -8,44 +8,30 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// sectionKey is the context key under which a section's context carries
-// its grant. A zero-size key costs no allocation.
+// sectionKey carries a section's grant in its context; being zero-size,
+// it costs no allocation.
 type sectionKey struct{}
 
-// sectionOf returns the innermost grant whose section ctx belongs to, or
-// nil.
+// sectionOf returns the innermost grant whose section ctx is in, or nil.
 func sectionOf(ctx context.Context) *grant {
 	g, _ := ctx.Value(sectionKey{}).(*grant)
 	return g
 }
 
-// holds reports whether the call chain of ctx holds lk's store key sk, so
-// that a nested call on that key runs directly instead of waiting for
-// itself. A holding that is over (its lease lapsed, or it was released)
-// holds nothing: the lock may be another goroutine's by then.
-func holds(ctx context.Context, lk *Locker, sk string) bool {
+// heldBy returns the live holding of store key sk that the call chain of
+// ctx has through lk or another Locker on lk's store, or nil. A holding
+// that is over holds nothing: the lock may be another goroutine's by then.
+func heldBy(ctx context.Context, lk *Locker, sk string) *grant {
 	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.lk == lk && g.Key() == sk {
-			return !g.Over()
-		}
-	}
-	return false
-}
-
-// heldBy returns the live holding of store key sk on store that the call
-// chain of ctx has, through any Locker or Mutex on store, or nil.
-func heldBy(ctx context.Context, store backend.Store, sk string) *grant {
-	for g := sectionOf(ctx); g != nil; g = g.outer {
-		if g.Key() == sk && !g.Over() && sameStore(g.lk.store, store) {
+		if g.Key() == sk && !g.Over() && (g.lk == lk || sameStore(g.lk.store, lk.store)) {
 			return g
 		}
 	}
 	return nil
 }
 
-// sameStore reports whether a and b are one store value. Stores are
-// compared only when their type allows it (a store that is not
-// comparable is never the same as another).
+// sameStore reports whether a and b are one store value; a store whose
+// type is not comparable is never the same as another.
 func sameStore(a, b backend.Store) bool {
 	t := reflect.TypeOf(a)
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
@@ -55,9 +41,8 @@ func sameStore(a, b backend.Store) bool {
 // section whose context is ctx: strictly larger than the token of every
 // earlier holding of the same lock. Pass it to the resource the section
 // changes so that it can reject a holder whose lease ran out. It reports
-// false when ctx is from no section, and once that holding is over: its
-// lease was given up (the section's context was cancelled with
-// ErrLeaseExpired) or the lock was released.
+// false when ctx is from no section or that holding is over (lease given
+// up, or lock released).
 func Token(ctx context.Context) (uint64, bool) {
 	g := sectionOf(ctx)
 	if g == nil || g.Over() {
@@ -68,30 +53,18 @@ func Token(ctx context.Context) (uint64, bool) {
 
 // DoKey runs fn while holding the lock key: across every instance of the
 // service, only one goroutine of one instance runs a section of key at a
-// time. It waits for the lock (see "The rules" in the package doc: woken
-// by the release, polling every RetryInterval, up to MaxRetries, behind
-// the other goroutines of this process in arrival order) or until ctx
-// ends.
-//
-// fn's context carries the fencing token (Token) and is cancelled with
-// cause ErrLeaseExpired shortly before the lease can expire; DoKey then
-// returns ErrLeaseExpired joined with fn's error. It also ends with ctx,
-// after which the lease is no longer extended. A panic in fn releases the
-// lock and is re-raised. A DoKey on a key its call chain holds (ctx comes
-// from that section, and its lease has not lapsed) runs fn directly
-// through the same Locker and fails with ErrReentrant through another. A DoKey whose ctx has already ended
-// asks the store nothing and returns ctx's error and cause; one whose ctx
-// ends while the lock is held elsewhere returns ErrLocked joined with
-// them.
-//
-// To skip a section when the lock is held, rather than wait, use
-// Mutex(key).TryLock.
+// time. It waits for the lock as the package doc says, or until ctx ends
+// (ErrLocked joined with ctx's error). fn's context carries the fencing
+// token (Token), ends with ctx, and is cancelled with cause
+// ErrLeaseExpired shortly before the lease can expire; DoKey then returns
+// ErrLeaseExpired joined with fn's error. To skip a held lock rather than
+// wait, use Mutex(key).TryLock.
 func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Context) error) (err error) {
 	if fn == nil {
 		return errors.New("synclock: nil function")
 	}
 	k := lk.lockKey(key)
-	if k.err == nil && holds(ctx, lk, k.sk) {
+	if g := heldBy(ctx, lk, k.sk); g != nil && g.lk == lk {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}
 	g, err := lk.acquire(ctx, k, true, nil)
@@ -104,7 +77,5 @@ func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Con
 			err = errors.Join(err, rerr)
 		}
 	}()
-	// A panic in fn unwinds through the deferred release: the lock is
-	// released and the panic goes on unchanged.
 	return fn(g.Context())
 }

@@ -27,16 +27,13 @@
 // Mutex, so that it changes only when you change it.
 //
 // Do, the seed's rule, keys the lock by a function's fully qualified
-// name, as an annotation on a method names the method: fn's own name when
-// fn is a named function or a method value, else — fn is a literal — the
-// nearest named function around the call. So Do works wherever it is
-// written, in HTTP handler literals, goroutines and gocron task literals
-// too, and never fails for want of a key; the closures of one function
-// share that function's lock (the compiler's numbered names, ".func1",
-// change when a closure is added above, and are never used). Generic
-// functions carry "[...]", so every instantiation shares a lock; a method
-// value taken from an interface is named after the interface's method, so
-// every implementation behind it shares one too.
+// name (see Do): fn's own when fn is a named function or a method value,
+// else the nearest named function around the call, so Do never fails for
+// want of a key and the closures of one function share its lock (the
+// compiler's numbered names, ".func1", change when a closure is added
+// above, and are never used). Every instantiation of a generic function
+// shares one lock ("[...]"), and so does every implementation behind a
+// method value taken from an interface.
 //
 // In a rolling deploy the old and the new version hold one lock only
 // while the name is the same in both. Renaming the function, moving it to
@@ -64,64 +61,52 @@
 // # Beyond the rules
 //
 //   - Waiters wake on release: the release is published and the waiter
-//     claims at once; RetryInterval is only a fallback poll (the next try is
-//     at the holder's remaining TTL when that is sooner).
+//     claims at once. Every wait ends by a timer after at most
+//     RetryInterval (sooner when the holder's remaining TTL is shorter).
 //   - Goroutines of one process that want one key queue locally in arrival
 //     order; only the one at the head talks to the store. When a holder's
-//     lease ends the next goroutine in the queue goes to the store, while
-//     the late holder's Unlock still reports ErrLeaseExpired.
+//     lease ends the next one goes to the store, while the late holder's
+//     Unlock still reports ErrLeaseExpired.
 //   - Across instances, waiters are served in arrival order too when the
 //     store keeps waiting lines (backend.Queue; membackend and redisbackend
-//     do). A waiter keeps its place by asking again at least every
-//     RetryInterval and loses it 3 x RetryInterval after its last try (so a
-//     crashed waiter delays the lock at most that long); one that gives up
-//     leaves the line at once.
+//     do). A waiter loses its place 3 x RetryInterval after its last try
+//     (so a crashed waiter delays the lock at most that long); one that
+//     gives up leaves the line at once.
 //   - On a store that hands over (backend.Handover; both do, except a Redis
-//     store made WithReplicaAck) the release itself grants the lock to the
-//     waiter first in line, which learns of it from the store's
-//     notification (on Redis, the store's own pub/sub connection; no waiter
-//     holds a connection of the client's pool): a contended lock passes
-//     from holder to holder in one trip to the store, and no other waiter
-//     is woken. Every wait ends by a client-side timer after at most
-//     RetryInterval. The new holder counts its hold from when it last
-//     asked, so it may give the lock up up to one RetryInterval early,
-//     never late. On other stores the release names the first waiter, and
-//     only that one claims.
+//     store made WithReplicaAck) the release grants the lock to the waiter
+//     first in line, who learns of it from the store's notification, never
+//     blocking a connection of the client's pool: one trip to the store per
+//     handover, no other waiter woken (on other stores the release names
+//     the first waiter, and only that one claims). The new holder counts
+//     its hold from when it last asked, so it may give the lock up early,
+//     never late.
 //   - A grant first lasts ClaimWindow (default 10 s, at most HoldDuration);
 //     a section that runs a third of that extends the lease to HoldDuration
-//     with one more store call, which short sections never make. An
-//     instance that dies just after it was granted the lock (or had it
-//     handed over) so blocks the others for ClaimWindow, not HoldDuration.
-//     A failed extension is tried again until the lease runs out.
+//     with one more store call, so an instance that dies just after it got
+//     the lock blocks the others for ClaimWindow, not HoldDuration. A
+//     failed extension is tried again until the lease runs out.
 //   - The holder is the instance ID plus a nonce per acquisition, and
-//     release is owner-checked: a late release after the hold ran out can
-//     never delete the next holder's key.
+//     release is owner-checked: a late release never deletes the next
+//     holder's key.
 //   - The fencing token (Token) grows with every holding. The section's
-//     context is cancelled a margin (a tenth of ClaimWindow, at most 1 s:
-//     the rule of internal/lease, which role and schedlock hold their
-//     leases on too) before the lease can expire; EventLost is reported
-//     first; DoKey then reports ErrLeaseExpired and Token reports false.
-//   - One deadline decides each holding. An extension is not sent once the
-//     deadline has passed, each is bounded by it, and a reply that lands
-//     after it is void: it never revives a holding that was given up.
+//     context is cancelled a margin (internal/lease's rule: a tenth of
+//     ClaimWindow, at most 1 s) before the lease can expire, after
+//     EventLost; DoKey then reports ErrLeaseExpired and Token false.
+//   - One deadline decides each holding: an extension is not sent after
+//     it, is bounded by it, and a reply that lands after it is void.
 //   - DoKey's section ends with the caller's context; a Mutex's holding
 //     lasts until Unlock or the end of its lease, whatever becomes of the
 //     context passed to Lock (Mutex.Context is the one to watch).
 //   - A store that restarted without its data (or lost it, or is new to
-//     baton) refuses every key without a fencing counter for a while and
-//     says how long. A waiter sleeps that long, bounded by its context,
-//     logs once why it waits, and such a refusal does not count against
-//     MaxRetries. TryLock fails at once with a *LockedError whose
-//     Recovering is set (it matches ErrLocked), saying so and how to
-//     declare a new store whole (batonctl init).
+//     baton) refuses every key for a time it names. A waiter sleeps that
+//     long, bounded by its context, logs once why, and the refusal does not
+//     count against MaxRetries; TryLock fails at once with a *LockedError
+//     whose Recovering is set, saying how to declare a new store whole.
 //   - A panic in the section releases the lock and goes on. A nested DoKey
-//     on a key that its call chain already holds runs directly; one that
-//     would wait for such a key through another Locker on the same store
-//     (or a Mutex locked inside the holding's section) fails at once with
-//     ErrReentrant instead of waiting for itself. The call chain is known
-//     by its context: a goroutine started in a section with that context
-//     counts as the same chain. Two store values of one server (two
-//     clients) are two stores to this check.
+//     on a key that its call chain holds runs directly; one that would wait
+//     for it through another Locker on the same store (or a Mutex locked
+//     inside the section) fails at once with ErrReentrant. The call chain
+//     is known by its context; two clients of one server are two stores.
 //   - A call whose context has already ended asks the store nothing and
 //     fails at once with the context's error and its cause.
 //

@@ -9,31 +9,23 @@ import (
 )
 
 var (
-	// ErrDisabled reports that locks are turned off
-	// (synchronized-lock.enabled=false). The section did not run: baton
-	// never runs a section unlocked.
+	// ErrDisabled reports that locks are turned off; the section did not run.
 	ErrDisabled = errors.New("synclock: locks are disabled (synchronized-lock.enabled=false)")
 
-	// ErrLocked reports that another holder has the lock (the error is a
-	// *LockedError naming the key and the holder): from TryLock at once,
-	// from DoKey and Lock after MaxRetries ran out, and joined with the
-	// context's error when the caller's context ended while it waited.
-	// A call whose context had ended before it asked the store returns
-	// the context's error (and its cause) alone.
+	// ErrLocked reports that another holder has the lock (a *LockedError
+	// names the key and the holder): from TryLock at once, from DoKey and
+	// Lock after MaxRetries, and joined with the context's error when the
+	// caller's context ended while it waited.
 	ErrLocked = errors.New("synclock: lock is held by another holder")
 
 	// ErrReentrant reports a DoKey or Lock that would wait for a lock its
-	// own call chain holds: its context comes from a live holding's
-	// section (or a Mutex's Context) of the same key on the same store,
-	// taken through another Locker, or a Mutex asked for inside it. Such
-	// a wait could end only when the holding does, so it fails at once;
-	// the message names the key. A DoKey through the Locker that holds
-	// the key runs its section directly instead (see DoKey).
+	// own call chain holds on the same store (through another Locker, or
+	// a Mutex): a wait that could end only when the holding does.
 	ErrReentrant = errors.New("synclock: the lock is held by the caller's own call chain")
 
-	// ErrLeaseExpired reports that the lock's lease ended (or was about to)
-	// while the section still ran: another holder may have entered it. The
-	// section's context was cancelled at that moment.
+	// ErrLeaseExpired reports that the lease ended (or was about to) while
+	// the section ran: its context was cancelled, and another holder may
+	// have entered it.
 	ErrLeaseExpired = errors.New("synclock: lock lease expired while the section ran")
 
 	// ErrNotLocked reports an Unlock of a Mutex that is not locked.
@@ -43,33 +35,27 @@ var (
 	ErrNoDefault = errors.New("synclock: no default locker: call synclock.SetDefault first")
 )
 
-// LockedError is the error of a lock held by another holder: ErrLocked
-// (errors.Is matches it) with the lock's key and who has it, as
-// backend.HeldError names a lease's holder. TryLock, and DoKey or Lock
-// whose retries ran out, return it; get it with errors.As.
+// LockedError is ErrLocked (errors.Is matches it) with the lock's key and
+// who has it; get it with errors.As.
 type LockedError struct {
 	// Key is the lock's key, as the caller gave it.
 	Key string
 	// Holder is the lease that holds the lock, with its remaining TTL.
-	// Its Owner (instance ID, "#", a nonce) is empty when the lock is free
-	// but kept for Next, and when Recovering.
+	// Its Owner ("<instance ID>#<nonce>") is empty when the lock is kept
+	// for Next, and when Recovering.
 	Holder backend.Lease
-	// Next is the waiter first in the store's line, if the store keeps
-	// one and anyone is in it.
+	// Next is the waiter first in the store's line, if any.
 	Next string
-	// Tries is how many times the caller asked the store, when it gave up
-	// after retries; 0 for a single try.
+	// Tries is how many times the caller asked the store before it gave
+	// up after retries; 0 for a single try.
 	Tries int
 	// Recovering reports that the store restarted without its data, lost
-	// it, or is new to baton (its restart guard), and grants the lock to
-	// nobody for Holder.TTL: a holding from before may still run until
-	// then. A store known to hold no live lease is declared whole with
-	// batonctl init.
+	// it, or is new to baton, and grants the lock to nobody for Holder.TTL
+	// (see the package doc).
 	Recovering bool
 }
 
-// holderText says who has the lock: its holder or, when the store keeps
-// the free key for the waiter first in line, that waiter.
+// holderText says who has the lock, or for whom the store keeps it.
 func (e *LockedError) holderText() string {
 	if e.Recovering {
 		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data, lost it, or is new to baton, and a holding from before may still run "+

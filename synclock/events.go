@@ -13,77 +13,54 @@ type EventKind int
 
 const (
 	// EventAcquired: a holding began. Event.Wait is the time from the
-	// call to the grant (the local queue and the store), Event.Tries the
-	// claims sent to the store, Event.Handed whether a release handed
-	// the lock over (backend.Handover) rather than a claim taking it.
+	// call to the grant, Event.Tries the claims sent to the store,
+	// Event.Handed whether a release handed the lock over.
 	EventAcquired EventKind = iota + 1
-	// EventRefused: a call did not get the lock. Event.Err says why: it
-	// wraps ErrLocked (TryLock, MaxRetries; joined with the context's
-	// error when the context ended while the lock was held), or the
-	// context's error alone, ErrDisabled, or a store error. Event.Wait and
-	// Event.Tries are as for EventAcquired.
+	// EventRefused: a call did not get the lock; Event.Err is the error
+	// it returned. Event.Wait and Event.Tries are as for EventAcquired.
 	EventRefused
 	// EventExtended: the lease of a running section was extended, past
 	// the claim window or by Config.AutoRenew.
 	EventExtended
 	// EventLost: the lease ended, or was about to, while the section ran;
-	// its context was cancelled and Event.Err wraps ErrLeaseExpired.
-	// Event.Held is how long the holding had lasted.
+	// Event.Err wraps ErrLeaseExpired, Event.Held is how long it lasted.
 	EventLost
 	// EventReleased: a holding ended. Event.Held is the time from the
-	// grant to the release, Event.Err the error the release reported (nil
-	// when fine; wrapping ErrLeaseExpired when the lease had run out).
+	// grant to the release, Event.Err the error the release reported.
 	EventReleased
 )
 
 // String returns "acquired", "refused", "extended", "lost" or "released".
 func (k EventKind) String() string {
-	switch k {
-	case EventAcquired:
-		return "acquired"
-	case EventRefused:
-		return "refused"
-	case EventExtended:
-		return "extended"
-	case EventLost:
-		return "lost"
-	case EventReleased:
-		return "released"
+	if k < EventAcquired || k > EventReleased {
+		return "unknown"
 	}
-	return "unknown"
+	return [...]string{"acquired", "refused", "extended", "lost", "released"}[k-EventAcquired]
 }
 
-// Event is one step of a lock, for metrics (see WithObserver).
+// Event is one step of a lock, for metrics (see WithObserver). Wait,
+// Tries, Handed, Held and Err are set as the EventKind says.
 type Event struct {
-	Kind EventKind
-	// Key is the lock key as the caller gave it (Do: the function name).
-	Key string
-	// Token is the fencing token of the holding; 0 for EventRefused.
-	Token uint64
-	// Wait and Tries: see EventAcquired and EventRefused.
-	Wait  time.Duration
-	Tries int
-	// Handed: see EventAcquired.
-	Handed bool
-	// Held: see EventLost and EventReleased.
-	Held time.Duration
-	// Err: see EventRefused, EventLost and EventReleased.
-	Err error
+	Kind   EventKind
+	Key    string        // as the caller gave it (Do: the function name)
+	Token  uint64        // the holding's fencing token; 0 for EventRefused
+	Wait   time.Duration // from the call to the grant or the refusal
+	Tries  int           // claims sent to the store
+	Handed bool          // a release handed the lock over
+	Held   time.Duration // how long the holding lasted (EventLost, EventReleased)
+	Err    error         // why it was refused, lost, or what the release reported
 }
 
-// WithObserver makes the Locker report every step of its locks to f:
-// acquisitions, refusals, extensions, lost leases and releases. f is for
-// metrics and logs: it is called synchronously on the goroutine that took
-// the step (the caller's, or a timer's) and must return quickly. Given
-// more than once (metrics and a status page), every observer gets every
-// step, in the order given.
+// WithObserver makes the Locker report every step of its locks to f,
+// synchronously on the goroutine that took the step: f must return
+// quickly. Given more than once, every observer gets every step, in the
+// order given.
 func WithObserver(f func(Event)) Option {
 	return func(lk *Locker) { lk.observer = hook.Join(lk.observer, f) }
 }
 
-// report logs e and reports it to the observer. A lost lease is logged
-// as a warning; the other steps, which happen on every lock, at debug
-// level, so that a production log kept at info shows no lock traffic.
+// report logs e and reports it to the observer. Only a lost lease is a
+// warning: a log kept at info shows no lock traffic.
 func (lk *Locker) report(e Event) {
 	level := slog.LevelDebug
 	if e.Kind == EventLost {

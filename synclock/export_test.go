@@ -29,7 +29,10 @@ func Users(lk *Locker, key string) int {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if q := lk.queues[k.sk]; q != nil {
-		return q.users
+		if q.busy {
+			return len(q.waiters) + 1
+		}
+		return len(q.waiters)
 	}
 	return 0
 }

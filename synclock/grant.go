@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/lease"
 )
 
-// grant is one holding of a lock: a lease.Holder (the deadline, the
-// context, the token) plus synclock's policy around it — the local turn,
-// and the renewal up to HoldDuration or Config.AutoRenew.
+// grant is one holding of a lock: a lease.Holder plus synclock's policy,
+// the local turn and the renewal up to the ceiling.
 type grant struct {
 	lease.Holder
 	lk     *Locker
@@ -23,33 +21,30 @@ type grant struct {
 	outer  *grant        // the section ctx came from, if any (reentrancy)
 	start  time.Time     // when the holding began
 	sent   time.Time     // when the request that got the lease was sent
-	first  time.Duration // the first lease, counted from sent
-	handed bool          // a release handed the lock over
+	first  time.Duration // the first lease, from sent
+	handed bool
 
-	// A renewal that starts sets stopRen, which cancels its store call
-	// and its waits; release calls it and waits on renewWG.
+	// A renewal starts under mu unless the holding is over; release
+	// waits on renewWG for the one in flight (End cancelled its context).
 	mu      sync.Mutex
-	stopRen context.CancelFunc
 	renewWG sync.WaitGroup
 }
 
-// newGrant starts the holding of a lease asked for at sent. Its context
-// keeps ctx's values; with detach it does not end with ctx. It returns
-// lease.ErrLate if the lease came back after it ended by this process's
-// clock, less the margin: a grant the section must not run on.
-func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *queue, owner string, l backend.Lease, sent time.Time) (*grant, error) {
-	g := &grant{lk: lk, key: key, q: q, outer: sectionOf(ctx), start: lk.clock.Now(), sent: sent}
-	parent := ctx
-	if detach {
-		parent = uncancelled(ctx)
+// newGrant starts the holding of l, asked for at sent, or returns
+// lease.ErrLate. With detach its context does not end with the caller's.
+func (c *claimer) newGrant(l backend.Lease, sent time.Time, handed bool) (*grant, error) {
+	lk := c.lk
+	g := &grant{lk: lk, key: c.key, q: c.q, outer: sectionOf(c.ctx), start: lk.clock.Now(), sent: sent, handed: handed}
+	parent := c.ctx
+	if c.detach {
+		parent = uncancelled(c.ctx)
 	}
-	// The lease lasts ClaimWindow from when the request was sent, or less
-	// if the store says so (a lease handed over a while ago).
-	g.first = lk.firstLease(l)
-	gr := lease.Grant{Key: sk, Owner: owner, Lease: l, Sent: sent, TTL: g.first}
+	// ClaimWindow from sent, or less if the store says so (a lease handed
+	// over a while ago).
+	g.first = max(min(l.TTL, lk.cfg.ClaimWindow), 0)
+	gr := lease.Grant{Key: c.sk, Owner: c.owner, Lease: l, Sent: sent, TTL: g.first}
 	if lk.ceiling() > g.first {
-		// The renewal starts a third into the first lease, on the alarm:
-		// no goroutine until then, and most sections are shorter.
+		// On the alarm: no goroutine until then; most sections are shorter.
 		gr.Wake = g.first / 3
 	}
 	if err := g.Start(context.WithValue(parent, sectionKey{}, g), &lk.terms, g, gr); err != nil {
@@ -58,23 +53,12 @@ func (lk *Locker) newGrant(ctx context.Context, detach bool, key, sk string, q *
 	return g, nil
 }
 
-// firstLease is how long a grant of l first lasts, counted from when it
-// was asked for: ClaimWindow, or less if the store says so (a lease handed
-// over a while ago; none, if it has nothing left).
-func (lk *Locker) firstLease(l backend.Lease) time.Duration {
-	return max(min(l.TTL, lk.cfg.ClaimWindow), 0)
-}
-
-// ceiling is how long a holding may last in all: HoldDuration, or
-// Config.AutoRenew.
 func (lk *Locker) ceiling() time.Duration {
 	return max(lk.cfg.HoldDuration, lk.cfg.AutoRenew)
 }
 
-// Lost is the lease ending, or about to, before the release
-// (lease.Hooks): it reports the loss. It runs under the holding's lock, so
-// EventLost always comes before EventReleased. The section's context is
-// cancelled with the cause it returns, and then AfterLost passes the turn.
+// Lost reports the loss (lease.Hooks). It runs under the holding's lock,
+// so EventLost always comes before EventReleased.
 func (g *grant) Lost(cause error) error {
 	if errors.Is(cause, lease.ErrExpired) {
 		cause = ErrLeaseExpired
@@ -84,40 +68,29 @@ func (g *grant) Lost(cause error) error {
 }
 
 // AfterLost passes the local turn on once the lost holder's context is
-// cancelled (lease.AfterLoss), so that the next goroutine of this process
-// waiting for the key goes to the store only when the section it follows
-// has been told to stop.
-func (g *grant) AfterLost() { g.passTurn() }
+// cancelled (lease.AfterLoss), never while the lapsed section is live.
+func (g *grant) AfterLost() { g.lk.exit(g.Key(), g.q) }
 
-// Woken is a third of the first lease gone with the section still
-// running (lease.Hooks): the renewal starts.
+// Woken starts the renewal a third into the first lease (lease.Hooks).
 func (g *grant) Woken() {
 	g.mu.Lock()
 	if g.Over() {
 		g.mu.Unlock()
 		return
 	}
-	rctx, stop := context.WithCancel(g.Context())
-	g.stopRen = stop
 	g.renewWG.Add(1)
 	g.mu.Unlock()
 	defer g.renewWG.Done()
-	defer stop()
-	g.renew(rctx)
+	g.renew(g.Context())
 }
 
-// renew extends the lease while the section runs: first when a third of
-// the first lease has passed, then every third of a hold, each time to
-// HoldDuration or to what is left of the ceiling, whichever is shorter,
-// until the lease lasts to the ceiling. A failed extension is tried again
-// before the lease runs out. The Holder bounds each call by the deadline
-// and voids a reply that lands after it, so a late success never revives
-// a holding the deadline gave up.
+// renew extends the lease every third of a hold, each time to
+// HoldDuration or what is left of the ceiling, until it lasts to the
+// ceiling; a failed extension is tried again before the lease runs out.
 func (g *grant) renew(rctx context.Context) {
 	lk := g.lk
 	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
 	end := g.first // the lease lasts until sent+end, counted from before each request
-	var t clock.Timer
 	for {
 		left := ceiling - lk.clock.Since(g.sent)
 		if left <= 0 || end >= ceiling {
@@ -142,41 +115,23 @@ func (g *grant) renew(rctx context.Context) {
 			lk.logger.Warn("synclock: extending a lock's lease failed; will retry until the lease ends", "key", g.key, "err", err)
 			wait = max((end-lk.clock.Since(g.sent))/3, time.Millisecond)
 		}
-		if t == nil {
-			t = lk.clock.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-rctx.Done():
+		if lk.waitTurn(rctx, nil, wait, "") != nil {
 			return
-		case <-t.C():
 		}
 	}
 }
 
-// passTurn gives the local turn to the next waiter: at the loss or at the
-// release, whichever comes first.
-func (g *grant) passTurn() { g.lk.exit(g.Key(), g.q) }
-
-// release ends the holding: stops renewals, deletes the key in the store
-// (owner-checked, even when the caller's context has ended) and passes the
-// local turn on, unless the loss did already. It reports ErrLeaseExpired
-// if the lease ended first.
+// release ends the holding, deletes the key even when ctx has ended, and
+// reports ErrLeaseExpired if the lease ended first.
 func (g *grant) release(ctx context.Context) error {
 	lk := g.lk
 	wasLost := g.End() // no renewal and no loss from now on
 	g.mu.Lock()
-	stop := g.stopRen
+	g.renewWG.Wait()
 	g.mu.Unlock()
-	if stop != nil {
-		stop() // cancels an extension in flight
-		g.renewWG.Wait()
-	}
 	rerr := g.Drop(ctx, 0)
-	if !wasLost {
-		g.passTurn()
+	if !wasLost { // else the loss passed the local turn on
+		lk.exit(g.Key(), g.q)
 	}
 	var err error
 	switch {

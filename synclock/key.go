@@ -10,41 +10,26 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// callerKey returns the fully qualified name of the function skip frames
-// above its caller, such as
-// "github.com/acme/billing/invoice.(*Service).Close". The name comes from
-// the binary's symbol table, so it is the same in every build of the same
-// source and on every instance.
-//
-// Closures are named after the function that contains them with a
-// ".funcN" suffix ("pkg.(*T).M.func1"), numbered in source order; methods
-// of generic types and generic functions carry "[...]" in place of their
-// type arguments ("pkg.Max[...]"), so every instantiation shares one key.
+// callerKey returns the symbol name of the function skip frames above its
+// caller ("github.com/acme/billing/invoice.(*Service).Close"): the same in
+// every build of the same source, on every instance.
 func callerKey(skip int) (string, bool) {
 	var pcs [1]uintptr
 	if runtime.Callers(skip+2, pcs[:]) < 1 {
 		return "", false
 	}
 	frame, _ := runtime.CallersFrames(pcs[:]).Next()
-	name := frame.Function
-	if name == "" {
-		return "", false
-	}
-	return keySafe(name), true
+	return keySafe(frame.Function), frame.Function != ""
 }
 
-// keySafe returns a symbol name fit for a lock key. Keys may not hold
-// spaces or braces (hash tags); symbol names have neither, but guard
-// anyway.
+// keySafe keeps spaces and braces (hash tags) out of a key; symbol names
+// have neither, but guard anyway.
 func keySafe(name string) string {
 	return strings.NewReplacer(" ", "_", "{", "(", "}", ")").Replace(name)
 }
 
 // doKey names the lock of a Do of fn called skip frames above doKey's
-// caller: fn's own name when fn is a named function or a method value,
-// else the nearest named function around the call (a closure's key is
-// the function it is written in). Only a call whose caller the runtime
-// cannot name fails, which Go code never makes.
+// caller (see Do). Only a caller the runtime cannot name fails.
 func doKey(fn func(context.Context) error, skip int) (string, error) {
 	if name, ok := funcName(fn); ok {
 		return name, nil
@@ -53,20 +38,14 @@ func doKey(fn func(context.Context) error, skip int) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("synclock: %w: cannot name the function that calls Do; name the lock with Locker.DoKey(ctx, \"<constant key>\", fn)", backend.ErrInvalidArgument)
 	}
-	if named, ok := compilerNamed(key); ok {
-		return named, nil
-	}
-	return key, nil
+	named, _ := compilerNamed(key)
+	return named, nil
 }
 
-// funcName returns the fully qualified name of fn when it is a named
-// function ("pkg.CloseAll") or a method value ("pkg.(*Service).Close"),
-// and false for a closure, a function made by package reflect, or nil.
+// funcName returns the name of fn when it is a named function or a method
+// value, and false for a closure, a function made by reflect, or nil.
 func funcName(fn func(context.Context) error) (string, bool) {
-	if fn == nil {
-		return "", false
-	}
-	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer())
+	f := runtime.FuncForPC(reflect.ValueOf(fn).Pointer()) // nil for a nil fn
 	if f == nil {
 		return "", false
 	}
@@ -81,13 +60,11 @@ func funcName(fn func(context.Context) error) (string, bool) {
 	return keySafe(name), true
 }
 
-// compilerNamed reports whether name, a function's symbol name, is one the
-// compiler made up by numbering: a closure ("F.func1", "F.func1.2"), a go
-// or defer wrapper ("F.gowrap1", "F.deferwrap1"), the body of a
-// range-over-func loop ("F-range1"), or a package-level closure
-// ("glob..func1", "init.func1"). Such names depend on the source above
-// them, not only on the function. It also returns the name of the named
-// function that holds it, as a suggested constant key.
+// compilerNamed reports whether a symbol name was numbered by the
+// compiler, so changes with the source above it: a closure ("F.func1",
+// "F.func1.2"), a go or defer wrapper ("F.gowrap1"), a range-over-func
+// body ("F-range1"), a package-level closure ("glob..func1"). It returns
+// the named function around it, or name itself.
 func compilerNamed(name string) (string, bool) {
 	pkgEnd := strings.LastIndexByte(name, '/') + 1
 	if i := strings.IndexByte(name[pkgEnd:], '.'); i >= 0 {
@@ -116,9 +93,8 @@ func compilerNamed(name string) (string, bool) {
 	return name, false
 }
 
-// numbered reports whether p is a path element the compiler numbered:
-// "func3", "gowrap1", "deferwrap2" or a bare number (a closure within a
-// closure).
+// numbered reports whether p is "func3", "gowrap1", "deferwrap2" or a
+// bare number (a closure within a closure).
 func numbered(p string) bool {
 	for _, prefix := range []string{"func", "gowrap", "deferwrap", ""} {
 		if rest, ok := strings.CutPrefix(p, prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {

@@ -19,10 +19,9 @@ import (
 	"github.com/baton-go/baton/internal/lease"
 )
 
-// Locker hands out the cross-instance locks of one instance: it holds the
-// store, the instance's ID (the value the seed wrote under a lock key) and
-// the configuration. Create it with NewLocker; it starts no goroutine
-// until a lock is used and is safe for concurrent use.
+// Locker hands out the cross-instance locks of one instance on one store.
+// Create it with NewLocker; it starts no goroutine until a lock is used
+// and is safe for concurrent use.
 type Locker struct {
 	store  backend.Store
 	id     instanceid.ID
@@ -31,12 +30,11 @@ type Locker struct {
 	clock  clock.Clock
 	logger *slog.Logger
 
-	patience  time.Duration // how long a waiter's place in a store's line outlives its last try
-	parkLimit int           // most idle watches kept (maxParked; tests lower it)
-	terms     lease.Terms   // of every holding: store, alarm, margin (internal/lease)
+	parkLimit int         // most idle watches kept (maxParked; tests lower it)
+	terms     lease.Terms // of every holding
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
-	observer   func(Event) // WithObserver; nil: none
+	observer   func(Event)
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -44,9 +42,7 @@ type Locker struct {
 	floors map[string]uint64       // store key -> highest token seen (bounded)
 }
 
-// maxFloors bounds the fencing floors a Locker remembers for keys nobody
-// in the process is using.
-const maxFloors = 4096
+const maxFloors = 4096 // fencing floors a Locker remembers (floors)
 
 // Option configures a Locker.
 type Option func(*Locker)
@@ -90,25 +86,19 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
-	// Every holding gives its lease up by one margin, the claim
-	// window's, for the grant and each renewal alike.
+	// One margin, the claim window's, for the grant and each renewal.
 	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.cfg.OperationTimeout}
-	// A live waiter asks again at least every RetryInterval; a place
-	// outlives that three times over, so only a waiter that is gone
-	// loses it, and the lock waits at most that long for a dead one.
-	lk.patience = 3 * lk.cfg.RetryInterval
 	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
 }
 
-// lockKey is a lock key with its store key, or the reason it has none.
+// lockKey is a lock key with its store key (sk), or the reason it has none.
 type lockKey struct {
-	key string // the caller's
-	sk  string // the store's; empty if err is set
-	err error
+	key, sk string
+	err     error
 }
 
-// lockKey returns the store key of a lock key. A Mutex works it out once.
+// lockKey works out the store key of key; a Mutex does it once.
 func (lk *Locker) lockKey(key string) lockKey {
 	if key == "" {
 		return lockKey{err: fmt.Errorf("synclock: %w: lock key is empty", backend.ErrInvalidArgument)}
@@ -120,17 +110,9 @@ func (lk *Locker) lockKey(key string) lockKey {
 	return lockKey{key: key, sk: sk}
 }
 
-func (lk *Locker) floor(sk string) uint64 {
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	return lk.floors[sk]
-}
-
-// forgetFloor drops the floor kept for sk, which the store refused as
-// beyond any token it can have granted (learnt from forged data, or from
-// a store whose clock went back by more than backend.MaxTokenLead), so
-// that it never locks the Locker out of the key. It reports whether there
-// was a floor to drop: asking again without one cannot be refused so.
+// forgetFloor drops the floor of sk that the store refused as beyond any
+// token it granted (forged data, a clock gone back), so that it never
+// locks the Locker out of the key; it reports whether there was one.
 func (lk *Locker) forgetFloor(key, sk string, err error) bool {
 	lk.mu.Lock()
 	floor := lk.floors[sk]
@@ -159,67 +141,54 @@ func (lk *Locker) observe(sk string, token uint64) {
 }
 
 // acquire waits for key (local queue, then the store) and returns the
-// grant. wait=false tries once and fails with ErrLocked. gate is a
-// Mutex's (nil for DoKey): it is locked first and stays locked until the
-// Mutex's Unlock, and the holding outlives ctx — it lasts until Unlock or
-// the lease's end. Without a gate the section's context ends with ctx.
-func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (*grant, error) {
-	key := k.key
-	start := lk.clock.Now()
-	g, tries, err := lk.acquireAt(ctx, k, wait, gate, start)
-	if err != nil {
-		lk.report(Event{Kind: EventRefused, Key: key, Wait: lk.clock.Since(start), Tries: tries, Err: err})
-		return nil, err
-	}
-	lk.report(Event{Kind: EventAcquired, Key: key, Token: g.Token(), Wait: lk.clock.Since(start), Tries: tries, Handed: g.handed})
-	return g, nil
-}
-
-// acquireAt is acquire without the report; it also returns the claims
-// sent to the store.
-func (lk *Locker) acquireAt(ctx context.Context, k lockKey, wait bool, gate chan struct{}, start time.Time) (*grant, int, error) {
+// grant; wait=false tries once. gate is a Mutex's (nil for DoKey): locked
+// first, until Unlock, and the holding then outlives ctx.
+func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan struct{}) (g *grant, err error) {
+	start, tries := lk.clock.Now(), 0
+	defer func() {
+		e := Event{Kind: EventRefused, Key: k.key, Wait: lk.clock.Since(start), Tries: tries, Err: err}
+		if err == nil {
+			e.Kind, e.Token, e.Handed = EventAcquired, g.Token(), g.handed
+		}
+		lk.report(e)
+	}()
 	if lk.cfg.Disabled {
-		return nil, 0, ErrDisabled
+		return nil, ErrDisabled
 	}
 	if k.err != nil {
-		return nil, 0, k.err
+		return nil, k.err
 	}
 	if err := lk.mayWait(ctx, k, wait); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	key, sk := k.key, k.sk
 	w := localWait{lk: lk, ctx: ctx, start: start}
 	if gate != nil {
 		if err := w.lockGate(gate, wait); err != nil {
 			w.stop()
-			return nil, 0, lk.localError(key, "is a Mutex locked by another goroutine of this instance (it stays locked until its Unlock, even after its lease lapsed)", err, start)
+			return nil, lk.localError(k.key, "is a Mutex locked by another goroutine of this instance (it stays locked until its Unlock, even after its lease lapsed)", err, start)
 		}
 	}
-	q, err := lk.enter(&w, sk, wait)
+	q, err := lk.enter(&w, k.sk, wait)
 	w.stop()
 	if err != nil {
 		unlockGate(gate)
-		return nil, 0, lk.localError(key, "is held by another goroutine of this instance", err, start)
+		return nil, lk.localError(k.key, "is held by another goroutine of this instance", err, start)
 	}
-	var g *grant
-	var tries int
 	if err = ctx.Err(); err != nil {
-		err = endedBefore(ctx, key) // the local turn came as ctx ended: ask the store nothing
+		err = endedBefore(ctx, k.key) // the local turn came as ctx ended: ask the store nothing
 	} else {
-		g, tries, err = lk.claim(ctx, key, sk, q, wait, w.retries(), gate != nil)
+		g, tries, err = lk.claim(ctx, k.key, k.sk, q, wait, w.retries(), gate != nil)
 	}
 	if err != nil {
-		lk.exit(sk, q)
+		lk.exit(k.sk, q)
 		unlockGate(gate)
-		return nil, tries, err
+		return nil, err
 	}
-	return g, tries, nil
+	return g, nil
 }
 
-// mayWait refuses, before anything else is done for it, an acquisition
-// whose ctx has already ended (nothing is sent to the store for it), and
-// a wait for a key that ctx's call chain holds on this store: that wait
-// could end only when the holding does (ErrReentrant).
+// mayWait refuses an acquisition whose ctx has ended, and a wait for a key
+// that ctx's call chain holds on this store.
 func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if ctx.Err() != nil {
 		return endedBefore(ctx, k.key)
@@ -227,7 +196,7 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	if !wait {
 		return nil
 	}
-	if g := heldBy(ctx, lk.store, k.sk); g != nil {
+	if g := heldBy(ctx, lk, k.sk); g != nil {
 		return fmt.Errorf("synclock: lock %q: %w: the context comes from the section of its holding (token %d) on the same store, through another Locker or a Mutex, so this wait could end only when that holding does; "+
 			"nest the call through the Locker that holds the key (it runs the section directly), or run it after the section",
 			k.key, ErrReentrant, g.Token())
@@ -235,21 +204,19 @@ func (lk *Locker) mayWait(ctx context.Context, k lockKey, wait bool) error {
 	return nil
 }
 
-// endedBefore is the error of an acquisition of key whose ctx had ended
-// before it asked the store anything: the context's error and cause.
+// endedBefore is the error of an acquisition that asked the store nothing.
 func endedBefore(ctx context.Context, key string) error {
 	return errors.Join(fmt.Errorf("synclock: lock %q: the caller's context ended before the store was asked; nothing was sent to it", key), backend.ContextError(ctx))
 }
 
-// unlockGate unlocks a Mutex's gate, if any.
 func unlockGate(gate chan struct{}) {
 	if gate != nil {
-		<-gate
+		gate <- struct{}{}
 	}
 }
 
-// localError is the error of an acquisition that gave up waiting behind
-// other goroutines of this process, because (why) of err.
+// localError is the error of giving up, because of err, waiting behind
+// other goroutines of this process (why).
 func (lk *Locker) localError(key, why string, err error, start time.Time) error {
 	switch {
 	case errors.Is(err, ErrLocked):
@@ -261,19 +228,8 @@ func (lk *Locker) localError(key, why string, err error, start time.Time) error 
 	return errors.Join(fmt.Errorf("synclock: lock %q %s; the caller's context ended while it waited: %w", key, why, ErrLocked), err)
 }
 
-// ended reports whether ctx has ended or reached its deadline: the
-// client's network timeout can fire a moment before ctx.Err is set, and
-// such a failure is the caller giving up, not a store problem to log.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
-}
-
-// uncancelled returns ctx without its cancellation, and ctx itself when
-// it has none (saving an allocation on every release).
+// uncancelled returns ctx without its cancellation, saving an allocation
+// when it has none.
 func uncancelled(ctx context.Context) context.Context {
 	if ctx.Done() == nil {
 		return ctx
@@ -281,8 +237,8 @@ func uncancelled(ctx context.Context) context.Context {
 	return context.WithoutCancel(ctx)
 }
 
-// newOwner returns the owner of one acquisition: the instance ID and a
-// random nonce, "<id>#<16 hex digits>", in one allocation.
+// newOwner returns "<id>#<16 hex digits>", a nonce per acquisition, in
+// one allocation.
 func (lk *Locker) newOwner() string {
 	var n [8]byte
 	binary.LittleEndian.PutUint64(n[:], rand.Uint64())

@@ -3,6 +3,7 @@ package synclock
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -12,17 +13,14 @@ import (
 // queue orders the goroutines of this process that want one key, so that
 // only the one at its head talks to the store.
 type queue struct {
-	users   int             // holder + waiters; the queue is dropped at zero
 	busy    bool            // a goroutine owns the turn
 	waiters []chan struct{} // FIFO; closed to hand over the turn
 	watch   backend.Watch   // open while the queue lives and someone waited
 }
 
-// localWait bounds how long one acquisition waits behind other
-// goroutines of this process — first for a Mutex's previous holding to be
-// unlocked, then for the key's local turn — by its context and, with
-// MaxRetries set, by one budget for all of it: MaxRetries retry
-// intervals, the time a waiter at the store would spend in its retries.
+// localWait bounds an acquisition's waits behind other goroutines of this
+// process (a Mutex's Unlock, then the key's turn) by its context and, with
+// MaxRetries, one budget of MaxRetries retry intervals for all of them.
 type localWait struct {
 	lk    *Locker
 	ctx   context.Context
@@ -30,21 +28,27 @@ type localWait struct {
 	timer clock.Timer // the budget's, made when the first wait begins
 }
 
-// budget returns a channel that delivers when the budget is spent, or
-// nil (never) without MaxRetries.
-func (w *localWait) budget() <-chan time.Time {
-	lk := w.lk
-	if lk.cfg.MaxRetries <= 0 {
+// wait blocks until ch delivers, ctx ends, or the budget is spent.
+func (w *localWait) wait(ch <-chan struct{}) error {
+	var budget <-chan time.Time
+	if lk := w.lk; lk.cfg.MaxRetries > 0 {
+		if w.timer == nil {
+			w.timer = lk.clock.NewTimer(time.Duration(lk.cfg.MaxRetries)*lk.cfg.RetryInterval - lk.clock.Since(w.start))
+		}
+		budget = w.timer.C()
+	}
+	select {
+	case <-ch:
 		return nil
+	case <-w.ctx.Done():
+		return backend.ContextError(w.ctx)
+	case <-budget:
+		return errLocalBudget
 	}
-	if w.timer == nil {
-		w.timer = lk.clock.NewTimer(time.Duration(lk.cfg.MaxRetries)*lk.cfg.RetryInterval - lk.clock.Since(w.start))
-	}
-	return w.timer.C()
 }
 
-// retries is how many store retries the local waiting used up: one per
-// whole RetryInterval, with MaxRetries set; 0 if nothing was waited for.
+// retries is the store retries the local waits used up: one per whole
+// RetryInterval, with MaxRetries set.
 func (w *localWait) retries() int {
 	if w.timer == nil {
 		return 0
@@ -58,32 +62,22 @@ func (w *localWait) stop() {
 	}
 }
 
-// lockGate locks a Mutex: gate is full while the Mutex is locked, from
-// Lock until Unlock. With wait false it fails with ErrLocked at once if
-// the Mutex is locked.
+// lockGate locks a Mutex's gate; with wait false it fails with ErrLocked
+// if the Mutex is locked.
 func (w *localWait) lockGate(gate chan struct{}, wait bool) error {
 	select {
-	case gate <- struct{}{}:
+	case <-gate:
 		return nil
 	default:
 	}
 	if !wait {
 		return ErrLocked
 	}
-	select {
-	case gate <- struct{}{}:
-		return nil
-	case <-w.ctx.Done():
-		return backend.ContextError(w.ctx)
-	case <-w.budget():
-		return errLocalBudget
-	}
+	return w.wait(gate)
 }
 
-// enter joins key's local queue and returns when the caller owns the
-// turn. With wait false it fails with ErrLocked at once if another
-// goroutine owns the turn. A waiter gives up when w's context ends (the
-// context's error) or its budget is spent (errLocalBudget).
+// enter returns when the caller owns the turn of sk's local queue; with
+// wait false it fails with ErrLocked if another goroutine owns it.
 func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 	lk.mu.Lock()
 	q := lk.queues[sk]
@@ -91,48 +85,35 @@ func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 		q = &queue{watch: lk.unparkLocked(sk)}
 		lk.queues[sk] = q
 	}
+	if q.busy && !wait {
+		lk.mu.Unlock()
+		return nil, ErrLocked
+	}
 	if !q.busy {
-		q.users++
 		q.busy = true
 		lk.mu.Unlock()
 		return q, nil
 	}
-	if !wait {
-		lk.mu.Unlock()
-		return nil, ErrLocked
-	}
-	q.users++
 	turn := make(chan struct{})
 	q.waiters = append(q.waiters, turn)
 	lk.mu.Unlock()
-	var err error
-	select {
-	case <-turn:
+	err := w.wait(turn)
+	if err == nil {
 		return q, nil
-	case <-w.ctx.Done():
-		err = backend.ContextError(w.ctx)
-	case <-w.budget():
-		err = errLocalBudget
 	}
 	lk.mu.Lock()
 	var pw backend.Watch
 	select {
 	case <-turn:
 		if err == errLocalBudget {
-			// The turn came as the budget ran out: take it, with
-			// one try left at the store.
+			// The turn came as the budget ran out: take it, with one try
+			// left at the store.
 			lk.mu.Unlock()
 			return q, nil
 		}
-		// The turn arrived as we gave up: pass it on.
-		pw = lk.passLocked(sk, q)
+		pw = lk.passLocked(sk, q) // the turn came as we gave up: pass it on
 	default:
-		for i, t := range q.waiters {
-			if t == turn {
-				q.waiters = append(q.waiters[:i], q.waiters[i+1:]...)
-				break
-			}
-		}
+		q.waiters = slices.DeleteFunc(q.waiters, func(t chan struct{}) bool { return t == turn })
 		pw = lk.leaveLocked(sk, q)
 	}
 	lk.mu.Unlock()
@@ -140,10 +121,8 @@ func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 	return nil, err
 }
 
-// errLocalBudget is a local wait giving up when its budget is spent.
 var errLocalBudget = errors.New("synclock: local wait budget spent")
 
-// exit gives the turn to the next local waiter.
 func (lk *Locker) exit(sk string, q *queue) {
 	lk.mu.Lock()
 	w := lk.passLocked(sk, q)
@@ -151,8 +130,8 @@ func (lk *Locker) exit(sk string, q *queue) {
 	closeWatch(w)
 }
 
-// passLocked hands q's turn to the next waiter, or frees it, and leaves
-// the queue. It returns a watch the caller closes after unlocking lk.mu.
+// passLocked hands q's turn to the next waiter, or frees it, and leaves q
+// as leaveLocked does.
 func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
 	if len(q.waiters) > 0 {
 		next := q.waiters[0]
@@ -164,12 +143,11 @@ func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
 	return lk.leaveLocked(sk, q)
 }
 
-// leaveLocked drops one user of q, and q with the last one. It returns a
-// watch the caller closes after unlocking lk.mu: closing may be a round
-// trip to the store, which must not stall the other keys.
+// leaveLocked drops q once nobody uses it. It returns a watch the caller
+// closes after unlocking lk.mu: a close may be a round trip to the store,
+// which must not stall the other keys.
 func (lk *Locker) leaveLocked(sk string, q *queue) backend.Watch {
-	q.users--
-	if q.users > 0 {
+	if q.busy || len(q.waiters) > 0 {
 		return nil
 	}
 	delete(lk.queues, sk)
@@ -181,7 +159,6 @@ func (lk *Locker) leaveLocked(sk string, q *queue) backend.Watch {
 	return lk.parkLocked(sk, w)
 }
 
-// closeWatch closes w, if any. Call it without holding lk.mu.
 func closeWatch(w backend.Watch) {
 	if w != nil {
 		w.Close()

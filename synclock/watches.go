@@ -7,12 +7,10 @@ import (
 	"github.com/baton-go/baton/internal/clock"
 )
 
-// A key's watch (its subscription to releases) belongs to the key's local
-// queue while anyone in the process uses the key. When the queue empties,
-// the Locker parks the watch for watchLinger instead of closing it, so that
-// a process that takes the key again soon — the usual case for a contended
-// key — neither subscribes anew (a round trip and a server command) nor has
-// to look again after subscribing.
+// A key's watch belongs to its local queue while anyone in the process
+// uses the key; then it is parked for watchLinger, so that a process that
+// takes the key again soon (a contended key) does not subscribe anew, a
+// round trip and a server command.
 const (
 	watchLinger = 30 * time.Second
 	maxParked   = 256
@@ -23,10 +21,8 @@ type parkedWatch struct {
 	timer clock.Timer
 }
 
-// parkLocked keeps w, the watch of sk, for watchLinger. When too many are
-// parked it returns w instead, for the caller to close once it has
-// unlocked lk.mu (a close may be a round trip to the store); otherwise nil.
-// The linger timer closes a watch without holding lk.mu too.
+// parkLocked keeps w, the watch of sk, for watchLinger, or returns it for
+// the caller to close, as leaveLocked does, when too many are parked.
 func (lk *Locker) parkLocked(sk string, w backend.Watch) backend.Watch {
 	if len(lk.parked) >= lk.parkLimit {
 		return w
@@ -48,7 +44,7 @@ func (lk *Locker) parkLocked(sk string, w backend.Watch) backend.Watch {
 }
 
 // unparkLocked returns the parked watch of sk, if any, without the events
-// it saw while parked (they are about holdings that are over).
+// it saw while parked: they are about holdings that are over.
 func (lk *Locker) unparkLocked(sk string) backend.Watch {
 	p := lk.parked[sk]
 	if p == nil {
