@@ -1,8 +1,8 @@
 package schedlock
 
 import (
+	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,8 +29,8 @@ const (
 	slaveOnly              // only while it is a slave that has seen a master
 )
 
-// tag is the gocron tag of the condition's jobs ("" for anyRole), which
-// also names the condition in logs and messages.
+// tag is the gocron tag of the condition's jobs ("" for anyRole), and its
+// name in logs and messages.
 func (c cond) tag() string {
 	switch c {
 	case masterOnly:
@@ -46,10 +46,8 @@ const opTimeout = 5 * time.Second
 
 // gate decides, before every run of a job, whether the run may start on
 // this instance: its role condition must hold and, if it has a job lock,
-// the lock must be free. It is the job's gocron.Locker; MasterOnly,
-// SlaveOnly and Locked install it, and Run uses it for other schedulers.
-// It is safe for concurrent use and holds no goroutine while no run is in
-// flight.
+// the lock must be free. It is the job's gocron.Locker, and Run's. It
+// holds no goroutine while no run is in flight.
 type gate struct {
 	role   cond
 	el     *role.Elector
@@ -58,7 +56,7 @@ type gate struct {
 	logger *slog.Logger
 	obs    func(Event)
 	clock  clock.Clock
-	terms  lease.Terms // the job lock's: store, margin, alarm (internal/lease)
+	terms  lease.Terms // the job lock's
 
 	// floor is the highest lock token this gate has seen, passed to
 	// Acquire so tokens keep increasing after the store lost its data.
@@ -71,12 +69,9 @@ var _ gocron.Locker = (*gate)(nil)
 
 // jobLock is a gate's ShedLock-style lock.
 type jobLock struct {
-	store      backend.Store
-	name       string
-	key        string
-	marker     string // the fire marker's key (fire.go)
-	atMostFor  time.Duration
-	atLeastFor time.Duration
+	store                 backend.Store
+	name, key, marker     string // marker: the fire marker's key (fire.go)
+	atMostFor, atLeastFor time.Duration
 }
 
 // Option configures a gated job: WithLock, WithInstance, WithScheduler,
@@ -162,8 +157,8 @@ func withClock(c clock.Clock) Option {
 }
 
 // newGate returns a gate with role condition r on elector el, which is
-// nil only for anyRole. It checks every argument and reports all problems
-// in one error wrapping backend.ErrInvalidArgument.
+// nil only for anyRole. It reports every problem with its arguments in one
+// error wrapping backend.ErrInvalidArgument.
 func newGate(r cond, el *role.Elector, opts ...Option) (*gate, error) {
 	s := settings{clock: clock.Real, logger: slog.Default()}
 	for _, o := range opts {
@@ -175,23 +170,20 @@ func newGate(r cond, el *role.Elector, opts ...Option) (*gate, error) {
 	if r != anyRole && el == nil {
 		errs = append(errs, invalid("a %s job needs an elector (role.NewElector)", r.tag()))
 	}
-	g := &gate{role: r, el: el, logger: s.logger, obs: s.obs, clock: s.clock, fires: fires{sched: s.sched}}
 	id, err := gateInstance(s.id, el)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	g.idText = id.String()
 	if s.locks > 1 {
 		errs = append(errs, invalid("%d job locks given; a job has at most one", s.locks))
 	}
-	if l := s.lock; l != nil {
-		errs = append(errs, l.withDefaults(s.defaults)...)
-		errs = append(errs, l.validate(id)...)
-		g.lock = l
+	if s.lock != nil {
+		errs = append(errs, s.lock.validate(s.defaults, id)...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	g := &gate{role: r, el: el, lock: s.lock, idText: id.String(), logger: s.logger, obs: s.obs, clock: s.clock, fires: fires{sched: s.sched}}
 	if !id.IsZero() {
 		g.logger = g.logger.With("app", id.App, "tenant", id.Tenant, "instance", g.idText)
 	}
@@ -208,8 +200,7 @@ func invalid(format string, args ...any) error {
 }
 
 // gateInstance is the instance a gate speaks for: the one WithInstance
-// named, else the elector's, else none. It never reads role.SetDefault's elector: a
-// gate's instance is what its own options name.
+// named, else the elector's, else none; never role.SetDefault's.
 func gateInstance(id instanceid.ID, el *role.Elector) (instanceid.ID, error) {
 	if id.IsZero() && el != nil {
 		st := el.Status().Instance
@@ -224,30 +215,22 @@ func gateInstance(id instanceid.ID, el *role.Elector) (instanceid.ID, error) {
 	return id, nil
 }
 
-// withDefaults gives l the fleet's defaults (a Defaults option) for the
-// durations it left at zero, and reports what is wrong with them.
-func (l *jobLock) withDefaults(d Defaults) []error {
-	var errs []error
-	if d.LockAtMostFor < 0 || d.LockAtLeastFor < 0 {
-		errs = append(errs, invalid("Defaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", d.LockAtMostFor, d.LockAtLeastFor))
-	}
-	if l.atMostFor == 0 {
-		l.atMostFor = d.LockAtMostFor
-		if l.atMostFor == 0 {
-			errs = append(errs, invalid("job lock %q: lockAtMostFor is 0 and there is no default: give the job its own, or pass schedlock.Defaults "+
-				"(config key job-lock.default-lock-at-most-for)", l.name))
-		}
-	}
-	if l.atLeastFor == 0 {
-		l.atLeastFor = d.LockAtLeastFor
-	}
-	return errs
-}
-
-func (l *jobLock) validate(id instanceid.ID) []error {
+// validate gives l the fleet's defaults d for the durations it left at
+// zero, applies ShedLock's rules, makes its keys, and reports what is
+// wrong.
+func (l *jobLock) validate(d Defaults, id instanceid.ID) []error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, invalid("job lock %q: "+format, append([]any{l.name}, args...)...))
+	}
+	if d.LockAtMostFor < 0 || d.LockAtLeastFor < 0 {
+		errs = append(errs, invalid("Defaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", d.LockAtMostFor, d.LockAtLeastFor))
+	}
+	l.atMostFor = cmp.Or(l.atMostFor, d.LockAtMostFor)
+	l.atLeastFor = cmp.Or(l.atLeastFor, d.LockAtLeastFor)
+	if l.atMostFor == 0 {
+		bad("lockAtMostFor is 0 and there is no default: give the job its own, or pass schedlock.Defaults " +
+			"(config key job-lock.default-lock-at-most-for)")
 	}
 	if l.store == nil {
 		bad("nil store: pass a backend such as redisbackend.New(client)")
@@ -255,10 +238,8 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	if l.name == "" {
 		bad("the lock name is empty; name the lock (ShedLock's name)")
 	}
-	if l.atMostFor != 0 { // a zero lockAtMostFor was reported with its default
-		if err := checkDurations(l.atMostFor, l.atLeastFor); err != nil {
-			bad("%v", err)
-		}
+	if err := checkDurations(l.atMostFor, l.atLeastFor); l.atMostFor != 0 && err != nil {
+		bad("%v", err)
 	}
 	if id.IsZero() {
 		bad("the instance is unknown, so the lock has no key: pass schedlock.WithInstance(id) to this option " +
@@ -278,8 +259,7 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 }
 
 // checkDurations applies ShedLock's rules to a lock's durations, and
-// refuses a lockAtMostFor no store holds (backend.ValidateLease: 1 ms to
-// 365 days), which would otherwise fail on every run.
+// refuses a lockAtMostFor no store holds (backend.ValidateLease).
 func checkDurations(atMostFor, atLeastFor time.Duration) error {
 	if err := backend.ValidateLease("lockAtMostFor", atMostFor); err != nil {
 		return err
@@ -293,13 +273,9 @@ func checkDurations(atMostFor, atLeastFor time.Duration) error {
 	return nil
 }
 
-// Lock implements gocron.Locker: gocron calls it before every run of the
-// job with the job's context and name. It returns a *SkipError (which
-// gocron hands to AfterLockError) when the role condition fails or the job
-// lock is held, its fire already ran, or the store is unreachable;
-// otherwise the returned gocron.Lock must be unlocked when the run ends,
-// which gocron does. While the run is in flight the job's context leads
-// to it (registry.go).
+// Lock implements gocron.Locker: it admits a run of job, or refuses it
+// with a *SkipError. While the run is in flight the job's context leads to
+// it (registry.go).
 func (g *gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	r, err := g.admit(ctx, job, g.fires.gocronFire())
 	if err != nil {
@@ -309,10 +285,9 @@ func (g *gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	return r, nil
 }
 
-// admit decides a run for fire (zero: unknown): nil error means it may
-// start and the run must be ended. The role is checked first, without
-// I/O; a lock is then acquired, and the role checked again so that a
-// mastership lost during the round trip does not admit the run.
+// admit decides a run for fire (zero: unknown); an admitted run must be
+// ended. The role is checked without I/O before the lock is taken, and
+// again after (confirm).
 func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, error) {
 	epoch, skip := g.checkRole()
 	if skip != nil {
@@ -345,9 +320,9 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 	return r, nil
 }
 
-// confirm checks, once the lock is taken, what admits the run besides it:
-// the role still holds (mastership may have ended during the round trip)
-// and the run's fire has not run yet (fire.go).
+// confirm checks, once the lock is taken, that the role still holds
+// (mastership may have ended during the round trip) and that the run's
+// fire has not run yet (fire.go).
 func (g *gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
 	if ep, skip := g.checkRole(); skip != nil || ep != epoch {
 		if skip == nil {
@@ -426,17 +401,13 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 	case errors.As(err, &held) && held.Recovering:
 		return recovering("", fmt.Sprintf("job lock %q", l.key), held.Holder.TTL)
 	case errors.As(err, &held):
-		g.observe(held.Holder.Token)
-		e := skip(ErrLocked, "job lock %q is held by %q (token %d) for another %v", l.key, held.Holder.Owner, held.Holder.Token, held.Holder.TTL.Round(time.Millisecond))
-		e.Holder = held.Holder
-		return e
+		h := held.Holder
+		g.observe(h.Token)
+		return &SkipError{Reason: ErrLocked, Holder: h, detail: fmt.Sprintf("job lock %q is held by %q (token %d) for another %v", l.key, h.Owner, h.Token, h.TTL.Round(time.Millisecond))}
 	default:
-		// The store may have granted the lock and lost the reply: free it
-		// rather than leave it held for lockAtMostFor.
+		// The store may have granted the lock and lost the reply: free it.
 		g.release(ctx, owner, 0)
-		e := skip(ErrUnavailable, "cannot take job lock %q", l.key)
-		e.Err = err
-		return e
+		return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot take job lock %q", l.key)}
 	}
 	g.observe(ls.Token)
 	r.acquired = g.clock.Now()
@@ -448,10 +419,9 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 }
 
 // take asks the store for the job lock, with the highest lock token seen
-// as the floor. A floor the store refuses as beyond any token it can have
-// granted (learnt from forged data, or from a store whose clock went back
-// by more than backend.MaxTokenLead) is forgotten, so that it never locks
-// the job out, and the lock asked for again without it.
+// as the floor. A floor the store refuses as ahead of any token it can
+// have granted (backend.ErrFloorAhead: forged data, a clock gone back) is
+// forgotten, so that it never locks the job out.
 func (g *gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 	l := g.lock
 	for {
@@ -468,8 +438,7 @@ func (g *gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 }
 
 // release ends owner's lease on the job lock, keeping the key keepFor
-// longer. It works after ctx ended (gocron unlocks with the job's context,
-// which Shutdown has cancelled).
+// longer, also after ctx ended (lease.Terms.Drop).
 func (g *gate) release(ctx context.Context, owner string, keepFor time.Duration) error {
 	err := g.terms.Drop(ctx, g.lock.key, owner, keepFor)
 	var nh *backend.NotHeldError
@@ -517,10 +486,4 @@ func (g *gate) lockName() string {
 
 // nonce returns 16 random hex digits, making each lock owner string unique
 // so that a late release never ends a later holder's lease.
-func nonce() string {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return hex.EncodeToString(b[:])
-}
+func nonce() string { return fmt.Sprintf("%016x", rand.Uint64()) }
