@@ -36,7 +36,7 @@ func Fire(ctx context.Context) (time.Time, bool) {
 // per fire). A gocron job with a job lock needs it: NewJob fails without
 // it. Run takes the fire time as an argument instead.
 func WithScheduler(s gocron.Scheduler) Option {
-	return optionFunc(func(st *settings) { st.sched = s })
+	return optionFunc(func(g *gate) { g.fires.sched = s })
 }
 
 // fires is what a gate knows of the gocron jobs it is installed on.

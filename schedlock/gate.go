@@ -20,26 +20,14 @@ import (
 	"github.com/baton-go/baton/role"
 )
 
-// cond is the role condition of a gate.
-type cond int
+// cond is the role condition of a gate, named by its gocron tag.
+type cond string
 
 const (
-	anyRole    cond = iota // whatever the role: a gate with only a job lock
-	masterOnly             // only while this instance is the master
-	slaveOnly              // only while it is a slave that has seen a master
+	anyRole    cond = ""            // whatever the role: a gate with only a job lock
+	masterOnly cond = "master-only" // only while this instance is the master
+	slaveOnly  cond = "slave-only"  // only while it is a slave that has seen a master
 )
-
-// tag is the gocron tag of the condition's jobs ("" for anyRole), and its
-// name in logs and messages.
-func (c cond) tag() string {
-	switch c {
-	case masterOnly:
-		return "master-only"
-	case slaveOnly:
-		return "slave-only"
-	}
-	return ""
-}
 
 // opTimeout bounds each call a gate makes to the lock store.
 const opTimeout = 5 * time.Second
@@ -63,6 +51,11 @@ type gate struct {
 	floor atomic.Uint64
 
 	fires fires // the gocron job whose fire times it reads
+
+	// Set by options and read only by newGate.
+	locks    int
+	defaults Defaults
+	id       instanceid.ID
 }
 
 var _ gocron.Locker = (*gate)(nil)
@@ -76,31 +69,20 @@ type jobLock struct {
 
 // Option configures a gated job: WithLock, WithInstance, WithScheduler,
 // a Defaults value, WithLogger, WithObserver.
-type Option interface{ apply(*settings) }
+type Option interface{ apply(*gate) }
 
-type optionFunc func(*settings)
+type optionFunc func(*gate)
 
-func (f optionFunc) apply(s *settings) { f(s) }
-
-type settings struct {
-	lock     *jobLock
-	locks    int
-	defaults Defaults
-	id       instanceid.ID
-	logger   *slog.Logger
-	obs      func(Event)
-	sched    gocron.Scheduler
-	clock    clock.Clock
-}
+func (f optionFunc) apply(g *gate) { f(g) }
 
 // WithLock gives a role-gated job a ShedLock-style job lock as well:
 // MasterOnly(el, WithLock(...)) runs once per fire on the master. The
 // lock's arguments are Locked's; tenant, app and instance come from
 // WithInstance if given, else from the elector.
 func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
-	return optionFunc(func(s *settings) {
-		s.locks++
-		s.lock = &jobLock{store: store, name: name, atMostFor: lockAtMostFor, atLeastFor: lockAtLeastFor}
+	return optionFunc(func(g *gate) {
+		g.locks++
+		g.lock = &jobLock{store: store, name: name, atMostFor: lockAtMostFor, atLeastFor: lockAtLeastFor}
 	})
 }
 
@@ -122,22 +104,22 @@ type Defaults struct {
 	LockAtLeastFor time.Duration
 }
 
-func (d Defaults) apply(s *settings) { s.defaults = d }
+func (d Defaults) apply(g *gate) { g.defaults = d }
 
 // WithInstance names the instance a job lock belongs to: its tenant and
 // app form the lock key's namespace and its ID starts every lock owner
 // string. Locked needs it; a role-gated job takes its elector's instance
 // unless given one. There is no package default.
 func WithInstance(id instanceid.ID) Option {
-	return optionFunc(func(s *settings) { s.id = id })
+	return optionFunc(func(g *gate) { g.id = id })
 }
 
 // WithLogger sets the logger (default slog.Default()). Skips are logged
 // at debug level, store failures and lost runs at warn level.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(s *settings) {
+	return optionFunc(func(g *gate) {
 		if l != nil {
-			s.logger = l
+			g.logger = l
 		}
 	})
 }
@@ -148,42 +130,42 @@ func WithLogger(l *slog.Logger) Option {
 // and must return quickly. Given more than once, every observer gets
 // every decision, in the order given.
 func WithObserver(f func(Event)) Option {
-	return optionFunc(func(s *settings) { s.obs = hook.Join(s.obs, f) })
+	return optionFunc(func(g *gate) { g.obs = hook.Join(g.obs, f) })
 }
 
 // withClock runs the gate's runs on c; tests use a fake clock.
 func withClock(c clock.Clock) Option {
-	return optionFunc(func(s *settings) { s.clock = c })
+	return optionFunc(func(g *gate) { g.clock = c })
 }
 
 // newGate returns a gate with role condition r on elector el, which is
 // nil only for anyRole. It reports every problem with its arguments in one
 // error wrapping backend.ErrInvalidArgument.
 func newGate(r cond, el *role.Elector, opts ...Option) (*gate, error) {
-	s := settings{clock: clock.Real, logger: slog.Default()}
+	g := &gate{role: r, el: el, clock: clock.Real, logger: slog.Default()}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&s)
+			o.apply(g)
 		}
 	}
 	var errs []error
 	if r != anyRole && el == nil {
-		errs = append(errs, invalid("a %s job needs an elector (role.NewElector)", r.tag()))
+		errs = append(errs, invalid("a %s job needs an elector (role.NewElector)", string(r)))
 	}
-	id, err := gateInstance(s.id, el)
+	id, err := gateInstance(g.id, el)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if s.locks > 1 {
-		errs = append(errs, invalid("%d job locks given; a job has at most one", s.locks))
+	if g.locks > 1 {
+		errs = append(errs, invalid("%d job locks given; a job has at most one", g.locks))
 	}
-	if s.lock != nil {
-		errs = append(errs, s.lock.validate(s.defaults, id)...)
+	if g.lock != nil {
+		errs = append(errs, g.lock.validate(g.defaults, id)...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	g := &gate{role: r, el: el, lock: s.lock, idText: id.String(), logger: s.logger, obs: s.obs, clock: s.clock, fires: fires{sched: s.sched}}
+	g.idText = id.String()
 	if !id.IsZero() {
 		g.logger = g.logger.With("app", id.App, "tenant", id.Tenant, "instance", g.idText)
 	}
@@ -312,7 +294,7 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 	r.mu.Lock()
 	r.admitted = true
 	r.mu.Unlock()
-	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.tag(), "lock", g.lockName(), "epoch", epoch, "token", r.h.Token(), "fire", r.fire)
+	g.logger.Debug("schedlock: run admitted", "job", job, "gate", string(g.role), "lock", g.lockName(), "epoch", epoch, "token", r.h.Token(), "fire", r.fire)
 	g.emit(Event{Kind: EventAdmitted, Job: job})
 	if g.lock != nil && r.h.Over() {
 		r.lose(r.leaseLost()) // the deadline came while the run was confirmed
@@ -368,7 +350,7 @@ func (g *gate) roleSkip(reason error, what string) *SkipError {
 	var why string
 	switch {
 	case !st.Enabled:
-		e := skip(reason, "the role is disabled (scheduler-lock.enabled=false), so %s jobs never run", g.role.tag())
+		e := skip(reason, "the role is disabled (scheduler-lock.enabled=false), so %s jobs never run", string(g.role))
 		e.label = "disabled"
 		return e
 	case !st.Running:

@@ -87,7 +87,7 @@ func install[O ~func(P, time.Time) error, P any](g *gate, gerr error, useLocker 
 			return nil
 		}
 		tags := jobTags(j)
-		if tag := g.role.tag(); !slices.Contains(tags, tag) {
+		if tag := string(g.role); !slices.Contains(tags, tag) {
 			tags = append(tags, tag)
 		}
 		return setTags(tags...)(j, now)

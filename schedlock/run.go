@@ -390,7 +390,7 @@ func Run(ctx context.Context, job gocron.JobOption, fire time.Time, fn func(ctx 
 	if fn == nil {
 		return invalid("Run needs a function")
 	}
-	r, err := g.admit(ctx, cmp.Or(g.lockName(), g.role.tag()), fire)
+	r, err := g.admit(ctx, cmp.Or(g.lockName(), string(g.role)), fire)
 	if err != nil {
 		return err
 	}
