@@ -306,13 +306,13 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 // (mastership may have ended during the round trip) and that the run's
 // fire has not run yet (fire.go).
 func (g *gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
-	if ep, skip := g.checkRole(); skip != nil || ep != epoch {
-		if skip == nil {
-			skip = g.notMaster()
-		}
+	ep, skip := g.checkRole()
+	switch {
+	case skip != nil:
 		return skip
-	}
-	if r.fire.IsZero() {
+	case ep != epoch:
+		return g.notMaster()
+	case r.fire.IsZero():
 		return nil
 	}
 	return g.markFire(ctx, r)
@@ -328,20 +328,15 @@ func (g *gate) checkRole() (uint64, *SkipError) {
 		}
 		return 0, g.notMaster()
 	case slaveOnly:
-		return 0, g.notSlave()
+		if g.el.IsMaster() {
+			return 0, skip(ErrNotSlave, "%s is the master", g.idText)
+		}
+		return 0, g.roleSkip(ErrNotSlave, "is not a slave")
 	}
 	return 0, nil
 }
 
 func (g *gate) notMaster() *SkipError { return g.roleSkip(ErrNotMaster, "is not the master") }
-
-// notSlave returns why this instance is not a slave now, or nil if it is.
-func (g *gate) notSlave() *SkipError {
-	if g.el.IsMaster() {
-		return skip(ErrNotSlave, "%s is the master", g.idText)
-	}
-	return g.roleSkip(ErrNotSlave, "is not a slave")
-}
 
 // roleSkip says, from the elector's status, why this instance is not
 // what the gate needs (reason); nil for a slave that has seen its master.
@@ -442,11 +437,11 @@ func (g *gate) observe(token uint64) {
 // skipped completes, logs and reports a refusal.
 func (g *gate) skipped(job string, e *SkipError) *SkipError {
 	e.Job = job
+	level := slog.LevelDebug
 	if e.Reason == ErrUnavailable {
-		g.logger.Warn("schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
-	} else {
-		g.logger.Debug("schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
+		level = slog.LevelWarn
 	}
+	g.logger.Log(context.Background(), level, "schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
 	g.emit(Event{Kind: EventSkipped, Job: job, Err: e, Reason: e.Label()})
 	return e
 }

@@ -39,9 +39,8 @@ type run struct {
 
 	opMu sync.Mutex // serialises Extend and the release
 
-	mu       sync.Mutex // guards the fields below
-	admitted bool       // a loss is reported from now on
-	ended    bool
+	mu       sync.Mutex    // guards the fields below
+	admitted bool          // a loss is reported from now on
 	losing   bool          // the loss is being logged and observed
 	pollDone chan struct{} // closed when the role watcher has returned
 	watchers map[*context.CancelCauseFunc]struct{}
@@ -129,7 +128,7 @@ func (r *run) loseWith(err error) error {
 // the loss. A lost role leaves the job lock to the run's release.
 func (r *run) lose(err error) {
 	r.mu.Lock()
-	if !r.admitted || r.ended || r.losing || r.ctx.Err() != nil {
+	if !r.admitted || r.losing || r.ctx.Err() != nil { // r.ctx ends with the run
 		r.mu.Unlock()
 		return
 	}
@@ -224,7 +223,6 @@ func (r *run) end(ctx context.Context) error {
 	r.opMu.Lock() // let an Extend in flight finish
 	defer r.opMu.Unlock()
 	r.mu.Lock()
-	r.ended = true
 	done := r.pollDone
 	r.cancelLocked(errEnded)
 	r.mu.Unlock()
