@@ -91,9 +91,6 @@ func (f *fires) gocronFire() time.Time {
 	return next
 }
 
-// The fire marker of a job lock, its states and what a run does in each,
-// are written down once, in the package doc (Once per fire).
-
 func markerKey(tenant, app, name string) string { return backend.AppKey(tenant, app, "fired", name) }
 
 func markerOwner(fire time.Time, instance string) string {
@@ -114,8 +111,8 @@ func markerFire(owner string) (time.Time, bool) {
 	return time.UnixMilli(n), true
 }
 
-// markFire records r's fire in the lock's marker, or says why r must be
-// skipped. It costs one store call when the marker is free or already
+// markFire records r's fire in the lock's marker (its states: the package
+// doc, Once per fire), or says why r must be skipped. It costs one store call when the marker is free or already
 // at r's fire or later, and three when it moves on.
 func (g *gate) markFire(ctx context.Context, r *run) *SkipError {
 	l := g.lock

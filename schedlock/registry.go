@@ -13,12 +13,9 @@ import (
 // runKey carries a run in the contexts that Context and Run hand out.
 type runKey struct{}
 
-// registry finds the run of a gocron job from the job's context. gocron
-// passes one context to every run of a job, so the context names the job,
-// and the goroutine names the run: gocron calls Lock, the task and Unlock
-// of one run on one goroutine (executor.go, runJob). Runs are indexed by
-// the context's Done channel, so contexts derived with values still lead
-// to them; entries live from Lock to Unlock.
+// registry finds the run of a gocron job from the job's context (see the
+// package doc, While a job runs), indexed by the context's Done channel so
+// that contexts derived with values still lead to it, from Lock to Unlock.
 type registry struct {
 	mu sync.Mutex
 	m  map[<-chan struct{}][]*run
