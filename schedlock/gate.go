@@ -281,13 +281,11 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 			r.fire = time.UnixMilli(fire.UnixMilli()) // the marker records milliseconds
 		}
 		if skip := g.acquire(ctx, r); skip != nil {
-			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
 		if skip := g.confirm(ctx, r, epoch); skip != nil {
 			r.h.End()
 			g.release(ctx, r.h.Owner(), 0)
-			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
 	}
