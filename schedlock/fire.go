@@ -100,12 +100,9 @@ func markerOwner(fire time.Time, instance string) string {
 // markerFire reads the fire time from a marker's owner string.
 func markerFire(owner string) (time.Time, bool) {
 	rest, ok := strings.CutPrefix(owner, "fire:")
-	if !ok {
-		return time.Time{}, false
-	}
 	ms, _, _ := strings.Cut(rest, ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil || n <= 0 {
+	if !ok || err != nil || n <= 0 {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(n), true
