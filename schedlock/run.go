@@ -104,33 +104,24 @@ func (r *run) check() error {
 		return context.Cause(r.ctx)
 	}
 	if err := r.roleLost(); err != nil {
-		return r.loseWith(err)
+		return r.lose(err)
 	}
 	if r.g.lock != nil && r.expired() {
-		return r.loseWith(r.leaseLost())
+		return r.lose(r.leaseLost())
 	}
 	return nil
 }
 
-// loseWith loses the run with err and returns the cause it ended with:
-// err, or an earlier loss's.
-func (r *run) loseWith(err error) error {
-	r.lose(err)
-	if cause := context.Cause(r.ctx); cause != nil {
-		return cause
-	}
-	return err // another goroutine is still reporting the loss
-}
-
-// lose marks an admitted run lost, once, and cancels the contexts handed
-// to the job before it returns. The loss is logged and observed first, so
+// lose marks an admitted run lost with err, once, and cancels the contexts
+// handed to the job before it returns the cause the run ended with: err,
+// or an earlier loss's. The loss is logged and observed first, so
 // a job that returns when its context ends returns after the observer saw
 // the loss. A lost role leaves the job lock to the run's release.
-func (r *run) lose(err error) {
+func (r *run) lose(err error) error {
 	r.mu.Lock()
 	if !r.admitted || r.losing || r.ctx.Err() != nil { // r.ctx ends with the run
 		r.mu.Unlock()
-		return
+		return cmp.Or(context.Cause(r.ctx), err) // err: another goroutine is reporting
 	}
 	r.losing = true
 	r.mu.Unlock()
@@ -139,6 +130,7 @@ func (r *run) lose(err error) {
 	r.mu.Lock()
 	r.cancelLocked(err)
 	r.mu.Unlock()
+	return context.Cause(r.ctx)
 }
 
 func (r *run) cancelLocked(cause error) {
@@ -287,10 +279,10 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	case err == nil:
 		return nil
 	case err == lease.ErrLate:
-		return r.loseWith(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
+		return r.lose(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
 			ErrLost, r.job, l.key))
 	case errors.Is(err, lease.ErrLate) || r.ctx.Err() != nil:
-		return r.loseWith(r.leaseLost())
+		return r.lose(r.leaseLost())
 	case errors.Is(err, backend.ErrNotHeld):
 		r.h.Lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
 		return context.Cause(r.ctx)
