@@ -274,10 +274,8 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	}
 	_, err := r.h.Renew(ctx, d)
 	switch {
-	case err == nil && r.ctx.Err() != nil:
-		return context.Cause(r.ctx) // the role ended while the extension was out
 	case err == nil:
-		return nil
+		return context.Cause(r.ctx) // nil unless the role ended while the extension was out
 	case err == lease.ErrLate:
 		return r.lose(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
 			ErrLost, r.job, l.key))
