@@ -19,20 +19,18 @@
 // # Gates
 //
 // Each option installs a gate as the job's gocron.Locker: gocron asks it
-// before every run, and a refusal skips that run (gocron.Skip; the job is
+// before every run, and a refusal skips that run (the job is
 // rescheduled). A job has one locker, so one schedlock option carries all
 // of a job's conditions; a second locker makes NewJob fail
 // (gocron.WithDistributedJobLocker after a schedlock option replaces it
-// unseen). MasterOnly and SlaveOnly add the tag "master-only" or
-// "slave-only". A scheduler whose every job is master-only can instead
-// take gocron.WithDistributedElector(el), and then consults no per-job
-// locker.
+// unseen). A scheduler whose every job is master-only can instead take
+// gocron.WithDistributedElector(el).
 //
 // A master-only run is admitted while el holds a tenure, a clock-based
 // answer that turns false before the role key can expire on the store. A
 // slave-only run is admitted while the elector runs, the role is enabled,
 // this instance is not the master and it has seen another instance hold
-// the role. With the role disabled neither runs (Label "disabled").
+// the role. With the role disabled neither runs.
 //
 // A job lock lives at {tenant:app}:job:<name>. A run takes it with
 // lockAtMostFor as the lease, or is skipped with ErrLocked; when the run
@@ -58,51 +56,46 @@
 // Token(ctx) is the lock's fencing token, or a master-only run's epoch;
 // Fire(ctx) the time the run was scheduled for.
 //
-// Each run has its own identity. gocron hands every run of a job the same
-// context, so the run is named by the goroutine: gocron calls the gate,
-// the task and the unlock of one run on one goroutine (the goroutine's ID
-// is read from its stack header once per run, about a microsecond).
-// These calls answer for the run admitted on the calling goroutine, never
-// for another run of the job: a run that outlived its lock gets no token
-// and ErrLost even while a newer run holds the lock, its Extend does not
-// touch the newer run's lease, and a master-only run that overlaps a
-// demotion and re-election keeps its own epoch. From another goroutine,
-// gocron's context speaks for the job's only run in flight; while runs
-// overlap the calls fail closed with ErrNoRun. Hand other goroutines the
-// context of Context: it carries its run wherever it goes. (A goroutine
-// left running after its run ended, still holding gocron's context, would
-// be answered for the job's next run.) gocron unlocks with the job's
-// context, which Shutdown has cancelled; the release still happens, with
-// its own timeout.
+// Each run has its own identity: these calls answer for the run admitted
+// on the calling goroutine, never for another run of the job. A run that
+// outlived its lock gets no token and ErrLost even while a newer run holds
+// the lock, its Extend does not touch the newer run's lease, and a
+// master-only run that overlaps a demotion and re-election keeps its own
+// epoch. gocron hands every run of a job the same context but calls the
+// gate, the task and the unlock of one run on one goroutine, so the run is
+// named by the goroutine (its ID is read from the stack header once per
+// run, about a microsecond). From another goroutine, gocron's context
+// speaks for the job's only run in flight; while runs overlap the calls
+// fail closed with ErrNoRun. Hand other goroutines the context of
+// Context: it carries its run wherever it goes. (A goroutine left running
+// after its run ended, still holding gocron's context, would be answered
+// for the job's next run.) gocron unlocks with the job's context, which
+// Shutdown has cancelled; the release still happens, with its own timeout.
 //
 // # Skips are observable
 //
 // A refusal is a *SkipError with a Reason (ErrNotMaster, ErrNotSlave,
 // ErrLocked, ErrRecovering, ErrUnavailable); errors.Is(err, ErrSkipped)
-// matches all, and Label names each for logs and metrics: not-master,
-// not-slave, disabled, locked, already-ran, recovering, unavailable. A
-// recovering skip says for how long, and that `batonctl init` declares a
-// store known to hold no live lease whole. gocron hands it to the job's
-// gocron.AfterLockError listener. Each skip is logged at debug level
-// (store failures at warn), and WithObserver reports admissions, skips,
-// releases and losses.
+// matches all, and Label names each for logs and metrics. gocron hands it
+// to the job's gocron.AfterLockError listener. Each skip is logged at
+// debug level (store failures at warn), and WithObserver reports
+// admissions, skips, releases and losses.
 //
 // # Once per fire
 //
 // lockAtLeastFor keeps a fast job from running twice when the instances
-// fire a few milliseconds apart; it cannot help an instance that was
-// paused (GC, SIGSTOP, an overloaded host) over a fire and starts the
-// overdue fire seconds later, when the lock was released long ago —
-// ShedLock then runs the fire twice. A job lock that knows its runs' fire
-// times runs each fire, named by the time it was scheduled for, at most
-// once across the fleet, however late an instance starts it. gocron tells
-// a locker nothing of the fire, so a locked gocron job names its
-// scheduler (WithScheduler, required) and the gate reads the job's next
-// scheduled time, which gocron moves on only after the run passed its
-// locker; Run takes the fire time as an argument. Every instance must
-// name a fire by the same time, to the millisecond, as cron schedules and
-// DurationJobs with a common WithStartAt do; fires that differ from
-// instance to instance are still guarded by the lock.
+// fire a few milliseconds apart, but not when an instance paused (GC,
+// SIGSTOP, an overloaded host) over a fire starts the overdue fire seconds
+// later, after the lock was released — ShedLock then runs the fire twice.
+// A job lock that knows its runs' fire times runs each fire, named by the
+// time it was scheduled for, at most once across the fleet, however late
+// an instance starts it. gocron tells a locker nothing of the fire, so a
+// locked gocron job names its scheduler (WithScheduler, required) and the
+// gate reads the job's next scheduled time, which gocron moves on only
+// after the run passed its locker; Run takes the fire time as an argument.
+// Every instance must name a fire by the same time, to the millisecond, as
+// cron schedules and DurationJobs with a common WithStartAt do; fires that
+// differ from instance to instance are still guarded by the lock.
 //
 // The lock remembers the latest fire run under it in a fire marker: a
 // second lease, {tenant:app}:fired:<name> (in the lock's hash tag), whose

@@ -15,59 +15,48 @@ var (
 	ErrSkipped = errors.New("schedlock: run skipped")
 
 	// ErrNotMaster is the reason a master-only run was skipped: this
-	// instance is not the master, or the role is disabled
-	// (scheduler-lock.enabled=false, Label "disabled"). It is
+	// instance is not the master, or the role is disabled. It is
 	// role.ErrNotMaster, the error gocron gets from Elector.IsLeader.
 	ErrNotMaster = role.ErrNotMaster
 
-	// ErrNotSlave is the reason a slave-only run was skipped: this instance
-	// is the master, its mastership is ending, its elector does not run, it
-	// has not yet seen a master, or the role is disabled (Label
-	// "disabled").
+	// ErrNotSlave is the reason a slave-only run was skipped (see the
+	// package doc, Gates).
 	ErrNotSlave = errors.New("schedlock: this instance is not a slave")
 
 	// ErrLocked is the reason a locked run was skipped: another run holds
-	// the job lock or kept it after finishing (lockAtLeastFor; the
-	// *SkipError names the holder), or the run's fire has already run
-	// (Label "already-ran"; Fire and Done name both fire times).
+	// the job lock or kept it after finishing (the *SkipError names the
+	// holder), or the run's fire has already run (Label "already-ran").
 	ErrLocked = errors.New("schedlock: job lock is held")
 
 	// ErrRecovering is the reason a run was skipped because the store
-	// grants no fresh key for a while: it may have lost leases that their
-	// holders still use (it restarted without its data, lost it, or is
-	// new to baton), so it refuses the job lock, or the role, until those
-	// would have ended (its restart guard). Nobody holds the lock. The
-	// *SkipError says for how long; a store known to hold no live lease
-	// is declared whole with batonctl init.
+	// grants no fresh key for a while (its restart guard): it may have
+	// lost leases that their holders still use. Nobody holds the lock.
+	// The *SkipError says for how long and how to declare a store whole.
 	ErrRecovering = errors.New("schedlock: the store grants nothing until leases it may have lost have ended")
 
 	// ErrUnavailable is the reason a locked run was skipped when the lock
-	// store could not answer (or the scheduler's context ended while it
-	// asked). The *SkipError wraps the store's error.
+	// store could not answer. The *SkipError wraps the store's error.
 	ErrUnavailable = errors.New("schedlock: job lock store unavailable")
 
 	// ErrLost reports that an admitted run no longer holds what admitted
-	// it: its mastership or slave role ended, or its job lock's lease ran
-	// out (lockAtMostFor) or was taken away. Assert and Extend return it,
-	// and the contexts of Context and Run are cancelled with a cause that
-	// wraps it.
+	// it: its role ended, or its job lock's lease ran out or was taken
+	// away. Assert and Extend return it, and the contexts of Context and
+	// Run are cancelled with a cause that wraps it.
 	ErrLost = errors.New("schedlock: run lost its gate")
 
 	// ErrNoRun reports a call of Assert, Extend or Context with a context
 	// that leads to no run it can answer for: no gated run handed it out;
-	// several overlapping runs of a gocron job share it and none runs on
-	// the calling goroutine (the call fails closed rather than answer for
-	// another run: pass on the context of Context, or give the job
-	// gocron.WithSingletonMode); or, for Extend, the run has no job lock.
+	// overlapping runs of a gocron job share it and none runs on the
+	// calling goroutine (see the package doc, While a job runs); or, for
+	// Extend, the run has no job lock.
 	ErrNoRun = errors.New("schedlock: context is not from a gated run")
 )
 
 // errOverlap is ErrNoRun for a gocron context shared by overlapping runs.
 var errOverlap = fmt.Errorf("%w: overlapping runs share the job's context", ErrNoRun)
 
-// SkipError is what a gate returns when it refuses a run. gocron hands it
-// to the job's AfterLockError listener; Run returns it. errors.Is matches
-// ErrSkipped and the Reason.
+// SkipError is what a gate returns when it refuses a run; errors.Is
+// matches ErrSkipped and the Reason.
 type SkipError struct {
 	// Job is the job's name: gocron's job name, or what Run names the run.
 	Job string
@@ -77,7 +66,7 @@ type SkipError struct {
 	// Holder is the lease that holds the job lock, for ErrLocked.
 	Holder backend.Lease
 	// Fire is the run's fire time, for a fire already run; Done is the
-	// latest fire time already run under the lock (not earlier than Fire).
+	// latest fire time already run under the lock.
 	Fire, Done time.Time
 	// Err is the underlying error, for ErrUnavailable.
 	Err error

@@ -15,24 +15,18 @@ const (
 	// had already lapsed wraps ErrLost).
 	EventReleased
 	// EventLost: a run in flight lost its role or its job lock's lease;
-	// Event.Err wraps ErrLost. Loss of a role is seen by Assert, Extend
-	// and runs watched by Context or Run; loss of a lease always.
+	// Event.Err wraps ErrLost. A lost role is seen by Assert, Extend and
+	// runs watched by Context or Run; a lost lease always.
 	EventLost
 )
 
 // String returns "admitted", "skipped", "released" or "lost".
 func (k EventKind) String() string {
-	switch k {
-	case EventAdmitted:
-		return "admitted"
-	case EventSkipped:
-		return "skipped"
-	case EventReleased:
-		return "released"
-	case EventLost:
-		return "lost"
+	names := [...]string{"unknown", "admitted", "skipped", "released", "lost"}
+	if k < 0 || int(k) >= len(names) {
+		k = 0
 	}
-	return "unknown"
+	return names[k]
 }
 
 // Event is one decision of a gate, for metrics (see WithObserver).

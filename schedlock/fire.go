@@ -15,17 +15,13 @@ import (
 	"github.com/baton-go/baton/backend"
 )
 
-// markerTTL is the shortest time the fire marker of a job lock lives
-// after the latest fire recorded in it (the marker's lease is the larger
-// of it and lockAtMostFor).
+// markerTTL is the shortest life of a fire marker after its latest fire.
 const markerTTL = 24 * time.Hour
 
 // Fire returns the fire time of the run ctx belongs to: the time it was
-// scheduled for, however late it started, which a job lock runs at most
-// once across the fleet. It reports false when ctx is from no locked run
-// or the run's fire time is unknown (a run gocron started ahead of its
-// schedule, such as RunNow; a lock shared by several jobs; Run given a
-// zero fire). ctx is as for Assert.
+// scheduled for, however late it started. It reports false when ctx is
+// from no locked run or the run's fire time is unknown (see the package
+// doc, Once per fire). ctx is as for Assert.
 func Fire(ctx context.Context) (time.Time, bool) {
 	r, err := inflight.find(ctx)
 	if err != nil || r.fire.IsZero() {
@@ -35,18 +31,15 @@ func Fire(ctx context.Context) (time.Time, bool) {
 }
 
 // WithScheduler names the gocron scheduler a locked job runs on, so that
-// its gate can read each run's fire time (the job's scheduled time,
-// gocron's NextRun as the run starts: gocron tells a locker nothing else)
-// and run each fire at most once across the fleet, also when an instance
-// starts an overdue fire after the lock was released (see the package
-// doc, Once per fire). A gocron job with a job lock needs it: NewJob
-// fails without it. Run takes the fire time as an argument instead.
+// its gate can read each run's fire time, the job's scheduled time, and
+// run each fire at most once across the fleet (see the package doc, Once
+// per fire). A gocron job with a job lock needs it: NewJob fails without
+// it. Run takes the fire time as an argument instead.
 func WithScheduler(s gocron.Scheduler) Option {
-	return optionFunc(func(st *settings) { st.sched = s })
+	return optionFunc(func(g *gate) { g.fires.sched = s })
 }
 
-// fires is what a gate knows of the gocron jobs it is installed on, to
-// read the fire time of their runs.
+// fires is what a gate knows of the gocron jobs it is installed on.
 type fires struct {
 	sched gocron.Scheduler // nil: fire times are not read from gocron
 
@@ -67,9 +60,8 @@ func (f *fires) installed(id [16]byte) {
 
 // gocronFire returns the fire time of the gocron run starting now: the
 // job's next scheduled time, which gocron moves on only after the run has
-// passed its locker. It is zero when unknown: no scheduler, a gate shared
-// by several jobs, or a scheduled time still ahead (gocron started the
-// run ahead of its schedule, as RunNow does).
+// passed its locker. It is zero when unknown: no scheduler, a gate on
+// several jobs, or a time still ahead (a run started early, as by RunNow).
 func (f *fires) gocronFire() time.Time {
 	if f.sched == nil {
 		return time.Time{}
@@ -99,9 +91,6 @@ func (f *fires) gocronFire() time.Time {
 	return next
 }
 
-// The fire marker of a job lock, its states and what a run does in each,
-// are written down once, in the package doc (Once per fire).
-
 func markerKey(tenant, app, name string) string { return backend.AppKey(tenant, app, "fired", name) }
 
 func markerOwner(fire time.Time, instance string) string {
@@ -111,19 +100,16 @@ func markerOwner(fire time.Time, instance string) string {
 // markerFire reads the fire time from a marker's owner string.
 func markerFire(owner string) (time.Time, bool) {
 	rest, ok := strings.CutPrefix(owner, "fire:")
-	if !ok {
-		return time.Time{}, false
-	}
 	ms, _, _ := strings.Cut(rest, ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil || n <= 0 {
+	if !ok || err != nil || n <= 0 {
 		return time.Time{}, false
 	}
 	return time.UnixMilli(n), true
 }
 
-// markFire records r's fire in the lock's marker, or says why r must be
-// skipped. It costs one store call when the marker is free or already
+// markFire records r's fire in the lock's marker (its states: the package
+// doc, Once per fire), or says why r must be skipped. It costs one store call when the marker is free or already
 // at r's fire or later, and three when it moves on.
 func (g *gate) markFire(ctx context.Context, r *run) *SkipError {
 	l := g.lock
@@ -143,9 +129,7 @@ func (g *gate) markFire(ctx context.Context, r *run) *SkipError {
 		case errors.Is(err, backend.ErrNotHeld):
 			return g.markerRaced(nil)
 		case !errors.As(err, &held):
-			e := skip(ErrUnavailable, "cannot record the fire in %q", l.marker)
-			e.Err = err
-			return e
+			return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot record the fire in %q", l.marker)}
 		case held.Recovering:
 			return recovering("", fmt.Sprintf("the fire marker %q", l.marker), held.Holder.TTL)
 		}
@@ -195,9 +179,7 @@ func (g *gate) markerHeld(r *run, h backend.Lease, replaced bool) *SkipError {
 	case !ok || done.After(time.Now().Add(max(markerTTL, l.atMostFor))):
 		err := fmt.Errorf("%w: fire marker %q holds %q, which is no fire time of this job: delete the key",
 			backend.ErrCorrupt, l.marker, h.Owner)
-		e := skip(ErrUnavailable, "cannot tell whether the fire has run")
-		e.Err = err
-		return e
+		return &SkipError{Reason: ErrUnavailable, Err: err, detail: "cannot tell whether the fire has run"}
 	case !done.Before(r.fire):
 		e := skip(ErrLocked, "the fire of %s has already run: job lock %q last ran the fire of %s (%s)",
 			fireText(r.fire), l.key, fireText(done), h.Owner)

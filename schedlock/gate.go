@@ -1,8 +1,8 @@
 package schedlock
 
 import (
+	"cmp"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,36 +20,22 @@ import (
 	"github.com/baton-go/baton/role"
 )
 
-// cond is the role condition of a gate.
-type cond int
+// cond is the role condition of a gate, named by its gocron tag.
+type cond string
 
 const (
-	anyRole    cond = iota // whatever the role: a gate with only a job lock
-	masterOnly             // only while this instance is the master
-	slaveOnly              // only while it is a slave that has seen a master
+	anyRole    cond = ""            // whatever the role: a gate with only a job lock
+	masterOnly cond = "master-only" // only while this instance is the master
+	slaveOnly  cond = "slave-only"  // only while it is a slave that has seen a master
 )
-
-// tag is the gocron tag of the condition's jobs ("" for anyRole), which
-// also names the condition in logs and messages.
-func (c cond) tag() string {
-	switch c {
-	case masterOnly:
-		return "master-only"
-	case slaveOnly:
-		return "slave-only"
-	}
-	return ""
-}
 
 // opTimeout bounds each call a gate makes to the lock store.
 const opTimeout = 5 * time.Second
 
 // gate decides, before every run of a job, whether the run may start on
 // this instance: its role condition must hold and, if it has a job lock,
-// the lock must be free. It is the job's gocron.Locker; MasterOnly,
-// SlaveOnly and Locked install it, and Run uses it for other schedulers.
-// It is safe for concurrent use and holds no goroutine while no run is in
-// flight.
+// the lock must be free. It is the job's gocron.Locker, and Run's. It
+// holds no goroutine while no run is in flight.
 type gate struct {
 	role   cond
 	el     *role.Elector
@@ -58,54 +44,45 @@ type gate struct {
 	logger *slog.Logger
 	obs    func(Event)
 	clock  clock.Clock
-	terms  lease.Terms // the job lock's: store, margin, alarm (internal/lease)
+	terms  lease.Terms // the job lock's
 
 	// floor is the highest lock token this gate has seen, passed to
 	// Acquire so tokens keep increasing after the store lost its data.
 	floor atomic.Uint64
 
 	fires fires // the gocron job whose fire times it reads
+
+	// Set by options and read only by newGate.
+	locks    int
+	defaults Defaults
+	id       instanceid.ID
 }
 
 var _ gocron.Locker = (*gate)(nil)
 
 // jobLock is a gate's ShedLock-style lock.
 type jobLock struct {
-	store      backend.Store
-	name       string
-	key        string
-	marker     string // the fire marker's key (fire.go)
-	atMostFor  time.Duration
-	atLeastFor time.Duration
+	store                 backend.Store
+	name, key, marker     string // marker: the fire marker's key (fire.go)
+	atMostFor, atLeastFor time.Duration
 }
 
 // Option configures a gated job: WithLock, WithInstance, WithScheduler,
 // a Defaults value, WithLogger, WithObserver.
-type Option interface{ apply(*settings) }
+type Option interface{ apply(*gate) }
 
-type optionFunc func(*settings)
+type optionFunc func(*gate)
 
-func (f optionFunc) apply(s *settings) { f(s) }
-
-type settings struct {
-	lock     *jobLock
-	locks    int
-	defaults Defaults
-	id       instanceid.ID
-	logger   *slog.Logger
-	obs      func(Event)
-	sched    gocron.Scheduler
-	clock    clock.Clock
-}
+func (f optionFunc) apply(g *gate) { f(g) }
 
 // WithLock gives a role-gated job a ShedLock-style job lock as well:
 // MasterOnly(el, WithLock(...)) runs once per fire on the master. The
 // lock's arguments are Locked's; tenant, app and instance come from
 // WithInstance if given, else from the elector.
 func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration) Option {
-	return optionFunc(func(s *settings) {
-		s.locks++
-		s.lock = &jobLock{store: store, name: name, atMostFor: lockAtMostFor, atLeastFor: lockAtLeastFor}
+	return optionFunc(func(g *gate) {
+		g.locks++
+		g.lock = &jobLock{store: store, name: name, atMostFor: lockAtMostFor, atLeastFor: lockAtLeastFor}
 	})
 }
 
@@ -127,22 +104,22 @@ type Defaults struct {
 	LockAtLeastFor time.Duration
 }
 
-func (d Defaults) apply(s *settings) { s.defaults = d }
+func (d Defaults) apply(g *gate) { g.defaults = d }
 
 // WithInstance names the instance a job lock belongs to: its tenant and
 // app form the lock key's namespace and its ID starts every lock owner
 // string. Locked needs it; a role-gated job takes its elector's instance
 // unless given one. There is no package default.
 func WithInstance(id instanceid.ID) Option {
-	return optionFunc(func(s *settings) { s.id = id })
+	return optionFunc(func(g *gate) { g.id = id })
 }
 
 // WithLogger sets the logger (default slog.Default()). Skips are logged
 // at debug level, store failures and lost runs at warn level.
 func WithLogger(l *slog.Logger) Option {
-	return optionFunc(func(s *settings) {
+	return optionFunc(func(g *gate) {
 		if l != nil {
-			s.logger = l
+			g.logger = l
 		}
 	})
 }
@@ -153,45 +130,42 @@ func WithLogger(l *slog.Logger) Option {
 // and must return quickly. Given more than once, every observer gets
 // every decision, in the order given.
 func WithObserver(f func(Event)) Option {
-	return optionFunc(func(s *settings) { s.obs = hook.Join(s.obs, f) })
+	return optionFunc(func(g *gate) { g.obs = hook.Join(g.obs, f) })
 }
 
 // withClock runs the gate's runs on c; tests use a fake clock.
 func withClock(c clock.Clock) Option {
-	return optionFunc(func(s *settings) { s.clock = c })
+	return optionFunc(func(g *gate) { g.clock = c })
 }
 
 // newGate returns a gate with role condition r on elector el, which is
-// nil only for anyRole. It checks every argument and reports all problems
-// in one error wrapping backend.ErrInvalidArgument.
+// nil only for anyRole. It reports every problem with its arguments in one
+// error wrapping backend.ErrInvalidArgument.
 func newGate(r cond, el *role.Elector, opts ...Option) (*gate, error) {
-	s := settings{clock: clock.Real, logger: slog.Default()}
+	g := &gate{role: r, el: el, clock: clock.Real, logger: slog.Default()}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&s)
+			o.apply(g)
 		}
 	}
 	var errs []error
 	if r != anyRole && el == nil {
-		errs = append(errs, invalid("a %s job needs an elector (role.NewElector)", r.tag()))
+		errs = append(errs, invalid("a %s job needs an elector (role.NewElector)", string(r)))
 	}
-	g := &gate{role: r, el: el, logger: s.logger, obs: s.obs, clock: s.clock, fires: fires{sched: s.sched}}
-	id, err := gateInstance(s.id, el)
+	id, err := gateInstance(g.id, el)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	g.idText = id.String()
-	if s.locks > 1 {
-		errs = append(errs, invalid("%d job locks given; a job has at most one", s.locks))
+	if g.locks > 1 {
+		errs = append(errs, invalid("%d job locks given; a job has at most one", g.locks))
 	}
-	if l := s.lock; l != nil {
-		errs = append(errs, l.withDefaults(s.defaults)...)
-		errs = append(errs, l.validate(id)...)
-		g.lock = l
+	if g.lock != nil {
+		errs = append(errs, g.lock.validate(g.defaults, id)...)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	g.idText = id.String()
 	if !id.IsZero() {
 		g.logger = g.logger.With("app", id.App, "tenant", id.Tenant, "instance", g.idText)
 	}
@@ -208,8 +182,7 @@ func invalid(format string, args ...any) error {
 }
 
 // gateInstance is the instance a gate speaks for: the one WithInstance
-// named, else the elector's, else none. It never reads role.SetDefault's elector: a
-// gate's instance is what its own options name.
+// named, else the elector's, else none; never role.SetDefault's.
 func gateInstance(id instanceid.ID, el *role.Elector) (instanceid.ID, error) {
 	if id.IsZero() && el != nil {
 		st := el.Status().Instance
@@ -224,30 +197,22 @@ func gateInstance(id instanceid.ID, el *role.Elector) (instanceid.ID, error) {
 	return id, nil
 }
 
-// withDefaults gives l the fleet's defaults (a Defaults option) for the
-// durations it left at zero, and reports what is wrong with them.
-func (l *jobLock) withDefaults(d Defaults) []error {
-	var errs []error
-	if d.LockAtMostFor < 0 || d.LockAtLeastFor < 0 {
-		errs = append(errs, invalid("Defaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", d.LockAtMostFor, d.LockAtLeastFor))
-	}
-	if l.atMostFor == 0 {
-		l.atMostFor = d.LockAtMostFor
-		if l.atMostFor == 0 {
-			errs = append(errs, invalid("job lock %q: lockAtMostFor is 0 and there is no default: give the job its own, or pass schedlock.Defaults "+
-				"(config key job-lock.default-lock-at-most-for)", l.name))
-		}
-	}
-	if l.atLeastFor == 0 {
-		l.atLeastFor = d.LockAtLeastFor
-	}
-	return errs
-}
-
-func (l *jobLock) validate(id instanceid.ID) []error {
+// validate gives l the fleet's defaults d for the durations it left at
+// zero, applies ShedLock's rules, makes its keys, and reports what is
+// wrong.
+func (l *jobLock) validate(d Defaults, id instanceid.ID) []error {
 	var errs []error
 	bad := func(format string, args ...any) {
 		errs = append(errs, invalid("job lock %q: "+format, append([]any{l.name}, args...)...))
+	}
+	if d.LockAtMostFor < 0 || d.LockAtLeastFor < 0 {
+		errs = append(errs, invalid("Defaults: lockAtMostFor %v and lockAtLeastFor %v must not be negative", d.LockAtMostFor, d.LockAtLeastFor))
+	}
+	l.atMostFor = cmp.Or(l.atMostFor, d.LockAtMostFor)
+	l.atLeastFor = cmp.Or(l.atLeastFor, d.LockAtLeastFor)
+	if l.atMostFor == 0 {
+		bad("lockAtMostFor is 0 and there is no default: give the job its own, or pass schedlock.Defaults " +
+			"(config key job-lock.default-lock-at-most-for)")
 	}
 	if l.store == nil {
 		bad("nil store: pass a backend such as redisbackend.New(client)")
@@ -255,10 +220,8 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 	if l.name == "" {
 		bad("the lock name is empty; name the lock (ShedLock's name)")
 	}
-	if l.atMostFor != 0 { // a zero lockAtMostFor was reported with its default
-		if err := checkDurations(l.atMostFor, l.atLeastFor); err != nil {
-			bad("%v", err)
-		}
+	if err := checkDurations(l.atMostFor, l.atLeastFor); l.atMostFor != 0 && err != nil {
+		bad("%v", err)
 	}
 	if id.IsZero() {
 		bad("the instance is unknown, so the lock has no key: pass schedlock.WithInstance(id) to this option " +
@@ -278,8 +241,7 @@ func (l *jobLock) validate(id instanceid.ID) []error {
 }
 
 // checkDurations applies ShedLock's rules to a lock's durations, and
-// refuses a lockAtMostFor no store holds (backend.ValidateLease: 1 ms to
-// 365 days), which would otherwise fail on every run.
+// refuses a lockAtMostFor no store holds (backend.ValidateLease).
 func checkDurations(atMostFor, atLeastFor time.Duration) error {
 	if err := backend.ValidateLease("lockAtMostFor", atMostFor); err != nil {
 		return err
@@ -293,13 +255,9 @@ func checkDurations(atMostFor, atLeastFor time.Duration) error {
 	return nil
 }
 
-// Lock implements gocron.Locker: gocron calls it before every run of the
-// job with the job's context and name. It returns a *SkipError (which
-// gocron hands to AfterLockError) when the role condition fails or the job
-// lock is held, its fire already ran, or the store is unreachable;
-// otherwise the returned gocron.Lock must be unlocked when the run ends,
-// which gocron does. While the run is in flight the job's context leads
-// to it (registry.go).
+// Lock implements gocron.Locker: it admits a run of job, or refuses it
+// with a *SkipError. While the run is in flight the job's context leads to
+// it (registry.go).
 func (g *gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	r, err := g.admit(ctx, job, g.fires.gocronFire())
 	if err != nil {
@@ -309,10 +267,9 @@ func (g *gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	return r, nil
 }
 
-// admit decides a run for fire (zero: unknown): nil error means it may
-// start and the run must be ended. The role is checked first, without
-// I/O; a lock is then acquired, and the role checked again so that a
-// mastership lost during the round trip does not admit the run.
+// admit decides a run for fire (zero: unknown); an admitted run must be
+// ended. The role is checked without I/O before the lock is taken, and
+// again after (confirm).
 func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, error) {
 	epoch, skip := g.checkRole()
 	if skip != nil {
@@ -324,20 +281,18 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 			r.fire = time.UnixMilli(fire.UnixMilli()) // the marker records milliseconds
 		}
 		if skip := g.acquire(ctx, r); skip != nil {
-			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
 		if skip := g.confirm(ctx, r, epoch); skip != nil {
 			r.h.End()
 			g.release(ctx, r.h.Owner(), 0)
-			r.cancel(skip)
 			return nil, g.skipped(job, skip)
 		}
 	}
 	r.mu.Lock()
 	r.admitted = true
 	r.mu.Unlock()
-	g.logger.Debug("schedlock: run admitted", "job", job, "gate", g.role.tag(), "lock", g.lockName(), "epoch", epoch, "token", r.h.Token(), "fire", r.fire)
+	g.logger.Debug("schedlock: run admitted", "job", job, "gate", string(g.role), "lock", g.lockName(), "epoch", epoch, "token", r.h.Token(), "fire", r.fire)
 	g.emit(Event{Kind: EventAdmitted, Job: job})
 	if g.lock != nil && r.h.Over() {
 		r.lose(r.leaseLost()) // the deadline came while the run was confirmed
@@ -345,17 +300,17 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 	return r, nil
 }
 
-// confirm checks, once the lock is taken, what admits the run besides it:
-// the role still holds (mastership may have ended during the round trip)
-// and the run's fire has not run yet (fire.go).
+// confirm checks, once the lock is taken, that the role still holds
+// (mastership may have ended during the round trip) and that the run's
+// fire has not run yet (fire.go).
 func (g *gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
-	if ep, skip := g.checkRole(); skip != nil || ep != epoch {
-		if skip == nil {
-			skip = g.notMaster()
-		}
+	ep, skip := g.checkRole()
+	switch {
+	case skip != nil:
 		return skip
-	}
-	if r.fire.IsZero() {
+	case ep != epoch:
+		return g.notMaster()
+	case r.fire.IsZero():
 		return nil
 	}
 	return g.markFire(ctx, r)
@@ -371,20 +326,15 @@ func (g *gate) checkRole() (uint64, *SkipError) {
 		}
 		return 0, g.notMaster()
 	case slaveOnly:
-		return 0, g.notSlave()
+		if g.el.IsMaster() {
+			return 0, skip(ErrNotSlave, "%s is the master", g.idText)
+		}
+		return 0, g.roleSkip(ErrNotSlave, "is not a slave")
 	}
 	return 0, nil
 }
 
 func (g *gate) notMaster() *SkipError { return g.roleSkip(ErrNotMaster, "is not the master") }
-
-// notSlave returns why this instance is not a slave now, or nil if it is.
-func (g *gate) notSlave() *SkipError {
-	if g.el.IsMaster() {
-		return skip(ErrNotSlave, "%s is the master", g.idText)
-	}
-	return g.roleSkip(ErrNotSlave, "is not a slave")
-}
 
 // roleSkip says, from the elector's status, why this instance is not
 // what the gate needs (reason); nil for a slave that has seen its master.
@@ -393,7 +343,7 @@ func (g *gate) roleSkip(reason error, what string) *SkipError {
 	var why string
 	switch {
 	case !st.Enabled:
-		e := skip(reason, "the role is disabled (scheduler-lock.enabled=false), so %s jobs never run", g.role.tag())
+		e := skip(reason, "the role is disabled (scheduler-lock.enabled=false), so %s jobs never run", string(g.role))
 		e.label = "disabled"
 		return e
 	case !st.Running:
@@ -426,17 +376,13 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 	case errors.As(err, &held) && held.Recovering:
 		return recovering("", fmt.Sprintf("job lock %q", l.key), held.Holder.TTL)
 	case errors.As(err, &held):
-		g.observe(held.Holder.Token)
-		e := skip(ErrLocked, "job lock %q is held by %q (token %d) for another %v", l.key, held.Holder.Owner, held.Holder.Token, held.Holder.TTL.Round(time.Millisecond))
-		e.Holder = held.Holder
-		return e
+		h := held.Holder
+		g.observe(h.Token)
+		return &SkipError{Reason: ErrLocked, Holder: h, detail: fmt.Sprintf("job lock %q is held by %q (token %d) for another %v", l.key, h.Owner, h.Token, h.TTL.Round(time.Millisecond))}
 	default:
-		// The store may have granted the lock and lost the reply: free it
-		// rather than leave it held for lockAtMostFor.
+		// The store may have granted the lock and lost the reply: free it.
 		g.release(ctx, owner, 0)
-		e := skip(ErrUnavailable, "cannot take job lock %q", l.key)
-		e.Err = err
-		return e
+		return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot take job lock %q", l.key)}
 	}
 	g.observe(ls.Token)
 	r.acquired = g.clock.Now()
@@ -448,10 +394,9 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 }
 
 // take asks the store for the job lock, with the highest lock token seen
-// as the floor. A floor the store refuses as beyond any token it can have
-// granted (learnt from forged data, or from a store whose clock went back
-// by more than backend.MaxTokenLead) is forgotten, so that it never locks
-// the job out, and the lock asked for again without it.
+// as the floor. A floor the store refuses as ahead of any token it can
+// have granted (backend.ErrFloorAhead: forged data, a clock gone back) is
+// forgotten, so that it never locks the job out.
 func (g *gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 	l := g.lock
 	for {
@@ -468,8 +413,7 @@ func (g *gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 }
 
 // release ends owner's lease on the job lock, keeping the key keepFor
-// longer. It works after ctx ended (gocron unlocks with the job's context,
-// which Shutdown has cancelled).
+// longer, also after ctx ended (lease.Terms.Drop).
 func (g *gate) release(ctx context.Context, owner string, keepFor time.Duration) error {
 	err := g.terms.Drop(ctx, g.lock.key, owner, keepFor)
 	var nh *backend.NotHeldError
@@ -491,11 +435,11 @@ func (g *gate) observe(token uint64) {
 // skipped completes, logs and reports a refusal.
 func (g *gate) skipped(job string, e *SkipError) *SkipError {
 	e.Job = job
+	level := slog.LevelDebug
 	if e.Reason == ErrUnavailable {
-		g.logger.Warn("schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
-	} else {
-		g.logger.Debug("schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
+		level = slog.LevelWarn
 	}
+	g.logger.Log(context.Background(), level, "schedlock: run skipped", "job", job, "reason", e.Label(), "err", e)
 	g.emit(Event{Kind: EventSkipped, Job: job, Err: e, Reason: e.Label()})
 	return e
 }
@@ -517,10 +461,4 @@ func (g *gate) lockName() string {
 
 // nonce returns 16 random hex digits, making each lock owner string unique
 // so that a late release never ends a later holder's lease.
-func nonce() string {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(rand.Uint32())
-	}
-	return hex.EncodeToString(b[:])
-}
+func nonce() string { return fmt.Sprintf("%016x", rand.Uint64()) }

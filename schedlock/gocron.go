@@ -19,22 +19,18 @@ var _ gocron.Elector = (*role.Elector)(nil)
 // MasterOnly returns a gocron job option that runs the job only on the
 // master: before every run the gate checks el's tenure (a clock read, no
 // I/O) and skips the run with ErrNotMaster. The job gets the tag
-// "master-only". opts may add a job lock — MasterOnly(el, WithLock(store,
-// "nightly-export", 10*time.Minute, 30*time.Second),
-// WithScheduler(s)) runs once per fire on the master — a logger and an
-// observer. A job has one distributed locker, so give it one schedlock
-// option with every condition; a second one, or bad arguments, make
-// NewJob fail with an error wrapping backend.ErrInvalidArgument.
+// "master-only". opts may add a job lock (WithLock, with WithScheduler),
+// a logger and an observer; give a job one schedlock option with every
+// condition. A second locker, or bad arguments, make NewJob fail with an
+// error wrapping backend.ErrInvalidArgument.
 func MasterOnly(el *role.Elector, opts ...Option) gocron.JobOption {
 	return option(masterOnly, el, opts)
 }
 
-// SlaveOnly returns a gocron job option that runs the job only on slaves:
-// before every run the gate checks that el runs, the role is enabled, this
-// instance is not the master and has seen another instance hold the role;
-// otherwise it skips the run with ErrNotSlave. The job gets the tag
-// "slave-only". opts are as for MasterOnly; SlaveOnly(el, WithLock(...),
-// WithScheduler(s)) runs the job once per fire among the slaves.
+// SlaveOnly returns a gocron job option that runs the job only on slaves
+// (see the package doc, Gates) and skips the run with ErrNotSlave
+// otherwise. The job gets the tag "slave-only". opts are as for
+// MasterOnly.
 func SlaveOnly(el *role.Elector, opts ...Option) gocron.JobOption {
 	return option(slaveOnly, el, opts)
 }
@@ -42,27 +38,19 @@ func SlaveOnly(el *role.Elector, opts ...Option) gocron.JobOption {
 // Locked returns a gocron job option that gives the job a ShedLock-style
 // job lock named name in store: each fire runs on at most one instance,
 // and a run that finds the lock held is skipped with ErrLocked, not
-// delayed. A run takes the lock for lockAtMostFor (the lease that frees
-// the lock of a crashed holder); when it ends, the lock is kept until
-// lockAtLeastFor after the run started, by the store's clock, so that
-// instances whose schedulers fire a little apart do not run a fast job
-// twice. With the scheduler the job runs on (WithScheduler, required on
-// a gocron job) each fire runs at most once however late an instance
-// starts it (see the package doc, Once per fire).
+// delayed. A run takes the lock for lockAtMostFor and, when it ends, keeps
+// it until lockAtLeastFor after its start, by the store's clock (see the
+// package doc, Gates and Once per fire). WithInstance and WithScheduler
+// are required:
 //
 //	s.NewJob(def, task, schedlock.Locked(store, "nightly-export", 10*time.Minute, 30*time.Second,
 //		schedlock.WithInstance(id), schedlock.WithScheduler(s)))
 //
 // lockAtMostFor must be a lease a store holds, 1ms to 365 days, and not
 // less than lockAtLeastFor, which may be 0; set it well above the job's
-// longest run: the lock lapses after it even if the job still runs (its
-// context is then cancelled; see Context). Zero durations take those of a
-// Defaults option, as ShedLock's defaultLockAtMostFor. Durations written
-// as text, in Go's form or ISO-8601 ("PT10M"), are read by
-// config.ParseDuration. The lock key is {tenant:app}:job:<name>, so the
-// name needs to be unique only within the service; tenant, app and the
-// instance ID that starts each owner string come from WithInstance,
-// which Locked needs. To combine the lock with a role, use MasterOnly(el,
+// longest run. Zero durations take those of a Defaults option. Durations
+// written as text, Go's or ISO-8601 ("PT10M"), are read by
+// config.ParseDuration. To combine the lock with a role, use MasterOnly(el,
 // WithLock(...)) or SlaveOnly(el, WithLock(...)).
 func Locked(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration, opts ...Option) gocron.JobOption {
 	return option(anyRole, nil, append([]Option{WithLock(store, name, lockAtMostFor, lockAtLeastFor)}, opts...))
@@ -75,14 +63,12 @@ func option(r cond, el *role.Elector, opts []Option) gocron.JobOption {
 }
 
 // install returns a gocron job option (O) that makes g the job's
-// distributed locker and adds g's role tag to the job's tags. gocron's
-// option type is a function of an unexported job type (P), which the type
-// parameters name without spelling it; reading the job's current locker,
-// tags and name (to refuse a second locker and to add rather than replace
-// tags) uses reflection and degrades to replacing if gocron's fields
-// change. A gate error (gerr) is returned when the option is applied, so
-// NewJob reports it. Applied to a nil job (gateOf), the option returns
-// its gate instead.
+// distributed locker and adds g's role tag to the job's tags. O is a
+// function of gocron's unexported job type (P), which the type parameters
+// name without spelling it; the job's locker, tags, ID and name are read
+// by reflection, degrading to replacing if gocron's fields change. A gate
+// error (gerr) is returned when the option is applied, so NewJob reports
+// it. Applied to a nil job (gateOf), the option returns its gate instead.
 func install[O ~func(P, time.Time) error, P any](g *gate, gerr error, useLocker func(gocron.Locker) O, setTags func(...string) O) O {
 	return func(j P, now time.Time) error {
 		if reflect.ValueOf(&j).Elem().IsZero() {
@@ -101,7 +87,7 @@ func install[O ~func(P, time.Time) error, P any](g *gate, gerr error, useLocker 
 			return nil
 		}
 		tags := jobTags(j)
-		if tag := g.role.tag(); !slices.Contains(tags, tag) {
+		if tag := string(g.role); !slices.Contains(tags, tag) {
 			tags = append(tags, tag)
 		}
 		return setTags(tags...)(j, now)
@@ -132,9 +118,8 @@ type gateCarrier struct {
 func (c *gateCarrier) Error() string { return "schedlock: a job option's gate" }
 
 // gateOf returns the gate behind job, a MasterOnly, SlaveOnly or Locked
-// option: it applies job to a nil gocron job, which this package's
-// options answer with their gate, and gocron's own refuse (or fail on:
-// the panic is recovered).
+// option, by applying job to a nil gocron job: this package's options
+// answer with their gate, gocron's refuse (or panic, recovered).
 func gateOf(job gocron.JobOption) (g *gate, err error) {
 	err = invalid("Run needs a job option made by schedlock.MasterOnly, SlaveOnly or Locked")
 	if job == nil {
@@ -148,28 +133,25 @@ func gateOf(job gocron.JobOption) (g *gate, err error) {
 	return nil, err
 }
 
-// jobField returns the named field of gocron's job value behind j.
-func jobField(j any, name string) (reflect.Value, bool) {
+// jobField returns the named field of gocron's job value behind j, if it
+// is of kind k.
+func jobField(j any, name string, k reflect.Kind) (reflect.Value, bool) {
 	v := reflect.ValueOf(j)
-	if v.Kind() != reflect.Pointer || v.IsNil() {
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
 		return reflect.Value{}, false
 	}
-	v = v.Elem()
-	if v.Kind() != reflect.Struct {
-		return reflect.Value{}, false
-	}
-	f := v.FieldByName(name)
-	return f, f.IsValid()
+	f := v.Elem().FieldByName(name)
+	return f, f.IsValid() && f.Kind() == k
 }
 
 func hasLocker(j any) bool {
-	f, ok := jobField(j, "locker")
-	return ok && f.Kind() == reflect.Interface && !f.IsNil()
+	f, ok := jobField(j, "locker", reflect.Interface)
+	return ok && !f.IsNil()
 }
 
 func jobTags(j any) []string {
-	f, ok := jobField(j, "tags")
-	if !ok || f.Kind() != reflect.Slice || f.Type().Elem().Kind() != reflect.String {
+	f, ok := jobField(j, "tags", reflect.Slice)
+	if !ok || f.Type().Elem().Kind() != reflect.String {
 		return nil
 	}
 	tags := make([]string, 0, f.Len()+1)
@@ -180,21 +162,18 @@ func jobTags(j any) []string {
 }
 
 // jobID returns the job's ID (a UUID, 16 bytes).
-func jobID(j any) ([16]byte, bool) {
-	var id [16]byte
-	f, ok := jobField(j, "id")
-	if !ok || f.Kind() != reflect.Array || f.Len() != len(id) || f.Type().Elem().Kind() != reflect.Uint8 {
+func jobID(j any) (id [16]byte, ok bool) {
+	f, ok := jobField(j, "id", reflect.Array)
+	if !ok || f.Len() != len(id) || f.Type().Elem().Kind() != reflect.Uint8 {
 		return id, false
 	}
-	for i := range id {
-		id[i] = byte(f.Index(i).Uint())
-	}
+	copy(id[:], f.Bytes())
 	return id, true
 }
 
 func jobName(j any) string {
-	f, ok := jobField(j, "name")
-	if !ok || f.Kind() != reflect.String {
+	f, ok := jobField(j, "name", reflect.String)
+	if !ok {
 		return ""
 	}
 	return f.String()

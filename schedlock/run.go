@@ -21,33 +21,29 @@ const rolePoll = 10 * time.Millisecond
 // errEnded is the cause a run's context is cancelled with when it ends.
 var errEnded = fmt.Errorf("%w: the run has ended and released its gate", ErrLost)
 
-// run is one admitted run: what Gate.Lock returns to gocron.
+// run is one admitted run: what gate.Lock returns to gocron.
 type run struct {
 	g     *gate
 	job   string
-	epoch uint64    // the role epoch at admission, for Master
+	epoch uint64    // the role epoch at admission
 	base  time.Time // admission, on the gate's clock
 
-	// The job lock, when the gate has one: its holding (internal/lease)
-	// keeps the lease's deadline and loses the run there.
-	h        lease.Holder
-	fire     time.Time // the fire the run is for; zero if unknown
-	acquired time.Time // when the grant's reply arrived
+	h        lease.Holder // the job lock's holding, when the gate has one
+	fire     time.Time    // the fire the run is for; zero if unknown
+	acquired time.Time    // when the grant's reply arrived
 
 	// ctx is cancelled, with a cause wrapping ErrLost, when the run loses
-	// its gate or ends; contexts handed to the job follow it.
+	// its gate or ends; the contexts handed to the job (watchers) with it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
 	opMu sync.Mutex // serialises Extend and the release
 
-	mu       sync.Mutex // guards the fields below
-	admitted bool       // the gate admitted the run: a loss is reported from now on
-	ended    bool
-	losing   bool // lose is under way: the loss is being observed
-	stopPoll chan struct{}
-	pollDone chan struct{}
-	watchers map[*context.CancelCauseFunc]struct{} // contexts handed to the job
+	mu       sync.Mutex    // guards the fields below
+	admitted bool          // a loss is reported from now on
+	losing   bool          // the loss is being logged and observed
+	pollDone chan struct{} // closed when the role watcher has returned
+	watchers map[*context.CancelCauseFunc]struct{}
 
 	once      sync.Once
 	unlockErr error
@@ -63,12 +59,10 @@ func newRun(g *gate, job string, epoch uint64) *run {
 	return r
 }
 
-// expired reports whether the job lock's lease is over by its deadline.
 func (r *run) expired() bool { return r.h.Left() <= 0 }
 
-// Lost is the job lock's holding ending before the run's release, at its
-// deadline or because the store said the lock is no longer the run's
-// (lease.Hooks): the run loses its gate.
+// Lost implements lease.Hooks: the job lock's holding ended before the
+// release, at its deadline or on Lose.
 func (r *run) Lost(cause error) error {
 	if errors.Is(cause, lease.ErrExpired) {
 		cause = r.leaseLost()
@@ -85,58 +79,49 @@ func (r *run) leaseLost() error {
 		ErrLost, r.job, r.g.lock.key, r.g.lock.atMostFor)
 }
 
+func (r *run) masterLost() error {
+	return fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
+}
+
 // roleLost returns why the run's role condition no longer holds, or nil.
-// It does no I/O.
 func (r *run) roleLost() error {
-	el := r.g.el
 	switch r.g.role {
 	case masterOnly:
-		if _, ep, ok := el.Tenure(); !ok || ep != r.epoch {
-			return fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
+		if _, ep, ok := r.g.el.Tenure(); !ok || ep != r.epoch {
+			return r.masterLost()
 		}
 	case slaveOnly:
-		if el.IsMaster() {
+		if r.g.el.IsMaster() {
 			return fmt.Errorf("%w: %w: job %q: %s became the master", ErrLost, ErrNotSlave, r.job, r.g.idText)
 		}
 	}
 	return nil
 }
 
-// check reports whether the run still holds its gate, as far as this
-// process can tell without I/O.
+// check reports whether the run still holds its gate, without I/O.
 func (r *run) check() error {
 	if r.ctx.Err() != nil {
 		return context.Cause(r.ctx)
 	}
 	if err := r.roleLost(); err != nil {
-		return r.loseWith(err)
+		return r.lose(err)
 	}
 	if r.g.lock != nil && r.expired() {
-		return r.loseWith(r.leaseLost())
+		return r.lose(r.leaseLost())
 	}
 	return nil
 }
 
-// loseWith loses the run with err and returns the cause the run ended
-// with: err, or an earlier loss's cause.
-func (r *run) loseWith(err error) error {
-	r.lose(err)
-	if cause := context.Cause(r.ctx); cause != nil {
-		return cause
-	}
-	return err // another goroutine is still reporting the loss
-}
-
-// lose marks an admitted run lost with cause err, once, and cancels the
-// contexts handed to the job before it returns. The loss is logged and
-// observed before the contexts are cancelled, so a job that returns when
-// its context ends returns after the observer saw the loss. A role that
-// ended leaves the job lock's lease as it is, to the run's release.
-func (r *run) lose(err error) {
+// lose marks an admitted run lost with err, once, and cancels the contexts
+// handed to the job before it returns the cause the run ended with: err,
+// or an earlier loss's. The loss is logged and observed first, so
+// a job that returns when its context ends returns after the observer saw
+// the loss. A lost role leaves the job lock to the run's release.
+func (r *run) lose(err error) error {
 	r.mu.Lock()
-	if !r.admitted || r.ended || r.losing || r.ctx.Err() != nil {
+	if !r.admitted || r.losing || r.ctx.Err() != nil { // r.ctx ends with the run
 		r.mu.Unlock()
-		return
+		return cmp.Or(context.Cause(r.ctx), err) // err: another goroutine is reporting
 	}
 	r.losing = true
 	r.mu.Unlock()
@@ -145,9 +130,9 @@ func (r *run) lose(err error) {
 	r.mu.Lock()
 	r.cancelLocked(err)
 	r.mu.Unlock()
+	return context.Cause(r.ctx)
 }
 
-// cancelLocked cancels the run's context and every watcher's with cause.
 func (r *run) cancelLocked(cause error) {
 	r.cancel(cause)
 	for c := range r.watchers {
@@ -156,9 +141,9 @@ func (r *run) cancelLocked(cause error) {
 	r.watchers = nil
 }
 
-// watch returns a context derived from parent that also carries the run
-// and is cancelled, with the run's cause, when the run is lost or ends.
-// For a role gate it starts the watcher that notices a role change.
+// watch returns a context of parent that carries the run and is cancelled
+// with the run's cause when the run is lost or ends. For a role gate it
+// starts the goroutine that watches the role.
 func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, runKey{}, r))
 	r.mu.Lock()
@@ -171,9 +156,9 @@ func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc
 		r.watchers = make(map[*context.CancelCauseFunc]struct{})
 	}
 	r.watchers[&cancel] = struct{}{}
-	if r.g.role != anyRole && r.stopPoll == nil {
-		r.stopPoll, r.pollDone = make(chan struct{}), make(chan struct{})
-		go r.poll(r.stopPoll, r.pollDone)
+	if r.g.role != anyRole && r.pollDone == nil {
+		r.pollDone = make(chan struct{})
+		go r.poll()
 	}
 	return ctx, func() {
 		r.mu.Lock()
@@ -183,36 +168,27 @@ func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc
 	}
 }
 
-// poll watches the role until it is lost, the run ends or stop closes.
-// A master-only run waits on the elector's tenure context, which ends the
-// moment mastership does; a slave-only run has no such signal for "became
-// master" and checks the role every rolePoll, without I/O.
-func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+// poll watches the role until it is lost or the run ends (end cancels
+// r.ctx, then waits for pollDone). A master-only run waits on the
+// tenure's context, which ends the moment mastership does; "became
+// master" has no such signal, so a slave-only run checks every rolePoll.
+func (r *run) poll() {
+	defer close(r.pollDone)
 	if r.g.role == masterOnly {
-		tenure, epoch, ok := r.g.el.Tenure()
-		if ok && epoch == r.epoch {
+		if tenure, epoch, ok := r.g.el.Tenure(); ok && epoch == r.epoch {
 			select {
-			case <-stop:
-				return
 			case <-r.ctx.Done():
 				return
 			case <-tenure.Done():
 			}
 		}
-		err := r.roleLost()
-		if err == nil { // the tenure ended a moment before IsMaster turned false
-			err = fmt.Errorf("%w: %w: job %q: %s is no longer the master of epoch %d", ErrLost, ErrNotMaster, r.job, r.g.idText, r.epoch)
-		}
-		r.lose(err)
+		r.lose(r.masterLost())
 		return
 	}
 	t := r.g.clock.NewTimer(rolePoll)
 	defer t.Stop()
 	for {
 		select {
-		case <-stop:
-			return
 		case <-r.ctx.Done():
 			return
 		case <-t.C():
@@ -225,13 +201,11 @@ func (r *run) poll(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// Unlock implements gocron.Lock: it ends the run. The job lock is released
-// (owner-checked) and kept until lockAtLeastFor after the grant, on the
-// store's clock. Unlock works with a cancelled ctx, as gocron passes on
-// Shutdown: the release gets its own timeout. It returns an error wrapping
-// ErrLost if the lock's lease had lapsed before the release, on the store
-// or by the run's local deadline. Calling it again returns the first
-// result.
+// Unlock implements gocron.Lock: it ends the run and releases the job
+// lock, kept until lockAtLeastFor after the grant, also with a cancelled
+// ctx (gocron's on Shutdown). It returns an error wrapping ErrLost if the
+// lease had lapsed before, on the store or by the local deadline. Calling
+// it again returns the first result.
 func (r *run) Unlock(ctx context.Context) error {
 	r.once.Do(func() { r.unlockErr = r.end(ctx) })
 	return r.unlockErr
@@ -241,19 +215,16 @@ func (r *run) end(ctx context.Context) error {
 	r.opMu.Lock() // let an Extend in flight finish
 	defer r.opMu.Unlock()
 	r.mu.Lock()
-	r.ended = true
-	stop, done := r.stopPoll, r.pollDone
+	done := r.pollDone
 	r.cancelLocked(errEnded)
 	r.mu.Unlock()
-	if stop != nil {
-		close(stop)
+	if done != nil {
 		<-done
 	}
 	inflight.remove(r)
 	var err error
 	if r.g.lock != nil {
-		// Past the deadline the lease is over for the run, whatever the
-		// store still holds (a late extension may have kept the key).
+		// Past the deadline the lease is over, whatever the store holds.
 		lapsed := r.expired()
 		r.h.End()
 		err = r.releaseLock(ctx)
@@ -261,8 +232,7 @@ func (r *run) end(ctx context.Context) error {
 			err = r.leaseLost()
 		}
 	}
-	held := r.g.clock.Since(r.base)
-	r.g.emit(Event{Kind: EventReleased, Job: r.job, Held: held, Err: err})
+	r.g.emit(Event{Kind: EventReleased, Job: r.job, Held: r.g.clock.Since(r.base), Err: err})
 	return err
 }
 
@@ -302,19 +272,15 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 	if err := r.check(); err != nil {
 		return err
 	}
-	// The holding bounds the call by the lease's deadline and voids a
-	// reply that lands after it: the lease was given up, and stays so.
 	_, err := r.h.Renew(ctx, d)
 	switch {
-	case err == nil && r.ctx.Err() != nil:
-		return context.Cause(r.ctx) // the role ended while the extension was out
 	case err == nil:
-		return nil
+		return context.Cause(r.ctx) // nil unless the role ended while the extension was out
 	case err == lease.ErrLate:
-		return r.loseWith(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
+		return r.lose(fmt.Errorf("%w: job %q: the extension of job lock %q came back after the lease's deadline, which had ended the run",
 			ErrLost, r.job, l.key))
 	case errors.Is(err, lease.ErrLate) || r.ctx.Err() != nil:
-		return r.loseWith(r.leaseLost())
+		return r.lose(r.leaseLost())
 	case errors.Is(err, backend.ErrNotHeld):
 		r.h.Lose(fmt.Errorf("%w: job %q: extending job lock %q: %w", ErrLost, r.job, l.key, err))
 		return context.Cause(r.ctx)
@@ -324,17 +290,11 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 
 // Assert reports whether the run ctx belongs to still holds its gate
 // (ShedLock's LockAssert): nil if so; an error wrapping ErrLost (and
-// ErrNotMaster or ErrNotSlave for a role change) if the mastership or
-// slave role ended or the job lock's lease lapsed; ErrNoRun if ctx leads
-// to no run. It does no I/O: it reads the elector's clock-based answer
-// and the lease's local deadline, the facts the gate admitted the run on
-// — it cannot see a lock removed by hand in the store (Extend can).
-//
-// ctx is the context gocron passes to the job (its first parameter), one
-// derived from it, or one from Context or Run. With gocron's context, the
-// run is the one gocron runs on the calling goroutine; from another
-// goroutine, the job's only run in flight, and ErrNoRun while several are
-// (see the package doc, While a job runs).
+// ErrNotMaster or ErrNotSlave for a role change) if not; ErrNoRun if ctx
+// leads to no run. It does no I/O, so it cannot see a lock removed by
+// hand in the store (Extend can). ctx is the context gocron passes to the
+// job, one derived from it, or one from Context or Run (see the package
+// doc, While a job runs).
 func Assert(ctx context.Context) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -344,19 +304,15 @@ func Assert(ctx context.Context) error {
 }
 
 // Extend renews the job lock of the run ctx belongs to so that it lapses
-// d from now (ShedLock's LockExtender): a long job calls it before
-// lockAtMostFor runs out. lockAtLeastFor still counts from the start. It
-// fails with an error wrapping ErrLost if the run no longer holds its gate
-// or the store says the lock is no longer its own (and then cancels the
-// run's context), and ErrNoRun if ctx leads to no run with a job lock; a
-// store that cannot be reached leaves the lease as it was and returns the
-// store's error. The call to the store is bounded by the lease's local
-// deadline: an extension that has not come back by then fails with
-// ErrLost, and one whose reply lands after it is void — the run stays
-// lost, even if the store did extend the key. It never renews the lease
-// of another run. d must be longer than the lease's margin (a tenth of
-// lockAtMostFor, at most 1s), or Extend fails with
-// backend.ErrInvalidArgument and changes nothing.
+// d from now (ShedLock's LockExtender); lockAtLeastFor still counts from
+// the start. It fails with an error wrapping ErrLost if the run no longer
+// holds its gate or the store says the lock is no longer its own (and
+// then cancels the run's context), with ErrNoRun if ctx leads to no run
+// with a job lock, and with the store's error, the lease unchanged, if the
+// store cannot be reached. The call is bounded by the lease's local
+// deadline; a reply after it is void and the run stays lost. d must be
+// longer than the lease's margin, or Extend fails with
+// backend.ErrInvalidArgument.
 func Extend(ctx context.Context, d time.Duration) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -365,19 +321,14 @@ func Extend(ctx context.Context, d time.Duration) error {
 	return r.extend(ctx, d)
 }
 
-// Context returns a context for the job's work that is cancelled when the
-// run ctx belongs to loses its gate — the mastership or slave role ends,
-// or the job lock's lease lapses — with a cause wrapping ErrLost
-// (context.Cause), and when ctx is. A role change is noticed within about
-// 10ms; a lease lapses a margin (a tenth of lockAtMostFor, at most 1s,
-// after the grant and after each extension alike) before the store could
-// expire it. The context carries the run to every goroutine it is handed
-// to, however the job's runs overlap. Call the CancelFunc when done.
-//
-// Call it in the task itself, on the goroutine gocron runs it on, with
-// the context gocron passes. If ctx leads to no run, Context is
-// context.WithCancel(ctx); if overlapping runs cannot be told apart, the
-// context it returns is already cancelled, with a cause wrapping ErrNoRun.
+// Context returns a context for the job's work, carrying the run ctx
+// belongs to, that is cancelled with a cause wrapping ErrLost
+// (context.Cause) when the run loses its gate (see the package doc, While
+// a job runs), and when ctx is. Call it in the task, with the context
+// gocron passes, and call the CancelFunc when done. If ctx leads to no
+// run, Context is context.WithCancel(ctx); if overlapping runs cannot be
+// told apart, its context is already cancelled with a cause wrapping
+// ErrNoRun.
 func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	r, err := inflight.find(ctx)
 	switch {
@@ -391,14 +342,10 @@ func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	return r.watch(ctx)
 }
 
-// Token returns the fencing token of the run ctx belongs to, to pass to
-// resources that must reject a stale holder: its job lock's token,
-// strictly larger than that of every earlier holding of the lock, or,
-// for a master-only run without a lock, the role epoch of the tenure that
-// admitted it. It reports false when ctx leads to no such run (a
-// slave-only run without a lock has no token), and once the run has lost
-// its gate or ended, even while a newer run holds the lock. ctx is as
-// for Assert.
+// Token returns the fencing token of the run ctx belongs to: its job
+// lock's token or, for a master-only run without a lock, the epoch of the
+// tenure that admitted it. It reports false when ctx leads to no such run
+// and once the run has lost its gate or ended. ctx is as for Assert.
 func Token(ctx context.Context) (uint64, bool) {
 	r, err := inflight.find(ctx)
 	switch {
@@ -411,22 +358,18 @@ func Token(ctx context.Context) (uint64, bool) {
 	return 0, false
 }
 
-// Run runs fn once, now, if job admits it: the same role check, job lock
-// and release as a gocron run of job gets, for schedulers other than
-// gocron (robfig/cron, a time.Ticker loop). job is made once by
+// Run runs fn once, now, if job admits it, as gocron would run it: for
+// other schedulers (robfig/cron, a time.Ticker loop). job is made once by
 // MasterOnly, SlaveOnly or Locked (without WithScheduler) and used for
-// every run. fire is the time the run was scheduled for, which a job lock
-// runs at most once across the fleet however late an instance starts it;
-// every instance must name one fire by the same time to the millisecond,
-// as cron schedules do. Zero means unknown: the lock alone guards the run.
+// every run. fire is the time the run was scheduled for, the same on
+// every instance to the millisecond (see the package doc, Once per fire);
+// zero means unknown.
 //
-// Run returns the *SkipError (errors.Is(err, ErrSkipped)) without calling
-// fn when the gate refuses; otherwise fn's error, joined with an error
-// wrapping ErrLost if the job lock had lapsed before fn returned. fn's
-// context is cancelled when the run loses its gate (see Context) and
-// carries the run for Assert, Extend, Token and Fire. The run is named
-// after the job lock, or the role ("master-only") without one. A panic
-// in fn releases the gate and goes on.
+// Run returns the *SkipError without calling fn when the gate refuses;
+// otherwise fn's error, joined with an error wrapping ErrLost if the job
+// lock had lapsed before fn returned. fn's context is as Context's. The
+// run is named after the job lock, or the role without one. A panic in fn
+// releases the gate and goes on.
 func Run(ctx context.Context, job gocron.JobOption, fire time.Time, fn func(ctx context.Context) error) (err error) {
 	g, err := gateOf(job)
 	if err != nil {
@@ -435,7 +378,7 @@ func Run(ctx context.Context, job gocron.JobOption, fire time.Time, fn func(ctx 
 	if fn == nil {
 		return invalid("Run needs a function")
 	}
-	r, err := g.admit(ctx, cmp.Or(g.lockName(), g.role.tag()), fire)
+	r, err := g.admit(ctx, cmp.Or(g.lockName(), string(g.role)), fire)
 	if err != nil {
 		return err
 	}
