@@ -68,11 +68,7 @@ func (e *Elector) announce(ctx context.Context, kick <-chan struct{}) {
 // roleChanged tells the announcer, if any, that the role changed; it
 // never blocks.
 func (e *Elector) roleChanged() {
-	if e.kick == nil {
-		return
-	}
-	select {
-	case e.kick <- struct{}{}:
-	default:
+	if e.kick != nil {
+		poke(e.kick)
 	}
 }

@@ -31,11 +31,9 @@ type Elector struct {
 	group  string // the member list
 	cfg    Config
 
-	clock     clock.Clock
-	realClock bool
-	base      time.Time // deadlines are nanoseconds since base, read on the monotonic clock
-	logger    *slog.Logger
-	hooks     hooks
+	clock  clock.Clock
+	logger *slog.Logger
+	hooks  hooks
 
 	// terms are the role key's lease terms: the store, the safety margin,
 	// the alarm that ends a tenure at its deadline (internal/lease).
@@ -105,8 +103,6 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	if e.announcer != nil {
 		e.kick = make(chan struct{}, 1)
 	}
-	e.realClock = e.clock == clock.Real
-	e.base = e.clock.Now()
 	e.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(e.clock), Margin: e.cfg.SafetyMargin, OpTimeout: e.cfg.OperationTimeout}
 	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText, "backend", backend.StoreName(store))
 	return e, nil
@@ -207,7 +203,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	ev := newEvents(e.hooks)
+	ev := newEvents(e.hooks.observer)
 	defer ev.close()
 	var presence sync.WaitGroup
 	defer presence.Wait()
@@ -221,13 +217,6 @@ func (e *Elector) Run(ctx context.Context) error {
 	c.loop(ctx)
 	c.report(Event{Kind: EventStopped})
 	return nil
-}
-
-func (e *Elector) now() int64 {
-	if e.realClock {
-		return int64(time.Since(e.base))
-	}
-	return int64(e.clock.Since(e.base))
 }
 
 // ownerID returns the instance ID part of a role owner string.

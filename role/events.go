@@ -1,66 +1,60 @@
 package role
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
-type eventKind int
-
-const (
-	evElected eventKind = iota
-	evDemoted
-	evMasterChange
-	evDuplicate
-	evObserved // for the observer only
-)
-
-type event struct {
-	kind  eventKind
-	ctx   context.Context // evElected: the tenure's context
-	id    string          // evMasterChange: the new master; evDuplicate: the other owner
-	epoch uint64          // evElected, evDemoted: the tenure's epoch
-	obs   Event           // evObserved
-}
-
-// events delivers callbacks in order on one goroutine, so a slow callback
-// never delays a renewal and callbacks of one elector never overlap.
+// events runs an elector's callbacks in order on one goroutine, so a slow
+// callback never delays a renewal and callbacks of one elector never
+// overlap.
 type events struct {
-	hooks hooks
+	observer func(Event)
 
 	mu     sync.Mutex
-	queue  []event
-	wake   chan struct{}
+	queue  []func()
 	closed bool
+	wake   chan struct{}
 	done   chan struct{}
 }
 
-func newEvents(h hooks) *events {
-	ev := &events{hooks: h, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newEvents(observer func(Event)) *events {
+	ev := &events{observer: observer, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go ev.deliver()
 	return ev
 }
 
-// push queues e; it never blocks.
-func (ev *events) push(e event) {
-	ev.mu.Lock()
-	ev.queue = append(ev.queue, e)
-	ev.mu.Unlock()
-	select {
-	case ev.wake <- struct{}{}:
-	default:
+// step queues one step of the election: the observer's report obs (none
+// if obs.Kind is 0), then f, if not nil. It never blocks.
+func (ev *events) step(obs Event, f func()) {
+	o := ev.observer
+	if obs.Kind == 0 {
+		o = nil
 	}
+	ev.mu.Lock()
+	ev.queue = append(ev.queue, func() {
+		if o != nil {
+			o(obs)
+		}
+		if f != nil {
+			f()
+		}
+	})
+	ev.mu.Unlock()
+	poke(ev.wake)
 }
 
-// close delivers what is queued, then stops the goroutine and waits for it.
+// bind returns f applied to v, or nil if f is nil.
+func bind[T any](f func(T), v T) func() {
+	if f == nil {
+		return nil
+	}
+	return func() { f(v) }
+}
+
+// close runs what is queued, then stops the goroutine and waits for it.
 func (ev *events) close() {
 	ev.mu.Lock()
 	ev.closed = true
 	ev.mu.Unlock()
-	select {
-	case ev.wake <- struct{}{}:
-	default:
-	}
+	poke(ev.wake)
 	<-ev.done
 }
 
@@ -68,12 +62,11 @@ func (ev *events) deliver() {
 	defer close(ev.done)
 	for {
 		ev.mu.Lock()
-		batch := ev.queue
+		batch, closed := ev.queue, ev.closed
 		ev.queue = nil
-		closed := ev.closed
 		ev.mu.Unlock()
-		for _, e := range batch {
-			ev.call(e)
+		for _, f := range batch {
+			f()
 		}
 		if len(batch) == 0 {
 			if closed {
@@ -84,35 +77,10 @@ func (ev *events) deliver() {
 	}
 }
 
-func (ev *events) call(e event) {
-	if f := ev.hooks.observer; f != nil {
-		switch e.kind {
-		case evObserved:
-			f(e.obs)
-		case evElected:
-			f(Event{Kind: EventElected, Epoch: e.epoch})
-		case evDemoted:
-			f(Event{Kind: EventDemoted, Epoch: e.epoch})
-		case evMasterChange:
-			f(Event{Kind: EventMasterChange, Epoch: e.epoch, Master: e.id})
-		}
-	}
-	switch e.kind {
-	case evElected:
-		if ev.hooks.elected != nil {
-			ev.hooks.elected(e.ctx)
-		}
-	case evDemoted:
-		if ev.hooks.demoted != nil {
-			ev.hooks.demoted()
-		}
-	case evMasterChange:
-		if ev.hooks.masterChange != nil {
-			ev.hooks.masterChange(e.id)
-		}
-	case evDuplicate:
-		if ev.hooks.duplicate != nil {
-			ev.hooks.duplicate(e.id)
-		}
+// poke signals ch, of capacity 1, without blocking.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }

@@ -151,7 +151,7 @@ func (e *Elector) reportDuplicate(ev *events, other string) {
 	}
 	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
 		"other", other, "self", e.owner)
-	ev.push(event{kind: evDuplicate, id: other})
+	ev.step(Event{}, bind(e.hooks.duplicate, other))
 }
 
 // duplicateWindow is how long a duplicate stays reported after it was last

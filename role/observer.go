@@ -39,22 +39,14 @@ const (
 	EventStopped
 )
 
+var eventKinds = [...]string{EventClaim: "claim", EventElected: "elected", EventDemoted: "demoted",
+	EventMasterChange: "master-change", EventRenewal: "renewal", EventStopped: "stopped"}
+
 // String returns "claim", "elected", "demoted", "master-change",
 // "renewal" or "stopped".
 func (k EventKind) String() string {
-	switch k {
-	case EventClaim:
-		return "claim"
-	case EventElected:
-		return "elected"
-	case EventDemoted:
-		return "demoted"
-	case EventMasterChange:
-		return "master-change"
-	case EventRenewal:
-		return "renewal"
-	case EventStopped:
-		return "stopped"
+	if k > 0 && int(k) < len(eventKinds) {
+		return eventKinds[k]
 	}
 	return "unknown"
 }
@@ -88,26 +80,21 @@ func WithObserver(f func(Event)) Option {
 	return func(e *Elector) { e.hooks.observer = hook.Join(e.hooks.observer, f) }
 }
 
-// observed reports whether the elector has an observer.
-func (c *campaign) observed() bool { return c.e.hooks.observer != nil }
-
-// report queues ev for the observer, if there is one.
+// report queues ev for the observer, if there is one, with the highest
+// epoch seen unless ev names one.
 func (c *campaign) report(ev Event) {
-	if !c.observed() {
+	if c.ev.observer == nil {
 		return
 	}
 	if ev.Epoch == 0 {
 		ev.Epoch = c.e.epoch.Load()
 	}
-	c.ev.push(event{kind: evObserved, obs: ev})
+	c.ev.step(ev, nil)
 }
 
 // renewFailed reports a failed renewal of the tenure with epoch; err nil
 // means that no reply came back before the tenure's deadline.
 func (c *campaign) renewFailed(epoch uint64, took time.Duration, err error) {
-	if !c.observed() {
-		return
-	}
 	if err == nil {
 		err = fmt.Errorf("role: no renewal of %s came back before the tenure's deadline: %w", c.e.key, context.DeadlineExceeded)
 	}
