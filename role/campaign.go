@@ -186,7 +186,7 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.
 	}
 	c.h = h
 	e.mu.Lock()
-	e.tenure, e.tenureEpoch = h.Context(), l.Token
+	e.tenure = h
 	e.held.Store(h) // IsMaster reads true from here
 	e.master, e.since = e.idText, e.clock.Now()
 	e.mu.Unlock()
@@ -361,13 +361,12 @@ func (c *campaign) stepDown(ctx context.Context) {
 // holding does both, at its deadline, on Lose or here), then Tenure and
 // Status stop naming it, then OnDemoted is queued.
 func (c *campaign) endTenure() {
-	e := c.e
+	e, epoch := c.e, c.h.Token()
 	c.h.End()
 	c.h = nil
 	e.terms.Alarm.Quiet()
 	e.mu.Lock()
-	epoch := e.tenureEpoch
-	e.tenure, e.tenureEpoch = nil, 0
+	e.tenure = nil
 	if e.master == e.idText {
 		e.master = ""
 	}

@@ -35,30 +35,20 @@ type Elector struct {
 	logger *slog.Logger
 	hooks  hooks
 
-	// terms are the role key's lease terms: the store, the safety margin,
-	// the alarm that ends a tenure at its deadline (internal/lease).
-	terms lease.Terms
-	// held is the current or last tenure's holding of the role key;
-	// IsMaster reads its deadline. Once that has passed, or the tenure
-	// ended, it never moves again.
-	held  atomic.Pointer[lease.Holder]
-	epoch atomic.Uint64 // highest role token seen: own tenure's while master
+	terms   lease.Terms                  // the role key's lease terms (internal/lease)
+	held    atomic.Pointer[lease.Holder] // the current or last tenure's holding; IsMaster reads it
+	epoch   atomic.Uint64                // highest role token seen: own tenure's while master
+	running atomic.Bool
 
-	mu          sync.Mutex // guards the fields below
-	running     bool
-	master      string // last known master's instance ID
+	mu          sync.Mutex    // guards the fields below
+	tenure      *lease.Holder // the current tenure's holding, nil between tenures
+	master      string        // last known master's instance ID
+	since       time.Time
 	lastErr     error
 	lastErrAt   time.Time
 	duplicate   string    // owner string of another live process with our ID
 	duplicateAt time.Time // when it was last seen
-	// recovering is when the store said it grants the role again, after
-	// it refused a claim because it may have lost leases (its restart
-	// guard); zero when it did not.
-	recovering time.Time
-	// the current tenure's context (the one OnElected gets) and epoch
-	tenure      context.Context
-	tenureEpoch uint64
-	since       time.Time
+	recovering  time.Time // until when the store's restart guard grants no role; see Status
 
 	announcer Announcer     // WithAnnouncer
 	kick      chan struct{} // tells the announcer the role changed
@@ -116,13 +106,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 // came back before that deadline: one that comes back later, even a
 // successful one, never makes IsMaster true again; nor does anything once
 // IsMaster has read false in a tenure. It does no I/O, takes no lock and
-// does not allocate.
-//
-// IsMaster reads the clock on every call, while the tenure's context is
-// cancelled by the holding's timer when the deadline comes; for a moment
-// after the deadline (or after the process woke from a pause) IsMaster can
-// read false while the context is not cancelled yet. Neither protects a
-// write that is already on its way: the epoch does.
+// does not allocate. See the package doc for what it does not promise.
 func (e *Elector) IsMaster() bool {
 	h := e.held.Load()
 	return h != nil && h.Left() > 0
@@ -146,10 +130,10 @@ func (e *Elector) IsLeader(context.Context) error {
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tenure == nil || e.tenure.Err() != nil || !e.IsMaster() {
-		return nil, 0, false
+	if h := e.tenure; h != nil && h.Context().Err() == nil && h.Left() > 0 {
+		return h.Context(), h.Token(), true
 	}
-	return e.tenure, e.tenureEpoch, true
+	return nil, 0, false
 }
 
 // masterLocked is the master as last seen, with e.mu held: while this
@@ -186,18 +170,10 @@ func (e *Elector) IsMasterOf(ctx context.Context, app, instanceID string) (bool,
 // first runs returns an error at once. With the role disabled it writes
 // nothing and just waits for ctx.
 func (e *Elector) Run(ctx context.Context) error {
-	e.mu.Lock()
-	running := e.running
-	e.running = true
-	e.mu.Unlock()
-	if running {
+	if !e.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: elector for %s", errRunning, e.idText)
 	}
-	defer func() {
-		e.mu.Lock()
-		e.running = false
-		e.mu.Unlock()
-	}()
+	defer e.running.Store(false)
 	if e.cfg.Disabled {
 		e.logger.Info("role election disabled (scheduler-lock.enabled=false): this instance is never master")
 		<-ctx.Done()
@@ -211,7 +187,7 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer stopPresence()
 	presence.Go(func() { e.presence(pctx, ev) })
 	if e.announcer != nil {
-		presence.Go(func() { e.announce(pctx, e.kick) })
+		presence.Go(func() { e.announce(pctx) })
 	}
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)

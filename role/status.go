@@ -61,7 +61,7 @@ func (e *Elector) Status() Status {
 	}
 	return Status{
 		Enabled:        !e.cfg.Disabled,
-		Running:        e.running,
+		Running:        e.running.Load(),
 		IsMaster:       e.IsMaster(),
 		Instance:       e.idText,
 		Key:            e.key,
