@@ -41,8 +41,7 @@ func (e *Elector) announce(ctx context.Context) {
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.setErr(err)
-			e.logger.Warn("role: announcement failed", "master", master, "err", err)
+			e.warn(err, "role: announcement failed", "master", master)
 		case err == nil && (!announced || was != master):
 			e.logger.Debug("role: announced", "master", master)
 			announced, was = true, master

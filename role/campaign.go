@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -27,17 +28,12 @@ type campaign struct {
 	heldUntil   time.Time
 	holderKnown bool
 
-	// inflight is a renewal the campaign stopped waiting for (the tenure
-	// ended, or Run is stopping) and has not joined yet. Its reply is void.
-	inflight *renewal
-}
-
-// renewal runs on a goroutine of its own, so that the campaign can wait
-// for its reply and for the tenure's deadline at once and never depends on
-// the store honouring the call's context. The campaign joins it.
-type renewal struct {
-	cancel context.CancelFunc
-	done   chan error // capacity 1: the goroutine never blocks on it
+	// A renewal runs on a goroutine of its own, so that the campaign can
+	// wait for its reply and for the tenure's deadline at once and never
+	// depends on the store honouring the call's context. One the campaign
+	// stopped waiting for runs on until join; its reply is void.
+	renewing    sync.WaitGroup
+	cancelRenew context.CancelFunc
 }
 
 // outcome says why the campaign stopped waiting.
@@ -97,8 +93,7 @@ func (c *campaign) follow(ctx context.Context) (time.Time, bool) {
 			e.logger.Warn("role: the store refused the highest epoch seen as the floor of a claim; forgetting it", "key", e.key, "epoch", e.epoch.Load(), "err", err)
 			e.epoch.Store(0)
 		default:
-			e.setErr(err)
-			e.logger.Warn(claimFailed(err), "key", e.key, "err", err)
+			e.warn(err, claimFailed(err), "key", e.key)
 			c.pause(ctx, nil, b.next())
 		}
 	}
@@ -137,8 +132,7 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 		cancel()
 		if err != nil && !errors.Is(err, backend.ErrNotHeld) {
 			if ctx.Err() == nil {
-				e.setErr(err)
-				e.logger.Warn("role: cannot release this process's stale role key; will retry", "key", e.key, "err", err)
+				e.warn(err, "role: cannot release this process's stale role key; will retry", "key", e.key)
 				c.pause(ctx, nil, b.next())
 			}
 			return true
@@ -264,8 +258,7 @@ func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 		c.lost(err)
 	default:
 		c.renewFailed(epoch, took, err)
-		e.setErr(err)
-		e.logger.Warn("role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", epoch, "err", err)
+		e.warn(err, "role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", epoch)
 		return e.clock.Now().Add(min(e.cfg.HeartbeatInterval/5, time.Second)), true
 	}
 	return time.Time{}, false
@@ -276,18 +269,16 @@ func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 // the deadline and voids a reply that lands after it; one that has not
 // come back when await returns stays in flight until join.
 func (c *campaign) await(ctx context.Context) (outcome, error) {
-	h := c.h
+	h, done := c.h, make(chan error, 1) // capacity 1: the goroutine never blocks on it
 	rctx, cancel := context.WithCancel(ctx)
-	r := &renewal{cancel: cancel, done: make(chan error, 1)}
-	c.inflight = r
-	go func() {
+	c.cancelRenew = cancel
+	c.renewing.Go(func() {
 		_, err := h.Renew(rctx, c.e.cfg.HeartbeatExpiration)
-		r.done <- err
-	}()
+		done <- err
+	})
 	select {
-	case err := <-r.done:
+	case err := <-done:
 		cancel()
-		c.inflight = nil
 		return woke, err
 	case <-h.Context().Done():
 		return expired, nil
@@ -299,11 +290,10 @@ func (c *campaign) await(ctx context.Context) (outcome, error) {
 // join cancels the renewal still in flight, if any, and waits for it to
 // return. Its reply is dropped.
 func (c *campaign) join() {
-	if r := c.inflight; r != nil {
-		r.cancel()
-		<-r.done
-		c.inflight = nil
+	if c.cancelRenew != nil {
+		c.cancelRenew()
 	}
+	c.renewing.Wait()
 }
 
 // pause waits d, or until tenure (nil: none) or ctx ends first.
@@ -350,8 +340,7 @@ func (c *campaign) stepDown(ctx context.Context) {
 	e, h := c.e, c.h
 	c.endTenure()
 	if err := h.Drop(ctx, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
-		e.setErr(err)
-		e.logger.Warn("role: could not release the role key on stop; it expires after its TTL", "key", e.key, "err", err)
+		e.warn(err, "role: could not release the role key on stop; it expires after its TTL", "key", e.key)
 	}
 	e.logger.Info("role: no longer master", "key", e.key, "reason", "stopping")
 }
@@ -430,8 +419,7 @@ func (c *campaign) openWatch(ctx context.Context) {
 	if err == nil {
 		c.watch = w
 	} else if ctx.Err() == nil {
-		e.setErr(err)
-		e.logger.Warn("role: cannot watch the role key; falling back to its TTL", "key", e.key, "err", err)
+		e.warn(err, "role: cannot watch the role key; falling back to its TTL", "key", e.key)
 	}
 }
 

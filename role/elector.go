@@ -152,14 +152,20 @@ func (e *Elector) IsMasterOf(ctx context.Context, app, instanceID string) (bool,
 	if err := backend.ValidateKey(key); err != nil {
 		return false, fmt.Errorf("role: app %q: %w", app, err)
 	}
-	l, err := e.store.Get(ctx, key)
-	if errors.Is(err, backend.ErrNotFound) {
-		return false, nil
-	}
+	owner, err := e.roleOwner(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("role: reading the master of app %q: %w", app, err)
 	}
-	return ownerID(l.Owner) == instanceID, nil
+	return owner != "" && ownerID(owner) == instanceID, nil
+}
+
+// roleOwner reads the owner string held at the role key key, "" if none.
+func (e *Elector) roleOwner(ctx context.Context, key string) (string, error) {
+	l, err := e.store.Get(ctx, key)
+	if errors.Is(err, backend.ErrNotFound) {
+		return "", nil
+	}
+	return l.Owner, err
 }
 
 // Run takes part in the election until ctx ends, then gives up the

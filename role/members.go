@@ -46,10 +46,8 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("role: listing the members of %s/%s: %w", e.id.Tenant, e.id.App, err)
 	}
-	var master string
-	if l, err := e.store.Get(ctx, e.key); err == nil {
-		master = l.Owner
-	} else if !errors.Is(err, backend.ErrNotFound) {
+	master, err := e.roleOwner(ctx, e.key)
+	if err != nil {
 		return nil, fmt.Errorf("role: reading the master of %s/%s: %w", e.id.Tenant, e.id.App, err)
 	}
 	out := make([]Member, 0, len(ms))
@@ -91,8 +89,7 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.setErr(err)
-			e.logger.Warn("role: member heartbeat failed", "group", e.group, "err", err)
+			e.warn(err, "role: member heartbeat failed", "group", e.group)
 		case err == nil:
 			e.judge(ctx, reg, ev, &others, dups)
 		}

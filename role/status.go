@@ -78,8 +78,11 @@ func (e *Elector) Status() Status {
 	}
 }
 
-func (e *Elector) setErr(err error) {
+// warn records err as the last store error (Status.LastError) and logs
+// msg with args and err at warning level.
+func (e *Elector) warn(err error, msg string, args ...any) {
 	e.mu.Lock()
 	e.lastErr, e.lastErrAt = err, e.clock.Now()
 	e.mu.Unlock()
+	e.logger.Warn(msg, append(args, "err", err)...)
 }
