@@ -86,10 +86,8 @@ func (c *campaign) follow(ctx context.Context) (time.Time, bool) {
 			reclaimed = c.refused(ctx, held.Holder, again, &b)
 		case ctx.Err() != nil:
 		case errors.Is(err, backend.ErrFloorAhead) && e.epoch.Load() > 0:
-			// The floor was learnt from forged data, or from a store whose
-			// clock went back by more than backend.MaxTokenLead: forget it,
-			// so that it never locks the elector out. The next grant sets
-			// the epoch again.
+			// Learnt from forged data, or from a store whose clock went back
+			// by more than backend.MaxTokenLead: it must not lock us out.
 			e.logger.Warn("role: the store refused the highest epoch seen as the floor of a claim; forgetting it", "key", e.key, "epoch", e.epoch.Load(), "err", err)
 			e.epoch.Store(0)
 		default:
@@ -101,8 +99,6 @@ func (c *campaign) follow(ctx context.Context) (time.Time, bool) {
 }
 
 // claimFailed is the log message of a claim the store failed with err.
-// Corrupt data is nothing of it taken as an epoch: claims go on, and
-// succeed once the bad key is deleted.
 func claimFailed(err error) string {
 	switch {
 	case errors.Is(err, backend.ErrCorrupt):
@@ -127,10 +123,7 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 		if again {
 			c.pause(ctx, nil, b.next()) // released, yet still ours: do not spin
 		}
-		rctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
-		err := e.store.Release(rctx, e.key, e.owner, 0)
-		cancel()
-		if err != nil && !errors.Is(err, backend.ErrNotHeld) {
+		if err := e.terms.Drop(ctx, e.key, e.owner, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
 			if ctx.Err() == nil {
 				e.warn(err, "role: cannot release this process's stale role key; will retry", "key", e.key)
 				c.pause(ctx, nil, b.next())
@@ -145,8 +138,6 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 	case h.Owner != "":
 		c.seeMaster(h.Owner)
 	case h.TTL > 0:
-		// The store grants nothing for a while (it may have lost data, and
-		// leases granted before may still be believed in): nobody is master.
 		e.logger.Info("role: the store grants no role until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
 			"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
 			"key", e.key, "for", h.TTL)
@@ -191,8 +182,8 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.
 	return true
 }
 
-// tenureHooks are a tenure's side of its holding: the campaign does the
-// rest of the ending (endTenure) when it sees the context end.
+// tenureHooks are a tenure's side of its holding: the campaign ends the
+// rest (endTenure) when it sees the context end.
 type tenureHooks struct{}
 
 // errDeadline is the cause a tenure's context ends with at its deadline.
@@ -232,7 +223,7 @@ func (c *campaign) lead(ctx context.Context, sent time.Time) {
 	}
 }
 
-// renew renews the tenure once. It returns when to renew next, or false
+// renew renews the tenure once: it returns when to renew next, or false
 // once the tenure has ended.
 func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 	e, epoch := c.e, c.h.Token()

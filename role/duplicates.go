@@ -11,13 +11,10 @@ import (
 	"github.com/baton-go/baton/internal/hook"
 )
 
-// OnDuplicateID registers f to be called with the owner string of another
-// live process that claims this instance's ID: one that holds the role
-// key, or renews its member entry (see the package doc). The elector also
-// logs it at error level and reports it in Status (see Status.Duplicate);
-// f is called again if it comes back after that report ended. Use f for
-// metrics or alerts. It runs on the callback goroutine, in order with the
-// other callbacks, so a slow f never holds up the election.
+// OnDuplicateID registers f to be called, on the callback goroutine, with
+// the owner string of another live process that claims this instance's
+// ID (see the package doc), for metrics or alerts: once per sighting that
+// Status reports as a new duplicate.
 func OnDuplicateID(f func(otherOwner string)) Option {
 	return func(e *Elector) { e.hooks.duplicate = hook.Join(e.hooks.duplicate, f) }
 }
@@ -30,8 +27,7 @@ func OnDuplicateID(f func(otherOwner string)) Option {
 // and judges each claimant by whether its data changed between two of its
 // own heartbeats in a row.
 
-// claimant is another member entry that claimed this instance's ID at
-// the last member heartbeat.
+// claimant is another member entry that claimed this instance's ID.
 type claimant struct {
 	data   string // its data then
 	same   int    // heartbeats in a row that found data unchanged
@@ -43,8 +39,8 @@ type claimant struct {
 // about once per heartbeat of ours, and may miss one by timing.
 const staleAfter = 2
 
-// claimants follows the other members that claim this instance's ID,
-// between member heartbeats. It belongs to the presence goroutine.
+// claimants follows them between member heartbeats, on the presence
+// goroutine.
 type claimants struct {
 	seen map[string]claimant // by member name
 	beat uint64              // this member's stamp while others claim its ID
@@ -62,11 +58,10 @@ func (c *claimants) data(started time.Time) []byte {
 	return b
 }
 
-// judge reads the entries of dups, the other members that the last
-// heartbeat found claiming this instance's ID, and reports the first
-// whose data changed since the heartbeat before (a live process) as a
-// duplicate. An entry found unchanged staleAfter heartbeats in a row is
-// logged once, with where it is kept.
+// judge reads the entries of dups, the claimants the last heartbeat
+// found, reports the first whose data changed since the heartbeat before
+// as a duplicate, and logs once an entry found unchanged staleAfter
+// heartbeats in a row.
 func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c *claimants, dups []string) {
 	if len(dups) == 0 {
 		c.seen = nil
@@ -119,9 +114,8 @@ func (e *Elector) memberEntry(name string) string {
 	return fmt.Sprintf("member %q of the group %q", name, e.group)
 }
 
-// reportDuplicate records and reports another live process with this
-// instance's ID, once per other process and sighting: it is reported again
-// only after it had not been seen for the window of duplicateLocked.
+// reportDuplicate records another live process with this instance's ID
+// and reports it unless it is still reported (duplicateLocked).
 func (e *Elector) reportDuplicate(ev *events, other string) {
 	e.mu.Lock()
 	now := e.clock.Now()
@@ -136,12 +130,10 @@ func (e *Elector) reportDuplicate(ev *events, other string) {
 	ev.step(Event{}, bind(e.hooks.duplicate, other))
 }
 
-// duplicateLocked returns the duplicate seen within the window of now, or
-// "". e.mu must be held. A live duplicate is seen again at each member
-// heartbeat (every two heartbeat intervals) and while it holds the role; a
-// process that has stopped leaves a member entry that lasts the role TTL
-// and one interval more. So after the window without a sighting the other
-// process is gone.
+// duplicateLocked returns the duplicate still reported at now, or "";
+// e.mu must be held. A live one is seen at each member heartbeat (every
+// two intervals) and while it holds the role; a stopped one's entry lasts
+// the role TTL and one interval more: unseen for longer, it is gone.
 func (e *Elector) duplicateLocked(now time.Time) string {
 	if e.duplicate == "" || now.Sub(e.duplicateAt) >= e.cfg.HeartbeatExpiration+2*e.cfg.HeartbeatInterval {
 		return ""

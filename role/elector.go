@@ -121,12 +121,10 @@ func (e *Elector) IsLeader(context.Context) error {
 	return ErrNotMaster
 }
 
-// Tenure returns the context and epoch of this instance's current tenure
-// as master — the context OnElected gets, cancelled when the tenure ends —
-// and ok=false when this instance is not master: from the tenure's
-// deadline on, even while a late renewal is still out. Code that starts
-// master-only work outside OnElected can watch ctx.Done() instead of
-// polling IsMaster.
+// Tenure returns the context (the one OnElected gets) and epoch of this
+// instance's current tenure, and ok=false when this instance is not
+// master: from the tenure's deadline on, even while a late renewal is
+// still out.
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -168,13 +166,11 @@ func (e *Elector) roleOwner(ctx context.Context, key string) (string, error) {
 	return l.Owner, err
 }
 
-// Run takes part in the election until ctx ends, then gives up the
-// mastership: IsMaster turns false and the OnElected context is cancelled
-// first, then the role key is released at once, so that another instance
-// takes over in milliseconds. Run returns once that is done and the
-// callbacks already queued have run. A second Run of one elector while the
-// first runs returns an error at once. With the role disabled it writes
-// nothing and just waits for ctx.
+// Run takes part in the election until ctx ends, then ends the tenure, if
+// any, and releases the role key at once for another instance to take
+// over. It returns once that is done and the callbacks queued have run.
+// A second Run of one elector while the first runs returns an error at
+// once. With the role disabled it writes nothing and waits for ctx.
 func (e *Elector) Run(ctx context.Context) error {
 	if !e.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: elector for %s", errRunning, e.idText)

@@ -35,7 +35,7 @@ const (
 	// the deadline, and is otherwise the store's error. Event.Latency is
 	// the time from sending it to its reply or to the deadline.
 	EventRenewal
-	// EventStopped: the election ended (the end of Run's context). A master reports EventDemoted first.
+	// EventStopped: Run ended; a master reports EventDemoted first.
 	EventStopped
 )
 
@@ -55,8 +55,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	// Epoch is the tenure's epoch for EventElected, EventDemoted and
-	// EventRenewal, and otherwise the highest epoch
-	// the elector had seen when the step happened.
+	// EventRenewal, else the highest epoch seen at the step.
 	Epoch uint64
 	// Master: see EventMasterChange.
 	Master string
@@ -66,16 +65,11 @@ type Event struct {
 	Err error
 }
 
-// WithObserver makes the elector report every step of its election to f:
-// claims, elections, demotions, changes of master, renewals and their
-// failures, and the end of the election. f is for metrics and logs. The
-// elector queues each report without I/O and without waiting, so neither
-// a renewal nor a claim is ever held up by f: f runs later, on the
-// elector's callback goroutine, in order with OnElected, OnDemoted,
-// OnMasterChange and OnDuplicateID (before each of them for the same
-// step), and never concurrently with them. f must return quickly, or it
-// delays those callbacks. Given more than once, every observer gets every
-// report, in the order given.
+// WithObserver makes the elector report every step of its election to f,
+// for metrics and logs. f runs on the callback goroutine, in order with
+// the callbacks (before each of them for the same step), and never holds
+// up a renewal or a claim; it must return quickly, or it delays the
+// callbacks. Given more than once, every observer gets every report.
 func WithObserver(f func(Event)) Option {
 	return func(e *Elector) { e.hooks.observer = hook.Join(e.hooks.observer, f) }
 }
