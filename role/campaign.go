@@ -12,19 +12,15 @@ import (
 )
 
 // campaign is the state of one Run: only its goroutine touches it. It is
-// the one source of truth for a tenure (see the package doc): it starts
-// the tenure, moves its deadline when a renewal comes back in time, and
-// ends it at the deadline itself, whether or not a store call is still
-// out. A store call never decides on its own that a tenure goes on.
+// the one source of truth for a tenure (see the package doc).
 type campaign struct {
 	e     *Elector
 	ev    *events
 	watch backend.Watch
 	h     *lease.Holder // while master: the tenure's holding of the role key
 
-	// While slave: when the master's lease as last seen ends at the
-	// earliest, and whether the wait is for a holder the slave has seen
-	// (not a refusal that named nobody, as the restart guard's).
+	// While slave: when the lease last seen ends at the earliest, and
+	// whether it names a holder (the restart guard's refusal does not).
 	heldUntil   time.Time
 	holderKnown bool
 
@@ -155,10 +151,9 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 	return false
 }
 
-// becomeMaster begins the tenure of lease l, claimed by a request sent at
-// sent. It reports false, beginning nothing, if the tenure's deadline has
-// passed already: the key stays ours on the store until its TTL, and the
-// next claim finds it and starts a new tenure with a new epoch.
+// becomeMaster begins the tenure of lease l, claimed at sent. It reports
+// false, beginning nothing, if its deadline has passed already: the next
+// claim finds the key ours and starts a new tenure with a new epoch.
 func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.Time) bool {
 	e := c.e
 	c.observe(l.Token)
@@ -256,9 +251,8 @@ func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 }
 
 // await sends a renewal and waits for its reply, the tenure's deadline or
-// the end of ctx, whichever comes first. The holding bounds the renewal by
-// the deadline and voids a reply that lands after it; one that has not
-// come back when await returns stays in flight until join.
+// the end of ctx, whichever comes first; the holding voids a reply that
+// lands after the deadline.
 func (c *campaign) await(ctx context.Context) (outcome, error) {
 	h, done := c.h, make(chan error, 1) // capacity 1: the goroutine never blocks on it
 	rctx, cancel := context.WithCancel(ctx)
@@ -278,8 +272,7 @@ func (c *campaign) await(ctx context.Context) (outcome, error) {
 	}
 }
 
-// join cancels the renewal still in flight, if any, and waits for it to
-// return. Its reply is dropped.
+// join cancels the renewal still in flight, if any, and waits for it.
 func (c *campaign) join() {
 	if c.cancelRenew != nil {
 		c.cancelRenew()
@@ -336,10 +329,9 @@ func (c *campaign) stepDown(ctx context.Context) {
 	e.logger.Info("role: no longer master", "key", e.key, "reason", "stopping")
 }
 
-// endTenure ends the tenure locally, in the order a reader may rely on:
-// IsMaster turns false, then the tenure's context is cancelled (the
-// holding does both, at its deadline, on Lose or here), then Tenure and
-// Status stop naming it, then OnDemoted is queued.
+// endTenure ends the tenure locally, in the order the package doc
+// promises: the holding ends, then Status stops naming it, then OnDemoted
+// is queued.
 func (c *campaign) endTenure() {
 	e, epoch := c.e, c.h.Token()
 	c.h.End()
@@ -365,9 +357,8 @@ func (c *campaign) seeHolder(err error) {
 	}
 }
 
-// acquire claims the role with the highest epoch this elector has seen,
-// in this Run or an earlier one, as the floor. The claim is bounded by the
-// tenure it would begin: a grant that comes back later is void.
+// acquire claims the role, the highest epoch seen as the floor, bounded by
+// the tenure it would begin.
 func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 	e := c.e
 	actx, cancel := context.WithTimeout(ctx, min(e.cfg.OperationTimeout, e.cfg.HeartbeatExpiration-e.terms.Margin))
@@ -375,8 +366,7 @@ func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 	return e.store.Acquire(actx, e.key, e.owner, e.cfg.HeartbeatExpiration, e.epoch.Load())
 }
 
-// observe raises the visible epoch, which is also the fencing floor of
-// the elector's claims, to token.
+// observe raises the epoch seen, the floor of claims, to token.
 func (c *campaign) observe(token uint64) {
 	for {
 		old := c.e.epoch.Load()

@@ -47,8 +47,8 @@
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
 //     OnMasterChange follow. Callbacks, OnDuplicateID and the observer's
-//     reports run in order on one goroutine per elector, never
-//     concurrently, and never delay a renewal or a claim.
+//     reports of one elector run in order, one at a time, on a callback
+//     goroutine of their own, and never delay a renewal or a claim.
 //   - A store that may have lost data grants nothing until every lease it
 //     may have granted before has ended (a refusal without a holder):
 //     slaves wait that long, or for a release, asking once, and nobody,

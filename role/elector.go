@@ -67,9 +67,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 		return nil, err
 	}
 	var nonce [6]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, fmt.Errorf("role: cannot draw a process nonce: %w", err)
-	}
+	rand.Read(nonce[:]) // never fails (crypto/rand)
 	e := &Elector{
 		store:  store,
 		id:     id,
@@ -181,7 +179,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	ev := newEvents(e.hooks.observer)
+	ev := &events{observer: e.hooks.observer}
 	defer ev.close()
 	var presence sync.WaitGroup
 	defer presence.Wait()

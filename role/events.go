@@ -2,23 +2,16 @@ package role
 
 import "sync"
 
-// events runs an elector's callbacks in order on one goroutine, so a slow
-// callback never delays a renewal and callbacks of one elector never
-// overlap.
+// events runs an elector's callbacks in order, one at a time, on a
+// goroutine it starts while any are queued, so a slow callback never
+// delays a renewal and callbacks of one elector never overlap.
 type events struct {
 	observer func(Event)
 
-	mu     sync.Mutex
-	queue  []func()
-	closed bool
-	wake   chan struct{}
-	done   chan struct{}
-}
-
-func newEvents(observer func(Event)) *events {
-	ev := &events{observer: observer, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go ev.deliver()
-	return ev
+	mu    sync.Mutex
+	queue []func()
+	busy  bool           // a goroutine is running the queue
+	idle  sync.WaitGroup // waits for that goroutine
 }
 
 // step queues one step of the election: the observer's report obs (none
@@ -29,6 +22,7 @@ func (ev *events) step(obs Event, f func()) {
 		o = nil
 	}
 	ev.mu.Lock()
+	defer ev.mu.Unlock()
 	ev.queue = append(ev.queue, func() {
 		if o != nil {
 			o(obs)
@@ -37,8 +31,10 @@ func (ev *events) step(obs Event, f func()) {
 			f()
 		}
 	})
-	ev.mu.Unlock()
-	poke(ev.wake)
+	if !ev.busy {
+		ev.busy = true
+		ev.idle.Go(ev.deliver)
+	}
 }
 
 // bind returns f applied to v, or nil if f is nil.
@@ -49,33 +45,24 @@ func bind[T any](f func(T), v T) func() {
 	return func() { f(v) }
 }
 
-// close runs what is queued, then stops the goroutine and waits for it.
-func (ev *events) close() {
-	ev.mu.Lock()
-	ev.closed = true
-	ev.mu.Unlock()
-	poke(ev.wake)
-	<-ev.done
-}
-
 func (ev *events) deliver() {
-	defer close(ev.done)
 	for {
 		ev.mu.Lock()
-		batch, closed := ev.queue, ev.closed
-		ev.queue = nil
+		batch := ev.queue
+		ev.queue, ev.busy = nil, len(batch) > 0
 		ev.mu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
 		for _, f := range batch {
 			f()
 		}
-		if len(batch) == 0 {
-			if closed {
-				return
-			}
-			<-ev.wake
-		}
 	}
 }
+
+// close waits until every step queued has run. No step may be queued
+// once it is called.
+func (ev *events) close() { ev.idle.Wait() }
 
 // poke signals ch, of capacity 1, without blocking.
 func poke(ch chan struct{}) {

@@ -52,8 +52,14 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 	}
 	out := make([]Member, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, Member{ID: m.Identity, Owner: m.Name, Master: m.Name == master, Self: m.Name == e.owner,
-			StartedAt: startedAt(m.Data), LastSeen: m.Age})
+		out = append(out, Member{
+			ID:        m.Identity,
+			Owner:     m.Name,
+			Master:    m.Name == master,
+			Self:      m.Name == e.owner,
+			StartedAt: startedAt(m.Data),
+			LastSeen:  m.Age,
+		})
 	}
 	return out, nil
 }

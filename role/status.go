@@ -42,32 +42,26 @@ type Status struct {
 func (e *Elector) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	dup := e.duplicateLocked(e.clock.Now())
-	var seen, recovering time.Time
-	var entry string
-	if dup != "" {
-		seen, entry = e.duplicateAt, e.memberEntry(dup)
+	now := e.clock.Now()
+	s := Status{
+		Enabled:     !e.cfg.Disabled,
+		Running:     e.running.Load(),
+		IsMaster:    e.IsMaster(),
+		Instance:    e.idText,
+		Key:         e.key,
+		Master:      e.masterLocked(),
+		Epoch:       e.epoch.Load(),
+		Since:       e.since,
+		LastError:   e.lastErr,
+		LastErrorAt: e.lastErrAt,
 	}
-	if !e.IsMaster() && e.recovering.After(e.clock.Now()) {
-		recovering = e.recovering
+	if s.Duplicate = e.duplicateLocked(now); s.Duplicate != "" {
+		s.DuplicateSeen, s.DuplicateEntry = e.duplicateAt, e.memberEntry(s.Duplicate)
 	}
-	return Status{
-		Enabled:        !e.cfg.Disabled,
-		Running:        e.running.Load(),
-		IsMaster:       e.IsMaster(),
-		Instance:       e.idText,
-		Key:            e.key,
-		Master:         e.masterLocked(),
-		Epoch:          e.epoch.Load(),
-		Since:          e.since,
-		LastError:      e.lastErr,
-		LastErrorAt:    e.lastErrAt,
-		Duplicate:      dup,
-		DuplicateSeen:  seen,
-		DuplicateEntry: entry,
-
-		RecoveringUntil: recovering,
+	if !s.IsMaster && e.recovering.After(now) {
+		s.RecoveringUntil = e.recovering
 	}
+	return s
 }
 
 // warn records err as the last store error (Status.LastError) and logs
