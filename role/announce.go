@@ -56,7 +56,5 @@ func (e *Elector) announce(ctx context.Context) {
 // roleChanged tells the announcer, if any, that the role changed; it
 // never blocks.
 func (e *Elector) roleChanged() {
-	if e.kick != nil {
-		poke(e.kick)
-	}
+	poke(e.kick)
 }

@@ -208,7 +208,7 @@ func (c *campaign) lead(ctx context.Context, sent time.Time) {
 			c.stepDown(ctx)
 			return
 		case expired:
-			c.expire("renewals failed until the safety deadline", nil)
+			c.lose(errDeadline, "renewals failed until the safety deadline", nil)
 			return
 		}
 		var ok bool
@@ -233,7 +233,7 @@ func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 			err = nil // a reply that came back too late, or none
 		}
 		c.renewFailed(epoch, took, err)
-		c.expire("no renewal came back before the safety deadline", err)
+		c.lose(errDeadline, "no renewal came back before the safety deadline", err)
 	case err == nil:
 		c.report(Event{Kind: EventRenewal, Epoch: epoch, Latency: took})
 		return sent.Add(e.cfg.HeartbeatInterval), true
@@ -241,7 +241,7 @@ func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 		c.stepDown(ctx)
 	case errors.Is(err, backend.ErrNotHeld):
 		c.renewFailed(epoch, took, err)
-		c.lost(err)
+		c.lose(fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err), "", err)
 	default:
 		c.renewFailed(epoch, took, err)
 		e.warn(err, "role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", epoch)
@@ -300,22 +300,24 @@ func (c *campaign) pause(ctx context.Context, tenure <-chan struct{}, d time.Dur
 	}
 }
 
-// expire ends the tenure at its deadline. err is the reply of a renewal
-// that came back too late, if one did.
-func (c *campaign) expire(why string, err error) {
-	c.h.Lose(errDeadline)
+// lose ends the tenure before Run stops: at its deadline (cause
+// errDeadline; why is logged) or on a renewal the store refused with err
+// (someone else holds the role, or the key vanished). A holder err names
+// is the master seen next.
+func (c *campaign) lose(cause error, why string, err error) {
+	e := c.e
+	c.h.Lose(cause)
 	c.endTenure()
-	c.e.logger.Info("role: no longer master", "key", c.e.key, "reason", why)
-	c.seeHolder(err)
-}
-
-// lost ends the tenure on a renewal the store refused: someone else holds
-// the role, or the key vanished (expired, or the store lost its data).
-func (c *campaign) lost(err error) {
-	c.h.Lose(fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err))
-	c.endTenure()
-	c.seeHolder(err)
-	c.e.logger.Warn("role: mastership lost", "key", c.e.key, "err", err)
+	if cause == errDeadline {
+		e.logger.Info("role: no longer master", "key", e.key, "reason", why)
+	} else {
+		e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
+	}
+	var nh *backend.NotHeldError
+	if errors.As(err, &nh) && nh.Holder.Owner != "" {
+		c.observe(nh.Holder.Token)
+		c.seeMaster(nh.Holder.Owner)
+	}
 }
 
 // stepDown ends the tenure because Run is stopping: first locally, then in
@@ -346,15 +348,6 @@ func (c *campaign) endTenure() {
 	e.mu.Unlock()
 	c.ev.step(Event{Kind: EventDemoted, Epoch: epoch}, e.hooks.demoted)
 	e.roleChanged()
-}
-
-// seeHolder records the holder a refused renewal names, if it names one.
-func (c *campaign) seeHolder(err error) {
-	var nh *backend.NotHeldError
-	if errors.As(err, &nh) && nh.Holder.Owner != "" {
-		c.observe(nh.Holder.Token)
-		c.seeMaster(nh.Holder.Owner)
-	}
 }
 
 // acquire claims the role, the highest epoch seen as the floor, bounded by

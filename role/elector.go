@@ -51,7 +51,7 @@ type Elector struct {
 	recovering  time.Time // until when the store's restart guard grants no role; see Status
 
 	announcer Announcer     // WithAnnouncer
-	kick      chan struct{} // tells the announcer the role changed
+	kick      chan struct{} // tells the announcer, if any, the role changed
 }
 
 // NewElector returns an elector for the instance id on store. It checks
@@ -74,6 +74,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 		idText: id.String(),
 		key:    backend.AppKey(id.Tenant, id.App, "role"),
 		group:  backend.AppKey(id.Tenant, id.App, "members"),
+		kick:   make(chan struct{}, 1),
 		cfg:    cfg.WithDefaults(),
 		clock:  clock.Real,
 		logger: slog.Default(),
@@ -87,9 +88,6 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	}
 	if err := backend.ValidateOwner(e.owner); err != nil {
 		return nil, fmt.Errorf("role: instance ID %q is not usable as an owner: %w", e.idText, err)
-	}
-	if e.announcer != nil {
-		e.kick = make(chan struct{}, 1)
 	}
 	e.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(e.clock), Margin: e.cfg.SafetyMargin, OpTimeout: e.cfg.OperationTimeout}
 	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText, "backend", backend.StoreName(store))
@@ -130,15 +128,6 @@ func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 		return h.Context(), h.Token(), true
 	}
 	return nil, 0, false
-}
-
-// masterLocked is the master as last seen, with e.mu held: while this
-// instance holds a tenure, the clock decides, as for IsMaster.
-func (e *Elector) masterLocked() string {
-	if e.tenure != nil && e.master == e.idText && !e.IsMaster() {
-		return ""
-	}
-	return e.master
 }
 
 // IsMasterOf reports whether instanceID is the master of app (in this
@@ -183,11 +172,9 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer ev.close()
 	var presence sync.WaitGroup
 	defer presence.Wait()
-	pctx, stopPresence := context.WithCancel(ctx)
-	defer stopPresence()
-	presence.Go(func() { e.presence(pctx, ev) })
+	presence.Go(func() { e.presence(ctx, ev) }) // ctx has ended when the campaign returns
 	if e.announcer != nil {
-		presence.Go(func() { e.announce(pctx) })
+		presence.Go(func() { e.announce(ctx) })
 	}
 	c := campaign{e: e, ev: ev}
 	c.loop(ctx)
@@ -205,11 +192,7 @@ func ownerID(owner string) string {
 
 // jitter returns a small random delay, at most 1% of ttl and 20 ms.
 func jitter(ttl time.Duration) time.Duration {
-	n := int64(min(ttl/100, 20*time.Millisecond))
-	if n <= 0 {
-		return 0
-	}
-	return time.Duration(mrand.Int64N(n + 1))
+	return time.Duration(mrand.Int64N(int64(min(ttl/100, 20*time.Millisecond)) + 1))
 }
 
 type epochKey struct{}

@@ -49,11 +49,14 @@ func (e *Elector) Status() Status {
 		IsMaster:    e.IsMaster(),
 		Instance:    e.idText,
 		Key:         e.key,
-		Master:      e.masterLocked(),
+		Master:      e.master,
 		Epoch:       e.epoch.Load(),
 		Since:       e.since,
 		LastError:   e.lastErr,
 		LastErrorAt: e.lastErrAt,
+	}
+	if e.tenure != nil && e.master == e.idText && !s.IsMaster {
+		s.Master = "" // past the tenure's deadline, the clock decides, as for IsMaster
 	}
 	if s.Duplicate = e.duplicateLocked(now); s.Duplicate != "" {
 		s.DuplicateSeen, s.DuplicateEntry = e.duplicateAt, e.memberEntry(s.Duplicate)
