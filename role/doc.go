@@ -31,19 +31,17 @@
 //   - Fenced tenures: a tenure's epoch (Tenure, EpochFromContext, Status) is
 //     the store's fencing token for the grant, larger than every earlier
 //     tenure's, also after the store lost its data and for an instance that
-//     has seen no epoch (the store's clock is a floor of every token, and an
-//     elector passes the highest epoch it saw as the floor of its claims; a
+//     has seen no epoch: the store's clock is a floor of every token, and an
+//     elector passes the highest epoch it saw as the floor of its claims (a
 //     floor the store refuses as ahead of its clock, backend.ErrFloorAhead,
-//     is forgotten, and forged data under the role key is logged as
-//     "corrupt data in the store", never taken as an epoch). A tenure that
-//     ended is never resumed: a master that finds its own lease of an ended
-//     tenure still live releases it and claims afresh, with a new epoch.
+//     is forgotten; forged data under the role key is logged as "corrupt
+//     data in the store", never taken as an epoch). A tenure that ended is
+//     never resumed: a master that finds its ended tenure's lease still live
+//     releases it and claims afresh, with a new epoch.
 //   - Fast handover: the end of Run's context deletes the key at once, and
-//     waiting slaves, woken by the store's release notification, claim in
-//     milliseconds. After a crash, a slave claims at the key's remaining
-//     TTL plus a few milliseconds of jitter, not at its next tick.
-//   - Honest IsMaster: a master that cannot renew steps down on its own
-//     before the store can expire its key (see below).
+//     slaves, woken by the store's release notification, claim in
+//     milliseconds. After a crash, a slave claims at the key's remaining TTL
+//     plus a few milliseconds of jitter, not at its next tick.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
 //     OnMasterChange follow. Callbacks, OnDuplicateID and the observer's
@@ -51,11 +49,10 @@
 //     goroutine of their own, and never delay a renewal or a claim.
 //   - A store that may have lost data grants nothing until every lease it
 //     may have granted before has ended (a refusal without a holder):
-//     slaves wait that long, or for a release, asking once, and nobody,
-//     old instance or new, reads IsMaster true meanwhile while the old
-//     master still may. Status.RecoveringUntil says until when, and the
-//     elector logs why once per refusal (batonctl init declares a store
-//     new to baton whole).
+//     slaves wait that long, or for a release, asking once, and no
+//     instance, old or new, reads IsMaster true while the old master still
+//     may. Status.RecoveringUntil says until when, and the elector logs why
+//     once per refusal (batonctl init declares a store new to baton whole).
 //   - Duplicate instance IDs are detected: a process that sees the role
 //     held by another process with its own ID, or finds one in the member
 //     list renewing its entry, logs an error and reports it (Status,
@@ -68,19 +65,18 @@
 //
 // # One source of truth per tenure
 //
-// A tenure is one holding of the role key on internal/lease, and it ends
-// at the local deadline — send time of the last renewal that came back in
-// time, plus the TTL, minus Config.SafetyMargin — not when a store call
-// returns. At that moment IsMaster turns false and the tenure's context is
-// cancelled; then Tenure and Status stop naming this instance, OnDemoted
-// is queued and "no longer master" is logged. The elector does not rely on
-// the store honouring a renewal's context (go-redis ends a read at a
-// context's deadline only with ContextTimeoutEnabled): it stops waiting at
-// the deadline and drops a reply that comes later, even a successful one.
-// As the deadline is at least the safety margin before the store can
-// expire the key, all of this happens before another instance can be
-// granted the role. The elector then campaigns again as a slave; a win is
-// a new tenure with a new epoch and a new OnElected.
+// A tenure is one holding of the role key on internal/lease. A master that
+// cannot renew steps down on its own at the local deadline — send time of
+// the last renewal that came back in time, plus the TTL, minus
+// Config.SafetyMargin — not when a store call returns: IsMaster turns
+// false and the tenure's context is cancelled; then Tenure and Status stop
+// naming this instance, OnDemoted is queued and "no longer master" is
+// logged. The elector does not rely on the store honouring a renewal's
+// context (go-redis ends a read at a context's deadline only with
+// ContextTimeoutEnabled): it stops waiting at the deadline and drops a
+// reply that comes later, even a successful one. As the deadline is at
+// least the safety margin before the store can expire the key, all of this
+// happens before another instance can be granted the role.
 //
 // # What is not promised
 //
