@@ -15,7 +15,6 @@ import (
 // the one source of truth for a tenure (see the package doc).
 type campaign struct {
 	e     *Elector
-	ev    *events
 	watch backend.Watch
 	h     *lease.Holder // while master: the tenure's holding of the role key
 
@@ -171,8 +170,8 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.
 	e.master, e.since = e.idText, e.clock.Now()
 	e.mu.Unlock()
 	e.logger.Info("role: became master", "key", e.key, "epoch", l.Token)
-	c.ev.step(Event{Kind: EventElected, Epoch: l.Token}, bind(e.hooks.elected, h.Context()))
-	c.ev.step(Event{Kind: EventMasterChange, Epoch: l.Token, Master: e.idText}, bind(e.hooks.masterChange, e.idText))
+	e.ev.step(Event{Kind: EventElected, Epoch: l.Token}, bind(e.ev.elected, h.Context()))
+	e.ev.step(Event{Kind: EventMasterChange, Epoch: l.Token, Master: e.idText}, bind(e.ev.masterChange, e.idText))
 	e.roleChanged()
 	return true
 }
@@ -346,7 +345,7 @@ func (c *campaign) endTenure() {
 	}
 	e.since = e.clock.Now()
 	e.mu.Unlock()
-	c.ev.step(Event{Kind: EventDemoted, Epoch: epoch}, e.hooks.demoted)
+	e.ev.step(Event{Kind: EventDemoted, Epoch: epoch}, e.ev.demoted)
 	e.roleChanged()
 }
 
@@ -378,10 +377,10 @@ func (c *campaign) seeMaster(owner string) {
 	e.master, e.recovering = id, time.Time{}
 	e.mu.Unlock()
 	if id == e.idText && owner != e.owner {
-		e.reportDuplicate(c.ev, owner)
+		e.reportDuplicate(owner)
 	}
 	if changed {
-		c.ev.step(Event{Kind: EventMasterChange, Epoch: e.epoch.Load(), Master: id}, bind(e.hooks.masterChange, id))
+		e.ev.step(Event{Kind: EventMasterChange, Epoch: e.epoch.Load(), Master: id}, bind(e.ev.masterChange, id))
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // ID (see the package doc), for metrics or alerts: once per sighting that
 // Status reports as a new duplicate.
 func OnDuplicateID(f func(otherOwner string)) Option {
-	return func(e *Elector) { e.hooks.duplicate = hook.Join(e.hooks.duplicate, f) }
+	return func(e *Elector) { e.ev.duplicate = hook.Join(e.ev.duplicate, f) }
 }
 
 // Heartbeats alone cannot tell a live duplicate from a member entry
@@ -62,7 +62,7 @@ func (c *claimants) data(started time.Time) []byte {
 // found, reports the first whose data changed since the heartbeat before
 // as a duplicate, and logs once an entry found unchanged staleAfter
 // heartbeats in a row.
-func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c *claimants, dups []string) {
+func (e *Elector) judge(ctx context.Context, reg backend.Registry, c *claimants, dups []string) {
 	if len(dups) == 0 {
 		c.seen = nil
 		return
@@ -90,7 +90,7 @@ func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c
 		if ok && prev.data == now.data {
 			now.same = prev.same + 1
 		} else if ok && !reported {
-			e.reportDuplicate(ev, m.Name)
+			e.reportDuplicate(m.Name)
 			reported = true
 		}
 		if now.same >= staleAfter && !now.warned {
@@ -116,7 +116,7 @@ func (e *Elector) memberEntry(name string) string {
 
 // reportDuplicate records another live process with this instance's ID
 // and reports it unless it is still reported (duplicateLocked).
-func (e *Elector) reportDuplicate(ev *events, other string) {
+func (e *Elector) reportDuplicate(other string) {
 	e.mu.Lock()
 	now := e.clock.Now()
 	seen := e.duplicateLocked(now) == other
@@ -127,7 +127,7 @@ func (e *Elector) reportDuplicate(ev *events, other string) {
 	}
 	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
 		"other", other, "self", e.owner)
-	ev.step(Event{}, bind(e.hooks.duplicate, other))
+	e.ev.step(Event{}, bind(e.ev.duplicate, other))
 }
 
 // duplicateLocked returns the duplicate still reported at now, or "";

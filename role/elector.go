@@ -33,7 +33,7 @@ type Elector struct {
 
 	clock  clock.Clock
 	logger *slog.Logger
-	hooks  hooks
+	ev     events // the callbacks and their queue
 
 	terms   lease.Terms                  // the role key's lease terms (internal/lease)
 	held    atomic.Pointer[lease.Holder] // the current or last tenure's holding; IsMaster reads it
@@ -168,15 +168,14 @@ func (e *Elector) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	ev := &events{observer: e.hooks.observer}
-	defer ev.close()
+	defer e.ev.close()
 	var presence sync.WaitGroup
 	defer presence.Wait()
-	presence.Go(func() { e.presence(ctx, ev) }) // ctx has ended when the campaign returns
+	presence.Go(func() { e.presence(ctx) }) // ctx has ended when the campaign returns
 	if e.announcer != nil {
 		presence.Go(func() { e.announce(ctx) })
 	}
-	c := campaign{e: e, ev: ev}
+	c := campaign{e: e}
 	c.loop(ctx)
 	c.report(Event{Kind: EventStopped})
 	return nil

@@ -1,12 +1,19 @@
 package role
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // events runs an elector's callbacks in order, one at a time, on a
 // goroutine it starts while any are queued, so a slow callback never
 // delays a renewal and callbacks of one elector never overlap.
 type events struct {
-	observer func(Event)
+	elected      func(context.Context)
+	demoted      func()
+	masterChange func(string)
+	duplicate    func(string)
+	observer     func(Event)
 
 	mu    sync.Mutex
 	queue []func()

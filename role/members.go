@@ -78,8 +78,8 @@ func startedAt(data []byte) time.Time {
 // presence heartbeats this elector's member entry every two heartbeat
 // intervals until ctx ends, then leaves the group. It returns at once when
 // the store keeps no member list. Other live processes that claim this
-// instance's ID are reported on ev (see claimants).
-func (e *Elector) presence(ctx context.Context, ev *events) {
+// instance's ID are reported (see claimants).
+func (e *Elector) presence(ctx context.Context) {
 	reg, ok := e.store.(backend.Registry)
 	if !ok {
 		return
@@ -97,7 +97,7 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 		case err != nil && ctx.Err() == nil:
 			e.warn(err, "role: member heartbeat failed", "group", e.group)
 		case err == nil:
-			e.judge(ctx, reg, ev, &others, dups)
+			e.judge(ctx, reg, &others, dups)
 		}
 	}, func(lctx context.Context) {
 		if err := reg.Leave(lctx, e.group, e.owner); err != nil {

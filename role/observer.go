@@ -71,19 +71,19 @@ type Event struct {
 // up a renewal or a claim; it must return quickly, or it delays the
 // callbacks. Given more than once, every observer gets every report.
 func WithObserver(f func(Event)) Option {
-	return func(e *Elector) { e.hooks.observer = hook.Join(e.hooks.observer, f) }
+	return func(e *Elector) { e.ev.observer = hook.Join(e.ev.observer, f) }
 }
 
 // report queues ev for the observer, if there is one, with the highest
 // epoch seen unless ev names one.
 func (c *campaign) report(ev Event) {
-	if c.ev.observer == nil {
+	if c.e.ev.observer == nil {
 		return
 	}
 	if ev.Epoch == 0 {
 		ev.Epoch = c.e.epoch.Load()
 	}
-	c.ev.step(ev, nil)
+	c.e.ev.step(ev, nil)
 }
 
 // renewFailed reports a failed renewal of the tenure with epoch; err nil

@@ -8,14 +8,6 @@ import (
 	"github.com/baton-go/baton/internal/hook"
 )
 
-type hooks struct {
-	elected      func(context.Context)
-	demoted      func()
-	masterChange func(string)
-	duplicate    func(string)
-	observer     func(Event)
-}
-
 // Option configures an Elector. The callback options (OnElected,
 // OnDemoted, OnMasterChange, OnDuplicateID, WithObserver) add to each
 // other: given twice, both callbacks run, in the order given.
@@ -27,7 +19,7 @@ type Option func(*Elector)
 // ends), the signal to stop the tenure's work. EpochFromContext(ctx)
 // returns the tenure's epoch; each tenure has its own context and epoch.
 func OnElected(f func(ctx context.Context)) Option {
-	return func(e *Elector) { e.hooks.elected = hook.Join(e.hooks.elected, f) }
+	return func(e *Elector) { e.ev.elected = hook.Join(e.ev.elected, f) }
 }
 
 // OnDemoted registers f to be called when this instance stops being
@@ -35,14 +27,14 @@ func OnElected(f func(ctx context.Context)) Option {
 // context is cancelled and Status().Master no longer names this instance.
 // Use it to record the loss; stop the tenure's work on the context.
 func OnDemoted(f func()) Option {
-	return func(e *Elector) { e.hooks.demoted = hook.Join0(e.hooks.demoted, f) }
+	return func(e *Elector) { e.ev.demoted = hook.Join0(e.ev.demoted, f) }
 }
 
 // OnMasterChange registers f to be called with the instance ID of the
 // master each time this instance learns that the master changed,
 // including to itself.
 func OnMasterChange(f func(instanceID string)) Option {
-	return func(e *Elector) { e.hooks.masterChange = hook.Join(e.hooks.masterChange, f) }
+	return func(e *Elector) { e.ev.masterChange = hook.Join(e.ev.masterChange, f) }
 }
 
 // WithLogger sets the logger (default slog.Default()).
