@@ -34,11 +34,9 @@ func WithAnnouncer(a Announcer) Option {
 func (e *Elector) announce(ctx context.Context) {
 	a := e.announcer
 	announced, was := false, false
-	e.every(ctx, e.cfg.HeartbeatInterval, e.kick, func() {
+	e.every(ctx, e.cfg.HeartbeatInterval, e.kick, func(actx context.Context) {
 		master := e.IsMaster()
-		actx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 		err := a.Announce(actx, master)
-		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			e.warn(err, "role: announcement failed", "master", master)

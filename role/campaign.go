@@ -18,11 +18,6 @@ type campaign struct {
 	watch backend.Watch
 	h     *lease.Holder // while master: the tenure's holding of the role key
 
-	// While slave: when the lease last seen ends at the earliest, and
-	// whether it names a holder (the restart guard's refusal does not).
-	heldUntil   time.Time
-	holderKnown bool
-
 	// A renewal runs on a goroutine of its own, so that the campaign can
 	// wait for its reply and for the tenure's deadline at once and never
 	// depends on the store honouring the call's context. One the campaign
@@ -143,10 +138,8 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 		c.pause(ctx, nil, b.next())
 		return false
 	}
-	// Wait until the lease ends or a release wakes us; the TTL counts from
-	// now, after the reply, so it is not shorter than the store's.
-	c.heldUntil, c.holderKnown = e.clock.Now().Add(h.TTL), h.Owner != ""
-	c.wait(ctx)
+	// The TTL counts from now, after the reply: not shorter than the store's.
+	c.wait(ctx, e.clock.Now().Add(h.TTL), h.Owner != "")
 	return false
 }
 
@@ -404,34 +397,34 @@ func (c *campaign) closeWatch() {
 }
 
 // wait sleeps until the role key is worth claiming: its holder released
-// it, or the lease last seen (heldUntil) has ended, or ctx ended. An
-// announced renewal moves heldUntil to the renewed lease's end, so a slave
-// asks the store nothing while the master is healthy; but a wait that
-// began with no holder named (the restart guard's refusal) ends at the
-// first renewal, so that the slave looks and learns who was elected. A
+// it, or the lease last seen has ended (at heldUntil at the earliest), or
+// ctx ended. An announced renewal moves heldUntil to the renewed lease's
+// end, so a slave asks the store nothing while the master is healthy; but
+// a wait for no holder named (holderKnown false: the restart guard's
+// refusal) ends at the first renewal, so that the slave learns who won. A
 // "maybe free" event (a lost connection, a store that lost its data) does
 // not end the wait early: the old master may still believe in a lease the
 // store forgot, and it stops believing only at its own deadline, which is
 // before heldUntil.
-func (c *campaign) wait(ctx context.Context) {
+func (c *campaign) wait(ctx context.Context, heldUntil time.Time, holderKnown bool) {
 	e := c.e
 	var events <-chan backend.Event
 	if c.watch != nil {
 		events = c.watch.C()
 	}
 	ttl := e.cfg.HeartbeatExpiration
-	t := e.clock.NewTimer(c.waitBound(c.heldUntil.Sub(e.clock.Now()) + jitter(ttl)))
+	t := e.clock.NewTimer(c.waitBound(heldUntil.Sub(e.clock.Now()) + jitter(ttl)))
 	defer t.Stop()
 	for {
 		select {
 		case ev := <-events:
 			switch {
-			case ev.Kind == backend.EventReleased, ev.Kind == backend.EventRenewed && !c.holderKnown:
+			case ev.Kind == backend.EventReleased, ev.Kind == backend.EventRenewed && !holderKnown:
 				return
 			case ev.Kind == backend.EventRenewed:
-				c.heldUntil = e.clock.Now().Add(ev.TTL)
+				heldUntil = e.clock.Now().Add(ev.TTL)
 				t.Reset(c.waitBound(ev.TTL + jitter(ttl)))
-			case !e.clock.Now().Before(c.heldUntil):
+			case !e.clock.Now().Before(heldUntil):
 				return
 			}
 		case <-t.C():

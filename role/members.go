@@ -88,11 +88,9 @@ func (e *Elector) presence(ctx context.Context) {
 	me := backend.Member{Name: e.owner, Identity: e.idText}
 	var others claimants
 	ttl := e.cfg.HeartbeatExpiration + e.cfg.HeartbeatInterval
-	e.every(ctx, 2*e.cfg.HeartbeatInterval, nil, func() {
+	e.every(ctx, 2*e.cfg.HeartbeatInterval, nil, func(hctx context.Context) {
 		me.Data = others.data(started)
-		hctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 		dups, err := reg.Heartbeat(hctx, e.group, me, ttl)
-		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			e.warn(err, "role: member heartbeat failed", "group", e.group)
@@ -107,9 +105,9 @@ func (e *Elector) presence(ctx context.Context) {
 }
 
 // every calls beat at once, then d after each call and whenever kick
-// fires, until ctx ends; then it calls leave, with a context that ends
-// after the operation timeout.
-func (e *Elector) every(ctx context.Context, d time.Duration, kick <-chan struct{}, beat func(), leave func(context.Context)) {
+// fires, until ctx ends; then it calls leave. Each call's context ends
+// after the operation timeout; leave's is not ended by ctx.
+func (e *Elector) every(ctx context.Context, d time.Duration, kick <-chan struct{}, beat, leave func(context.Context)) {
 	t := e.clock.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -122,7 +120,9 @@ func (e *Elector) every(ctx context.Context, d time.Duration, kick <-chan struct
 		case <-kick:
 		case <-t.C():
 		}
-		beat()
+		bctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
+		beat(bctx)
+		cancel()
 		t.Reset(d)
 	}
 }
