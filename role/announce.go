@@ -30,49 +30,29 @@ func WithAnnouncer(a Announcer) Option {
 	return func(e *Elector) { e.announcer = a }
 }
 
-// announce runs the Announcer until ctx ends, then withdraws. kick says
-// the role changed.
-func (e *Elector) announce(ctx context.Context, kick <-chan struct{}) {
+// announce runs the Announcer until ctx ends, then withdraws.
+func (e *Elector) announce(ctx context.Context) {
 	a := e.announcer
-	t := e.clock.NewTimer(0)
-	defer t.Stop()
 	announced, was := false, false
-	for {
-		select {
-		case <-ctx.Done():
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.OperationTimeout)
-			if err := a.Withdraw(wctx); err != nil {
-				e.logger.Warn("role: could not withdraw the announcement", "err", err)
-			}
-			cancel()
-			return
-		case <-kick:
-		case <-t.C():
-		}
+	e.every(ctx, e.cfg.HeartbeatInterval, e.kick, func(actx context.Context) {
 		master := e.IsMaster()
-		actx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
 		err := a.Announce(actx, master)
-		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
-			e.setErr(err)
-			e.logger.Warn("role: announcement failed", "master", master, "err", err)
+			e.warn(err, "role: announcement failed", "master", master)
 		case err == nil && (!announced || was != master):
 			e.logger.Debug("role: announced", "master", master)
 			announced, was = true, master
 		}
-		t.Reset(e.cfg.HeartbeatInterval)
-	}
+	}, func(wctx context.Context) {
+		if err := a.Withdraw(wctx); err != nil {
+			e.logger.Warn("role: could not withdraw the announcement", "err", err)
+		}
+	})
 }
 
 // roleChanged tells the announcer, if any, that the role changed; it
 // never blocks.
 func (e *Elector) roleChanged() {
-	if e.kick == nil {
-		return
-	}
-	select {
-	case e.kick <- struct{}{}:
-	default:
-	}
+	poke(e.kick)
 }

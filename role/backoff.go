@@ -11,10 +11,6 @@ type backoff struct {
 	first, max, cur time.Duration
 }
 
-func newBackoff(first, max time.Duration) *backoff {
-	return &backoff{first: first, max: max}
-}
-
 func (b *backoff) next() time.Duration {
 	if b.cur == 0 {
 		b.cur = b.first

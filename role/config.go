@@ -55,12 +55,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports every timing rule the configuration breaks, after
-// defaults are applied, in one error. It names the Go fields; the config
-// package reports the same rules under the configuration keys.
-// HeartbeatExpiration must be a lease a store holds (backend.ValidateLease:
-// 1 ms to 365 days); HeartbeatInterval must be at least 1 ms and less
-// than half of it. Errors of durations out of range wrap
+// Validate reports, in one error naming the Go fields, every rule the
+// configuration breaks after defaults are applied: those of the fields'
+// docs, HeartbeatExpiration a lease a store holds (backend.ValidateLease)
+// and HeartbeatInterval at least 1 ms. Durations out of range wrap
 // backend.ErrInvalidArgument.
 func (c Config) Validate() error {
 	c = c.WithDefaults()

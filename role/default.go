@@ -31,20 +31,14 @@ func IsMaster() bool {
 		return el.IsMaster()
 	}
 	if noDefaultLogged.CompareAndSwap(false, true) {
-		logNoDefault()
+		caller := "unknown"
+		if pc, _, _, ok := runtime.Caller(1); ok {
+			if f := runtime.FuncForPC(pc); f != nil {
+				caller = f.Name()
+			}
+		}
+		slog.Error("role: IsMaster called with no default elector: it reports false (slave) until role.SetDefault(el) registers the service's elector",
+			"caller", caller)
 	}
 	return false
-}
-
-// logNoDefault logs that IsMaster was called, by IsMaster's caller, with
-// no default elector.
-func logNoDefault() {
-	caller := "unknown"
-	if pc, _, _, ok := runtime.Caller(2); ok {
-		if f := runtime.FuncForPC(pc); f != nil {
-			caller = f.Name()
-		}
-	}
-	slog.Error("role: IsMaster called with no default elector: it reports false (slave) until role.SetDefault(el) registers the service's elector",
-		"caller", caller)
 }

@@ -28,73 +28,55 @@
 //
 // # Beyond the rules
 //
-//   - Fenced tenures: every tenure's epoch is the store's fencing token for
-//     the grant, strictly larger than every earlier tenure's, also after the
-//     store lost its data, and also for an instance that started after the
-//     loss and has seen no epoch (the store's clock is a floor of every
-//     token; the elector also passes the highest epoch it saw, in this Run
-//     or an earlier one of the same Elector, as the floor of its claims;
-//     a floor the store refuses as ahead of its clock, backend.ErrFloorAhead,
-//     is forgotten, and forged data under the role key is logged as
-//     "corrupt data in the store" and never taken as an epoch).
-//     Tenure, EpochFromContext and Status return it. A
-//     tenure that ended is never resumed: a master that stepped down (its
-//     store out of reach) and then finds its own lease still live on the
-//     store releases it and claims afresh, so its next tenure has a new,
-//     larger epoch.
-//   - Fast handover: the end of Run's context gives the role up
-//     and deletes the key at once; waiting slaves are woken by the store's
-//     release notification and claim in milliseconds. After a crash, a slave
-//     schedules its next claim at the key's remaining TTL plus a few
-//     milliseconds of jitter, not at its next tick.
-//   - Honest IsMaster: see Elector.IsMaster. A master that cannot renew
-//     steps down on its own before the store can expire its key.
+//   - Fenced tenures: a tenure's epoch (Tenure, EpochFromContext, Status) is
+//     the store's fencing token for the grant, larger than every earlier
+//     tenure's, also after the store lost its data and for an instance that
+//     has seen no epoch: the store's clock is a floor of every token, and an
+//     elector passes the highest epoch it saw as the floor of its claims (a
+//     floor the store refuses as ahead of its clock, backend.ErrFloorAhead,
+//     is forgotten; forged data under the role key is logged as "corrupt
+//     data in the store", never taken as an epoch). A tenure that ended is
+//     never resumed: a master that finds its ended tenure's lease still live
+//     releases it and claims afresh, with a new epoch.
+//   - Fast handover: the end of Run's context deletes the key at once, and
+//     slaves, woken by the store's release notification, claim in
+//     milliseconds. After a crash, a slave claims at the key's remaining TTL
+//     plus a few milliseconds of jitter, not at its next tick.
 //   - Loss is observable: the context passed to OnElected (and returned by
 //     Tenure) is cancelled when the tenure ends; OnDemoted and
-//     OnMasterChange follow. Callbacks (OnDuplicateID too) run in order on
-//     one goroutine per elector, never concurrently, and a slow callback
-//     never delays a renewal or a claim.
-//   - WithObserver reports every step of the election for metrics (the
-//     metrics package); reports never hold up the heartbeat.
-//   - A store that grants nothing for a while (one that may have lost data
-//     refuses claims until every lease it may have granted before has
-//     ended: a refusal without a holder) makes slaves wait that long, or
-//     until a release, asking once; nobody is reported as master meanwhile.
-//     This holds for a brand-new instance too, so after a Redis restart
-//     without its data no instance, old or new, reads IsMaster true while
-//     the old master still may. Status.RecoveringUntil says until when,
-//     and the elector logs why once per refusal (a store new to baton
-//     looks the same: batonctl init declares one whole).
+//     OnMasterChange follow. Callbacks, OnDuplicateID and the observer's
+//     reports of one elector run in order, one at a time, on a callback
+//     goroutine of their own, and never delay a renewal or a claim.
+//   - A store that may have lost data grants nothing until every lease it
+//     may have granted before has ended (a refusal without a holder):
+//     slaves wait that long, or for a release, asking once, and no
+//     instance, old or new, reads IsMaster true while the old master still
+//     may. Status.RecoveringUntil says until when, and the elector logs why
+//     once per refusal (batonctl init declares a store new to baton whole).
+//   - Duplicate instance IDs are detected: a process that sees the role
+//     held by another process with its own ID, or finds one in the member
+//     list renewing its entry, logs an error and reports it (Status,
+//     OnDuplicateID) until that process has been gone for the role TTL and
+//     two heartbeat intervals. While another entry claims its ID, a member
+//     writes a changing count into its own entry at every heartbeat, so an
+//     entry written once and never renewed (forged, or left with a long
+//     TTL) is told apart: it is logged at warning level with where it is
+//     kept, not reported. A duplicate so takes two heartbeats to report.
 //
 // # One source of truth per tenure
 //
-// A tenure is one holding of the role key on internal/lease, the lease
-// holder synclock and schedlock use too, and it ends at the local deadline
-// — send time of the last renewal that came back in time, plus the TTL,
-// minus the safety margin (Config.SafetyMargin, for the claim and every
-// renewal) — not when a store call returns. At that moment, in this order,
-// IsMaster turns false and the tenure's context is cancelled (the holding
-// does both, on its timer), then the elector's goroutine has Tenure and
-// Status stop naming this instance, queues OnDemoted and logs the "no
-// longer master" line. Every renewal's context ends at the deadline, and the elector does not
-// rely on the store honouring it (go-redis lets a context's deadline end a
-// read only with ContextTimeoutEnabled): it stops waiting at the deadline
-// and drops a reply that comes back later, even a successful one. Because
-// the deadline is at least the safety margin before the store can expire
-// the key, all of this happens before any other instance can be granted
-// the role. After such an end the elector campaigns again as a slave; if
-// it wins, that is a new tenure with a new epoch and a new OnElected.
-//   - Duplicate instance IDs are detected: a process that sees the role held
-//     by another process with its own instance ID, or finds one in the
-//     member list renewing its entry, logs an error and reports it in
-//     Status until that process has been gone for the role TTL and two
-//     heartbeat intervals. A member entry with its ID that is written once
-//     and never renewed (forged, or left with a long TTL) is not a
-//     process: it is logged at warning level with where it is kept, and
-//     not reported. While it sees another entry claim its ID, a member
-//     writes a changing count in its own entry at every heartbeat, so that
-//     the other side can tell; a duplicate so takes two heartbeats to be
-//     reported.
+// A tenure is one holding of the role key on internal/lease. A master that
+// cannot renew steps down on its own at the local deadline — send time of
+// the last renewal that came back in time, plus the TTL, minus
+// Config.SafetyMargin — not when a store call returns: IsMaster turns
+// false and the tenure's context is cancelled; then Tenure and Status stop
+// naming this instance, OnDemoted is queued and "no longer master" is
+// logged. The elector does not rely on the store honouring a renewal's
+// context (go-redis ends a read at a context's deadline only with
+// ContextTimeoutEnabled): it stops waiting at the deadline and drops a
+// reply that comes later, even a successful one. As the deadline is at
+// least the safety margin before the store can expire the key, all of this
+// happens before another instance can be granted the role.
 //
 // # What is not promised
 //
@@ -105,13 +87,12 @@
 // should carry the epoch to the resource it changes and let that resource
 // reject an epoch older than one it has seen.
 //
-// OnDemoted reports after the fact: it runs once the tenure has ended, on
-// the callback goroutine, possibly after a successor was elected. The
-// tenure's context is the signal to act on. Even that is ended by a timer,
-// while IsMaster reads the clock on every call: a process that wakes from
-// a pause can see a live context for a moment while IsMaster already reads
-// false, and a write it had started goes on regardless. The epoch, checked
-// by the resource, is what protects.
+// OnDemoted reports after the fact, possibly after a successor was
+// elected; the tenure's context is the signal to act on. Even that is
+// ended by a timer, while IsMaster reads the clock on every call: a
+// process that wakes from a pause can see a live context for a moment
+// while IsMaster already reads false, and a write it had started goes on
+// regardless. The epoch, checked by the resource, is what protects.
 //
 // With the role disabled (Config.Disabled, scheduler-lock.enabled=false) the
 // elector writes nothing, IsMaster is always false and master-only jobs

@@ -8,27 +8,30 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/internal/hook"
 )
 
-// A member entry that claims this instance's ID is a duplicate only if a
-// live process keeps renewing it: a single write (an entry forged, or
-// left with a long TTL) must not mark this instance unhealthy for as long
-// as it lasts. Heartbeats alone cannot tell the two apart (a store
-// reports a member as live until its entry expires, and on Consul a
-// renewal leaves no trace), so a member that sees another claim its ID
-// stamps its entry with a beat count that changes at every heartbeat
-// (memberData.Beat), and judges each other claimant by its entry: one
-// whose data changed between two of its own heartbeats in a row is a
-// live process, reported (reportDuplicate); one whose data stays the same
-// is logged once as an entry to delete, and not reported. While another
-// entry claims its ID, each member heartbeat reads the member list once
-// more to see the claimants' data.
+// OnDuplicateID registers f to be called, on the callback goroutine, with
+// the owner string of another live process that claims this instance's
+// ID (see the package doc), for metrics or alerts: once per sighting that
+// Status reports as a new duplicate.
+func OnDuplicateID(f func(otherOwner string)) Option {
+	return func(e *Elector) { e.ev.duplicate = hook.Join(e.ev.duplicate, f) }
+}
 
-// claimant is another member entry that claimed this instance's ID at
-// the last member heartbeat.
+// Heartbeats alone cannot tell a live duplicate from a member entry
+// written once (forged, or left with a long TTL): a store reports a
+// member as live until its entry expires, and on Consul a renewal leaves
+// no trace. So while another entry claims its ID, a member stamps its own
+// with a beat count that changes at every heartbeat (memberData.Beat),
+// and judges each claimant by whether its data changed between two of its
+// own heartbeats in a row.
+
+// claimant is another member entry that claimed this instance's ID.
 type claimant struct {
-	data string // its data then
-	same int    // heartbeats in a row that found data unchanged
+	data   string // its data then
+	same   int    // heartbeats in a row that found data unchanged
+	warned bool   // logged as not renewed
 }
 
 // staleAfter is how many heartbeats in a row must find a claimant's
@@ -36,12 +39,11 @@ type claimant struct {
 // about once per heartbeat of ours, and may miss one by timing.
 const staleAfter = 2
 
-// claimants follows the other members that claim this instance's ID,
-// between member heartbeats. It belongs to the presence goroutine.
+// claimants follows them between member heartbeats, on the presence
+// goroutine.
 type claimants struct {
-	seen   map[string]claimant // by member name
-	warned map[string]bool     // logged as not renewed
-	beat   uint64              // this member's stamp while others claim its ID
+	seen map[string]claimant // by member name
+	beat uint64              // this member's stamp while others claim its ID
 }
 
 // data returns this member's entry data for the next heartbeat: its start
@@ -56,14 +58,13 @@ func (c *claimants) data(started time.Time) []byte {
 	return b
 }
 
-// judge reads the entries of dups, the other members that the last
-// heartbeat found claiming this instance's ID, and reports the first
-// whose data changed since the heartbeat before (a live process) as a
-// duplicate. An entry found unchanged staleAfter heartbeats in a row is
-// logged once, with where it is kept.
-func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c *claimants, dups []string) {
+// judge reads the entries of dups, the claimants the last heartbeat
+// found, reports the first whose data changed since the heartbeat before
+// as a duplicate, and logs once an entry found unchanged staleAfter
+// heartbeats in a row.
+func (e *Elector) judge(ctx context.Context, reg backend.Registry, c *claimants, dups []string) {
 	if len(dups) == 0 {
-		c.seen, c.warned = nil, nil
+		c.seen = nil
 		return
 	}
 	mctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
@@ -84,47 +85,23 @@ func (e *Elector) judge(ctx context.Context, reg backend.Registry, ev *events, c
 		if !slices.Contains(dups, m.Name) {
 			continue
 		}
-		if c.see(next, m.Name, string(m.Data)) && !reported {
-			e.reportDuplicate(ev, m.Name)
+		prev, ok := c.seen[m.Name]
+		now := claimant{data: string(m.Data), warned: prev.warned}
+		if ok && prev.data == now.data {
+			now.same = prev.same + 1
+		} else if ok && !reported {
+			e.reportDuplicate(m.Name)
 			reported = true
 		}
-		if next[m.Name].same >= staleAfter {
-			e.warnStale(c, m.Name)
+		if now.same >= staleAfter && !now.warned {
+			now.warned = true
+			e.logger.Warn("role: a member entry claims this instance ID but is not renewed by any process; it is not reported as a duplicate. "+
+				"If no other process runs with this ID, delete it",
+				"entry", e.memberEntry(m.Name), "self", e.owner)
 		}
-	}
-	for name := range c.warned {
-		if _, ok := next[name]; !ok {
-			delete(c.warned, name)
-		}
+		next[m.Name] = now
 	}
 	c.seen = next
-}
-
-// see records in next the data of member name's entry at this heartbeat,
-// and reports whether it changed since the heartbeat before.
-func (c *claimants) see(next map[string]claimant, name, data string) (changed bool) {
-	now := claimant{data: data}
-	prev, ok := c.seen[name]
-	if ok && prev.data == data {
-		now.same = prev.same + 1
-	}
-	next[name] = now
-	return ok && prev.data != data
-}
-
-// warnStale logs, once per entry, a member entry that claims this
-// instance's ID and is not renewed.
-func (e *Elector) warnStale(c *claimants, name string) {
-	if c.warned[name] {
-		return
-	}
-	if c.warned == nil {
-		c.warned = map[string]bool{}
-	}
-	c.warned[name] = true
-	e.logger.Warn("role: a member entry claims this instance ID but is not renewed by any process; it is not reported as a duplicate. "+
-		"If no other process runs with this ID, delete it",
-		"entry", e.memberEntry(name), "self", e.owner)
 }
 
 // memberEntry says where member name of the service's group is kept and
@@ -135,4 +112,31 @@ func (e *Elector) memberEntry(name string) string {
 		return loc.MemberEntry(e.group, name)
 	}
 	return fmt.Sprintf("member %q of the group %q", name, e.group)
+}
+
+// reportDuplicate records another live process with this instance's ID
+// and reports it unless it is still reported (duplicateLocked).
+func (e *Elector) reportDuplicate(other string) {
+	e.mu.Lock()
+	now := e.clock.Now()
+	seen := e.duplicateLocked(now) == other
+	e.duplicate, e.duplicateAt = other, now
+	e.mu.Unlock()
+	if seen {
+		return
+	}
+	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
+		"other", other, "self", e.owner)
+	e.ev.step(Event{}, bind(e.ev.duplicate, other))
+}
+
+// duplicateLocked returns the duplicate still reported at now, or "";
+// e.mu must be held. A live one is seen at each member heartbeat (every
+// two intervals) and while it holds the role; a stopped one's entry lasts
+// the role TTL and one interval more: unseen for longer, it is gone.
+func (e *Elector) duplicateLocked(now time.Time) string {
+	if e.duplicate == "" || now.Sub(e.duplicateAt) >= e.cfg.HeartbeatExpiration+2*e.cfg.HeartbeatInterval {
+		return ""
+	}
+	return e.duplicate
 }

@@ -31,39 +31,27 @@ type Elector struct {
 	group  string // the member list
 	cfg    Config
 
-	clock     clock.Clock
-	realClock bool
-	base      time.Time // deadlines are nanoseconds since base, read on the monotonic clock
-	logger    *slog.Logger
-	hooks     hooks
+	clock  clock.Clock
+	logger *slog.Logger
+	ev     events // the callbacks and their queue
 
-	// terms are the role key's lease terms: the store, the safety margin,
-	// the alarm that ends a tenure at its deadline (internal/lease).
-	terms lease.Terms
-	// held is the current or last tenure's holding of the role key;
-	// IsMaster reads its deadline. Once that has passed, or the tenure
-	// ended, it never moves again.
-	held  atomic.Pointer[lease.Holder]
-	epoch atomic.Uint64 // highest role token seen: own tenure's while master
+	terms   lease.Terms                  // the role key's lease terms (internal/lease)
+	held    atomic.Pointer[lease.Holder] // the current or last tenure's holding; IsMaster reads it
+	epoch   atomic.Uint64                // highest role token seen: own tenure's while master
+	running atomic.Bool
 
-	mu          sync.Mutex // guards the fields below
-	running     bool
-	master      string // last known master's instance ID
+	mu          sync.Mutex    // guards the fields below
+	tenure      *lease.Holder // the current tenure's holding, nil between tenures
+	master      string        // last known master's instance ID
+	since       time.Time
 	lastErr     error
 	lastErrAt   time.Time
 	duplicate   string    // owner string of another live process with our ID
 	duplicateAt time.Time // when it was last seen
-	// recovering is when the store said it grants the role again, after
-	// it refused a claim because it may have lost leases (its restart
-	// guard); zero when it did not.
-	recovering time.Time
-	// the current tenure's context (the one OnElected gets) and epoch
-	tenure      context.Context
-	tenureEpoch uint64
-	since       time.Time
+	recovering  time.Time // until when the store's restart guard grants no role; see Status
 
 	announcer Announcer     // WithAnnouncer
-	kick      chan struct{} // tells the announcer the role changed
+	kick      chan struct{} // tells the announcer, if any, the role changed
 }
 
 // NewElector returns an elector for the instance id on store. It checks
@@ -79,15 +67,14 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 		return nil, err
 	}
 	var nonce [6]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return nil, fmt.Errorf("role: cannot draw a process nonce: %w", err)
-	}
+	rand.Read(nonce[:]) // never fails (crypto/rand)
 	e := &Elector{
 		store:  store,
 		id:     id,
 		idText: id.String(),
 		key:    backend.AppKey(id.Tenant, id.App, "role"),
 		group:  backend.AppKey(id.Tenant, id.App, "members"),
+		kick:   make(chan struct{}, 1),
 		cfg:    cfg.WithDefaults(),
 		clock:  clock.Real,
 		logger: slog.Default(),
@@ -102,11 +89,6 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	if err := backend.ValidateOwner(e.owner); err != nil {
 		return nil, fmt.Errorf("role: instance ID %q is not usable as an owner: %w", e.idText, err)
 	}
-	if e.announcer != nil {
-		e.kick = make(chan struct{}, 1)
-	}
-	e.realClock = e.clock == clock.Real
-	e.base = e.clock.Now()
 	e.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(e.clock), Margin: e.cfg.SafetyMargin, OpTimeout: e.cfg.OperationTimeout}
 	e.logger = e.logger.With("app", id.App, "tenant", id.Tenant, "instance", e.idText, "backend", backend.StoreName(store))
 	return e, nil
@@ -120,13 +102,7 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 // came back before that deadline: one that comes back later, even a
 // successful one, never makes IsMaster true again; nor does anything once
 // IsMaster has read false in a tenure. It does no I/O, takes no lock and
-// does not allocate.
-//
-// IsMaster reads the clock on every call, while the tenure's context is
-// cancelled by the holding's timer when the deadline comes; for a moment
-// after the deadline (or after the process woke from a pause) IsMaster can
-// read false while the context is not cancelled yet. Neither protects a
-// write that is already on its way: the epoch does.
+// does not allocate. See the package doc for what it does not promise.
 func (e *Elector) IsMaster() bool {
 	h := e.held.Load()
 	return h != nil && h.Left() > 0
@@ -141,28 +117,17 @@ func (e *Elector) IsLeader(context.Context) error {
 	return ErrNotMaster
 }
 
-// Tenure returns the context and epoch of this instance's current tenure
-// as master — the context OnElected gets, cancelled when the tenure ends —
-// and ok=false when this instance is not master: from the tenure's
-// deadline on, even while a late renewal is still out. Code that starts
-// master-only work outside OnElected can watch ctx.Done() instead of
-// polling IsMaster.
+// Tenure returns the context (the one OnElected gets) and epoch of this
+// instance's current tenure, and ok=false when this instance is not
+// master: from the tenure's deadline on, even while a late renewal is
+// still out.
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.tenure == nil || e.tenure.Err() != nil || !e.IsMaster() {
-		return nil, 0, false
+	if h := e.tenure; h != nil && h.Context().Err() == nil && h.Left() > 0 {
+		return h.Context(), h.Token(), true
 	}
-	return e.tenure, e.tenureEpoch, true
-}
-
-// masterLocked is the master as last seen, with e.mu held: while this
-// instance holds a tenure, the clock decides, as for IsMaster.
-func (e *Elector) masterLocked() string {
-	if e.tenure != nil && e.master == e.idText && !e.IsMaster() {
-		return ""
-	}
-	return e.master
+	return nil, 0, false
 }
 
 // IsMasterOf reports whether instanceID is the master of app (in this
@@ -172,62 +137,48 @@ func (e *Elector) IsMasterOf(ctx context.Context, app, instanceID string) (bool,
 	if err := backend.ValidateKey(key); err != nil {
 		return false, fmt.Errorf("role: app %q: %w", app, err)
 	}
-	l, err := e.store.Get(ctx, key)
-	if errors.Is(err, backend.ErrNotFound) {
-		return false, nil
-	}
+	owner, err := e.roleOwner(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("role: reading the master of app %q: %w", app, err)
 	}
-	return ownerID(l.Owner) == instanceID, nil
+	return owner != "" && ownerID(owner) == instanceID, nil
 }
 
-// Run takes part in the election until ctx ends, then gives up the
-// mastership: IsMaster turns false and the OnElected context is cancelled
-// first, then the role key is released at once, so that another instance
-// takes over in milliseconds. Run returns once that is done and the
-// callbacks already queued have run. A second Run of one elector while the
-// first runs returns an error at once. With the role disabled it writes
-// nothing and just waits for ctx.
+// roleOwner reads the owner string held at the role key key, "" if none.
+func (e *Elector) roleOwner(ctx context.Context, key string) (string, error) {
+	l, err := e.store.Get(ctx, key)
+	if errors.Is(err, backend.ErrNotFound) {
+		return "", nil
+	}
+	return l.Owner, err
+}
+
+// Run takes part in the election until ctx ends, then ends the tenure, if
+// any, and releases the role key at once for another instance to take
+// over. It returns once that is done and the callbacks queued have run.
+// A second Run of one elector while the first runs returns an error at
+// once. With the role disabled it writes nothing and waits for ctx.
 func (e *Elector) Run(ctx context.Context) error {
-	e.mu.Lock()
-	running := e.running
-	e.running = true
-	e.mu.Unlock()
-	if running {
+	if !e.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("%w: elector for %s", errRunning, e.idText)
 	}
-	defer func() {
-		e.mu.Lock()
-		e.running = false
-		e.mu.Unlock()
-	}()
+	defer e.running.Store(false)
 	if e.cfg.Disabled {
 		e.logger.Info("role election disabled (scheduler-lock.enabled=false): this instance is never master")
 		<-ctx.Done()
 		return nil
 	}
-	ev := newEvents(e.hooks)
-	defer ev.close()
+	defer e.ev.close()
 	var presence sync.WaitGroup
 	defer presence.Wait()
-	pctx, stopPresence := context.WithCancel(ctx)
-	defer stopPresence()
-	presence.Go(func() { e.presence(pctx, ev) })
+	presence.Go(func() { e.presence(ctx) }) // ctx has ended when the campaign returns
 	if e.announcer != nil {
-		presence.Go(func() { e.announce(pctx, e.kick) })
+		presence.Go(func() { e.announce(ctx) })
 	}
-	c := campaign{e: e, ev: ev}
+	c := campaign{e: e}
 	c.loop(ctx)
 	c.report(Event{Kind: EventStopped})
 	return nil
-}
-
-func (e *Elector) now() int64 {
-	if e.realClock {
-		return int64(time.Since(e.base))
-	}
-	return int64(e.clock.Since(e.base))
 }
 
 // ownerID returns the instance ID part of a role owner string.
@@ -240,11 +191,7 @@ func ownerID(owner string) string {
 
 // jitter returns a small random delay, at most 1% of ttl and 20 ms.
 func jitter(ttl time.Duration) time.Duration {
-	n := int64(min(ttl/100, 20*time.Millisecond))
-	if n <= 0 {
-		return 0
-	}
-	return time.Duration(mrand.Int64N(n + 1))
+	return time.Duration(mrand.Int64N(int64(min(ttl/100, 20*time.Millisecond)) + 1))
 }
 
 type epochKey struct{}

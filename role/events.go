@@ -5,114 +5,76 @@ import (
 	"sync"
 )
 
-type eventKind int
-
-const (
-	evElected eventKind = iota
-	evDemoted
-	evMasterChange
-	evDuplicate
-	evObserved // for the observer only
-)
-
-type event struct {
-	kind  eventKind
-	ctx   context.Context // evElected: the tenure's context
-	id    string          // evMasterChange: the new master; evDuplicate: the other owner
-	epoch uint64          // evElected, evDemoted: the tenure's epoch
-	obs   Event           // evObserved
-}
-
-// events delivers callbacks in order on one goroutine, so a slow callback
-// never delays a renewal and callbacks of one elector never overlap.
+// events runs an elector's callbacks in order, one at a time, on a
+// goroutine it starts while any are queued, so a slow callback never
+// delays a renewal and callbacks of one elector never overlap.
 type events struct {
-	hooks hooks
+	elected      func(context.Context)
+	demoted      func()
+	masterChange func(string)
+	duplicate    func(string)
+	observer     func(Event)
 
-	mu     sync.Mutex
-	queue  []event
-	wake   chan struct{}
-	closed bool
-	done   chan struct{}
+	mu    sync.Mutex
+	queue []func()
+	busy  bool           // a goroutine is running the queue
+	idle  sync.WaitGroup // waits for that goroutine
 }
 
-func newEvents(h hooks) *events {
-	ev := &events{hooks: h, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go ev.deliver()
-	return ev
-}
-
-// push queues e; it never blocks.
-func (ev *events) push(e event) {
+// step queues one step of the election: the observer's report obs (none
+// if obs.Kind is 0), then f, if not nil. It never blocks.
+func (ev *events) step(obs Event, f func()) {
+	o := ev.observer
+	if obs.Kind == 0 {
+		o = nil
+	}
 	ev.mu.Lock()
-	ev.queue = append(ev.queue, e)
-	ev.mu.Unlock()
-	select {
-	case ev.wake <- struct{}{}:
-	default:
+	defer ev.mu.Unlock()
+	ev.queue = append(ev.queue, func() {
+		if o != nil {
+			o(obs)
+		}
+		if f != nil {
+			f()
+		}
+	})
+	if !ev.busy {
+		ev.busy = true
+		ev.idle.Go(ev.deliver)
 	}
 }
 
-// close delivers what is queued, then stops the goroutine and waits for it.
-func (ev *events) close() {
-	ev.mu.Lock()
-	ev.closed = true
-	ev.mu.Unlock()
-	select {
-	case ev.wake <- struct{}{}:
-	default:
+// bind returns f applied to v, or nil if f is nil.
+func bind[T any](f func(T), v T) func() {
+	if f == nil {
+		return nil
 	}
-	<-ev.done
+	return func() { f(v) }
 }
 
 func (ev *events) deliver() {
-	defer close(ev.done)
 	for {
 		ev.mu.Lock()
 		batch := ev.queue
-		ev.queue = nil
-		closed := ev.closed
+		ev.queue, ev.busy = nil, len(batch) > 0
 		ev.mu.Unlock()
-		for _, e := range batch {
-			ev.call(e)
-		}
 		if len(batch) == 0 {
-			if closed {
-				return
-			}
-			<-ev.wake
+			return
+		}
+		for _, f := range batch {
+			f()
 		}
 	}
 }
 
-func (ev *events) call(e event) {
-	if f := ev.hooks.observer; f != nil {
-		switch e.kind {
-		case evObserved:
-			f(e.obs)
-		case evElected:
-			f(Event{Kind: EventElected, Epoch: e.epoch})
-		case evDemoted:
-			f(Event{Kind: EventDemoted, Epoch: e.epoch})
-		case evMasterChange:
-			f(Event{Kind: EventMasterChange, Epoch: e.epoch, Master: e.id})
-		}
-	}
-	switch e.kind {
-	case evElected:
-		if ev.hooks.elected != nil {
-			ev.hooks.elected(e.ctx)
-		}
-	case evDemoted:
-		if ev.hooks.demoted != nil {
-			ev.hooks.demoted()
-		}
-	case evMasterChange:
-		if ev.hooks.masterChange != nil {
-			ev.hooks.masterChange(e.id)
-		}
-	case evDuplicate:
-		if ev.hooks.duplicate != nil {
-			ev.hooks.duplicate(e.id)
-		}
+// close waits until every step queued has run. No step may be queued
+// once it is called.
+func (ev *events) close() { ev.idle.Wait() }
+
+// poke signals ch, of capacity 1, without blocking.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }

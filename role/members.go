@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/hook"
 )
 
 // Member is one live instance of the service, as listed by Members.
@@ -31,22 +30,7 @@ type Member struct {
 
 type memberData struct {
 	Started time.Time `json:"started"`
-	// Beat changes at every heartbeat while another member claims this
-	// member's ID, so that the other can see this one is live (see
-	// claimants).
-	Beat uint64 `json:"beat,omitempty"`
-}
-
-// OnDuplicateID registers f to be called with the owner string of another
-// live process that claims this instance's ID: one that holds the role
-// key, or renews its member entry (a member entry that is not renewed is
-// logged only; see the package doc). The elector also logs the
-// duplicate at error level and reports it in Status until it has not been
-// seen for the role TTL and two heartbeat intervals (then f is called
-// again if it comes back); use f for metrics or alerts. f runs on the callback goroutine, in order with the other
-// callbacks, so a slow f never holds up the election.
-func OnDuplicateID(f func(otherOwner string)) Option {
-	return func(e *Elector) { e.hooks.duplicate = hook.Join(e.hooks.duplicate, f) }
+	Beat    uint64    `json:"beat,omitempty"` // see claimants
 }
 
 // Members lists the live instances of this elector's service: every
@@ -62,10 +46,8 @@ func (e *Elector) Members(ctx context.Context) ([]Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("role: listing the members of %s/%s: %w", e.id.Tenant, e.id.App, err)
 	}
-	var master string
-	if l, err := e.store.Get(ctx, e.key); err == nil {
-		master = l.Owner
-	} else if !errors.Is(err, backend.ErrNotFound) {
+	master, err := e.roleOwner(ctx, e.key)
+	if err != nil {
 		return nil, fmt.Errorf("role: reading the master of %s/%s: %w", e.id.Tenant, e.id.App, err)
 	}
 	out := make([]Member, 0, len(ms))
@@ -96,8 +78,8 @@ func startedAt(data []byte) time.Time {
 // presence heartbeats this elector's member entry every two heartbeat
 // intervals until ctx ends, then leaves the group. It returns at once when
 // the store keeps no member list. Other live processes that claim this
-// instance's ID are reported on ev (see claimants).
-func (e *Elector) presence(ctx context.Context, ev *events) {
+// instance's ID are reported (see claimants).
+func (e *Elector) presence(ctx context.Context) {
 	reg, ok := e.store.(backend.Registry)
 	if !ok {
 		return
@@ -106,68 +88,41 @@ func (e *Elector) presence(ctx context.Context, ev *events) {
 	me := backend.Member{Name: e.owner, Identity: e.idText}
 	var others claimants
 	ttl := e.cfg.HeartbeatExpiration + e.cfg.HeartbeatInterval
-	every := 2 * e.cfg.HeartbeatInterval
+	e.every(ctx, 2*e.cfg.HeartbeatInterval, nil, func(hctx context.Context) {
+		me.Data = others.data(started)
+		dups, err := reg.Heartbeat(hctx, e.group, me, ttl)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			e.warn(err, "role: member heartbeat failed", "group", e.group)
+		case err == nil:
+			e.judge(ctx, reg, &others, dups)
+		}
+	}, func(lctx context.Context) {
+		if err := reg.Leave(lctx, e.group, e.owner); err != nil {
+			e.logger.Debug("role: could not leave the member list; the entry expires by itself", "err", err)
+		}
+	})
+}
+
+// every calls beat at once, then d after each call and whenever kick
+// fires, until ctx ends; then it calls leave. Each call's context ends
+// after the operation timeout; leave's is not ended by ctx.
+func (e *Elector) every(ctx context.Context, d time.Duration, kick <-chan struct{}, beat, leave func(context.Context)) {
 	t := e.clock.NewTimer(0)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.OperationTimeout)
-			if err := reg.Leave(lctx, e.group, e.owner); err != nil {
-				e.logger.Debug("role: could not leave the member list; the entry expires by itself", "err", err)
-			}
-			cancel()
+			defer cancel()
+			leave(lctx)
 			return
+		case <-kick:
 		case <-t.C():
 		}
-		me.Data = others.data(started)
-		hctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
-		dups, err := reg.Heartbeat(hctx, e.group, me, ttl)
+		bctx, cancel := context.WithTimeout(ctx, e.cfg.OperationTimeout)
+		beat(bctx)
 		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil:
-			e.setErr(err)
-			e.logger.Warn("role: member heartbeat failed", "group", e.group, "err", err)
-		case err == nil:
-			e.judge(ctx, reg, ev, &others, dups)
-		}
-		t.Reset(every)
+		t.Reset(d)
 	}
-}
-
-// reportDuplicate records and reports another live process with this
-// instance's ID, once per other process and sighting: it is reported again
-// only after it had not been seen for duplicateWindow. OnDuplicateID is
-// queued on ev, so it runs on the callback goroutine and never holds up
-// the caller.
-func (e *Elector) reportDuplicate(ev *events, other string) {
-	e.mu.Lock()
-	now := e.clock.Now()
-	seen := e.duplicateLocked(now) == other
-	e.duplicate, e.duplicateAt = other, now
-	e.mu.Unlock()
-	if seen {
-		return
-	}
-	e.logger.Error("role: another live process claims this instance ID; instance IDs must be unique (different host or port)",
-		"other", other, "self", e.owner)
-	ev.push(event{kind: evDuplicate, id: other})
-}
-
-// duplicateWindow is how long a duplicate stays reported after it was last
-// seen. A live one is seen again at each member heartbeat (every two
-// heartbeat intervals) and while it holds the role; a process that has
-// stopped leaves a member entry that lasts the role TTL and one interval
-// more. So after this long without a sighting the other process is gone.
-func (e *Elector) duplicateWindow() time.Duration {
-	return e.cfg.HeartbeatExpiration + 2*e.cfg.HeartbeatInterval
-}
-
-// duplicateLocked returns the duplicate seen within duplicateWindow of
-// now, or "". e.mu must be held.
-func (e *Elector) duplicateLocked(now time.Time) string {
-	if e.duplicate == "" || now.Sub(e.duplicateAt) >= e.duplicateWindow() {
-		return ""
-	}
-	return e.duplicate
 }

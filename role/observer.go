@@ -35,26 +35,18 @@ const (
 	// the deadline, and is otherwise the store's error. Event.Latency is
 	// the time from sending it to its reply or to the deadline.
 	EventRenewal
-	// EventStopped: the election ended (the end of Run's context). A master reports EventDemoted first.
+	// EventStopped: Run ended; a master reports EventDemoted first.
 	EventStopped
 )
+
+var eventKinds = [...]string{EventClaim: "claim", EventElected: "elected", EventDemoted: "demoted",
+	EventMasterChange: "master-change", EventRenewal: "renewal", EventStopped: "stopped"}
 
 // String returns "claim", "elected", "demoted", "master-change",
 // "renewal" or "stopped".
 func (k EventKind) String() string {
-	switch k {
-	case EventClaim:
-		return "claim"
-	case EventElected:
-		return "elected"
-	case EventDemoted:
-		return "demoted"
-	case EventMasterChange:
-		return "master-change"
-	case EventRenewal:
-		return "renewal"
-	case EventStopped:
-		return "stopped"
+	if k > 0 && int(k) < len(eventKinds) {
+		return eventKinds[k]
 	}
 	return "unknown"
 }
@@ -63,8 +55,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind EventKind
 	// Epoch is the tenure's epoch for EventElected, EventDemoted and
-	// EventRenewal, and otherwise the highest epoch
-	// the elector had seen when the step happened.
+	// EventRenewal, else the highest epoch seen at the step.
 	Epoch uint64
 	// Master: see EventMasterChange.
 	Master string
@@ -74,40 +65,30 @@ type Event struct {
 	Err error
 }
 
-// WithObserver makes the elector report every step of its election to f:
-// claims, elections, demotions, changes of master, renewals and their
-// failures, and the end of the election. f is for metrics and logs. The
-// elector queues each report without I/O and without waiting, so neither
-// a renewal nor a claim is ever held up by f: f runs later, on the
-// elector's callback goroutine, in order with OnElected, OnDemoted,
-// OnMasterChange and OnDuplicateID (before each of them for the same
-// step), and never concurrently with them. f must return quickly, or it
-// delays those callbacks. Given more than once, every observer gets every
-// report, in the order given.
+// WithObserver makes the elector report every step of its election to f,
+// for metrics and logs. f runs on the callback goroutine, in order with
+// the callbacks (before each of them for the same step), and never holds
+// up a renewal or a claim; it must return quickly, or it delays the
+// callbacks. Given more than once, every observer gets every report.
 func WithObserver(f func(Event)) Option {
-	return func(e *Elector) { e.hooks.observer = hook.Join(e.hooks.observer, f) }
+	return func(e *Elector) { e.ev.observer = hook.Join(e.ev.observer, f) }
 }
 
-// observed reports whether the elector has an observer.
-func (c *campaign) observed() bool { return c.e.hooks.observer != nil }
-
-// report queues ev for the observer, if there is one.
+// report queues ev for the observer, if there is one, with the highest
+// epoch seen unless ev names one.
 func (c *campaign) report(ev Event) {
-	if !c.observed() {
+	if c.e.ev.observer == nil {
 		return
 	}
 	if ev.Epoch == 0 {
 		ev.Epoch = c.e.epoch.Load()
 	}
-	c.ev.push(event{kind: evObserved, obs: ev})
+	c.e.ev.step(ev, nil)
 }
 
 // renewFailed reports a failed renewal of the tenure with epoch; err nil
 // means that no reply came back before the tenure's deadline.
 func (c *campaign) renewFailed(epoch uint64, took time.Duration, err error) {
-	if !c.observed() {
-		return
-	}
 	if err == nil {
 		err = fmt.Errorf("role: no renewal of %s came back before the tenure's deadline: %w", c.e.key, context.DeadlineExceeded)
 	}

@@ -17,32 +17,24 @@ type Status struct {
 	// stops naming this instance at the tenure's deadline, when IsMaster
 	// turns false.
 	Master string
-	// Epoch is the highest role epoch (the store's fencing token of a
-	// tenure) seen: its own tenure's while this instance is master. For
-	// master work, take the epoch from Tenure or EpochFromContext.
+	// Epoch is the highest role epoch seen: its own tenure's while this
+	// instance is master. Master work takes it from Tenure instead.
 	Epoch uint64
 	// Since is when this instance last became master or slave.
 	Since time.Time
 	// LastError is the last store error, and when it happened.
 	LastError   error
 	LastErrorAt time.Time
-	// Duplicate names another live process that claims this instance's ID
-	// (its owner string), if one was seen within the role TTL and two
-	// heartbeat intervals; DuplicateSeen is when it was last seen. Once
-	// that process has stopped, Duplicate is empty again. A process is
-	// seen holding the role key, or renewing its member entry: an entry
-	// that claims this ID and is not renewed (forged, or left behind) is
-	// logged, not reported. DuplicateEntry says where the duplicate's
-	// member entry is kept and how to delete it, for when no such
-	// process runs.
+	// Duplicate is the owner string of another live process with this
+	// instance's ID seen within the role TTL and two heartbeat intervals
+	// (see the package doc), DuplicateSeen when it was last seen, and
+	// DuplicateEntry where its member entry is kept and how to delete it.
 	Duplicate      string
 	DuplicateSeen  time.Time
 	DuplicateEntry string
-	// RecoveringUntil is, until a holder of the role is seen, when the store said
-	// it grants the role again after it refused this elector's claim
-	// because it may have lost leases that their holders still use (its
-	// restart guard: it restarted without its data, lost it, or is new to
-	// baton); zero otherwise.
+	// RecoveringUntil is, until a master is seen, when the store grants
+	// the role again after it may have lost leases (see the package doc);
+	// zero otherwise.
 	RecoveringUntil time.Time
 }
 
@@ -50,36 +42,36 @@ type Status struct {
 func (e *Elector) Status() Status {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	dup := e.duplicateLocked(e.clock.Now())
-	var seen, recovering time.Time
-	var entry string
-	if dup != "" {
-		seen, entry = e.duplicateAt, e.memberEntry(dup)
+	now := e.clock.Now()
+	s := Status{
+		Enabled:     !e.cfg.Disabled,
+		Running:     e.running.Load(),
+		IsMaster:    e.IsMaster(),
+		Instance:    e.idText,
+		Key:         e.key,
+		Master:      e.master,
+		Epoch:       e.epoch.Load(),
+		Since:       e.since,
+		LastError:   e.lastErr,
+		LastErrorAt: e.lastErrAt,
 	}
-	if !e.IsMaster() && e.recovering.After(e.clock.Now()) {
-		recovering = e.recovering
+	if e.tenure != nil && e.master == e.idText && !s.IsMaster {
+		s.Master = "" // past the tenure's deadline, the clock decides, as for IsMaster
 	}
-	return Status{
-		Enabled:        !e.cfg.Disabled,
-		Running:        e.running,
-		IsMaster:       e.IsMaster(),
-		Instance:       e.idText,
-		Key:            e.key,
-		Master:         e.masterLocked(),
-		Epoch:          e.epoch.Load(),
-		Since:          e.since,
-		LastError:      e.lastErr,
-		LastErrorAt:    e.lastErrAt,
-		Duplicate:      dup,
-		DuplicateSeen:  seen,
-		DuplicateEntry: entry,
-
-		RecoveringUntil: recovering,
+	if s.Duplicate = e.duplicateLocked(now); s.Duplicate != "" {
+		s.DuplicateSeen, s.DuplicateEntry = e.duplicateAt, e.memberEntry(s.Duplicate)
 	}
+	if !s.IsMaster && e.recovering.After(now) {
+		s.RecoveringUntil = e.recovering
+	}
+	return s
 }
 
-func (e *Elector) setErr(err error) {
+// warn records err as the last store error (Status.LastError) and logs
+// msg with args and err at warning level.
+func (e *Elector) warn(err error, msg string, args ...any) {
 	e.mu.Lock()
 	e.lastErr, e.lastErrAt = err, e.clock.Now()
 	e.mu.Unlock()
+	e.logger.Warn(msg, append(args, "err", err)...)
 }
