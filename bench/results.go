@@ -288,88 +288,129 @@ func (r *Results) WriteTable(w io.Writer) error {
 		if len(r.Runs) > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "Consul %s (a private dev agent: one server, Raft in memory):\n", c.Version)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\tvs lock recipe\toverlaps\trequests/op\tRaft writes/op\trefused/op\twake-ups/op\treads/op\t")
-		var ref float64
-		recipe := map[string]float64{}
-		for _, run := range c.Uncontended {
-			if run.Impl == "consul-kv" {
-				ref = run.OpsPerS
-			}
-			if run.Impl == "consul-lock" {
-				recipe[Uncontended] = run.OpsPerS
-			}
-		}
-		for _, run := range c.Contended {
-			if run.Impl == "consul-lock" {
-				recipe[Contended] = run.OpsPerS
-			}
-		}
-		perOp := func(v float64) string {
-			if v == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.1f", v)
-		}
-		for _, set := range []struct {
-			name string
-			runs []ConsulRun
-		}{{Uncontended, c.Uncontended}, {Contended, c.Contended}} {
-			for _, run := range set.runs {
-				of, ofRecipe := "-", "-"
-				if set.name == Uncontended && ref > 0 {
-					of = fmt.Sprintf("%.2fx kv", run.OpsPerS/ref)
-				}
-				if r := recipe[set.name]; r > 0 {
-					ofRecipe = fmt.Sprintf("%.2fx", run.OpsPerS/r)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", run.Impl, set.name, run.OpsPerS, of, ofRecipe, run.Overlaps,
-					perOp(run.RequestsPerOp), perOp(run.WritesPerOp), perOp(run.FailedPerOp), perOp(run.WakeupsPerOp), perOp(run.ReadsPerOp))
-			}
-		}
-		if err := tw.Flush(); err != nil {
+		if err := c.writeTable(&b); err != nil {
 			return err
-		}
-		b.WriteString("(per op: the HTTP requests the clients sent, those Consul committed through Raft and of them the ones it refused\n" +
-			" (a transaction whose check failed), the blocking queries that returned, and the reads that did not block)\n")
-		if c.Terms > 0 {
-			fmt.Fprintf(&b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
-				c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)
 		}
 	}
 	if c := r.Cluster; c != nil {
-		fmt.Fprintf(&b, "\nRedis Cluster: %d workers, each locking its own app's key, the keys spread over the masters' slots:\n", c.Workers)
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "masters\tops/s\tserver CPU (each)\tclient CPU\tops/s at a busy server\t")
-		for _, run := range c.Runs {
-			cpus := make([]string, len(run.ServerCPU))
-			for i, v := range run.ServerCPU {
-				cpus[i] = fmt.Sprintf("%.2f", v)
-			}
-			fmt.Fprintf(tw, "%d\t%.1f\t%s\t%.2f\t%.0f\t\n", run.Masters, run.OpsPerS, strings.Join(cpus, " "), run.ClientCPU, run.ServerBoundOpsPerS)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := c.writeTable(&b); err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "3 masters / 1 master: %.2fx measured on %d CPUs shared by the client and every server; %.2fx at a busy server\n"+
-			"(CPU in CPUs used while measured; ops/s at a busy server = ops/s / the busiest server's CPU)\n",
-			c.Ratio, c.CPUs, c.ServerBoundRatio)
 	}
 	if a := r.ReplicaAck; a != nil && len(a.Runs) == 2 {
-		b.WriteString("\nWithReplicaAck(1) on a master with one replica, one goroutine uncontended:\n")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "store\tops/s\tcycle µs\tmaster µs/op\treplica µs/op\t")
-		for _, run := range a.Runs {
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", run.Name, run.OpsPerS, run.CycleUS, run.MasterCPUUSPerOp, run.ReplicaCPUUSPerOp)
-		}
-		if err := tw.Flush(); err != nil {
+		if err := a.writeTable(&b); err != nil {
 			return err
 		}
-		fmt.Fprintf(&b, "with / without: %.2fx\n", a.Ratio)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTable prints the figures measured on a Consul dev agent: one line
+// per run, each against the bare KV reference and the lock recipe.
+func (c *ConsulResults) writeTable(b *strings.Builder) error {
+	fmt.Fprintf(b, "Consul %s (a private dev agent: one server, Raft in memory):\n", c.Version)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "impl\tscenario\tops/s\tvs bare KV\tvs lock recipe\toverlaps\trequests/op\tRaft writes/op\trefused/op\twake-ups/op\treads/op\t")
+	ref, recipe := c.references()
+	for _, set := range []struct {
+		name string
+		runs []ConsulRun
+	}{{Uncontended, c.Uncontended}, {Contended, c.Contended}} {
+		for _, run := range set.runs {
+			writeConsulRun(tw, set.name, run, ref, recipe[set.name])
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("(per op: the HTTP requests the clients sent, those Consul committed through Raft and of them the ones it refused\n" +
+		" (a transaction whose check failed), the blocking queries that returned, and the reads that did not block)\n")
+	if c.Terms > 0 {
+		fmt.Fprintf(b, "role on Consul (%d terms): graceful handover p50 %s ms (max %s); crash failover p50 %s ms (max %s), TTL %g ms\n",
+			c.Terms, fmtMS(c.HandoverP50MS), fmtMS(c.HandoverMaxMS), fmtMS(c.FailoverP50MS), fmtMS(c.FailoverMaxMS), c.FailoverTTLMS)
+	}
+	return nil
+}
+
+// references returns the uncontended ops/s of the bare KV reference
+// (consul-kv) and, per scenario, those of the lock recipe (consul-lock).
+func (c *ConsulResults) references() (float64, map[string]float64) {
+	var ref float64
+	recipe := map[string]float64{}
+	for _, run := range c.Uncontended {
+		if run.Impl == "consul-kv" {
+			ref = run.OpsPerS
+		}
+		if run.Impl == "consul-lock" {
+			recipe[Uncontended] = run.OpsPerS
+		}
+	}
+	for _, run := range c.Contended {
+		if run.Impl == "consul-lock" {
+			recipe[Contended] = run.OpsPerS
+		}
+	}
+	return ref, recipe
+}
+
+// writeConsulRun prints one Consul run of scenario: ref is the bare KV's
+// uncontended ops/s and recipe the lock recipe's in scenario (0: none).
+func writeConsulRun(tw io.Writer, scenario string, run ConsulRun, ref, recipe float64) {
+	of, ofRecipe := "-", "-"
+	if scenario == Uncontended && ref > 0 {
+		of = fmt.Sprintf("%.2fx kv", run.OpsPerS/ref)
+	}
+	if recipe > 0 {
+		ofRecipe = fmt.Sprintf("%.2fx", run.OpsPerS/recipe)
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", run.Impl, scenario, run.OpsPerS, of, ofRecipe, run.Overlaps,
+		perOp(run.RequestsPerOp), perOp(run.WritesPerOp), perOp(run.FailedPerOp), perOp(run.WakeupsPerOp), perOp(run.ReadsPerOp))
+}
+
+// perOp formats a per-operation count, "-" when there is none.
+func perOp(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+// writeTable prints the Redis Cluster runs: one line per number of
+// masters and the ratio of three masters to one.
+func (c *ClusterResults) writeTable(b *strings.Builder) error {
+	fmt.Fprintf(b, "\nRedis Cluster: %d workers, each locking its own app's key, the keys spread over the masters' slots:\n", c.Workers)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "masters\tops/s\tserver CPU (each)\tclient CPU\tops/s at a busy server\t")
+	for _, run := range c.Runs {
+		cpus := make([]string, len(run.ServerCPU))
+		for i, v := range run.ServerCPU {
+			cpus[i] = fmt.Sprintf("%.2f", v)
+		}
+		fmt.Fprintf(tw, "%d\t%.1f\t%s\t%.2f\t%.0f\t\n", run.Masters, run.OpsPerS, strings.Join(cpus, " "), run.ClientCPU, run.ServerBoundOpsPerS)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "3 masters / 1 master: %.2fx measured on %d CPUs shared by the client and every server; %.2fx at a busy server\n"+
+		"(CPU in CPUs used while measured; ops/s at a busy server = ops/s / the busiest server's CPU)\n",
+		c.Ratio, c.CPUs, c.ServerBoundRatio)
+	return nil
+}
+
+// writeTable prints the WithReplicaAck(1) comparison: with and without.
+func (a *ReplicaAckResults) writeTable(b *strings.Builder) error {
+	b.WriteString("\nWithReplicaAck(1) on a master with one replica, one goroutine uncontended:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "store\tops/s\tcycle µs\tmaster µs/op\treplica µs/op\t")
+	for _, run := range a.Runs {
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t\n", run.Name, run.OpsPerS, run.CycleUS, run.MasterCPUUSPerOp, run.ReplicaCPUUSPerOp)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "with / without: %.2fx\n", a.Ratio)
+	return nil
 }
 
 // writeCommands prints, for each run that has them, the server's
