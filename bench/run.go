@@ -89,6 +89,21 @@ func (o Options) withDefaults() (Options, error) {
 			return o, err
 		}
 	}
+	o = o.filled()
+	errs := o.invalid()
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bench: find this program to start workers: %w", err))
+		}
+		o.Exe = exe
+	}
+	return o, errors.Join(errs...)
+}
+
+// filled returns o with the defaults in place of its zero durations,
+// counts and writers.
+func (o Options) filled() Options {
 	if o.Duration == 0 {
 		o.Duration = DefaultDuration
 	}
@@ -117,6 +132,12 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WorkerStderr == nil {
 		o.WorkerStderr = os.Stderr
 	}
+	return o
+}
+
+// invalid returns what is wrong with the (filled) durations and counts
+// of o.
+func (o Options) invalid() []error {
 	var errs []error
 	if o.Duration <= 0 || o.Warmup >= o.Duration {
 		errs = append(errs, fmt.Errorf("bench: duration %v must be positive and longer than the warm-up %v", o.Duration, o.Warmup))
@@ -130,14 +151,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.CS < 0 || o.Think < 0 {
 		errs = append(errs, fmt.Errorf("bench: critical section %v and think time %v must not be negative", o.CS, o.Think))
 	}
-	if o.Exe == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("bench: find this program to start workers: %w", err))
-		}
-		o.Exe = exe
-	}
-	return o, errors.Join(errs...)
+	return errs
 }
 
 // Run starts a private redis-server and, in each round, runs the
