@@ -186,61 +186,80 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		fmt.Fprintf(o.Progress, "lockbench: %s\n", res.Setup.Pinning)
 	}
 
-	type runID struct{ impl, scenario string }
-	pooled := map[runID]*summary{}
-	add := func(impl, scenario string, s summary) {
-		id := runID{impl, scenario}
-		if pooled[id] == nil {
-			pooled[id] = &summary{}
-		}
-		pooled[id].merge(s)
-	}
-	finish := func() {
-		if ref := pooled[runID{referenceName, Uncontended}]; ref != nil {
-			ref.finish()
-			res.RTTLimit = ref.opsPerS
-		}
-		res.derive(o)
-		res.Runs = nil
-		for _, name := range o.Impls {
-			for _, sc := range []string{Uncontended, Contended} {
-				if s := pooled[runID{name, sc}]; s != nil {
-					s.finish()
-					res.Runs = append(res.Runs, newRunResult(name, sc, *s))
-				}
-			}
-		}
-		res.Targets = judge(res)
-	}
+	pooled := roundPool{}
 	for round := range o.Rounds {
-		tag := "lockbench:"
-		if o.Rounds > 1 {
-			tag = fmt.Sprintf("lockbench: round %d/%d:", round+1, o.Rounds)
-		}
-		fmt.Fprintf(o.Progress, "%s uncontended: the round-trip reference and %d implementations, %v each in %v slices\n",
-			tag, len(o.Impls), o.Duration, sliceLen)
-		sums, err := runUncontended(ctx, o, admin, srv.Addr(), round)
-		if err != nil {
-			finish()
-			return res, fmt.Errorf("bench: uncontended: %w", err)
-		}
-		for name, s := range sums {
-			add(name, Uncontended, s)
-		}
-		for i := range o.Impls {
-			name := o.Impls[(i+round)%len(o.Impls)]
-			im, _ := LookupImpl(name)
-			fmt.Fprintf(o.Progress, "%s %s contended for %v\n", tag, name, o.Duration)
-			s, err := runContended(ctx, im, admin, srv.Addr(), o)
-			if err != nil {
-				finish()
-				return res, fmt.Errorf("bench: %s contended: %w", name, err)
-			}
-			add(name, Contended, s)
+		if err := runRound(ctx, o, admin, srv.Addr(), round, pooled); err != nil {
+			pooled.finish(res, o)
+			return res, err
 		}
 	}
-	finish()
+	pooled.finish(res, o)
 	return res, nil
+}
+
+// runID names one run: an implementation in a scenario.
+type runID struct{ impl, scenario string }
+
+// roundPool holds the summaries of every round so far, pooled by run.
+type roundPool map[runID]*summary
+
+// add pools s, measured for impl in scenario, with the earlier rounds'.
+func (p roundPool) add(impl, scenario string, s summary) {
+	id := runID{impl, scenario}
+	if p[id] == nil {
+		p[id] = &summary{}
+	}
+	p[id].merge(s)
+}
+
+// finish puts the pooled figures into res: the round-trip limit, the
+// derived figures, one run per implementation and scenario, the targets.
+func (p roundPool) finish(res *Results, o Options) {
+	if ref := p[runID{referenceName, Uncontended}]; ref != nil {
+		ref.finish()
+		res.RTTLimit = ref.opsPerS
+	}
+	res.derive(o)
+	res.Runs = nil
+	for _, name := range o.Impls {
+		for _, sc := range []string{Uncontended, Contended} {
+			if s := p[runID{name, sc}]; s != nil {
+				s.finish()
+				res.Runs = append(res.Runs, newRunResult(name, sc, *s))
+			}
+		}
+	}
+	res.Targets = judge(res)
+}
+
+// runRound runs round (from 0) on the server at addr: the uncontended
+// phase, then each implementation contended, starting one further along
+// each round. It adds the summaries to pooled.
+func runRound(ctx context.Context, o Options, admin *redis.Client, addr string, round int, pooled roundPool) error {
+	tag := "lockbench:"
+	if o.Rounds > 1 {
+		tag = fmt.Sprintf("lockbench: round %d/%d:", round+1, o.Rounds)
+	}
+	fmt.Fprintf(o.Progress, "%s uncontended: the round-trip reference and %d implementations, %v each in %v slices\n",
+		tag, len(o.Impls), o.Duration, sliceLen)
+	sums, err := runUncontended(ctx, o, admin, addr, round)
+	if err != nil {
+		return fmt.Errorf("bench: uncontended: %w", err)
+	}
+	for name, s := range sums {
+		pooled.add(name, Uncontended, s)
+	}
+	for i := range o.Impls {
+		name := o.Impls[(i+round)%len(o.Impls)]
+		im, _ := LookupImpl(name)
+		fmt.Fprintf(o.Progress, "%s %s contended for %v\n", tag, name, o.Duration)
+		s, err := runContended(ctx, im, admin, addr, o)
+		if err != nil {
+			return fmt.Errorf("bench: %s contended: %w", name, err)
+		}
+		pooled.add(name, Contended, s)
+	}
+	return nil
 }
 
 // pin puts the server's process on one CPU and this process on the
