@@ -442,12 +442,26 @@ func runContended(ctx context.Context, im Impl, admin *redis.Client, addr string
 		}
 	}
 
-	var (
-		recs       []Record
-		unfinished []int64
-		overlaps   int
-		errs       []error
-	)
+	recs, unfinished, overlaps, err := collectReports(workers)
+	if err != nil {
+		return summary{}, err
+	}
+	after, err := readLoad(ctx, admin)
+	if err != nil {
+		return summary{}, err
+	}
+	w := window{from: start.Add(o.Warmup).UnixNano(), to: start.Add(o.Duration).UnixNano()}
+	s := summarize(recs, unfinished, overlaps, w, false)
+	s.load, s.loadOps = after.sub(before), len(recs)
+	s.load.calls--
+	return s, nil
+}
+
+// collectReports waits for each worker's report and returns the records,
+// the unfinished acquisitions and the overlaps of all their goroutines,
+// or what went wrong in any of them.
+func collectReports(workers []*worker) (recs []Record, unfinished []int64, overlaps int, err error) {
+	var errs []error
 	for i, w := range workers {
 		rep, err := w.report()
 		if err != nil {
@@ -463,16 +477,5 @@ func runContended(ctx context.Context, im Impl, admin *redis.Client, addr string
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return summary{}, err
-	}
-	after, err := readLoad(ctx, admin)
-	if err != nil {
-		return summary{}, err
-	}
-	w := window{from: start.Add(o.Warmup).UnixNano(), to: start.Add(o.Duration).UnixNano()}
-	s := summarize(recs, unfinished, overlaps, w, false)
-	s.load, s.loadOps = after.sub(before), len(recs)
-	s.load.calls--
-	return s, nil
+	return recs, unfinished, overlaps, errors.Join(errs...)
 }
