@@ -204,14 +204,10 @@ func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	impls := consulImpls()
-	if len(o.Impls) > 0 {
-		impls = slices.DeleteFunc(impls, func(im consulImpl) bool { return !slices.Contains(o.Impls, im.name) })
-		if len(impls) == 0 {
-			return nil, fmt.Errorf("consul: none of the implementations %v is one of baton, consul-lock, consul-kv", o.Impls)
-		}
+	impls, err := selectConsulImpls(o.Impls)
+	if err != nil {
+		return nil, err
 	}
-	rounds := max(o.Rounds, 1)
 	agent, err := testenv.StartConsul(testenv.ConsulOptions{SessionTTLMin: time.Second})
 	if err != nil {
 		return nil, err
@@ -221,39 +217,14 @@ func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
 	addr := agent.Addr()
 
 	for _, contended := range []bool{false, true} {
-		scenario, procs, goroutines, cs := Uncontended, 1, 1, time.Duration(0)
+		runs, err := consulScenario(ctx, o, impls, addr, contended, progress)
+		if err != nil {
+			return res, err
+		}
 		if contended {
-			scenario, procs, goroutines, cs = Contended, o.Procs, o.Goroutines, o.CS
-		}
-		pooled := map[string]*ConsulRun{}
-		for round := range rounds {
-			for i := range impls {
-				im := impls[(i+round)%len(impls)]
-				if contended && im.name == "consul-kv" {
-					continue
-				}
-				key := fmt.Sprintf("%s-%s-%d", scenario, im.name, round)
-				r, err := consulCycles(ctx, im, addr, key, procs, goroutines, cs, o.Duration, o.Requests)
-				if err != nil {
-					return res, fmt.Errorf("consul %s %s: %w", scenario, im.name, err)
-				}
-				fmt.Fprintf(progress, "consul %-11s %-12s %8.0f ops/s, %d overlaps; per op %.1f requests, %.1f Raft writes (%.1f refused), %.1f wake-ups, %.1f reads\n",
-					scenario, im.name, r.OpsPerS, r.Overlaps, r.RequestsPerOp, r.WritesPerOp, r.FailedPerOp, r.WakeupsPerOp, r.ReadsPerOp)
-				if p := pooled[im.name]; p != nil {
-					p.pool(r)
-				} else {
-					pooled[im.name] = &r
-				}
-			}
-		}
-		for _, im := range impls {
-			if r := pooled[im.name]; r != nil {
-				if contended {
-					res.Contended = append(res.Contended, *r)
-				} else {
-					res.Uncontended = append(res.Uncontended, *r)
-				}
-			}
+			res.Contended = append(res.Contended, runs...)
+		} else {
+			res.Uncontended = append(res.Uncontended, runs...)
 		}
 	}
 	if o.Terms > 0 {
@@ -264,6 +235,57 @@ func RunConsul(ctx context.Context, o ConsulOptions) (*ConsulResults, error) {
 			res.HandoverP50MS, res.FailoverP50MS, res.FailoverTTLMS)
 	}
 	return res, nil
+}
+
+// selectConsulImpls returns the Consul implementations that names name,
+// all of them when names is empty.
+func selectConsulImpls(names []string) ([]consulImpl, error) {
+	impls := consulImpls()
+	if len(names) > 0 {
+		impls = slices.DeleteFunc(impls, func(im consulImpl) bool { return !slices.Contains(names, im.name) })
+		if len(impls) == 0 {
+			return nil, fmt.Errorf("consul: none of the implementations %v is one of baton, consul-lock, consul-kv", names)
+		}
+	}
+	return impls, nil
+}
+
+// consulScenario runs every one of impls (but the bare KV when
+// contended) in each of o.Rounds rounds, starting one further along each
+// round, and returns their runs, the rounds pooled, in the order of impls.
+func consulScenario(ctx context.Context, o ConsulOptions, impls []consulImpl, addr string, contended bool, progress io.Writer) ([]ConsulRun, error) {
+	scenario, procs, goroutines, cs := Uncontended, 1, 1, time.Duration(0)
+	if contended {
+		scenario, procs, goroutines, cs = Contended, o.Procs, o.Goroutines, o.CS
+	}
+	pooled := map[string]*ConsulRun{}
+	for round := range max(o.Rounds, 1) {
+		for i := range impls {
+			im := impls[(i+round)%len(impls)]
+			if contended && im.name == "consul-kv" {
+				continue
+			}
+			key := fmt.Sprintf("%s-%s-%d", scenario, im.name, round)
+			r, err := consulCycles(ctx, im, addr, key, procs, goroutines, cs, o.Duration, o.Requests)
+			if err != nil {
+				return nil, fmt.Errorf("consul %s %s: %w", scenario, im.name, err)
+			}
+			fmt.Fprintf(progress, "consul %-11s %-12s %8.0f ops/s, %d overlaps; per op %.1f requests, %.1f Raft writes (%.1f refused), %.1f wake-ups, %.1f reads\n",
+				scenario, im.name, r.OpsPerS, r.Overlaps, r.RequestsPerOp, r.WritesPerOp, r.FailedPerOp, r.WakeupsPerOp, r.ReadsPerOp)
+			if p := pooled[im.name]; p != nil {
+				p.pool(r)
+			} else {
+				pooled[im.name] = &r
+			}
+		}
+	}
+	var runs []ConsulRun
+	for _, im := range impls {
+		if r := pooled[im.name]; r != nil {
+			runs = append(runs, *r)
+		}
+	}
+	return runs, nil
 }
 
 // consulCycles runs procs x goroutines workers of im around one key for
