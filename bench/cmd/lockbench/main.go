@@ -55,89 +55,134 @@ func scratchOut() string {
 }
 
 func run() int {
-	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
-	var (
-		quick      = fs.Bool("quick", false, "short: -rounds 2 -duration 4s (flags given explicitly win)")
-		duration   = fs.Duration("duration", bench.DefaultDuration, "per round: each implementation's measured uncontended time, and the length of each contended run")
-		rounds     = fs.Int("rounds", bench.DefaultRounds, "times the whole sequence runs, one implementation later each time; samples are pooled")
-		warmup     = fs.Duration("warmup", 0, "start of each run left out of the statistics (default a fifth of -duration, at most 1s)")
-		impls      = fs.String("impls", strings.Join(bench.ImplNames(), ","), "comma-separated implementations to run; "+bench.StoreName+" (baton's store without synclock) and "+bench.BatonFunctionsName+" (baton on its Redis functions) run only when named")
-		out        = fs.String("out", scratchOut(), "file to write the results to; empty for none (results.json publishes the run: the README's figures come from it)")
-		procs      = fs.Int("procs", bench.DefaultProcs, "contended: worker processes")
-		goroutines = fs.Int("goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
-		cs         = fs.Duration("cs", bench.DefaultCS, "contended: critical section")
-		think      = fs.Duration("think", bench.DefaultThink, "contended: pause after each release")
-		pin        = fs.Bool("pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs)")
-		show       = fs.String("show", "", "print the table of an earlier results file and exit")
-		clients    = fs.String("clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
-		consul     = fs.Bool("consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
-		terms      = fs.Int("terms", 5, "-consul: role handovers and crash failovers timed")
-		consulImps = fs.String("consul-impls", "", "-consul: comma-separated implementations to run on Consul (baton, consul-lock, consul-kv); empty for all")
-		requests   = fs.Bool("consul-requests", false, "-consul: after each measurement, print the requests per op by method, path and status")
-		onRedis    = fs.Bool("redis", true, "measure on a private redis-server (-redis=false -cluster=false: the Consul figures only)")
-		cluster    = fs.Bool("cluster", true, "also measure lock throughput on a Redis Cluster of 1 master and of 3, and the cost of WithReplicaAck(1) on a master with one replica")
-	)
-	if err := fs.Parse(os.Args[1:]); err != nil {
+	f, err := parseFlags(os.Args[1:])
+	if err != nil {
 		return 2
 	}
-	if *show != "" {
-		return showResults(*show)
+	if f.show != "" {
+		return showResults(f.show)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *quick {
-		if !set["duration"] {
-			*duration = 4 * time.Second
-		}
-		if !set["rounds"] {
-			*rounds = 2
-		}
-	}
-	if *clients != "goroutine" && *clients != "process" {
-		fmt.Fprintf(os.Stderr, "lockbench: -clients %q: want goroutine or process\n", *clients)
+	if f.clients != "goroutine" && f.clients != "process" {
+		fmt.Fprintf(os.Stderr, "lockbench: -clients %q: want goroutine or process\n", f.clients)
 		return 2
 	}
-	opts := bench.Options{
-		Impls:         strings.Split(*impls, ","),
-		Duration:      *duration,
-		Warmup:        *warmup,
-		Rounds:        *rounds,
-		Procs:         *procs,
-		Goroutines:    *goroutines,
-		CS:            *cs,
-		Think:         *think,
-		SharedClients: *clients == "process",
-		Pin:           *pin,
-		Progress:      os.Stderr,
-		Quick:         *quick,
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	res, err := measure(ctx, f)
+	return report(res, err, f.out)
+}
+
+// flags holds lockbench's command line.
+type flags struct {
+	quick                     bool
+	duration, warmup, cs      time.Duration
+	think                     time.Duration
+	rounds, procs, goroutines int
+	impls, out, show, clients string
+	pin, consul, requests     bool
+	terms                     int
+	consulImpls               string
+	onRedis, cluster          bool
+}
+
+// parseFlags parses args; -quick shortens what the command line leaves
+// at its default.
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	fs := flag.NewFlagSet("lockbench", flag.ContinueOnError)
+	fs.BoolVar(&f.quick, "quick", false, "short: -rounds 2 -duration 4s (flags given explicitly win)")
+	fs.DurationVar(&f.duration, "duration", bench.DefaultDuration, "per round: each implementation's measured uncontended time, and the length of each contended run")
+	fs.IntVar(&f.rounds, "rounds", bench.DefaultRounds, "times the whole sequence runs, one implementation later each time; samples are pooled")
+	fs.DurationVar(&f.warmup, "warmup", 0, "start of each run left out of the statistics (default a fifth of -duration, at most 1s)")
+	fs.StringVar(&f.impls, "impls", strings.Join(bench.ImplNames(), ","), "comma-separated implementations to run; "+bench.StoreName+" (baton's store without synclock) and "+bench.BatonFunctionsName+" (baton on its Redis functions) run only when named")
+	fs.StringVar(&f.out, "out", scratchOut(), "file to write the results to; empty for none (results.json publishes the run: the README's figures come from it)")
+	fs.IntVar(&f.procs, "procs", bench.DefaultProcs, "contended: worker processes")
+	fs.IntVar(&f.goroutines, "goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
+	fs.DurationVar(&f.cs, "cs", bench.DefaultCS, "contended: critical section")
+	fs.DurationVar(&f.think, "think", bench.DefaultThink, "contended: pause after each release")
+	fs.BoolVar(&f.pin, "pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs)")
+	fs.StringVar(&f.show, "show", "", "print the table of an earlier results file and exit")
+	fs.StringVar(&f.clients, "clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
+	fs.BoolVar(&f.consul, "consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
+	fs.IntVar(&f.terms, "terms", 5, "-consul: role handovers and crash failovers timed")
+	fs.StringVar(&f.consulImpls, "consul-impls", "", "-consul: comma-separated implementations to run on Consul (baton, consul-lock, consul-kv); empty for all")
+	fs.BoolVar(&f.requests, "consul-requests", false, "-consul: after each measurement, print the requests per op by method, path and status")
+	fs.BoolVar(&f.onRedis, "redis", true, "measure on a private redis-server (-redis=false -cluster=false: the Consul figures only)")
+	fs.BoolVar(&f.cluster, "cluster", true, "also measure lock throughput on a Redis Cluster of 1 master and of 3, and the cost of WithReplicaAck(1) on a master with one replica")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.quick {
+		if !set["duration"] {
+			f.duration = 4 * time.Second
+		}
+		if !set["rounds"] {
+			f.rounds = 2
+		}
+	}
+	return f, nil
+}
+
+// options returns the options of the runs on redis-server.
+func (f flags) options() bench.Options {
+	return bench.Options{
+		Impls:         strings.Split(f.impls, ","),
+		Duration:      f.duration,
+		Warmup:        f.warmup,
+		Rounds:        f.rounds,
+		Procs:         f.procs,
+		Goroutines:    f.goroutines,
+		CS:            f.cs,
+		Think:         f.think,
+		SharedClients: f.clients == "process",
+		Pin:           f.pin,
+		Progress:      os.Stderr,
+		Quick:         f.quick,
+	}
+}
+
+// consulOptions returns the options of the runs on Consul.
+func (f flags) consulOptions() bench.ConsulOptions {
+	var names []string
+	if f.consulImpls != "" {
+		names = strings.Split(f.consulImpls, ",")
+	}
+	co := bench.ConsulOptions{
+		Duration: f.duration, Rounds: f.rounds, Impls: names, Procs: f.procs, Goroutines: f.goroutines, CS: f.cs, Terms: f.terms, Progress: os.Stderr}
+	if f.requests {
+		co.Requests = os.Stderr
+	}
+	return co
+}
+
+// measure runs what f asks for in turn: on redis-server, on Consul, on a
+// Redis Cluster and with WithReplicaAck(1). It stops at the first error
+// and returns what it has so far.
+func measure(ctx context.Context, f flags) (*bench.Results, error) {
 	res, err := &bench.Results{}, error(nil)
-	if *onRedis {
-		res, err = bench.Run(ctx, opts)
+	if f.onRedis {
+		res, err = bench.Run(ctx, f.options())
 	}
-	if err == nil && res != nil && *consul {
-		var names []string
-		if *consulImps != "" {
-			names = strings.Split(*consulImps, ",")
-		}
-		co := bench.ConsulOptions{
-			Duration: *duration, Rounds: *rounds, Impls: names, Procs: *procs, Goroutines: *goroutines, CS: *cs, Terms: *terms, Progress: os.Stderr}
-		if *requests {
-			co.Requests = os.Stderr
-		}
-		res.Consul, err = bench.RunConsul(ctx, co)
+	if err == nil && res != nil && f.consul {
+		res.Consul, err = bench.RunConsul(ctx, f.consulOptions())
 	}
-	if err == nil && res != nil && *cluster {
+	if err == nil && res != nil && f.cluster {
 		// As long as the rounds of the other runs together.
-		d := *duration * time.Duration(*rounds)
+		d := f.duration * time.Duration(f.rounds)
 		res.Cluster, err = bench.RunCluster(ctx, bench.ClusterOptions{Duration: d, Progress: os.Stderr})
 		if err == nil {
 			res.ReplicaAck, err = bench.RunReplicaAck(ctx, bench.ReplicaAckOptions{Duration: d, Progress: os.Stderr})
 		}
 	}
+	return res, err
+}
+
+// report prints the table of res, then err if any, writes res to out
+// (empty: nowhere) and returns the exit code: 1 when a run failed, the
+// results could not be written or holders overlapped.
+func report(res *bench.Results, err error, out string) int {
 	if res != nil {
 		fmt.Println()
 		if werr := res.WriteTable(os.Stdout); werr != nil {
@@ -148,16 +193,16 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "lockbench:", err)
 		return 1
 	}
-	if *out != "" {
+	if out != "" {
 		js, err := json.MarshalIndent(res, "", "  ")
 		if err == nil {
-			err = os.WriteFile(*out, append(js, '\n'), 0o644)
+			err = os.WriteFile(out, append(js, '\n'), 0o644)
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "lockbench: write results:", err)
 			return 1
 		}
-		fmt.Fprintf(os.Stderr, "lockbench: wrote %s\n", *out)
+		fmt.Fprintf(os.Stderr, "lockbench: wrote %s\n", out)
 	}
 	if n := res.Overlaps(); n > 0 {
 		fmt.Fprintf(os.Stderr, "lockbench: %d overlapping holders: mutual exclusion was broken\n", n)
