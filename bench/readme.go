@@ -182,33 +182,41 @@ func ReadmeGoFigures(g *GoBenchmarks) (string, error) {
 	judge("failover p99 vs TTL + 100 ms", failP99 <= 100)
 	judge(thousands(electors)+" electors vs 1 command per interval", scale <= 1)
 	judge("the fleet with cfg.RedisStoreOptions() vs 1 command per interval", fleet <= 1)
-	var machine []string
+	date, machine, clockNote := goRunNote(g, date, redis)
+	fmt.Fprintf(&b, "\nThese Go figures are bench/gobench.txt's, from the run of %s (%s) on a shared\nvirtual machine; %s. Met: %s. Missed: %s.\n",
+		date, machine, clockNote, orNone(met), orNone(missed))
+	return b.String(), nil
+}
+
+// goRunNote returns what dates the figures of g: the run's date (with
+// the -benchtime, if any), the machine it ran on with the redis-server
+// version, and how IsMaster's runs compare with the clock read.
+func goRunNote(g *GoBenchmarks, date, redis string) (when, machine, clockNote string) {
+	var m []string
 	if v := g.Config["cpu"]; v != "" {
-		machine = append(machine, v)
+		m = append(m, v)
 	}
 	runs := 0 // of IsMaster
 	for _, r := range g.Results {
 		if r.Name == "BenchmarkIsMaster" {
 			if runs == 0 {
-				machine = append(machine, fmt.Sprintf("GOMAXPROCS %d", r.Procs))
+				m = append(m, fmt.Sprintf("GOMAXPROCS %d", r.Procs))
 			}
 			runs++
 		}
 	}
 	if v := g.Config["go"]; v != "" {
-		machine = append(machine, v)
+		m = append(m, v)
 	}
-	machine = append(machine, "redis-server "+redis)
+	m = append(m, "redis-server "+redis)
 	if v := g.Config["benchtime"]; v != "" {
 		date += "\nwith -benchtime " + v
 	}
-	clockNote := "compare IsMaster with the clock read beside it"
+	clockNote = "compare IsMaster with the clock read beside it"
 	if runs > 1 {
 		clockNote = fmt.Sprintf("IsMaster and the clock read beside it are the medians of %d runs each, taken in turn", runs)
 	}
-	fmt.Fprintf(&b, "\nThese Go figures are bench/gobench.txt's, from the run of %s (%s) on a shared\nvirtual machine; %s. Met: %s. Missed: %s.\n",
-		date, strings.Join(machine, ", "), clockNote, orNone(met), orNone(missed))
-	return b.String(), nil
+	return date, strings.Join(m, ", "), clockNote
 }
 
 // fmtShortMS formats a latency in milliseconds with two decimals below
