@@ -18,10 +18,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/backend/springredis"
 	"github.com/baton-go/baton/instanceid"
-	hide "github.com/baton-go/baton/internal/redact"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/synclock"
@@ -453,7 +453,7 @@ func (r Redis) ClientOptions() (*redis.UniversalOptions, error) {
 func (r Redis) Where() string {
 	shown := make([]string, len(r.Addrs))
 	for i, a := range r.Addrs {
-		shown[i] = hide.Userinfo(a)
+		shown[i] = backend.HideUserinfo(a)
 	}
 	addrs := strings.Join(shown, ",")
 	switch {
@@ -711,7 +711,7 @@ func (r Redis) MarshalJSON() ([]byte, error) {
 	p.Password, p.SentinelPassword = redact(p.Password), redact(p.SentinelPassword)
 	p.Addrs = make([]string, len(r.Addrs))
 	for i, a := range r.Addrs {
-		p.Addrs[i] = hide.Userinfo(a)
+		p.Addrs[i] = backend.HideUserinfo(a)
 	}
 	if r.Addrs == nil {
 		p.Addrs = nil
@@ -725,7 +725,7 @@ func (r Redis) MarshalJSON() ([]byte, error) {
 func (c Consul) MarshalJSON() ([]byte, error) {
 	type plain Consul // without this method
 	p := plain(c)
-	p.Token, p.Address = redact(p.Token), hide.Userinfo(p.Address)
+	p.Token, p.Address = redact(p.Token), backend.HideUserinfo(p.Address)
 	return json.Marshal(p)
 }
 
@@ -860,14 +860,14 @@ func slogValue(k *key, c *Config) slog.Value {
 	case []string:
 		items := make([]string, len(v))
 		for i, s := range v {
-			items[i] = hide.Userinfo(s)
+			items[i] = backend.HideUserinfo(s)
 		}
 		return slog.AnyValue(items)
 	case string:
 		if k.secret {
 			return slog.StringValue(redact(v))
 		}
-		return slog.StringValue(hide.Userinfo(v))
+		return slog.StringValue(backend.HideUserinfo(v))
 	}
 	return slog.StringValue(shownValue(k, c))
 }

@@ -15,7 +15,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/baton-go/baton/backend"
-	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // ErrInvalid is wrapped by every error that reports bad configuration
@@ -193,7 +192,7 @@ func shorten(s string) string {
 // unambiguous, quoted otherwise, with the password of an address's
 // userinfo redacted (redis://:<redacted>@host:6379).
 func showString(s string) string {
-	s = hide.Userinfo(s)
+	s = backend.HideUserinfo(s)
 	if s == "" || !utf8.ValidString(s) {
 		return strconv.Quote(s)
 	}

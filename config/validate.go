@@ -12,7 +12,6 @@ import (
 
 	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/instanceid"
-	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // MaxPoolSize is the largest redis.pool-size: Redis's default maxclients.
@@ -309,12 +308,12 @@ func (ch *checker) redisAddrs(r Redis) {
 	}
 	var bad []string
 	for _, a := range r.Addrs {
-		if hide.HasUserinfo(a) {
+		if backend.HasUserinfo(a) {
 			pass := keyRedisPassword + " (the user name in " + keyRedisUsername + ")"
 			if r.MasterName != "" {
 				pass += ", or " + keyRedisSentinelPass + " for the Sentinels"
 			}
-			bad = append(bad, strconv.Quote(hide.Userinfo(a))+" holds credentials: write it as host:port and put the password in "+pass)
+			bad = append(bad, strconv.Quote(backend.HideUserinfo(a))+" holds credentials: write it as host:port and put the password in "+pass)
 			continue
 		}
 		if reason := checkHostPort(a); reason != "" {
@@ -444,7 +443,7 @@ func (ch *checker) consul() {
 // consulAddress checks consul.address: host:port or an http(s) URL,
 // without credentials.
 func (ch *checker) consulAddress(a string) {
-	if hide.HasUserinfo(a) {
+	if backend.HasUserinfo(a) {
 		ch.add(keyConsulAddress, "holds credentials: write the address without them (host:port, or a URL http://host:port or https://host:port) and put the ACL token in "+keyConsulToken)
 		return
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/clock"
 )
 
 // stop stops el, failing t if it does not stop within the patience.

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/clock"
 )
 
 // observed keeps what an elector reported to its observer.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/internal/hook"
 )
 

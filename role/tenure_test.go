@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/clock"
 )
 
 // recorder keeps the callbacks of one elector in the order they ran.

@@ -13,8 +13,8 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/hook"
 	"github.com/baton-go/baton/internal/lease"
 	"github.com/baton-go/baton/role"

@@ -9,9 +9,9 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/schedlock"
 	"github.com/baton-go/baton/testkit/faulty"
 	"github.com/baton-go/baton/testkit/testenv"

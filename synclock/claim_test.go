@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/backend/redisbackend"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
 	"github.com/baton-go/baton/testkit/storetest"
 )

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/instanceid"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/lease"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/synclock"
 )
 

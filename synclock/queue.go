@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/backend/clock"
 )
 
 // queue orders the goroutines of this process that want one key, so that

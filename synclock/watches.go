@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/backend/clock"
 )
 
 // A key's watch belongs to its local queue while anyone in the process

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/baton-go/baton/backend"
-	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // DefaultPrefix is the KV prefix used when none is given.
@@ -165,11 +164,11 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 // the Consul client would take for part of the host, and which messages
 // would show; the error shows the address with the password redacted.
 func checkAddress(addr string) error {
-	if !hide.HasUserinfo(addr) {
+	if !backend.HasUserinfo(addr) {
 		return nil
 	}
 	return fmt.Errorf("consulbackend: %w: the agent's address %q holds credentials: write it without them, and give the ACL token in "+
-		"api.Config.Token (config key consul.token) or HTTP basic auth in api.Config.HttpAuth", backend.ErrInvalidArgument, hide.Userinfo(addr))
+		"api.Config.Token (config key consul.token) or HTTP basic auth in api.Config.HttpAuth", backend.ErrInvalidArgument, backend.HideUserinfo(addr))
 }
 
 // Close ends the store's watches and waits for their goroutines, and

@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
-	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/backend/clock"
 )
 
 var (

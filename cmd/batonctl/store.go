@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/config"
 	"github.com/baton-go/baton/config/consulconfig"
-	hide "github.com/baton-go/baton/internal/redact"
 )
 
 // loadConfig reads the configuration as the library does: the file named
@@ -124,5 +124,5 @@ func open(ctx context.Context, o options) (*session, error) {
 // the password of any userinfo redacted.
 func consulWhere(cfg *config.Config) string {
 	a := consulconfig.APIConfig(cfg.Consul)
-	return hide.Userinfo(fmt.Sprintf("%s://%s", a.Scheme, a.Address))
+	return backend.HideUserinfo(fmt.Sprintf("%s://%s", a.Scheme, a.Address))
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/baton-go/baton/internal/clock"
+	"github.com/baton-go/baton/backend/clock"
 )
 
 // Alarm keeps the deadlines and wake-ups of many holdings on one timer of

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/clock"
 	"github.com/baton-go/baton/backend/membackend"
-	"github.com/baton-go/baton/internal/clock"
 	"github.com/baton-go/baton/internal/lease"
 )
 

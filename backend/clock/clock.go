@@ -1,10 +1,11 @@
-// Package clock abstracts the passage of time so that baton's policy code
-// (renew loops, step-down deadlines, lease expiry in the in-memory backend)
-// can be driven by a fake clock in tests instead of by sleeps.
+// Package clock is the time source baton's stores and policy read, so
+// that a test can drive them on a fake clock instead of by sleeps.
 //
 // Real is backed by the time package and keeps Go's monotonic clock
 // readings, so durations computed from its Now values are immune to wall
-// clock jumps. Fake only moves when Advance is called.
+// clock jumps. Fake moves only when Advance is called: a program's own
+// tests can run the memory store on it (membackend.WithClock) and see a
+// lease expire without waiting for it.
 package clock
 
 import (

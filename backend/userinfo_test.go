@@ -1,8 +1,8 @@
-package redact
+package backend
 
 import "testing"
 
-func TestUserinfo(t *testing.T) {
+func TestHideUserinfo(t *testing.T) {
 	for in, want := range map[string]string{
 		"redis://:pw@host:6379":         "redis://:<redacted>@host:6379",
 		"redis://user:p@ss@host:6379/0": "redis://user:<redacted>@host:6379/0",
@@ -17,11 +17,11 @@ func TestUserinfo(t *testing.T) {
 		"10.0.0.1:6379,user:pw@h:6379":  "10.0.0.1:<redacted>@h:6379",
 		"redis://@host:6379":            "redis://@host:6379",
 	} {
-		if got := Userinfo(in); got != want {
-			t.Errorf("Userinfo(%q) = %q; want %q", in, got, want)
+		if got := HideUserinfo(in); got != want {
+			t.Errorf("HideUserinfo(%q) = %q; want %q", in, got, want)
 		}
-		if HasUserinfo(in) != (Userinfo(in) != in) {
-			t.Errorf("HasUserinfo(%q) = %v, but Userinfo gives %q", in, HasUserinfo(in), Userinfo(in))
+		if HasUserinfo(in) != (HideUserinfo(in) != in) {
+			t.Errorf("HasUserinfo(%q) = %v, but Userinfo gives %q", in, HasUserinfo(in), HideUserinfo(in))
 		}
 	}
 }
