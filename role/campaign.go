@@ -11,17 +11,13 @@ import (
 	"github.com/baton-go/baton/internal/lease"
 )
 
-// campaign is the state of one Run: only its goroutine touches it. It is
-// the one source of truth for a tenure (see the package doc).
+// campaign is the state of one Run: only its goroutine touches it.
 type campaign struct {
 	e     *Elector
 	watch backend.Watch
-	h     *lease.Holder // while master: the tenure's holding of the role key
 
-	// A renewal runs on a goroutine of its own, so that the campaign can
-	// wait for its reply and for the tenure's deadline at once and never
-	// depends on the store honouring the call's context. One the campaign
-	// stopped waiting for runs on until join; its reply is void.
+	// A renewal runs on a goroutine of its own (see await); one the
+	// campaign stopped waiting for runs on until join.
 	renewing    sync.WaitGroup
 	cancelRenew context.CancelFunc
 }
@@ -39,15 +35,16 @@ func (c *campaign) loop(ctx context.Context) {
 	defer c.join()
 	defer c.closeWatch()
 	for ctx.Err() == nil {
-		if sent, ok := c.follow(ctx); ok {
-			c.lead(ctx, sent)
+		if h, sent := c.follow(ctx); h != nil {
+			c.lead(ctx, h, sent)
 		}
 	}
 }
 
 // follow waits as a slave until this instance is granted the role and its
-// tenure has begun. It returns when the winning claim was sent.
-func (c *campaign) follow(ctx context.Context) (time.Time, bool) {
+// tenure has begun. It returns the tenure's holding and when the winning
+// claim was sent; nil once ctx has ended.
+func (c *campaign) follow(ctx context.Context) (*lease.Holder, time.Time) {
 	e := c.e
 	b := backoff{first: 50 * time.Millisecond, max: e.cfg.HeartbeatInterval}
 	reclaimed := false // the last pass released our own stale lease
@@ -68,8 +65,8 @@ func (c *campaign) follow(ctx context.Context) (time.Time, bool) {
 		var held *backend.HeldError
 		switch {
 		case err == nil:
-			if c.becomeMaster(ctx, l, sent) {
-				return sent, true
+			if h := c.becomeMaster(ctx, l, sent); h != nil {
+				return h, sent
 			}
 			c.pause(ctx, nil, b.next())
 		case errors.As(err, &held):
@@ -85,7 +82,7 @@ func (c *campaign) follow(ctx context.Context) (time.Time, bool) {
 			c.pause(ctx, nil, b.next())
 		}
 	}
-	return time.Time{}, false
+	return nil, time.Time{}
 }
 
 // claimFailed is the log message of a claim the store failed with err.
@@ -143,10 +140,10 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 	return false
 }
 
-// becomeMaster begins the tenure of lease l, claimed at sent. It reports
-// false, beginning nothing, if its deadline has passed already: the next
-// claim finds the key ours and starts a new tenure with a new epoch.
-func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.Time) bool {
+// becomeMaster begins the tenure of lease l, claimed at sent, and returns
+// its holding; nil if its deadline has passed already: the next claim
+// finds the key ours and starts a new tenure with a new epoch.
+func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.Time) *lease.Holder {
 	e := c.e
 	c.observe(l.Token)
 	h := new(lease.Holder)
@@ -154,11 +151,9 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.
 	g := lease.Grant{Key: e.key, Owner: e.owner, Lease: l, Sent: sent, TTL: e.cfg.HeartbeatExpiration}
 	if err := h.Start(parent, &e.terms, tenureHooks{}, g); err != nil {
 		e.logger.Warn("role: the store granted the role too late to use; claiming again", "key", e.key, "epoch", l.Token)
-		return false
+		return nil
 	}
-	c.h = h
 	e.mu.Lock()
-	e.tenure = h
 	e.held.Store(h) // IsMaster reads true from here
 	e.master, e.since = e.idText, e.clock.Now()
 	e.mu.Unlock()
@@ -166,7 +161,7 @@ func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.
 	e.ev.step(Event{Kind: EventElected, Epoch: l.Token}, bind(e.ev.elected, h.Context()))
 	e.ev.step(Event{Kind: EventMasterChange, Epoch: l.Token, Master: e.idText}, bind(e.ev.masterChange, e.idText))
 	e.roleChanged()
-	return true
+	return h
 }
 
 // tenureHooks are a tenure's side of its holding: the campaign ends the
@@ -187,24 +182,24 @@ func (tenureHooks) Woken() {}
 
 // lead keeps the role until the tenure ends: at its deadline, when the
 // store says the lease is gone, or when ctx ends.
-func (c *campaign) lead(ctx context.Context, sent time.Time) {
+func (c *campaign) lead(ctx context.Context, h *lease.Holder, sent time.Time) {
 	c.closeWatch()
 	next := sent.Add(c.e.cfg.HeartbeatInterval) // when to send the next renewal
 	for {
-		out := c.pause(ctx, c.h.Context().Done(), next.Sub(c.e.clock.Now()))
-		if out == woke && c.h.Left() <= 0 {
+		out := c.pause(ctx, h.Context().Done(), next.Sub(c.e.clock.Now()))
+		if out == woke && h.Left() <= 0 {
 			out = expired
 		}
 		switch out {
 		case stopped:
-			c.stepDown(ctx)
+			c.stepDown(ctx, h)
 			return
 		case expired:
-			c.lose(errDeadline, "renewals failed until the safety deadline", nil)
+			c.lose(h, errDeadline, "renewals failed until the safety deadline", nil)
 			return
 		}
 		var ok bool
-		if next, ok = c.renew(ctx); !ok {
+		if next, ok = c.renew(ctx, h); !ok {
 			return
 		}
 	}
@@ -212,28 +207,28 @@ func (c *campaign) lead(ctx context.Context, sent time.Time) {
 
 // renew renews the tenure once: it returns when to renew next, or false
 // once the tenure has ended.
-func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
-	e, epoch := c.e, c.h.Token()
+func (c *campaign) renew(ctx context.Context, h *lease.Holder) (time.Time, bool) {
+	e, epoch := c.e, h.Token()
 	sent := e.clock.Now()
-	out, err := c.await(ctx)
+	out, err := c.await(ctx, h)
 	took := e.clock.Since(sent)
 	switch {
 	case out == stopped:
-		c.stepDown(ctx)
+		c.stepDown(ctx, h)
 	case out == expired || errors.Is(err, lease.ErrLate):
 		if err == lease.ErrLate {
 			err = nil // a reply that came back too late, or none
 		}
 		c.renewFailed(epoch, took, err)
-		c.lose(errDeadline, "no renewal came back before the safety deadline", err)
+		c.lose(h, errDeadline, "no renewal came back before the safety deadline", err)
 	case err == nil:
 		c.report(Event{Kind: EventRenewal, Epoch: epoch, Latency: took})
 		return sent.Add(e.cfg.HeartbeatInterval), true
 	case ctx.Err() != nil:
-		c.stepDown(ctx)
+		c.stepDown(ctx, h)
 	case errors.Is(err, backend.ErrNotHeld):
 		c.renewFailed(epoch, took, err)
-		c.lose(fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err), "", err)
+		c.lose(h, fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err), "", err)
 	default:
 		c.renewFailed(epoch, took, err)
 		e.warn(err, "role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", epoch)
@@ -243,10 +238,12 @@ func (c *campaign) renew(ctx context.Context) (time.Time, bool) {
 }
 
 // await sends a renewal and waits for its reply, the tenure's deadline or
-// the end of ctx, whichever comes first; the holding voids a reply that
+// the end of ctx, whichever comes first: the renewal runs on a goroutine
+// of its own, so that the tenure ends at its deadline even when the store
+// does not honour the call's context. The holding voids a reply that
 // lands after the deadline.
-func (c *campaign) await(ctx context.Context) (outcome, error) {
-	h, done := c.h, make(chan error, 1) // capacity 1: the goroutine never blocks on it
+func (c *campaign) await(ctx context.Context, h *lease.Holder) (outcome, error) {
+	done := make(chan error, 1) // capacity 1: the goroutine never blocks on it
 	rctx, cancel := context.WithCancel(ctx)
 	c.cancelRenew = cancel
 	c.renewing.Go(func() {
@@ -296,10 +293,10 @@ func (c *campaign) pause(ctx context.Context, tenure <-chan struct{}, d time.Dur
 // errDeadline; why is logged) or on a renewal the store refused with err
 // (someone else holds the role, or the key vanished). A holder err names
 // is the master seen next.
-func (c *campaign) lose(cause error, why string, err error) {
+func (c *campaign) lose(h *lease.Holder, cause error, why string, err error) {
 	e := c.e
-	c.h.Lose(cause)
-	c.endTenure()
+	h.Lose(cause)
+	c.endTenure(h)
 	if cause == errDeadline {
 		e.logger.Info("role: no longer master", "key", e.key, "reason", why)
 	} else {
@@ -314,9 +311,9 @@ func (c *campaign) lose(cause error, why string, err error) {
 
 // stepDown ends the tenure because Run is stopping: first locally, then in
 // the store, so that a slave takes over at once instead of after the TTL.
-func (c *campaign) stepDown(ctx context.Context) {
-	e, h := c.e, c.h
-	c.endTenure()
+func (c *campaign) stepDown(ctx context.Context, h *lease.Holder) {
+	e := c.e
+	c.endTenure(h)
 	if err := h.Drop(ctx, 0); err != nil && !errors.Is(err, backend.ErrNotHeld) {
 		e.warn(err, "role: could not release the role key on stop; it expires after its TTL", "key", e.key)
 	}
@@ -326,13 +323,12 @@ func (c *campaign) stepDown(ctx context.Context) {
 // endTenure ends the tenure locally, in the order the package doc
 // promises: the holding ends, then Status stops naming it, then OnDemoted
 // is queued.
-func (c *campaign) endTenure() {
-	e, epoch := c.e, c.h.Token()
-	c.h.End()
-	c.h = nil
+func (c *campaign) endTenure(h *lease.Holder) {
+	e, epoch := c.e, h.Token()
+	h.End()
 	e.terms.Alarm.Quiet()
 	e.mu.Lock()
-	e.tenure = nil
+	e.held.Store(nil)
 	if e.master == e.idText {
 		e.master = ""
 	}

@@ -36,13 +36,12 @@ type Elector struct {
 	ev     events // the callbacks and their queue
 
 	terms   lease.Terms                  // the role key's lease terms (internal/lease)
-	held    atomic.Pointer[lease.Holder] // the current or last tenure's holding; IsMaster reads it
+	held    atomic.Pointer[lease.Holder] // the current tenure's holding, nil between tenures; stored under mu
 	epoch   atomic.Uint64                // highest role token seen: own tenure's while master
 	running atomic.Bool
 
-	mu          sync.Mutex    // guards the fields below
-	tenure      *lease.Holder // the current tenure's holding, nil between tenures
-	master      string        // last known master's instance ID
+	mu          sync.Mutex // guards the fields below
+	master      string     // last known master's instance ID
 	since       time.Time
 	lastErr     error
 	lastErrAt   time.Time
@@ -94,15 +93,11 @@ func NewElector(store backend.Store, id instanceid.ID, cfg Config, opts ...Optio
 	return e, nil
 }
 
-// IsMaster reports whether this instance is master now. It is true only
-// while the last successful renewal (or the claim), counted from when it
-// was sent, plus the role TTL minus the safety margin lies in the future
-// of the local monotonic clock, so an instance that wakes from a long
-// pause never reports a stale true. A renewal counts only if its reply
-// came back before that deadline: one that comes back later, even a
-// successful one, never makes IsMaster true again; nor does anything once
-// IsMaster has read false in a tenure. It does no I/O, takes no lock and
-// does not allocate. See the package doc for what it does not promise.
+// IsMaster reports whether this instance is master now: whether its
+// tenure's deadline (see the package doc) lies ahead on the local
+// monotonic clock, so an instance that wakes from a long pause never
+// reports a stale true, and nothing makes it true again once it has read
+// false in a tenure. It does no I/O, takes no lock and does not allocate.
 func (e *Elector) IsMaster() bool {
 	h := e.held.Load()
 	return h != nil && h.Left() > 0
@@ -122,9 +117,7 @@ func (e *Elector) IsLeader(context.Context) error {
 // master: from the tenure's deadline on, even while a late renewal is
 // still out.
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if h := e.tenure; h != nil && h.Context().Err() == nil && h.Left() > 0 {
+	if h := e.held.Load(); h != nil && h.Context().Err() == nil && h.Left() > 0 {
 		return h.Context(), h.Token(), true
 	}
 	return nil, 0, false

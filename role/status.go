@@ -55,7 +55,7 @@ func (e *Elector) Status() Status {
 		LastError:   e.lastErr,
 		LastErrorAt: e.lastErrAt,
 	}
-	if e.tenure != nil && e.master == e.idText && !s.IsMaster {
+	if e.held.Load() != nil && e.master == e.idText && !s.IsMaster {
 		s.Master = "" // past the tenure's deadline, the clock decides, as for IsMaster
 	}
 	if s.Duplicate = e.duplicateLocked(now); s.Duplicate != "" {
