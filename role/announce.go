@@ -54,5 +54,8 @@ func (e *Elector) announce(ctx context.Context) {
 // roleChanged tells the announcer, if any, that the role changed; it
 // never blocks.
 func (e *Elector) roleChanged() {
-	poke(e.kick)
+	select {
+	case e.kick <- struct{}{}:
+	default:
+	}
 }

@@ -240,8 +240,9 @@ func (c *campaign) renew(ctx context.Context, h *lease.Holder) (time.Time, bool)
 // await sends a renewal and waits for its reply, the tenure's deadline or
 // the end of ctx, whichever comes first: the renewal runs on a goroutine
 // of its own, so that the tenure ends at its deadline even when the store
-// does not honour the call's context. The holding voids a reply that
-// lands after the deadline.
+// does not honour the call's context (go-redis ends a read at a context's
+// deadline only with ContextTimeoutEnabled). The holding voids a reply
+// that lands after the deadline.
 func (c *campaign) await(ctx context.Context, h *lease.Holder) (outcome, error) {
 	done := make(chan error, 1) // capacity 1: the goroutine never blocks on it
 	rctx, cancel := context.WithCancel(ctx)

@@ -72,8 +72,4 @@
 // timer, while IsMaster reads the clock on every call, so a process that
 // wakes from a pause can see a live context for a moment: the epoch,
 // checked by the resource, is what protects.
-//
-// With the role disabled (Config.Disabled, scheduler-lock.enabled=false) the
-// elector writes nothing, IsMaster is always false and master-only jobs
-// never run.
 package role

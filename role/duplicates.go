@@ -19,15 +19,10 @@ func OnDuplicateID(f func(otherOwner string)) Option {
 	return func(e *Elector) { e.ev.duplicate = hook.Join(e.ev.duplicate, f) }
 }
 
-// Heartbeats alone cannot tell a live duplicate from a member entry
-// written once (forged, or left with a long TTL): a store reports a
-// member as live until its entry expires, and on Consul a renewal leaves
-// no trace. So while another entry claims its ID, a member stamps its own
-// with a beat count that changes at every heartbeat (memberData.Beat),
-// and judges each claimant by whether its data changed between two of its
-// own heartbeats in a row.
-
-// claimant is another member entry that claimed this instance's ID.
+// claimant is another member entry that claimed this instance's ID. Only
+// one whose data changes between heartbeats is a live duplicate; why, and
+// how a member stamps its own entry (memberData.Beat), is in
+// docs/safety.md ("Duplicate instance IDs").
 type claimant struct {
 	data   string // its data then
 	same   int    // heartbeats in a row that found data unchanged

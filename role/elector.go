@@ -117,7 +117,7 @@ func (e *Elector) IsLeader(context.Context) error {
 // master: from the tenure's deadline on, even while a late renewal is
 // still out.
 func (e *Elector) Tenure() (ctx context.Context, epoch uint64, ok bool) {
-	if h := e.held.Load(); h != nil && h.Context().Err() == nil && h.Left() > 0 {
+	if h := e.held.Load(); h != nil && h.Left() > 0 { // Left reads 0 before the context ends
 		return h.Context(), h.Token(), true
 	}
 	return nil, 0, false
@@ -161,7 +161,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		<-ctx.Done()
 		return nil
 	}
-	defer e.ev.close()
+	defer e.ev.idle.Wait() // until every callback queued has run
 	var presence sync.WaitGroup
 	defer presence.Wait()
 	presence.Go(func() { e.presence(ctx) }) // ctx has ended when the campaign returns

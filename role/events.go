@@ -18,7 +18,7 @@ type events struct {
 	mu    sync.Mutex
 	queue []func()
 	busy  bool           // a goroutine is running the queue
-	idle  sync.WaitGroup // waits for that goroutine
+	idle  sync.WaitGroup // waits for that goroutine; once Run waits on it, no step is queued
 }
 
 // step queues one step of the election: the observer's report obs (none
@@ -64,17 +64,5 @@ func (ev *events) deliver() {
 		for _, f := range batch {
 			f()
 		}
-	}
-}
-
-// close waits until every step queued has run. No step may be queued
-// once it is called.
-func (ev *events) close() { ev.idle.Wait() }
-
-// poke signals ch, of capacity 1, without blocking.
-func poke(ch chan struct{}) {
-	select {
-	case ch <- struct{}{}:
-	default:
 	}
 }

@@ -23,9 +23,8 @@ func OnElected(f func(ctx context.Context)) Option {
 }
 
 // OnDemoted registers f to be called when this instance stops being
-// master, after the fact: IsMaster already reads false, the tenure's
-// context is cancelled and Status().Master no longer names this instance.
-// Use it to record the loss; stop the tenure's work on the context.
+// master, after the fact (see the package doc): use it to record the
+// loss, and stop the tenure's work on the tenure's context.
 func OnDemoted(f func()) Option {
 	return func(e *Elector) { e.ev.demoted = hook.Join0(e.ev.demoted, f) }
 }
