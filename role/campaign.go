@@ -195,7 +195,7 @@ func (c *campaign) lead(ctx context.Context, h *lease.Holder, sent time.Time) {
 			c.stepDown(ctx, h)
 			return
 		case expired:
-			c.lose(h, errDeadline, "renewals failed until the safety deadline", nil)
+			c.lose(h, errDeadline, nil)
 			return
 		}
 		var ok bool
@@ -216,11 +216,8 @@ func (c *campaign) renew(ctx context.Context, h *lease.Holder) (time.Time, bool)
 	case out == stopped:
 		c.stepDown(ctx, h)
 	case out == expired || errors.Is(err, lease.ErrLate):
-		if err == lease.ErrLate {
-			err = nil // a reply that came back too late, or none
-		}
 		c.renewFailed(epoch, took, err)
-		c.lose(h, errDeadline, "no renewal came back before the safety deadline", err)
+		c.lose(h, errDeadline, err)
 	case err == nil:
 		c.report(Event{Kind: EventRenewal, Epoch: epoch, Latency: took})
 		return sent.Add(e.cfg.HeartbeatInterval), true
@@ -228,7 +225,7 @@ func (c *campaign) renew(ctx context.Context, h *lease.Holder) (time.Time, bool)
 		c.stepDown(ctx, h)
 	case errors.Is(err, backend.ErrNotHeld):
 		c.renewFailed(epoch, took, err)
-		c.lose(h, fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err), "", err)
+		c.lose(h, fmt.Errorf("%w: the store no longer holds the role key for this tenure: %w", ErrNotMaster, err), err)
 	default:
 		c.renewFailed(epoch, took, err)
 		e.warn(err, "role: renewal failed; retrying until the safety deadline", "key", e.key, "epoch", epoch)
@@ -291,15 +288,15 @@ func (c *campaign) pause(ctx context.Context, tenure <-chan struct{}, d time.Dur
 }
 
 // lose ends the tenure before Run stops: at its deadline (cause
-// errDeadline; why is logged) or on a renewal the store refused with err
-// (someone else holds the role, or the key vanished). A holder err names
-// is the master seen next.
-func (c *campaign) lose(h *lease.Holder, cause error, why string, err error) {
+// errDeadline) or on a renewal the store refused with err (someone else
+// holds the role, or the key vanished). A holder err names is the master
+// seen next.
+func (c *campaign) lose(h *lease.Holder, cause error, err error) {
 	e := c.e
 	h.Lose(cause)
 	c.endTenure(h)
 	if cause == errDeadline {
-		e.logger.Info("role: no longer master", "key", e.key, "reason", why)
+		e.logger.Info("role: no longer master", "key", e.key, "reason", "no renewal came back before the safety deadline")
 	} else {
 		e.logger.Warn("role: mastership lost", "key", e.key, "err", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/internal/hook"
+	"github.com/baton-go/baton/internal/lease"
 )
 
 // EventKind says what an elector reports to its observer.
@@ -87,9 +88,10 @@ func (c *campaign) report(ev Event) {
 }
 
 // renewFailed reports a failed renewal of the tenure with epoch; err nil
-// means that no reply came back before the tenure's deadline.
+// or lease.ErrLate means that no reply came back before the tenure's
+// deadline.
 func (c *campaign) renewFailed(epoch uint64, took time.Duration, err error) {
-	if err == nil {
+	if err == nil || err == lease.ErrLate {
 		err = fmt.Errorf("role: no renewal of %s came back before the tenure's deadline: %w", c.e.key, context.DeadlineExceeded)
 	}
 	c.report(Event{Kind: EventRenewal, Epoch: epoch, Latency: took, Err: err})

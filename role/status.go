@@ -55,8 +55,8 @@ func (e *Elector) Status() Status {
 		LastError:   e.lastErr,
 		LastErrorAt: e.lastErrAt,
 	}
-	if e.held.Load() != nil && e.master == e.idText && !s.IsMaster {
-		s.Master = "" // past the tenure's deadline, the clock decides, as for IsMaster
+	if e.held.Load() != nil && !s.IsMaster {
+		s.Master = "" // a tenure past its deadline: the clock decides, as for IsMaster
 	}
 	if s.Duplicate = e.duplicateLocked(now); s.Duplicate != "" {
 		s.DuplicateSeen, s.DuplicateEntry = e.duplicateAt, e.memberEntry(s.Duplicate)
