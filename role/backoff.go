@@ -22,3 +22,8 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.cur = 0 }
+
+// jitter returns a small random delay, at most 1% of ttl and 20 ms.
+func jitter(ttl time.Duration) time.Duration {
+	return time.Duration(mrand.Int64N(int64(min(ttl/100, 20*time.Millisecond)) + 1))
+}

@@ -37,7 +37,7 @@ const staleAfter = 2
 // claimants follows them between member heartbeats, on the presence
 // goroutine.
 type claimants struct {
-	seen map[string]claimant // by member name
+	seen map[string]claimant // by member name; nil while no entry claims this ID
 	beat uint64              // this member's stamp while others claim its ID
 }
 
@@ -45,7 +45,7 @@ type claimants struct {
 // time, with a new beat count while another member claims its ID.
 func (c *claimants) data(started time.Time) []byte {
 	d := memberData{Started: started}
-	if len(c.seen) > 0 {
+	if c.seen != nil { // nil: no other entry claims this ID
 		c.beat++
 		d.Beat = c.beat
 	}

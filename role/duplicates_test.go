@@ -2,6 +2,7 @@ package role_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/baton-go/baton/backend"
+	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/role"
 	"github.com/baton-go/baton/testkit/storetest"
 	"github.com/baton-go/baton/testkit/testenv"
@@ -96,4 +98,54 @@ func testForgedMemberEntry(t *testing.T, b storetest.Backend) {
 	}
 	stopAll(t, c)
 	waitFor(t, "the report of the stopped duplicate to end", func() bool { return a.Status().Duplicate == "" }, a)
+}
+
+// membersDown is a store whose member list cannot be read: Members fails,
+// heartbeats go through.
+type membersDown struct{ backend.Store }
+
+func (s membersDown) Heartbeat(ctx context.Context, group string, m backend.Member, ttl time.Duration) ([]string, error) {
+	return s.Store.(backend.Registry).Heartbeat(ctx, group, m, ttl)
+}
+
+func (s membersDown) Members(context.Context, string) ([]backend.Member, error) {
+	return nil, errors.New("members: connection refused")
+}
+
+func (s membersDown) Leave(ctx context.Context, group, name string) error {
+	return s.Store.(backend.Registry).Leave(ctx, group, name)
+}
+
+// While another entry claims its ID, a member stamps its own entry with a
+// changing beat count at every heartbeat, also when it cannot read the
+// claimant's entry: the stamp is what tells the other process that this
+// one is live. Before, a member whose first reading of the member list
+// failed kept its entry unstamped until a reading succeeded, so the
+// other process logged it as "not renewed" instead of reporting it.
+func TestMemberStampsItsEntryWhileTheListFails(t *testing.T) {
+	store := membackend.New()
+	cfg := role.Config{HeartbeatInterval: 50 * time.Millisecond, HeartbeatExpiration: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	self := id(t, 7002)
+	group := backend.AppKey(self.Tenant, self.App, "members")
+	other := backend.Member{Name: self.String() + "#0123456789ab", Identity: self.String(), Data: []byte(`{}`)}
+	if _, err := store.Heartbeat(ctx, group, other, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	a := startElector(t, membersDown{store}, 7002, cfg, nil)
+	defer stopAll(t, a)
+	beats := map[string]bool{}
+	waitFor(t, "two different stamps in the member's own entry", func() bool {
+		ms, err := store.Members(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.Name != other.Name && strings.Contains(string(m.Data), `"beat"`) {
+				beats[string(m.Data)] = true
+			}
+		}
+		return len(beats) >= 2
+	}, a)
 }

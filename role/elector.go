@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,11 +179,6 @@ func ownerID(owner string) string {
 		return owner[:i]
 	}
 	return owner
-}
-
-// jitter returns a small random delay, at most 1% of ttl and 20 ms.
-func jitter(ttl time.Duration) time.Duration {
-	return time.Duration(mrand.Int64N(int64(min(ttl/100, 20*time.Millisecond)) + 1))
 }
 
 type epochKey struct{}
