@@ -31,14 +31,9 @@ func IsMaster() bool {
 		return el.IsMaster()
 	}
 	if noDefaultLogged.CompareAndSwap(false, true) {
-		caller := "unknown"
-		if pc, _, _, ok := runtime.Caller(1); ok {
-			if f := runtime.FuncForPC(pc); f != nil {
-				caller = f.Name()
-			}
-		}
+		pc, _, _, _ := runtime.Caller(1) // from a caller's frame it never fails
 		slog.Error("role: IsMaster called with no default elector: it reports false (slave) until role.SetDefault(el) registers the service's elector",
-			"caller", caller)
+			"caller", runtime.FuncForPC(pc).Name())
 	}
 	return false
 }
