@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -244,10 +243,5 @@ func (lk *Locker) newOwner() string {
 	binary.LittleEndian.PutUint64(n[:], rand.Uint64())
 	var h [16]byte
 	hex.Encode(h[:], n[:])
-	var b strings.Builder
-	b.Grow(len(lk.idText) + 1 + len(h))
-	b.WriteString(lk.idText)
-	b.WriteByte('#')
-	b.Write(h[:])
-	return b.String()
+	return lk.idText + "#" + string(h[:])
 }
