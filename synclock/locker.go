@@ -85,7 +85,6 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
-	// One margin, the claim window's, for the grant and each renewal.
 	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.cfg.OperationTimeout}
 	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
