@@ -117,9 +117,8 @@ func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant,
 func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 	lk := c.lk
 	if c.spared == 0 {
-		lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
-			"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
-			"key", c.key, "for", held.Holder.TTL)
+		lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting; "+
+			declareWhole, "key", c.key, "for", held.Holder.TTL)
 	}
 	c.spared++
 	if err := lk.waitTurn(c.ctx, nil, held.Holder.TTL, ""); err != nil {

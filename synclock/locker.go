@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,7 +85,6 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 	for _, o := range opts {
 		o(lk)
 	}
-	// One margin, the claim window's, for the grant and each renewal.
 	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.cfg.OperationTimeout}
 	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
@@ -244,10 +242,5 @@ func (lk *Locker) newOwner() string {
 	binary.LittleEndian.PutUint64(n[:], rand.Uint64())
 	var h [16]byte
 	hex.Encode(h[:], n[:])
-	var b strings.Builder
-	b.Grow(len(lk.idText) + 1 + len(h))
-	b.WriteString(lk.idText)
-	b.WriteByte('#')
-	b.Write(h[:])
-	return b.String()
+	return lk.idText + "#" + string(h[:])
 }
