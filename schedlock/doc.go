@@ -25,7 +25,8 @@
 // ErrSkipped; WithObserver and the job's gocron.AfterLockError see it). A
 // job has one locker, so one schedlock option carries all of its
 // conditions. A master-only run is admitted while el holds a tenure; a
-// slave-only run while this instance is a slave that has seen a master.
+// slave-only run while this instance is a slave that has seen a master;
+// with the role disabled neither runs.
 //
 // A run of a locked job takes the lock {tenant:app}:job:<name> for
 // lockAtMostFor, or is skipped with ErrLocked; when it ends the lock is
