@@ -89,8 +89,6 @@ func (f *fires) gocronFire() time.Time {
 	return next
 }
 
-func markerKey(tenant, app, name string) string { return backend.AppKey(tenant, app, "fired", name) }
-
 func markerOwner(fire time.Time, instance string) string {
 	return "fire:" + strconv.FormatInt(fire.UnixMilli(), 10) + ":" + instance
 }

@@ -219,7 +219,7 @@ func (l *jobLock) validate(d Defaults, id instanceid.ID) []error {
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)
-	l.marker = markerKey(id.Tenant, id.App, l.name)
+	l.marker = backend.AppKey(id.Tenant, id.App, "fired", l.name)
 	if err := errors.Join(backend.ValidateKey(l.key), backend.ValidateKey(l.marker)); err != nil {
 		bad("name does not make a usable key: %v", err)
 	}
