@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -45,9 +44,7 @@ type gate struct {
 	clock  clock.Clock
 	terms  lease.Terms // the job lock's
 
-	// floor is the highest lock token this gate has seen, passed to
-	// Acquire so tokens keep increasing after the store lost its data.
-	floor atomic.Uint64
+	floor lease.Floor // the highest lock token this gate has seen
 
 	fires fires // the gocron job whose fire times it reads
 
@@ -362,14 +359,14 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 		return recovering("", fmt.Sprintf("job lock %q", l.key), held.Holder.TTL)
 	case errors.As(err, &held):
 		h := held.Holder
-		g.observe(h.Token)
+		g.floor.Observe(h.Token)
 		return &SkipError{Reason: ErrLocked, Holder: h, detail: fmt.Sprintf("job lock %q is held by %q (token %d) for another %v", l.key, h.Owner, h.Token, h.TTL.Round(time.Millisecond))}
 	default:
 		// The store may have granted the lock and lost the reply: free it.
 		g.release(ctx, owner, 0)
 		return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot take job lock %q", l.key)}
 	}
-	g.observe(ls.Token)
+	g.floor.Observe(ls.Token)
 	r.acquired = g.clock.Now()
 	if err := r.h.Start(context.Background(), &g.terms, r, lease.Grant{Key: l.key, Owner: owner, Lease: ls, Sent: sent, TTL: l.atMostFor}); err != nil {
 		g.release(ctx, owner, 0)
@@ -379,20 +376,16 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 }
 
 // take asks the store for the job lock, with the highest lock token seen
-// as the floor; a floor refused with backend.ErrFloorAhead is forgotten,
-// so that it never locks the job out.
+// as the floor (lease.Floor).
 func (g *gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 	l := g.lock
 	for {
-		floor := g.floor.Load()
 		actx, cancel := context.WithTimeout(ctx, opTimeout)
-		lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, floor)
+		lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, g.floor.Load())
 		cancel()
-		if !errors.Is(err, backend.ErrFloorAhead) || floor == 0 {
+		if !g.floor.Forget(err, g.logger, "schedlock", l.key) {
 			return lease, err
 		}
-		g.floor.CompareAndSwap(floor, 0)
-		g.logger.Warn("schedlock: the store refused the highest lock token seen as the floor; forgetting it", "lock", l.key, "floor", floor, "err", err)
 	}
 }
 
@@ -402,18 +395,9 @@ func (g *gate) release(ctx context.Context, owner string, keepFor time.Duration)
 	err := g.terms.Drop(ctx, g.lock.key, owner, keepFor)
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) {
-		g.observe(nh.Holder.Token)
+		g.floor.Observe(nh.Holder.Token)
 	}
 	return err
-}
-
-func (g *gate) observe(token uint64) {
-	for {
-		old := g.floor.Load()
-		if token <= old || g.floor.CompareAndSwap(old, token) {
-			return
-		}
-	}
 }
 
 // skipped completes, logs and reports a refusal.
