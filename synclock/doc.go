@@ -74,8 +74,7 @@
 //     it names: a waiter sleeps through it without spending MaxRetries, and
 //     TryLock fails with a *LockedError whose Recovering is set.
 //
-// Every rule in full, with its defaults and timings: "synclock in detail"
-// in docs/concepts.md.
+// Every rule in full, with its defaults and timings: docs/locks.md.
 //
 // # What is not promised
 //
