@@ -491,9 +491,13 @@ func (s *RedisStore) Close() error {
 // "config: authentication failed at 10.0.0.5:6379: the server refused
 // the credentials; check redis.username and redis.password: WRONGPASS
 // ...".
-func (s *RedisStore) Ping(ctx context.Context) error {
-	if err := s.Client.Ping(ctx).Err(); err != nil {
-		return pingError(s.redis, err)
+func (s *RedisStore) Ping(ctx context.Context) error { return pingRedis(ctx, s.Client, s.redis) }
+
+// pingRedis pings rdb, the client of the Redis r names, and explains a
+// failure with pingError.
+func pingRedis(ctx context.Context, rdb redis.UniversalClient, r Redis) error {
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return pingError(r, err)
 	}
 	return nil
 }
@@ -527,15 +531,10 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 		return nil, &Error{Problems: []Problem{{Key: keyRedisLayout, Value: LayoutSpring,
 			Reason: "asks for the Spring framework's key layout: build the store with Config.SpringRedisStore"}}}
 	}
-	if err := c.Redis.check(); err != nil {
-		return nil, err
-	}
-	o, err := c.Redis.ClientOptions()
+	rdb, err := c.Redis.client()
 	if err != nil {
 		return nil, err
 	}
-	c.Redis.routeClientLog()
-	rdb := redis.NewUniversalClient(o)
 	store, err := redisbackend.New(rdb, append(c.RedisStoreOptions(), opts...)...)
 	if err != nil {
 		rdb.Close()
@@ -547,6 +546,20 @@ func (c Config) RedisStore(ctx context.Context, opts ...redisbackend.Option) (*R
 		return nil, err
 	}
 	return s, nil
+}
+
+// client checks the redis.* keys as Validate does, routes go-redis's log
+// as redis.client-log says and makes the client they describe.
+func (r Redis) client() (redis.UniversalClient, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	o, err := r.ClientOptions()
+	if err != nil {
+		return nil, err
+	}
+	r.routeClientLog()
+	return redis.NewUniversalClient(o), nil
 }
 
 // failFast pings a new store with ping unless redis.fail-fast is false,
@@ -577,12 +590,7 @@ func (s *SpringRedisStore) Close() error {
 }
 
 // Ping checks that the store answers, within ctx (see RedisStore.Ping).
-func (s *SpringRedisStore) Ping(ctx context.Context) error {
-	if err := s.Client.Ping(ctx).Err(); err != nil {
-		return pingError(s.redis, err)
-	}
-	return nil
-}
+func (s *SpringRedisStore) Ping(ctx context.Context) error { return pingRedis(ctx, s.Client, s.redis) }
 
 // SpringRedisStore returns a store in the Spring framework's and
 // ShedLock's key layout (package springredis), for a fleet in which Java
@@ -594,15 +602,10 @@ func (s *SpringRedisStore) Ping(ctx context.Context) error {
 // side's keys carry no hash tag). redis.fail-fast and redis.client-log
 // work as for RedisStore.
 func (c Config) SpringRedisStore(ctx context.Context, opts ...redisbackend.Option) (*SpringRedisStore, error) {
-	if err := c.Redis.check(); err != nil {
-		return nil, err
-	}
-	o, err := c.Redis.ClientOptions()
+	rdb, err := c.Redis.client()
 	if err != nil {
 		return nil, err
 	}
-	c.Redis.routeClientLog()
-	rdb := redis.NewUniversalClient(o)
 	layout := springredis.Layout{Environment: c.Redis.ShedLockEnvironment, JobKeyPrefix: c.Redis.ShedLockKeyPrefix}
 	store, err := springredis.New(rdb, layout, append(c.RedisStoreOptions(), opts...)...)
 	if err != nil {

@@ -18,10 +18,9 @@ import (
 // markerTTL is the shortest life of a fire marker after its latest fire.
 const markerTTL = 24 * time.Hour
 
-// Fire returns the fire time of the run ctx belongs to: the time it was
-// scheduled for, however late it started. It reports false when ctx is
-// from no locked run or the run's fire time is unknown (see the package
-// doc, Once per fire). ctx is as for Assert.
+// Fire returns the fire time of ctx's run (as for Assert): the time it
+// was scheduled for, however late it started; false when ctx is from no
+// locked run or the run's fire time is unknown.
 func Fire(ctx context.Context) (time.Time, bool) {
 	r, err := inflight.find(ctx)
 	if err != nil || r.fire.IsZero() {
@@ -31,10 +30,9 @@ func Fire(ctx context.Context) (time.Time, bool) {
 }
 
 // WithScheduler names the gocron scheduler a locked job runs on, so that
-// its gate can read each run's fire time, the job's scheduled time, and
-// run each fire at most once across the fleet (see the package doc, Once
-// per fire). A gocron job with a job lock needs it: NewJob fails without
-// it. Run takes the fire time as an argument instead.
+// its gate reads each run's fire time (the job's scheduled time) and runs
+// each fire at most once across the fleet. A gocron job with a job lock
+// needs it; Run takes the fire time as an argument instead.
 func WithScheduler(s gocron.Scheduler) Option {
 	return optionFunc(func(g *gate) { g.fires.sched = s })
 }
@@ -91,8 +89,6 @@ func (f *fires) gocronFire() time.Time {
 	return next
 }
 
-func markerKey(tenant, app, name string) string { return backend.AppKey(tenant, app, "fired", name) }
-
 func markerOwner(fire time.Time, instance string) string {
 	return "fire:" + strconv.FormatInt(fire.UnixMilli(), 10) + ":" + instance
 }
@@ -108,9 +104,8 @@ func markerFire(owner string) (time.Time, bool) {
 	return time.UnixMilli(n), true
 }
 
-// markFire records r's fire in the lock's marker (its states: the package
-// doc, Once per fire), or says why r must be skipped. It costs one store call when the marker is free or already
-// at r's fire or later, and three when it moves on.
+// markFire records r's fire in the lock's marker (its states: the
+// package doc's table), or says why r must be skipped.
 func (g *gate) markFire(ctx context.Context, r *run) *SkipError {
 	l := g.lock
 	owner := markerOwner(r.fire, g.idText)
@@ -146,11 +141,9 @@ func (g *gate) markFire(ctx context.Context, r *run) *SkipError {
 }
 
 // takeMarker takes the free marker for owner, for the marker's life. A
-// store that may have lost its data refuses a fresh key (one without a
-// fencing counter) for as long as the lease asked for (its restart
-// guard), which for the marker's life would be a day: such a refusal is
-// answered by taking the marker for lockAtMostFor, the guard the lock
-// itself has passed, and renewing it to the marker's life.
+// recovering store refuses a fresh key for as long as the lease asked
+// for, a day here: the marker is then taken for lockAtMostFor, which the
+// lock itself has passed, and renewed to its life.
 func (g *gate) takeMarker(ctx context.Context, r *run, owner string) error {
 	l := g.lock
 	life := max(markerTTL, l.atMostFor)

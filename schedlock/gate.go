@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
@@ -32,10 +31,9 @@ const (
 // opTimeout bounds each call a gate makes to the lock store.
 const opTimeout = 5 * time.Second
 
-// gate decides, before every run of a job, whether the run may start on
-// this instance: its role condition must hold and, if it has a job lock,
-// the lock must be free. It is the job's gocron.Locker, and Run's. It
-// holds no goroutine while no run is in flight.
+// gate decides, before every run of a job, whether the run may start
+// here: its role condition holds and its job lock, if any, is free. It is
+// the job's gocron.Locker, and Run's.
 type gate struct {
 	role   cond
 	el     *role.Elector
@@ -46,9 +44,7 @@ type gate struct {
 	clock  clock.Clock
 	terms  lease.Terms // the job lock's
 
-	// floor is the highest lock token this gate has seen, passed to
-	// Acquire so tokens keep increasing after the store lost its data.
-	floor atomic.Uint64
+	floor lease.Floor // the highest lock token this gate has seen
 
 	fires fires // the gocron job whose fire times it reads
 
@@ -87,14 +83,8 @@ func WithLock(store backend.Store, name string, lockAtMostFor, lockAtLeastFor ti
 }
 
 // Defaults are the job-lock durations used where Locked (or WithLock) is
-// given zero: a fleet's defaults, as ShedLock's
-// @EnableSchedulerLock(defaultLockAtMostFor, defaultLockAtLeastFor) sets
-// them. A Defaults value is an Option:
-//
-//	schedlock.Locked(store, "nightly-export", 0, 0, cfg.JobLock, schedlock.WithInstance(id), schedlock.WithScheduler(s))
-//
-// config's job-lock.default-lock-at-most-for and
-// job-lock.default-lock-at-least-for keys fill cfg.JobLock.
+// given zero, as ShedLock's @EnableSchedulerLock sets them. A Defaults
+// value is an Option; config's job-lock.* keys fill cfg.JobLock.
 type Defaults struct {
 	// LockAtMostFor is the lease of a job lock whose own lockAtMostFor is
 	// zero. Zero means no default: such a lock is then an error.
@@ -109,7 +99,7 @@ func (d Defaults) apply(g *gate) { g.defaults = d }
 // WithInstance names the instance a job lock belongs to: its tenant and
 // app form the lock key's namespace and its ID starts every lock owner
 // string. Locked needs it; a role-gated job takes its elector's instance
-// unless given one. There is no package default.
+// unless given one.
 func WithInstance(id instanceid.ID) Option {
 	return optionFunc(func(g *gate) { g.id = id })
 }
@@ -124,11 +114,9 @@ func WithLogger(l *slog.Logger) Option {
 	})
 }
 
-// WithObserver makes the gate report every decision to f: admitted and
-// skipped runs, released locks, lost runs. f is for metrics: it is called
-// synchronously on the goroutine that decided (gocron's executor, a timer)
-// and must return quickly. Given more than once, every observer gets
-// every decision, in the order given.
+// WithObserver reports every Event to f, synchronously on the goroutine
+// that decided (gocron's executor, a timer): f must return quickly. Given
+// more than once, every observer gets every event, in the order given.
 func WithObserver(f func(Event)) Option {
 	return optionFunc(func(g *gate) { g.obs = hook.Join(g.obs, f) })
 }
@@ -138,9 +126,8 @@ func withClock(c clock.Clock) Option {
 	return optionFunc(func(g *gate) { g.clock = c })
 }
 
-// newGate returns a gate with role condition r on elector el, which is
-// nil only for anyRole. It reports every problem with its arguments in one
-// error wrapping backend.ErrInvalidArgument.
+// newGate returns a gate with role condition r on elector el, or one
+// error listing every problem with its arguments.
 func newGate(r cond, el *role.Elector, opts ...Option) (*gate, error) {
 	g := &gate{role: r, el: el, clock: clock.Real, logger: slog.Default()}
 	for _, o := range opts {
@@ -197,9 +184,8 @@ func gateInstance(id instanceid.ID, el *role.Elector) (instanceid.ID, error) {
 	return id, nil
 }
 
-// validate gives l the fleet's defaults d for the durations it left at
-// zero, applies ShedLock's rules, makes its keys, and reports what is
-// wrong.
+// validate fills l's zero durations from d, applies ShedLock's rules and
+// makes its keys.
 func (l *jobLock) validate(d Defaults, id instanceid.ID) []error {
 	var errs []error
 	bad := func(format string, args ...any) {
@@ -230,7 +216,7 @@ func (l *jobLock) validate(d Defaults, id instanceid.ID) []error {
 		return errs
 	}
 	l.key = backend.AppKey(id.Tenant, id.App, "job", l.name)
-	l.marker = markerKey(id.Tenant, id.App, l.name)
+	l.marker = backend.AppKey(id.Tenant, id.App, "fired", l.name)
 	if err := errors.Join(backend.ValidateKey(l.key), backend.ValidateKey(l.marker)); err != nil {
 		bad("name does not make a usable key: %v", err)
 	}
@@ -240,8 +226,7 @@ func (l *jobLock) validate(d Defaults, id instanceid.ID) []error {
 	return errs
 }
 
-// checkDurations applies ShedLock's rules to a lock's durations, and
-// refuses a lockAtMostFor no store holds (backend.ValidateLease).
+// checkDurations applies ShedLock's rules and backend.ValidateLease.
 func checkDurations(atMostFor, atLeastFor time.Duration) error {
 	if err := backend.ValidateLease("lockAtMostFor", atMostFor); err != nil {
 		return err
@@ -255,9 +240,8 @@ func checkDurations(atMostFor, atLeastFor time.Duration) error {
 	return nil
 }
 
-// Lock implements gocron.Locker: it admits a run of job, or refuses it
-// with a *SkipError. While the run is in flight the job's context leads to
-// it (registry.go).
+// Lock implements gocron.Locker: it admits a run of job, findable from
+// the job's context while in flight (registry.go), or refuses it.
 func (g *gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 	r, err := g.admit(ctx, job, g.fires.gocronFire())
 	if err != nil {
@@ -268,8 +252,7 @@ func (g *gate) Lock(ctx context.Context, job string) (gocron.Lock, error) {
 }
 
 // admit decides a run for fire (zero: unknown); an admitted run must be
-// ended. The role is checked without I/O before the lock is taken, and
-// again after (confirm).
+// ended. The role is checked before the lock is taken and after.
 func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, error) {
 	epoch, skip := g.checkRole()
 	if skip != nil {
@@ -300,9 +283,8 @@ func (g *gate) admit(ctx context.Context, job string, fire time.Time) (*run, err
 	return r, nil
 }
 
-// confirm checks, once the lock is taken, that the role still holds
-// (mastership may have ended during the round trip) and that the run's
-// fire has not run yet (fire.go).
+// confirm checks, once the lock is taken, that the role still holds and
+// that the run's fire has not run yet (fire.go).
 func (g *gate) confirm(ctx context.Context, r *run, epoch uint64) *SkipError {
 	ep, skip := g.checkRole()
 	switch {
@@ -377,14 +359,14 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 		return recovering("", fmt.Sprintf("job lock %q", l.key), held.Holder.TTL)
 	case errors.As(err, &held):
 		h := held.Holder
-		g.observe(h.Token)
+		g.floor.Observe(h.Token)
 		return &SkipError{Reason: ErrLocked, Holder: h, detail: fmt.Sprintf("job lock %q is held by %q (token %d) for another %v", l.key, h.Owner, h.Token, h.TTL.Round(time.Millisecond))}
 	default:
 		// The store may have granted the lock and lost the reply: free it.
 		g.release(ctx, owner, 0)
 		return &SkipError{Reason: ErrUnavailable, Err: err, detail: fmt.Sprintf("cannot take job lock %q", l.key)}
 	}
-	g.observe(ls.Token)
+	g.floor.Observe(ls.Token)
 	r.acquired = g.clock.Now()
 	if err := r.h.Start(context.Background(), &g.terms, r, lease.Grant{Key: l.key, Owner: owner, Lease: ls, Sent: sent, TTL: l.atMostFor}); err != nil {
 		g.release(ctx, owner, 0)
@@ -394,42 +376,28 @@ func (g *gate) acquire(ctx context.Context, r *run) *SkipError {
 }
 
 // take asks the store for the job lock, with the highest lock token seen
-// as the floor. A floor the store refuses as ahead of any token it can
-// have granted (backend.ErrFloorAhead: forged data, a clock gone back) is
-// forgotten, so that it never locks the job out.
+// as the floor (lease.Floor).
 func (g *gate) take(ctx context.Context, owner string) (backend.Lease, error) {
 	l := g.lock
 	for {
-		floor := g.floor.Load()
 		actx, cancel := context.WithTimeout(ctx, opTimeout)
-		lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, floor)
+		lease, err := l.store.Acquire(actx, l.key, owner, l.atMostFor, g.floor.Load())
 		cancel()
-		if !errors.Is(err, backend.ErrFloorAhead) || floor == 0 {
+		if !g.floor.Forget(err, g.logger, "schedlock", l.key) {
 			return lease, err
 		}
-		g.floor.CompareAndSwap(floor, 0)
-		g.logger.Warn("schedlock: the store refused the highest lock token seen as the floor; forgetting it", "lock", l.key, "floor", floor, "err", err)
 	}
 }
 
-// release ends owner's lease on the job lock, keeping the key keepFor
-// longer, also after ctx ended (lease.Terms.Drop).
+// release is lease.Terms.Drop on the job lock, learning the holder's
+// token from a refusal.
 func (g *gate) release(ctx context.Context, owner string, keepFor time.Duration) error {
 	err := g.terms.Drop(ctx, g.lock.key, owner, keepFor)
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) {
-		g.observe(nh.Holder.Token)
+		g.floor.Observe(nh.Holder.Token)
 	}
 	return err
-}
-
-func (g *gate) observe(token uint64) {
-	for {
-		old := g.floor.Load()
-		if token <= old || g.floor.CompareAndSwap(old, token) {
-			return
-		}
-	}
 }
 
 // skipped completes, logs and reports a refusal.
@@ -459,6 +427,6 @@ func (g *gate) lockName() string {
 	return g.lock.name
 }
 
-// nonce returns 16 random hex digits, making each lock owner string unique
-// so that a late release never ends a later holder's lease.
+// nonce makes each lock owner string unique, so that a late release
+// never ends a later holder's lease.
 func nonce() string { return fmt.Sprintf("%016x", rand.Uint64()) }

@@ -20,9 +20,8 @@ var _ gocron.Elector = (*role.Elector)(nil)
 // master: before every run the gate checks el's tenure (a clock read, no
 // I/O) and skips the run with ErrNotMaster. The job gets the tag
 // "master-only". opts may add a job lock (WithLock, with WithScheduler),
-// a logger and an observer; give a job one schedlock option with every
-// condition. A second locker, or bad arguments, make NewJob fail with an
-// error wrapping backend.ErrInvalidArgument.
+// a logger and an observer. A second locker, or bad arguments, make
+// NewJob fail with an error wrapping backend.ErrInvalidArgument.
 func MasterOnly(el *role.Elector, opts ...Option) gocron.JobOption {
 	return option(masterOnly, el, opts)
 }
@@ -39,19 +38,14 @@ func SlaveOnly(el *role.Elector, opts ...Option) gocron.JobOption {
 // job lock named name in store: each fire runs on at most one instance,
 // and a run that finds the lock held is skipped with ErrLocked, not
 // delayed. A run takes the lock for lockAtMostFor and, when it ends, keeps
-// it until lockAtLeastFor after its start, by the store's clock (see the
-// package doc, Gates and Once per fire). WithInstance and WithScheduler
-// are required:
-//
-//	s.NewJob(def, task, schedlock.Locked(store, "nightly-export", 10*time.Minute, 30*time.Second,
-//		schedlock.WithInstance(id), schedlock.WithScheduler(s)))
+// it until lockAtLeastFor after its start, by the store's clock.
+// WithInstance and WithScheduler are required (see the package doc).
 //
 // lockAtMostFor must be a lease a store holds, 1ms to 365 days, and not
 // less than lockAtLeastFor, which may be 0; set it well above the job's
-// longest run. Zero durations take those of a Defaults option. Durations
-// written as text, Go's or ISO-8601 ("PT10M"), are read by
-// config.ParseDuration. To combine the lock with a role, use MasterOnly(el,
-// WithLock(...)) or SlaveOnly(el, WithLock(...)).
+// longest run. Zero durations take those of a Defaults option; durations
+// written as text ("PT10M") are read by config.ParseDuration. With a
+// role: MasterOnly(el, WithLock(...)) or SlaveOnly(el, WithLock(...)).
 func Locked(store backend.Store, name string, lockAtMostFor, lockAtLeastFor time.Duration, opts ...Option) gocron.JobOption {
 	return option(anyRole, nil, append([]Option{WithLock(store, name, lockAtMostFor, lockAtLeastFor)}, opts...))
 }

@@ -112,11 +112,9 @@ func (r *run) check() error {
 	return nil
 }
 
-// lose marks an admitted run lost with err, once, and cancels the contexts
-// handed to the job before it returns the cause the run ended with: err,
-// or an earlier loss's. The loss is logged and observed first, so
-// a job that returns when its context ends returns after the observer saw
-// the loss. A lost role leaves the job lock to the run's release.
+// lose marks an admitted run lost with err, once: it logs and observes
+// the loss, then cancels the run's contexts, and returns the cause the
+// run ended with. A lost role leaves the job lock to the run's release.
 func (r *run) lose(err error) error {
 	r.mu.Lock()
 	if !r.admitted || r.losing || r.ctx.Err() != nil { // r.ctx ends with the run
@@ -141,9 +139,8 @@ func (r *run) cancelLocked(cause error) {
 	r.watchers = nil
 }
 
-// watch returns a context of parent that carries the run and is cancelled
-// with the run's cause when the run is lost or ends. For a role gate it
-// starts the goroutine that watches the role.
+// watch returns a context of parent that carries the run and ends with
+// it; for a role gate it starts the role's watcher (poll).
 func (r *run) watch(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(context.WithValue(parent, runKey{}, r))
 	r.mu.Lock()
@@ -203,9 +200,8 @@ func (r *run) poll() {
 
 // Unlock implements gocron.Lock: it ends the run and releases the job
 // lock, kept until lockAtLeastFor after the grant, also with a cancelled
-// ctx (gocron's on Shutdown). It returns an error wrapping ErrLost if the
-// lease had lapsed before, on the store or by the local deadline. Calling
-// it again returns the first result.
+// ctx. It returns an error wrapping ErrLost if the lease had lapsed
+// before; calling it again returns the first result.
 func (r *run) Unlock(ctx context.Context) error {
 	r.once.Do(func() { r.unlockErr = r.end(ctx) })
 	return r.unlockErr
@@ -255,7 +251,6 @@ func (r *run) releaseLock(ctx context.Context) error {
 	}
 }
 
-// extend renews the job lock's lease to d from now.
 func (r *run) extend(ctx context.Context, d time.Duration) error {
 	g, l := r.g, r.g.lock
 	if l == nil {
@@ -292,9 +287,8 @@ func (r *run) extend(ctx context.Context, d time.Duration) error {
 // (ShedLock's LockAssert): nil if so; an error wrapping ErrLost (and
 // ErrNotMaster or ErrNotSlave for a role change) if not; ErrNoRun if ctx
 // leads to no run. It does no I/O, so it cannot see a lock removed by
-// hand in the store (Extend can). ctx is the context gocron passes to the
-// job, one derived from it, or one from Context or Run (see the package
-// doc, While a job runs).
+// hand in the store (Extend can). ctx is gocron's job context, one
+// derived from it, or one from Context or Run.
 func Assert(ctx context.Context) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -303,16 +297,15 @@ func Assert(ctx context.Context) error {
 	return r.check()
 }
 
-// Extend renews the job lock of the run ctx belongs to so that it lapses
-// d from now (ShedLock's LockExtender); lockAtLeastFor still counts from
-// the start. It fails with an error wrapping ErrLost if the run no longer
-// holds its gate or the store says the lock is no longer its own (and
-// then cancels the run's context), with ErrNoRun if ctx leads to no run
-// with a job lock, and with the store's error, the lease unchanged, if the
-// store cannot be reached. The call is bounded by the lease's local
-// deadline; a reply after it is void and the run stays lost. d must be
-// longer than the lease's margin, or Extend fails with
-// backend.ErrInvalidArgument.
+// Extend renews the job lock of ctx's run (as for Assert) so that it
+// lapses d from now (ShedLock's LockExtender); lockAtLeastFor still counts
+// from the start. d must be longer than the lease's margin, else
+// backend.ErrInvalidArgument. The call is bounded by the lease's local
+// deadline: a reply after it is void. Extend fails with ErrLost, and
+// cancels the run's context, if the run lost its gate or the store says
+// the lock is no longer its own; with ErrNoRun for a run without a job
+// lock; with the store's error, the lease unchanged, if the store cannot
+// be reached.
 func Extend(ctx context.Context, d time.Duration) error {
 	r, err := inflight.find(ctx)
 	if err != nil {
@@ -321,14 +314,14 @@ func Extend(ctx context.Context, d time.Duration) error {
 	return r.extend(ctx, d)
 }
 
-// Context returns a context for the job's work, carrying the run ctx
-// belongs to, that is cancelled with a cause wrapping ErrLost
-// (context.Cause) when the run loses its gate (see the package doc, While
-// a job runs), and when ctx is. Call it in the task, with the context
-// gocron passes, and call the CancelFunc when done. If ctx leads to no
-// run, Context is context.WithCancel(ctx); if overlapping runs cannot be
-// told apart, its context is already cancelled with a cause wrapping
-// ErrNoRun.
+// Context returns a context for the work of ctx's run (as for Assert),
+// carrying the run, that ends with ctx and is cancelled with a cause
+// wrapping ErrLost when the run loses its gate: at once when mastership
+// ends, within rolePoll when a slave becomes master, a margin before the
+// lease could lapse on the store. Call it in the task and call the
+// CancelFunc when done. If ctx leads to no run, Context is
+// context.WithCancel(ctx); if overlapping runs cannot be told apart, its
+// context is already cancelled with a cause wrapping ErrNoRun.
 func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	r, err := inflight.find(ctx)
 	switch {
@@ -342,10 +335,10 @@ func Context(ctx context.Context) (context.Context, context.CancelFunc) {
 	return r.watch(ctx)
 }
 
-// Token returns the fencing token of the run ctx belongs to: its job
+// Token returns the fencing token of ctx's run (as for Assert): its job
 // lock's token or, for a master-only run without a lock, the epoch of the
-// tenure that admitted it. It reports false when ctx leads to no such run
-// and once the run has lost its gate or ended. ctx is as for Assert.
+// tenure that admitted it; false when there is none, or the run has lost
+// its gate or ended.
 func Token(ctx context.Context) (uint64, bool) {
 	r, err := inflight.find(ctx)
 	switch {
@@ -358,12 +351,11 @@ func Token(ctx context.Context) (uint64, bool) {
 	return 0, false
 }
 
-// Run runs fn once, now, if job admits it, as gocron would run it: for
-// other schedulers (robfig/cron, a time.Ticker loop). job is made once by
+// Run runs fn once, now, if job admits it, as gocron would: for other
+// schedulers (robfig/cron, a time.Ticker loop). job is made once by
 // MasterOnly, SlaveOnly or Locked (without WithScheduler) and used for
 // every run. fire is the time the run was scheduled for, the same on
-// every instance to the millisecond (see the package doc, Once per fire);
-// zero means unknown.
+// every instance to the millisecond; zero means unknown.
 //
 // Run returns the *SkipError without calling fn when the gate refuses;
 // otherwise fn's error, joined with an error wrapping ErrLost if the job

@@ -57,14 +57,14 @@ func (c *claimer) round() (*grant, bool, error) {
 	if err == nil {
 		return c.granted(l, sent, false)
 	}
-	if errors.Is(err, backend.ErrFloorAhead) && lk.forgetFloor(c.key, c.sk, err) {
+	if lk.floor(c.sk).Forget(err, lk.logger, "synclock", c.key) {
 		return nil, true, nil
 	}
 	var held *backend.HeldError
 	if !errors.As(err, &held) {
 		return nil, false, c.giveUp(nil, fmt.Errorf("synclock: acquiring lock %q: %w", c.key, err))
 	}
-	lk.observe(c.sk, held.Holder.Token)
+	lk.floor(c.sk).Observe(held.Holder.Token)
 	locked := &LockedError{Key: c.key, Holder: held.Holder, Next: held.Next, Recovering: held.Recovering}
 	switch {
 	case !c.wait:
@@ -84,9 +84,7 @@ func (c *claimer) round() (*grant, bool, error) {
 
 func (c *claimer) ask() (backend.Lease, error) {
 	lk := c.lk
-	lk.mu.Lock()
-	floor := lk.floors[c.sk]
-	lk.mu.Unlock()
+	floor := lk.floor(c.sk).Load()
 	if c.line != nil {
 		return c.line.AcquireQueued(c.ctx, c.sk, c.owner, lk.cfg.ClaimWindow, floor, c.patience)
 	}
@@ -98,7 +96,7 @@ func (c *claimer) ask() (backend.Lease, error) {
 // is given back, and asked for again when the caller waits.
 func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant, bool, error) {
 	lk := c.lk
-	lk.observe(c.sk, l.Token)
+	lk.floor(c.sk).Observe(l.Token)
 	if g, err := c.newGrant(l, sent, handed); err == nil {
 		return g, false, nil
 	}
@@ -117,9 +115,8 @@ func (c *claimer) granted(l backend.Lease, sent time.Time, handed bool) (*grant,
 func (c *claimer) sitOut(held *backend.HeldError, locked *LockedError) error {
 	lk := c.lk
 	if c.spared == 0 {
-		lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
-			"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
-			"key", c.key, "for", held.Holder.TTL)
+		lk.logger.Info("synclock: the store grants the lock to nobody until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting; "+
+			declareWhole, "key", c.key, "for", held.Holder.TTL)
 	}
 	c.spared++
 	if err := lk.waitTurn(c.ctx, nil, held.Holder.TTL, ""); err != nil {

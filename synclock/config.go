@@ -9,7 +9,7 @@ import (
 )
 
 // Config tunes the locks of a Locker. The zero value means the defaults
-// below (see "The rules" in the package doc).
+// below.
 type Config struct {
 	// Disabled (synchronized-lock.enabled=false) fails every call with
 	// ErrDisabled.
@@ -63,18 +63,16 @@ func (c Config) WithDefaults() Config {
 func (c Config) Validate() error {
 	c = c.WithDefaults()
 	var errs []error
-	if c.RetryInterval < time.Millisecond {
-		errs = append(errs, fmt.Errorf("synclock: RetryInterval %v must be at least 1ms", c.RetryInterval))
-	} else if c.RetryInterval > backend.MaxTTL {
-		errs = append(errs, fmt.Errorf("synclock: %w: RetryInterval %s is longer than %s", backend.ErrInvalidArgument,
-			backend.FormatDuration(c.RetryInterval), backend.FormatDuration(backend.MaxTTL)))
+	if err := backend.ValidateLease("RetryInterval", c.RetryInterval); err != nil {
+		errs = append(errs, fmt.Errorf("synclock: %w", err))
 	}
 	if err := backend.ValidateLease("HoldDuration", c.HoldDuration); err != nil {
 		errs = append(errs, fmt.Errorf("synclock: %w", err))
 	}
-	if c.ClaimWindow < time.Millisecond {
-		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must be at least 1ms", c.ClaimWindow))
-	} else if c.ClaimWindow > c.HoldDuration {
+	if err := backend.ValidateLease("ClaimWindow", c.ClaimWindow); err != nil {
+		errs = append(errs, fmt.Errorf("synclock: %w", err))
+	}
+	if c.ClaimWindow > c.HoldDuration {
 		errs = append(errs, fmt.Errorf("synclock: ClaimWindow %v must not exceed HoldDuration %v", c.ClaimWindow, c.HoldDuration))
 	}
 	if c.AutoRenew != 0 && c.AutoRenew < c.HoldDuration {

@@ -44,71 +44,37 @@
 // once. Name the lock with DoKey and a constant before such a change, or
 // deploy it when the section may run twice.
 //
-// # The rules
+// # What is promised
 //
-// Every key is stored as {tenant:app}:lock:<key>. Acquiring is
-// set-if-absent; a waiter tries again every RetryInterval (default 1 s)
-// until it succeeds, MaxRetries runs out (ErrLocked) or its context ends;
-// the section runs; the key is deleted. A holder keeps the lock at most
-// HoldDuration (default 45 s; Config.AutoRenew renews it up to a hard
-// ceiling), so a crashed holder cannot dead-lock the others — nor a stuck
-// one the other goroutines of its own process: they wait behind it only
-// until its lease ends (except those that share its Mutex value, which
-// stays locked until its Unlock, as a sync.Mutex does), and with
-// MaxRetries at most MaxRetries x RetryInterval. With Disabled every call
-// fails with ErrDisabled: a section never runs unlocked.
+// Acquiring is set-if-absent on {tenant:app}:lock:<key>. A waiter wakes
+// when the release is published, and tries again at least every
+// RetryInterval, until it gets the lock, MaxRetries runs out (ErrLocked)
+// or its context ends. A holding lasts at most HoldDuration (AutoRenew
+// renews it up to a ceiling), so a crashed or stuck holder blocks the
+// others only until its lease ends. With Disabled every call fails with
+// ErrDisabled: a section never runs unlocked.
 //
-// # Beyond the rules
-//
-//   - Waiters wake on release: the release is published and the waiter
-//     claims at once. Every wait ends by a timer after at most
-//     RetryInterval (sooner when the holder's remaining TTL is shorter).
 //   - Goroutines of one process that want one key queue locally in arrival
 //     order; only the one at the head talks to the store. When a holder's
-//     lease ends the next one goes to the store, while the late holder's
-//     Unlock still reports ErrLeaseExpired.
-//   - Across instances, waiters are served in arrival order too when the
-//     store keeps waiting lines (backend.Queue; membackend and redisbackend
-//     do). A waiter loses its place 3 x RetryInterval after its last try
-//     (so a crashed waiter delays the lock at most that long); one that
-//     gives up leaves the line at once.
-//   - On a store that hands over (backend.Handover; both do, except a Redis
-//     store made WithReplicaAck) the release grants the lock to the waiter
-//     first in line, who learns of it from the store's notification, never
-//     blocking a connection of the client's pool: one trip to the store per
-//     handover, no other waiter woken (on other stores the release names
-//     the first waiter, and only that one claims). The new holder counts
-//     its hold from when it last asked, so it may give the lock up early,
-//     never late.
-//   - A grant first lasts ClaimWindow (default 10 s, at most HoldDuration);
-//     a section that runs a third of that extends the lease to HoldDuration
-//     with one more store call, so an instance that dies just after it got
-//     the lock blocks the others for ClaimWindow, not HoldDuration. A
-//     failed extension is tried again until the lease runs out.
-//   - The holder is the instance ID plus a nonce per acquisition, and
-//     release is owner-checked: a late release never deletes the next
-//     holder's key.
-//   - The fencing token (Token) grows with every holding. The section's
-//     context is cancelled a margin (internal/lease's rule: a tenth of
-//     ClaimWindow, at most 1 s) before the lease can expire, after
-//     EventLost; DoKey then reports ErrLeaseExpired and Token false.
-//   - One deadline decides each holding: an extension is not sent after
-//     it, is bounded by it, and a reply that lands after it is void.
-//   - DoKey's section ends with the caller's context; a Mutex's holding
-//     lasts until Unlock or the end of its lease, whatever becomes of the
-//     context passed to Lock (Mutex.Context is the one to watch).
-//   - A store that restarted without its data (or lost it, or is new to
-//     baton) refuses every key for a time it names. A waiter sleeps that
-//     long, bounded by its context, logs once why, and the refusal does not
-//     count against MaxRetries; TryLock fails at once with a *LockedError
-//     whose Recovering is set, saying how to declare a new store whole.
-//   - A panic in the section releases the lock and goes on. A nested DoKey
-//     on a key that its call chain holds runs directly; one that would wait
-//     for it through another Locker on the same store (or a Mutex locked
-//     inside the section) fails at once with ErrReentrant. The call chain
-//     is known by its context; two clients of one server are two stores.
-//   - A call whose context has already ended asks the store nothing and
-//     fails at once with the context's error and its cause.
+//     lease ends the turn passes on, and its late Unlock reports
+//     ErrLeaseExpired.
+//   - Across instances, waiters are served in arrival order where the
+//     store keeps a waiting line (backend.Queue), and a release hands the
+//     lock to the first of them (backend.Handover).
+//   - A grant first lasts ClaimWindow; a section that runs a third of it
+//     extends the lease to HoldDuration.
+//   - Release is owner-checked, and the fencing token (Token) grows with
+//     every holding. One deadline decides each holding (internal/lease):
+//     the context ends a margin before the lease can expire, and a reply
+//     after it is void.
+//   - A nested DoKey on a key its call chain holds runs directly; one that
+//     would wait for it through another Locker or a Mutex fails at once
+//     with ErrReentrant. A panic in the section releases the lock.
+//   - A store that restarted without its data refuses every key for a time
+//     it names: a waiter sleeps through it without spending MaxRetries, and
+//     TryLock fails with a *LockedError whose Recovering is set.
+//
+// Every rule in full, with its defaults and timings: docs/locks.md.
 //
 // # What is not promised
 //

@@ -55,11 +55,14 @@ type LockedError struct {
 	Recovering bool
 }
 
+// declareWhole says how to end a recovering store's refusals.
+const declareWhole = "a store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard"
+
 // holderText says who has the lock, or for whom the store keeps it.
 func (e *LockedError) holderText() string {
 	if e.Recovering {
-		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data, lost it, or is new to baton, and a holding from before may still run "+
-			"(a store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard)", e.Holder.TTL.Round(time.Millisecond))
+		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data, lost it, or is new to baton, and a holding from before may still run (%s)",
+			e.Holder.TTL.Round(time.Millisecond), declareWhole)
 	}
 	if e.Holder.Owner == "" {
 		return fmt.Sprintf("free but kept for %q, first in line", e.Next)

@@ -12,21 +12,17 @@ import (
 type EventKind int
 
 const (
-	// EventAcquired: a holding began. Event.Wait is the time from the
-	// call to the grant, Event.Tries the claims sent to the store,
-	// Event.Handed whether a release handed the lock over.
+	// EventAcquired: a holding began (Wait, Tries, Handed).
 	EventAcquired EventKind = iota + 1
-	// EventRefused: a call did not get the lock; Event.Err is the error
-	// it returned. Event.Wait and Event.Tries are as for EventAcquired.
+	// EventRefused: a call did not get the lock (Wait, Tries, Err).
 	EventRefused
 	// EventExtended: the lease of a running section was extended, past
 	// the claim window or by Config.AutoRenew.
 	EventExtended
-	// EventLost: the lease ended, or was about to, while the section ran;
-	// Event.Err wraps ErrLeaseExpired, Event.Held is how long it lasted.
+	// EventLost: the lease ended, or was about to, while the section ran
+	// (Held; Err wraps ErrLeaseExpired).
 	EventLost
-	// EventReleased: a holding ended. Event.Held is the time from the
-	// grant to the release, Event.Err the error the release reported.
+	// EventReleased: a holding ended (Held, Err).
 	EventReleased
 )
 
@@ -38,8 +34,8 @@ func (k EventKind) String() string {
 	return [...]string{"acquired", "refused", "extended", "lost", "released"}[k-EventAcquired]
 }
 
-// Event is one step of a lock, for metrics (see WithObserver). Wait,
-// Tries, Handed, Held and Err are set as the EventKind says.
+// Event is one step of a lock, for metrics (see WithObserver). The
+// fields after Token are set for the kinds whose doc names them.
 type Event struct {
 	Kind   EventKind
 	Key    string        // as the caller gave it (Do: the function name)
@@ -47,7 +43,7 @@ type Event struct {
 	Wait   time.Duration // from the call to the grant or the refusal
 	Tries  int           // claims sent to the store
 	Handed bool          // a release handed the lock over
-	Held   time.Duration // how long the holding lasted (EventLost, EventReleased)
+	Held   time.Duration // from the grant to the loss or the release
 	Err    error         // why it was refused, lost, or what the release reported
 }
 

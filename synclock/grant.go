@@ -18,10 +18,9 @@ type grant struct {
 	lk     *Locker
 	key    string // the caller's key (Key() is the store's)
 	q      *queue
-	outer  *grant        // the section ctx came from, if any (reentrancy)
-	start  time.Time     // when the holding began
-	sent   time.Time     // when the request that got the lease was sent
-	first  time.Duration // the first lease, from sent
+	outer  *grant    // the section ctx came from, if any (reentrancy)
+	start  time.Time // when the holding began
+	sent   time.Time // when the request that got the lease was sent
 	handed bool
 
 	// A renewal starts under mu unless the holding is over; release
@@ -41,11 +40,11 @@ func (c *claimer) newGrant(l backend.Lease, sent time.Time, handed bool) (*grant
 	}
 	// ClaimWindow from sent, or less if the store says so (a lease handed
 	// over a while ago).
-	g.first = max(min(l.TTL, lk.cfg.ClaimWindow), 0)
-	gr := lease.Grant{Key: c.sk, Owner: c.owner, Lease: l, Sent: sent, TTL: g.first}
-	if lk.ceiling() > g.first {
+	first := max(min(l.TTL, lk.cfg.ClaimWindow), 0)
+	gr := lease.Grant{Key: c.sk, Owner: c.owner, Lease: l, Sent: sent, TTL: first}
+	if lk.ceiling() > first {
 		// On the alarm: no goroutine until then; most sections are shorter.
-		gr.Wake = g.first / 3
+		gr.Wake = first / 3
 	}
 	if err := g.Start(context.WithValue(parent, sectionKey{}, g), &lk.terms, g, gr); err != nil {
 		return nil, err
@@ -89,20 +88,17 @@ func (g *grant) Woken() {
 // ceiling; a failed extension is tried again before the lease runs out.
 func (g *grant) renew(rctx context.Context) {
 	lk := g.lk
-	hold, ceiling := lk.cfg.HoldDuration, lk.ceiling()
-	end := g.first // the lease lasts until sent+end, counted from before each request
+	hold := lk.cfg.HoldDuration
 	for {
-		left := ceiling - lk.clock.Since(g.sent)
-		if left <= 0 || end >= ceiling {
+		lasts := g.Left() + lk.terms.Margin // the lease, a margin past the deadline
+		left := lk.ceiling() - lk.clock.Since(g.sent)
+		if left <= 0 || lasts >= left {
 			return
 		}
-		ttl := min(hold, left)
-		rsent := lk.clock.Now()
-		_, err := g.Renew(rctx, ttl)
+		_, err := g.Renew(rctx, min(hold, left))
 		wait := hold / 3
 		switch {
 		case err == nil:
-			end = rsent.Sub(g.sent) + ttl
 			lk.report(Event{Kind: EventExtended, Key: g.key, Token: g.Token()})
 		case errors.Is(err, lease.ErrLate):
 			return // the deadline passed: the alarm gives the holding up
@@ -113,7 +109,7 @@ func (g *grant) renew(rctx context.Context) {
 			return
 		default:
 			lk.logger.Warn("synclock: extending a lock's lease failed; will retry until the lease ends", "key", g.key, "err", err)
-			wait = max((end-lk.clock.Since(g.sent))/3, time.Millisecond)
+			wait = max((g.Left()+lk.terms.Margin)/3, time.Millisecond)
 		}
 		if lk.waitTurn(rctx, nil, wait, "") != nil {
 			return

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,7 +38,7 @@ type Locker struct {
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
 	parked map[string]*parkedWatch // store key -> idle watch (watches.go)
-	floors map[string]uint64       // store key -> highest token seen (bounded)
+	floors map[string]*lease.Floor // store key -> highest token seen (bounded)
 }
 
 const maxFloors = 4096 // fencing floors a Locker remembers (floors)
@@ -80,13 +79,12 @@ func NewLocker(store backend.Store, id instanceid.ID, cfg Config, opts ...Option
 		logger:    slog.Default(),
 		queues:    make(map[string]*queue),
 		parked:    make(map[string]*parkedWatch),
-		floors:    make(map[string]uint64),
+		floors:    make(map[string]*lease.Floor),
 		parkLimit: maxParked,
 	}
 	for _, o := range opts {
 		o(lk)
 	}
-	// One margin, the claim window's, for the grant and each renewal.
 	lk.terms = lease.Terms{Store: store, Alarm: lease.NewAlarm(lk.clock), Margin: lease.Margin(lk.cfg.ClaimWindow), OpTimeout: lk.cfg.OperationTimeout}
 	lk.logger = lk.logger.With("app", id.App, "tenant", id.Tenant, "instance", lk.idText, "backend", backend.StoreName(store))
 	return lk, nil
@@ -110,34 +108,23 @@ func (lk *Locker) lockKey(key string) lockKey {
 	return lockKey{key: key, sk: sk}
 }
 
-// forgetFloor drops the floor of sk that the store refused as beyond any
-// token it granted (forged data, a clock gone back), so that it never
-// locks the Locker out of the key; it reports whether there was one.
-func (lk *Locker) forgetFloor(key, sk string, err error) bool {
-	lk.mu.Lock()
-	floor := lk.floors[sk]
-	delete(lk.floors, sk)
-	lk.mu.Unlock()
-	if floor == 0 {
-		return false
-	}
-	lk.logger.Warn("synclock: the store refused the highest token seen as the floor of a claim; forgetting it", "key", key, "floor", floor, "err", err)
-	return true
-}
-
-func (lk *Locker) observe(sk string, token uint64) {
+// floor returns the floor (lease.Floor) of sk, remembering at most
+// maxFloors keys: past that it forgets one at random.
+func (lk *Locker) floor(sk string) *lease.Floor {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
-	if token <= lk.floors[sk] {
-		return
-	}
-	if _, ok := lk.floors[sk]; !ok && len(lk.floors) >= maxFloors {
-		for k := range lk.floors { // forget one at random
-			delete(lk.floors, k)
-			break
+	f := lk.floors[sk]
+	if f == nil {
+		if len(lk.floors) >= maxFloors {
+			for k := range lk.floors {
+				delete(lk.floors, k)
+				break
+			}
 		}
+		f = new(lease.Floor)
+		lk.floors[sk] = f
 	}
-	lk.floors[sk] = token
+	return f
 }
 
 // acquire waits for key (local queue, then the store) and returns the
@@ -244,10 +231,5 @@ func (lk *Locker) newOwner() string {
 	binary.LittleEndian.PutUint64(n[:], rand.Uint64())
 	var h [16]byte
 	hex.Encode(h[:], n[:])
-	var b strings.Builder
-	b.Grow(len(lk.idText) + 1 + len(h))
-	b.WriteString(lk.idText)
-	b.WriteByte('#')
-	b.Write(h[:])
-	return b.String()
+	return lk.idText + "#" + string(h[:])
 }
