@@ -72,11 +72,7 @@ func (c *campaign) follow(ctx context.Context) (*lease.Holder, time.Time) {
 		case errors.As(err, &held):
 			reclaimed = c.refused(ctx, held.Holder, again, &b)
 		case ctx.Err() != nil:
-		case errors.Is(err, backend.ErrFloorAhead) && e.epoch.Load() > 0:
-			// Learnt from forged data, or from a store whose clock went back
-			// by more than backend.MaxTokenLead: it must not lock us out.
-			e.logger.Warn("role: the store refused the highest epoch seen as the floor of a claim; forgetting it", "key", e.key, "epoch", e.epoch.Load(), "err", err)
-			e.epoch.Store(0)
+		case e.epoch.Forget(err, e.logger, "role", e.key): // claim again without it
 		default:
 			e.warn(err, claimFailed(err), "key", e.key)
 			c.pause(ctx, nil, b.next())
@@ -101,7 +97,7 @@ func claimFailed(err error) string {
 // own stale lease. It reports whether this pass released one.
 func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *backoff) bool {
 	e := c.e
-	c.observe(h.Token)
+	e.epoch.Observe(h.Token)
 	if h.Owner == e.owner {
 		// Our own lease: a claim whose reply was lost or came too late, or
 		// a tenure that ended while the store was out of reach. That
@@ -145,7 +141,7 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 // finds the key ours and starts a new tenure with a new epoch.
 func (c *campaign) becomeMaster(ctx context.Context, l backend.Lease, sent time.Time) *lease.Holder {
 	e := c.e
-	c.observe(l.Token)
+	e.epoch.Observe(l.Token)
 	h := new(lease.Holder)
 	parent := context.WithValue(context.WithoutCancel(ctx), epochKey{}, l.Token)
 	g := lease.Grant{Key: e.key, Owner: e.owner, Lease: l, Sent: sent, TTL: e.cfg.HeartbeatExpiration}
@@ -302,7 +298,7 @@ func (c *campaign) lose(h *lease.Holder, cause error, err error) {
 	}
 	var nh *backend.NotHeldError
 	if errors.As(err, &nh) && nh.Holder.Owner != "" {
-		c.observe(nh.Holder.Token)
+		e.epoch.Observe(nh.Holder.Token)
 		c.seeMaster(nh.Holder.Owner)
 	}
 }
@@ -343,16 +339,6 @@ func (c *campaign) acquire(ctx context.Context) (backend.Lease, error) {
 	actx, cancel := context.WithTimeout(ctx, min(e.cfg.OperationTimeout, e.cfg.HeartbeatExpiration-e.terms.Margin))
 	defer cancel()
 	return e.store.Acquire(actx, e.key, e.owner, e.cfg.HeartbeatExpiration, e.epoch.Load())
-}
-
-// observe raises the epoch seen, the floor of claims, to token.
-func (c *campaign) observe(token uint64) {
-	for {
-		old := c.e.epoch.Load()
-		if token <= old || c.e.epoch.CompareAndSwap(old, token) {
-			return
-		}
-	}
 }
 
 // seeMaster records the master named by a role owner string.

@@ -36,7 +36,7 @@ type Elector struct {
 
 	terms   lease.Terms                  // the role key's lease terms (internal/lease)
 	held    atomic.Pointer[lease.Holder] // the current tenure's holding, nil between tenures; stored under mu
-	epoch   atomic.Uint64                // highest role token seen: own tenure's while master
+	epoch   lease.Floor                  // highest role token seen: own tenure's while master
 	running atomic.Bool
 
 	mu          sync.Mutex // guards the fields below
