@@ -70,7 +70,7 @@ func (c *campaign) follow(ctx context.Context) (*lease.Holder, time.Time) {
 			}
 			c.pause(ctx, nil, b.next())
 		case errors.As(err, &held):
-			reclaimed = c.refused(ctx, held.Holder, again, &b)
+			reclaimed = c.refused(ctx, held, again, &b)
 		case ctx.Err() != nil:
 		case e.epoch.Forget(err, e.logger, "role", e.key): // claim again without it
 		default:
@@ -92,11 +92,12 @@ func claimFailed(err error) string {
 	return "role: cannot reach the store to claim the role; will retry"
 }
 
-// refused handles a claim the store refused because h holds the key, or
-// grants it to nobody for a while; again says the last pass released our
-// own stale lease. It reports whether this pass released one.
-func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *backoff) bool {
-	e := c.e
+// refused handles a claim the store refused because the holder it names
+// holds the key, or grants it to nobody for a while; again says the last
+// pass released our own stale lease. It reports whether this pass
+// released one.
+func (c *campaign) refused(ctx context.Context, held *backend.HeldError, again bool, b *backoff) bool {
+	e, h := c.e, held.Holder
 	e.epoch.Observe(h.Token)
 	if h.Owner == e.owner {
 		// Our own lease: a claim whose reply was lost or came too late, or
@@ -121,9 +122,7 @@ func (c *campaign) refused(ctx context.Context, h backend.Lease, again bool, b *
 	case h.Owner != "":
 		c.seeMaster(h.Owner)
 	case h.TTL > 0:
-		e.logger.Info("role: the store grants no role until leases it may have lost have ended (it restarted without its data, lost it, or is new to baton); waiting. "+
-			"A store known to hold no live lease is declared whole with `batonctl init`; tests on servers started for them make their store WithoutRestartGuard",
-			"key", e.key, "for", h.TTL)
+		e.logger.Info("role: the store grants the role to nobody for a while; waiting", "key", e.key, "for", h.TTL, "err", held)
 		e.mu.Lock()
 		e.recovering = e.clock.Now().Add(h.TTL)
 		e.mu.Unlock()
