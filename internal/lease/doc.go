@@ -49,6 +49,14 @@
 // granted the key, until it next reads the clock. The fencing token
 // (Token) is what a resource uses to reject such a stale holder.
 //
+// # Floors
+//
+// Each policy keeps a Floor per key, the highest token it has seen there
+// (its grants, and holders the store named), and passes it to every grant,
+// so that tokens keep increasing after the store lost its counter. A floor
+// the store refuses as ahead of any token it can have granted
+// (backend.ErrFloorAhead) is forgotten, never kept to lock the policy out.
+//
 // # Timers
 //
 // The deadlines of many holdings share one Alarm, one timer of the clock
