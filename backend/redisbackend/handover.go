@@ -153,17 +153,31 @@ func (lk *looker) back(r lookResult) (backend.Lease, bool, error) {
 // key's channel, is not returned by a later AwaitHandover (its owner may
 // have released it since, before the release's message arrived).
 func (s *Store) taken(key string, token uint64) {
+	if sub, name := s.subscribed(key); sub != nil {
+		sub.taken(name, token)
+	}
+}
+
+// asking notes, before owner's AcquireQueued of key is sent, whether the
+// store's subscription to key's channel holds then (see
+// subscriber.asking).
+func (s *Store) asking(key, owner string) {
+	if sub, name := s.subscribed(key); sub != nil {
+		sub.asking(name, owner)
+	}
+}
+
+// subscribed returns the subscriber of key's shard, or nil if the store
+// has none (it makes none), and key's lease key name.
+func (s *Store) subscribed(key string) (*subscriber, string) {
 	name := s.LeaseKey(key)
 	shard := ""
 	if s.sharded {
 		shard = strconv.Itoa(hashSlot(name))
 	}
 	s.mu.Lock()
-	sub := s.subs[shard]
-	s.mu.Unlock()
-	if sub != nil {
-		sub.taken(name, token)
-	}
+	defer s.mu.Unlock()
+	return s.subs[shard], name
 }
 
 // lease is the lease h announced, on key, with the TTL left of it at now
@@ -265,7 +279,10 @@ type waiter struct {
 // already saw one that may still be live, it returns that instead (ok).
 // The waiter is told to look in its mailbox each time the subscription
 // is confirmed, the first time included, since a handover published
-// before that was not seen.
+// before that was not seen; but not for a confirmation that held already
+// when owner's last AcquireQueued was sent and has held since (asking):
+// every handover to owner after that call was published on the
+// subscribed channel and seen, and one before it that call returned.
 func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -273,6 +290,8 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 		return nil, handover{}, false, backend.ErrClosed
 	}
 	c := s.useLocked(name)
+	gen, asked := c.asked[owner]
+	delete(c.asked, owner)
 	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
 		h, c.last = c.last, handover{}
 		if !c.used() {
@@ -282,7 +301,7 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 	}
 	w = &waiter{name: name, owner: owner, found: make(chan handover, 1), look: make(chan struct{}, 1), c: c, sub: s}
 	c.waiters[w] = struct{}{}
-	if c.confirmed {
+	if c.confirmed && !(asked && gen == c.gen) {
 		w.look <- struct{}{}
 	}
 	s.poke()
@@ -307,6 +326,28 @@ func (w *waiter) leave(took uint64) {
 	default:
 	}
 	s.leftLocked(c)
+}
+
+// asking notes that owner's AcquireQueued of name is about to be sent:
+// if the channel's subscription holds now, the server runs the call after
+// it, and a handover to owner that follows is published where the
+// subscriber hears it, unless the subscription is lost meanwhile (a new
+// confirmation then has a new gen). A channel not subscribed now forgets
+// what owner asked before.
+func (s *subscriber) asking(name, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[name]
+	switch {
+	case c == nil:
+	case c.confirmed:
+		if c.asked == nil {
+			c.asked = make(map[string]uint64)
+		}
+		c.asked[owner] = c.gen
+	default:
+		delete(c.asked, owner)
+	}
 }
 
 // taken notes that a caller was given the lease of name with token (see

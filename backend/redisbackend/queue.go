@@ -24,6 +24,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if patience > 0 {
 		pms = backend.RoundUpMillis(patience).Milliseconds()
 	}
+	s.asking(key, owner)
 	return s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms)
 }
 

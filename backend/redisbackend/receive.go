@@ -133,6 +133,8 @@ func (s *subscriber) confirm(ps *redis.PubSub, name string) {
 		return
 	}
 	c.confirmed = true
+	s.gens++
+	c.gen = s.gens
 	close(c.ready)
 	if c.lost {
 		// Subscribed again after a loss: the server may have lost the

@@ -386,3 +386,68 @@ func TestAwaitHandoverForgetsWhatWasTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A waiter whose store's subscription to the key held when its
+// AcquireQueued was sent, and has held since, hears of every handover to
+// it on the channel: its AwaitHandover reads no mailbox (no MULTI, GET,
+// PTTL, EXEC per contended acquisition), and still gets the key handed
+// to it. A waiter that asked before the subscription held still looks.
+func TestAwaitHandoverSkipsTheLookWhenSubscribedBeforeAsking(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	s := newStore(t, rdb)
+	other := newStore(t, r.Client(t))
+	ctx := ctxT(t)
+	const key = "{look:test}:lock"
+	if _, err := other.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	queue := func(owner string) {
+		t.Helper()
+		if _, err := s.AcquireQueued(ctx, key, owner, time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("%s's AcquireQueued: %v, want ErrHeld", owner, err)
+		}
+	}
+	// Asked before the store subscribed: the wait looks once subscribed.
+	queue("early")
+	calls := serverCalls(t, rdb, func() {
+		if _, ok, err := s.AwaitHandover(ctx, key, "early", 200*time.Millisecond); ok || err != nil {
+			t.Fatalf("early's AwaitHandover: ok %v, err %v; want neither", ok, err)
+		}
+	})
+	if calls["multi"] != 1 {
+		t.Errorf("a wait asked before the subscription held made %v; want one look in the mailbox (MULTI)", calls)
+	}
+	if err := s.Dequeue(ctx, key, "early"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A watch holds the subscription confirmed from here on.
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	queue("first")
+	calls = serverCalls(t, rdb, func() {
+		if _, ok, err := s.AwaitHandover(ctx, key, "first", 50*time.Millisecond); ok || err != nil {
+			t.Fatalf("first's AwaitHandover: ok %v, err %v; want neither", ok, err)
+		}
+	})
+	if len(calls) != 0 {
+		t.Errorf("a wait asked while the subscription held made the server calls %v; want none", calls)
+	}
+
+	queue("first")
+	res := make(chan awaitResult, 1)
+	go func() {
+		l, ok, err := s.AwaitHandover(ctx, key, "first", patience)
+		res <- awaitResult{l, ok, err}
+	}()
+	if err := other.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-res; got.err != nil || !got.ok || got.l.Owner != "first" {
+		t.Fatalf("first's AwaitHandover across the release: %+v, ok %v, err %v; want the key handed to it", got.l, got.ok, got.err)
+	}
+}
