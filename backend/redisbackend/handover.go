@@ -160,11 +160,14 @@ func (s *Store) taken(key string, token uint64) {
 
 // asking notes, before owner's AcquireQueued of key is sent, whether the
 // store's subscription to key's channel holds then (see
-// subscriber.asking).
-func (s *Store) asking(key, owner string) {
+// subscriber.asking). It reports whether the store has the channel: a
+// wait or watch of key is under way or ended lately, so the key is
+// likely held.
+func (s *Store) asking(key, owner string) bool {
 	if sub, name := s.subscribed(key); sub != nil {
-		sub.asking(name, owner)
+		return sub.asking(name, owner)
 	}
+	return false
 }
 
 // subscribed returns the subscriber of key's shard, or nil if the store
@@ -333,13 +336,14 @@ func (w *waiter) leave(took uint64) {
 // it, and a handover to owner that follows is published where the
 // subscriber hears it, unless the subscription is lost meanwhile (a new
 // confirmation then has a new gen). A channel not subscribed now forgets
-// what owner asked before.
-func (s *subscriber) asking(name, owner string) {
+// what owner asked before. It reports whether the channel exists.
+func (s *subscriber) asking(name, owner string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.channels[name]
 	switch {
 	case c == nil:
+		return false
 	case c.confirmed:
 		if c.asked == nil {
 			c.asked = make(map[string]uint64)
@@ -348,6 +352,7 @@ func (s *subscriber) asking(name, owner string) {
 	default:
 		delete(c.asked, owner)
 	}
+	return true
 }
 
 // taken notes that a caller was given the lease of name with token (see

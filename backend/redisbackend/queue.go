@@ -24,8 +24,13 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if patience > 0 {
 		pms = backend.RoundUpMillis(patience).Milliseconds()
 	}
-	s.asking(key, owner)
-	return s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms)
+	// A key the store waits on or watched lately is likely held: the
+	// script then skips the free key's fast path (its EXISTS).
+	busy := "0"
+	if s.asking(key, owner) {
+		busy = "1"
+	}
+	return s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms, busy)
 }
 
 // Dequeue implements backend.Queue.

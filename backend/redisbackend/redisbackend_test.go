@@ -632,9 +632,28 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// the holder: GET, PTTL (TYPE only when GET finds another type)
 		"get": 1,
 		// joining: ZADD arrival (new in line: no request of its own to
-		// look at), HSET request, PTTL line and (a longer patience than
-		// the line's) PEXPIRE of both
-		"zadd": 1, "hset": 1, "pttl": 2, "pexpire": 2,
+		// look at), HSET request, PEXPIRE … GT of the line (a longer
+		// patience than the line's: it is extended) and PEXPIRE of the
+		// requests
+		"zadd": 1, "hset": 1, "pttl": 1, "pexpire": 2,
+	})
+
+	// A waiter of a store that waits on the key (here: watches it)
+	// expects it held and skips the free key's EXISTS; joining with no
+	// longer patience than the line's leaves both expiries.
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	join = serverCalls(t, rdb, func() {
+		if _, err := s.AcquireQueued(ctx, key, "d", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("d joining the line: %v, want ErrHeld", err)
+		}
+	})
+	wantCalls(t, "a waiter of a store that waits on the key joining its line", join, map[string]int64{
+		"evalsha": 1, "time": 1, "zrange": 1, "hget": 1, "get": 1, "pttl": 1,
+		"zadd": 1, "hset": 1, "pexpire": 1,
 	})
 
 	release := serverCalls(t, rdb, func() {

@@ -376,11 +376,31 @@ local function lib()
     return line.head
   end
 
+  -- outlive makes line and requests live at least patience ms (a
+  -- decimal string) from now, both with one expiry. In a line that
+  -- exists with an expiry (lined), PEXPIRE ... GT (Redis 7) extends the
+  -- line's only if that is longer, and the requests' follow it: one call
+  -- fewer than asking PTTL first, which a new line (no expiry, which GT
+  -- would keep) and a server without GT do.
+  local function outlive(patience, lined)
+    if lined then
+      local n = redis.pcall('PEXPIRE', L, patience, 'GT')
+      if n == 1 then redis.call('PEXPIRE', R, patience) end
+      if type(n) == 'number' then return end
+    end
+    if redis.call('PTTL', L) < tonumber(patience) then
+      redis.call('PEXPIRE', L, patience)
+      redis.call('PEXPIRE', R, patience)
+    end
+  end
+
   -- join puts owner at the back of the line (or keeps its place) for
   -- patience ms (a decimal string), asking for ttl ms and floor if handed
   -- K. An owner whose place lapsed joins at the back again. Only an
-  -- owner already in line has a request to look at.
-  local function join(owner, patience, ttl, floor)
+  -- owner already in line has a request to look at. lined says that the
+  -- line has a live place (first found one): it exists, with the
+  -- expiry every join gives line and requests alike (see outlive).
+  local function join(owner, patience, ttl, floor, lined)
     local p = tonumber(patience)
     if p <= 0 then return end
     local us, arrival = now()
@@ -390,10 +410,7 @@ local function lib()
       if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
     end
     redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
-    if redis.call('PTTL', L) < p then
-      redis.call('PEXPIRE', L, patience)
-      redis.call('PEXPIRE', R, patience)
-    end
+    outlive(patience, lined)
   end
 
   -- leave takes owner out of the line; it returns 1 if owner was in it.
