@@ -1,6 +1,7 @@
 package redisbackend_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/testkit/testenv"
 )
@@ -41,6 +43,46 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		cycle()
+		n++
+	}
+	b.ReportMetric(evalshaMicros(b, rdb)/float64(n), "server-µs/op")
+}
+
+// BenchmarkHandoverCycle runs what a contended acquisition costs the
+// server in a line of three: the holder's Release hands the key to the
+// first waiter, and the old holder joins the back of the line again
+// (AcquireQueued, refused), and reports the server's µs in the two
+// scripts per acquisition (server-µs/op).
+func BenchmarkHandoverCycle(b *testing.B) {
+	r := testenv.NewRedis(b)
+	rdb := r.Client(b)
+	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := ctxT(b)
+	owners := []string{"a", "b", "c"}
+	join := func(owner string) {
+		if _, err := s.AcquireQueued(ctx, "bench", owner, time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			b.Fatalf("%s joining the line: %v, want ErrHeld", owner, err)
+		}
+	}
+	if _, err := s.AcquireQueued(ctx, "bench", "a", time.Minute, 0, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	join("b")
+	join("c")
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		holder := owners[n%3]
+		if err := s.Release(ctx, "bench", holder, 0); err != nil {
+			b.Fatal(err)
+		}
+		join(holder)
 		n++
 	}
 	b.ReportMetric(evalshaMicros(b, rdb)/float64(n), "server-µs/op")

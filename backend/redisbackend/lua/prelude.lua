@@ -423,9 +423,10 @@ local function lib()
   -- with the ttl and floor it asked for (the grant overwrites K), takes it and the lapsed places before it out of
   -- the line, copies the lease into the mailbox and publishes "renewed
   -- <token> <ttl> <waiter>". It reports whether it did; a refused grant
-  -- leaves the line as it was.
-  local function handover(line)
-    local tok = grant(line.head, line.ttl, line.floor, ' contended', nil, (now()))
+  -- leaves the line as it was. c is the counter for the grant (see
+  -- grant), or nil to read it.
+  local function handover(line, c)
+    local tok = grant(line.head, line.ttl, line.floor, ' contended', c, (now()))
     if not tok then return false end
     local out = line.names
     out[#out + 1] = line.head
@@ -439,9 +440,10 @@ local function lib()
   -- made before the script wrote anything) if the store hands over and
   -- one is in line, and otherwise deletes K and its mailbox (unless gone:
   -- K is already missing), drops the lapsed places and publishes
-  -- "released <token> <next>".
-  local function pass(token, line, gone)
-    if HANDS and line.head ~= '' and handover(line) then return end
+  -- "released <token> <next>". c is the counter for the handover's
+  -- grant, or nil to read it.
+  local function pass(token, line, gone, c)
+    if HANDS and line.head ~= '' and handover(line, c) then return end
     if not gone then redis.call('DEL', K, M) end
     drop(line.names)
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)

@@ -27,5 +27,11 @@ if tonumber(keep) > 0 then
 end
 local line, bad = slow.scan(0)
 if not line then return bad end
-slow.pass(tok, line)
+-- While K lives its token is the counter's value: a grant writes both in
+-- one script, and a break moves the counter past the token only as it
+-- ends the lease; a counter dropped under a lease renewed past the
+-- counter's life had that value too. The handover's grant takes the
+-- token for the counter and reads no F (nor guards: K is there, so the
+-- data was not lost).
+slow.pass(tok, line, false, tok)
 return tok
