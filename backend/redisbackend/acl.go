@@ -23,7 +23,7 @@ var aclCommands = []string{
 	"evalsha", "eval", "fcall",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
-	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zcount",
+	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zcount", "zpopmin",
 	"multi", "exec", "wait", "scan",
 	"publish", "spublish", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
 	"hello", "ping",

@@ -665,10 +665,10 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"evalsha": 1,
 		// GET the lease, flagged contended by b's joining (no DEL: the
 		// grant to b overwrites it, and the mailbox)
-		// the first live waiter, read (and checked) before anything is
-		// written: ZRANGE, TIME, HGET its request; then it leaves the
-		// line: ZREM, HDEL its request
-		"zrange": 1, "zrem": 1, "hget": 1, "hdel": 1,
+		// the first live waiter, taken out of the line (ZPOPMIN, put
+		// back should the grant be refused) and checked: TIME, HGET
+		// its request; once granted, HDEL its request
+		"zpopmin": 1, "hget": 1, "hdel": 1,
 		// the grant (SET counter and lease … PX, on the clock the line
 		// read; the counter is the lease's token, not read), the
 		// mailbox (SET … PX) and the watchers' news

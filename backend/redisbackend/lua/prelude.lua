@@ -359,11 +359,61 @@ local function lib()
     return line
   end
 
-  -- drop takes the places of names out of the line.
-  local function drop(names)
+  -- drop takes the places of names out of the line: their requests,
+  -- and unless popped (take took them out already) their places.
+  local function drop(names, popped)
     if #names == 0 then return end
-    redis.call('ZREM', L, unpack(names))
+    if not popped then redis.call('ZREM', L, unpack(names)) end
     redis.call('HDEL', R, unpack(names))
+  end
+
+  -- put puts back into the line the places of names with their scores
+  -- (pairs: score, name), which take popped. A line they emptied lost
+  -- its expiry with its last place: it gets the requests' again.
+  local function put(pairs)
+    if #pairs == 0 then return end
+    redis.call('ZADD', L, unpack(pairs))
+    if redis.call('PTTL', L) == -1 then
+      local left = redis.call('PTTL', R)
+      if left > 0 then redis.call('PEXPIRE', L, left) end
+    end
+  end
+
+  -- take is scan(0) for a release that hands K over: it pops the places
+  -- it looks at (ZPOPMIN) instead of reading them, so that the handover
+  -- takes its waiter out of the line with no ZREM. The line it returns
+  -- is popped: its head and lapsed places are out of the line already,
+  -- and line.score keeps the head's arrival, for pass to put it back if
+  -- K is not handed to it. A place not in baton's shape puts back every
+  -- place popped (the line is as it was, but for an expiry it lost with
+  -- its last place: see put) and replies corrupt. A user whose ACL
+  -- predates ZPOPMIN among ACLRules' commands gets scan's line instead.
+  local function take()
+    local line, ms, popped = {head = '', names = {}, popped = true}, nil, {}
+    for _ = 1, LOOK do
+      local r = redis.pcall('ZPOPMIN', L)
+      if r.err and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
+          or string.find(r.err, 'user executing the script', 1, true)) then
+        return scan(0)
+      end
+      if r.err then
+        return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
+      end
+      if not r[1] then return line end
+      popped[#popped + 1], popped[#popped + 2] = r[2], r[1]
+      ms = ms or math.floor(now() / 1000)
+      local live, ttl, floor = place(r[1], ms)
+      if live == nil then
+        put(popped)
+        return nil, {'corrupt', ttl}
+      end
+      if live then
+        line.head, line.ttl, line.floor, line.score = r[1], ttl, floor, r[2]
+        return line
+      end
+      line.names[#line.names + 1] = r[1]
+    end
+    return line
   end
 
   -- first returns the first live waiter in line, or '', after dropping
@@ -430,7 +480,7 @@ local function lib()
     if not tok then return false end
     local out = line.names
     out[#out + 1] = line.head
-    drop(out)
+    drop(out, line.popped)
     redis.call('SET', M, tok .. ' ' .. line.head, 'PX', line.ttl)
     redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
     return true
@@ -444,11 +494,19 @@ local function lib()
   -- grant, or nil to read it.
   local function pass(token, line, gone, c)
     if HANDS and line.head ~= '' and handover(line, c) then return end
+    if line.score then put({line.score, line.head}) end
     if not gone then redis.call('DEL', K, M) end
-    drop(line.names)
+    drop(line.names, line.popped)
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
   end
 
+  -- ending returns the line for pass at the end of a lease: take's if
+  -- the store hands over (a handover then needs no ZREM), else scan's.
+  local function ending()
+    if HANDS then return take() end
+    return scan(0)
+  end
+
   return {now = now, classify = classify, holder = holder, live = live, join = join, leave = leave,
-    LOOK = LOOK, place = place, scan = scan, drop = drop, first = first, pass = pass}
+    LOOK = LOOK, place = place, scan = scan, drop = drop, first = first, pass = pass, ending = ending}
 end
