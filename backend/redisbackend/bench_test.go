@@ -20,13 +20,7 @@ import (
 // commandstats), which the network's round trips do not blur: compare it
 // across changes to the scripts.
 func BenchmarkUncontendedCycle(b *testing.B) {
-	r := testenv.NewRedis(b)
-	rdb := r.Client(b)
-	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	rdb, s := benchStore(b)
 	ctx := ctxT(b)
 	cycle := func() {
 		if _, err := s.AcquireQueued(ctx, "bench", "me", time.Minute, 0, time.Second); err != nil {
@@ -54,13 +48,7 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 // (AcquireQueued, refused), and reports the server's µs in the two
 // scripts per acquisition (server-µs/op).
 func BenchmarkHandoverCycle(b *testing.B) {
-	r := testenv.NewRedis(b)
-	rdb := r.Client(b)
-	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	rdb, s := benchStore(b)
 	ctx := ctxT(b)
 	owners := []string{"a", "b", "c"}
 	join := func(owner string) {
@@ -86,6 +74,18 @@ func BenchmarkHandoverCycle(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(evalshaMicros(b, rdb)/float64(n), "server-µs/op")
+}
+
+// benchStore returns a client of a private server and a store on it, with
+// the scripts as they ship (no test shim).
+func benchStore(b *testing.B) (*redis.Client, *redisbackend.Store) {
+	rdb := testenv.NewRedis(b).Client(b)
+	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return rdb, s
 }
 
 // evalshaMicros returns the µs the server spent in EVALSHA since the last

@@ -334,42 +334,17 @@ local function lib()
     return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
   end
 
-  -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
-  -- writes nothing. It returns {head = the first live waiter or '', ttl,
-  -- floor = what it asked for, rank = the rank after it, names = the
-  -- lapsed places before it, after those of names if given}, or nil and
-  -- {'corrupt', why} for a place not in baton's shape.
-  local function scan(from, names)
-    local line, ms = {head = '', names = names or {}}
-    for rank = from, LOOK - 1 do
-      local r = redis.pcall('ZRANGE', L, rank, rank)
-      if r.err then
-        return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
-      end
-      if not r[1] then return line end
-      ms = ms or math.floor(now() / 1000)
-      local live, ttl, floor = place(r[1], ms)
-      if live == nil then return nil, {'corrupt', ttl} end
-      if live then
-        line.head, line.ttl, line.floor, line.rank = r[1], ttl, floor, rank + 1
-        return line
-      end
-      line.names[#line.names + 1] = r[1]
-    end
-    return line
-  end
-
   -- drop takes the places of names out of the line: their requests,
-  -- and unless popped (take took them out already) their places.
+  -- and unless popped (scan took them out already) their places.
   local function drop(names, popped)
     if #names == 0 then return end
     if not popped then redis.call('ZREM', L, unpack(names)) end
     redis.call('HDEL', R, unpack(names))
   end
 
-  -- put puts back into the line the places of names with their scores
-  -- (pairs: score, name), which take popped. A line they emptied lost
-  -- its expiry with its last place: it gets the requests' again.
+  -- put puts back into the line the places of pairs (score, name, ...),
+  -- which scan popped. A line they emptied lost its expiry with its last
+  -- place: it gets the requests' again.
   local function put(pairs)
     if #pairs == 0 then return end
     redis.call('ZADD', L, unpack(pairs))
@@ -379,28 +354,35 @@ local function lib()
     end
   end
 
-  -- take is scan(0) for a release that hands K over: it pops the places
-  -- it looks at (ZPOPMIN) instead of reading them, so that the handover
-  -- takes its waiter out of the line with no ZREM. The line it returns
-  -- is popped: its head and lapsed places are out of the line already,
-  -- and line.score keeps the head's arrival, for pass to put it back if
-  -- K is not handed to it. A place not in baton's shape puts back every
-  -- place popped (the line is as it was, but for an expiry it lost with
-  -- its last place: see put) and replies corrupt. A user whose ACL
-  -- predates ZPOPMIN among ACLRules' commands gets scan's line instead.
-  local function take()
-    local line, ms, popped = {head = '', names = {}, popped = true}, nil, {}
-    for _ = 1, LOOK do
-      local r = redis.pcall('ZPOPMIN', L)
-      if r.err and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
-          or string.find(r.err, 'user executing the script', 1, true)) then
-        return scan(0)
-      end
+  -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
+  -- writes nothing. It returns {head = the first live waiter or '', ttl,
+  -- floor = what it asked for, rank = the rank after it, names = the
+  -- lapsed places before it, after those of names if given}, or nil and
+  -- {'corrupt', why} for a place not in baton's shape.
+  --
+  -- With pop (a release that hands K over, from rank 0), it pops the
+  -- places it looks at (ZPOPMIN) instead of reading them, so that the
+  -- handover takes its waiter out of the line with no ZREM: the line it
+  -- returns is popped (head and lapsed places are out of the line
+  -- already), and its score is the head's arrival, for pass to put it
+  -- back if K is not handed to it. A place not in baton's shape puts back
+  -- every place popped (the line is as it was, but for an expiry it lost
+  -- with its last place: see put). A user whose ACL predates ZPOPMIN
+  -- among ACLRules' commands gets the line read instead.
+  local function scan(from, names, pop)
+    local line, ms, popped = {head = '', names = names or {}, popped = pop}, nil, {}
+    for rank = from, LOOK - 1 do
+      local r
+      if pop then r = redis.pcall('ZPOPMIN', L) else r = redis.pcall('ZRANGE', L, rank, rank) end
       if r.err then
+        if pop and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
+            or string.find(r.err, 'user executing the script', 1, true)) then
+          return scan(from, names)
+        end
         return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
       end
       if not r[1] then return line end
-      popped[#popped + 1], popped[#popped + 2] = r[2], r[1]
+      if pop then popped[#popped + 1], popped[#popped + 2] = r[2], r[1] end
       ms = ms or math.floor(now() / 1000)
       local live, ttl, floor = place(r[1], ms)
       if live == nil then
@@ -408,7 +390,7 @@ local function lib()
         return nil, {'corrupt', ttl}
       end
       if live then
-        line.head, line.ttl, line.floor, line.score = r[1], ttl, floor, r[2]
+        line.head, line.ttl, line.floor, line.rank, line.score = r[1], ttl, floor, rank + 1, r[2]
         return line
       end
       line.names[#line.names + 1] = r[1]
@@ -500,11 +482,10 @@ local function lib()
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
   end
 
-  -- ending returns the line for pass at the end of a lease: take's if
-  -- the store hands over (a handover then needs no ZREM), else scan's.
+  -- ending returns the line for pass at the end of a lease: popped if
+  -- the store hands over (a handover then needs no ZREM), else read.
   local function ending()
-    if HANDS then return take() end
-    return scan(0)
+    return scan(0, nil, HANDS)
   end
 
   return {now = now, classify = classify, holder = holder, live = live, join = join, leave = leave,

@@ -4,7 +4,7 @@
 -- <ttl-ms> <waiter>"), or "released <token> <next>" is published, which
 -- wakes watchers; a line with a place not in baton's shape refuses the
 -- release as corrupt, and the release changes nothing (a line emptied by
--- the places it looked at gets the requests' expiry back: see take).
+-- the places it looked at gets the requests' expiry back: see scan).
 -- Keeping K marks it released until keep runs out and publishes "renewed
 -- <token> <keep-ms>", so that waiters sleep that long.
 local owner, keep = ARGV[4], ARGV[5]
