@@ -14,7 +14,7 @@ import (
 // aclCommands are the commands a store sends or its scripts call: the
 // scripts (EVALSHA, and EVAL when the server does not have them yet; a
 // store WithFunctions calls FCALL instead), the
-// commands inside them, the handover mailbox's transaction, the replica
+// commands inside them, the handover look's transaction, the replica
 // acknowledgement, pub/sub, the key walk of Leases and LeasesUpTo (SCAN),
 // the count of live members of MembersUpTo (ZCOUNT), and the
 // connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,

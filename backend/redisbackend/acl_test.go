@@ -434,7 +434,7 @@ func TestACLRulesOnlyUsedCommands(t *testing.T) {
 	sent := map[string]string{
 		"evalsha": "scripts", "eval": "scripts", "fcall": "WithFunctions",
 		"publish": "scripts, by the name scriptSettings passes", "spublish": "scripts on a Cluster",
-		"multi": "the mailbox read (look)", "exec": "the mailbox read (look)", "get": "the mailbox read (look)", "pttl": "the mailbox read (look)",
+		"multi": "the lease read (look)", "exec": "the lease read (look)", "get": "the lease read (look)", "pttl": "the lease read (look)",
 		"wait": "WithReplicaAck", "scan": "Leases",
 		"subscribe": "watches", "ssubscribe": "watches on a Cluster", "unsubscribe": "watches", "sunsubscribe": "watches on a Cluster",
 		"hello": "go-redis's handshake", "ping": "the pub/sub connection's health check",

@@ -29,10 +29,10 @@
 // 100 places have all lapsed (say, stuffed by another client) loses its
 // order until later calls have dropped them or it expires, and Leases
 // lists the live waiters among its first 100 places only. A release of a key with a live waiter in line grants it to that
-// waiter (backend.Handover), publishes the grant (see Handovers) and
-// copies the lease into K's mailbox, the string "<prefix>:K:mailbox"
-// ("<token> <owner>"), which expires with the lease and is deleted when
-// that lease ends. A watched key has the marker "<prefix>:K:watch-mark"
+// waiter (backend.Handover) and publishes the grant (see Handovers). The
+// string "<prefix>:K:mailbox" is the mailbox of older versions, which
+// copied a handed lease into it ("<token> <owner>", expiring with it):
+// this one deletes it where a lease ends and writes none. A watched key has the marker "<prefix>:K:watch-mark"
 // (see Notifications). The suffixes ":fence", ":line", ":line-req",
 // ":watch-mark", ":mailbox", ":member-data" and ":member-ids" are
 // reserved (see Registry below).
@@ -45,9 +45,13 @@
 // to a line with a live place extends it with PEXPIRE ... GT (Redis 7; a
 // server without GT gets the PTTL way). None of these change a stored
 // value's format or a key's name: stores of older and newer baton
-// versions work one key together during a rolling upgrade (a least-
+// versions work one key together during a rolling upgrade. A least-
 // privilege user made from older ACLRules, without ZPOPMIN, hands over by
-// reading the head instead).
+// reading the head instead. A waiter of this version that missed a
+// handover's message reads the lease, which older releases write alike;
+// one of an older version looks in the mailbox, which this version's
+// releases no longer write, and gets the lease from its next
+// AcquireQueued, when its wait's max has passed.
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet; WithFunctions: the function of baton's
@@ -211,13 +215,13 @@
 //	free, W first     AcquireQueued by W           contended, W leaves the line           -
 //	free, W first     AcquireQueued by O != W      O joins the line; reply queued W        -
 //	plain/contended   AcquireQueued by O           contended; O joins (or keeps) its place -
-//	contended of O    AcquireQueued by O           same (a handover: mailbox deleted)     -
+//	contended of O    AcquireQueued by O           same (a handover; mailbox deleted)     -
 //	plain of O        Renew by O                   plain, new PX                          -
 //	contended of O    Renew by O                   contended, new PX                      renewed <token> <ttl>
 //	plain of O        Release by O                 free                                   -
 //	contended of O    Release by O, W in line      contended of W, token max(K's, W's     renewed <token> <ttl> W
 //	                                               floor, clock) + 1, W's ttl; W popped
-//	                                               from the line, the mailbox a copy
+//	                                               from the line
 //	contended of O    Release by O, no W           free                                   released <token> <next>
 //	plain/contended   Release by O, keep > 0       released, PX keep (mailbox deleted)    renewed <token> <keep> if contended
 //	contended of W    Dequeue by W (handed to it)  as Release by W
@@ -245,7 +249,7 @@
 // live waiter), GET and PTTL (the holder), ZADD, HSET and two PEXPIRE
 // (its place): 10; the holder's handing Release, a script with GET (the
 // lease), ZPOPMIN, TIME and HGET (the head), SET of the counter and the
-// lease, HDEL (the head's request), SET (the mailbox) and PUBLISH: 10.
+// lease, HDEL (the head's request) and PUBLISH: 9.
 // An uncontended AcquireQueued and Release: 9 (the scripts; EXISTS, GET
 // of the counter, TIME, SET of counter and lease; GET and DEL).
 //
@@ -263,12 +267,14 @@
 // wait, up to the lease's ttl, until the next message on the channel, or
 // until the owner has the lease from AcquireQueued.
 // A handover published before the subscription held is found by one look
-// in the key's mailbox (GET and PTTL in one MULTI) once the server has
-// confirmed the subscription, and again after every re-subscription;
-// not when the subscription held already when the owner's last
-// AcquireQueued was sent and has held since: every handover to the owner
-// after that call was published where the store hears it, so a contended
-// acquisition reads no mailbox. A waiter's AcquireQueued on a store that
+// at the key's lease (GET and PTTL in one MULTI: a handover leaves
+// "<token> <owner> contended", and a lease the owner was given by
+// AcquireQueued is not taken for one) once the server has confirmed the
+// subscription, and again after every re-subscription; not when the
+// subscription held already when the owner's last AcquireQueued was sent
+// and has held since: every handover to the owner after that call was
+// published where the store hears it, so a contended acquisition makes no
+// look. A waiter's AcquireQueued on a store that
 // waits on the key or watched it lately (it has the key's channel)
 // expects the key held and skips the free key's fast path. A
 // wait ends at its max by a timer of the client, never later (a blocking

@@ -451,3 +451,64 @@ func TestAwaitHandoverSkipsTheLookWhenSubscribedBeforeAsking(t *testing.T) {
 		t.Fatalf("first's AwaitHandover across the release: %+v, ok %v, err %v; want the key handed to it", got.l, got.ok, got.err)
 	}
 }
+
+// The look of a wait that began before its store subscribed reads the
+// key's lease: a contended lease of the owner is a handover to it; its
+// plain or released lease, another's lease, and a key in the shape of no
+// lease are not (the last fails as corrupt). A release writes no mailbox.
+func TestAwaitHandoverLookReadsTheLease(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	other := newStore(t, r.Client(t))
+	ctx := ctxT(t)
+	cases := []struct {
+		name, value string
+		handed      bool
+		corrupt     bool
+	}{
+		{"Contended", "1795537382000548 me contended", true, false},
+		{"Plain", "1795537382000548 me", false, false},
+		{"Released", "1795537382000548 me released", false, false},
+		{"Another", "1795537382000548 you contended", false, false},
+		{"Garbage", "me contended", false, true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t, rdb) // not subscribed to the key: the wait looks
+			key := fmt.Sprintf("{lookup:%d}:lock", i)
+			if err := rdb.Set(ctx, s.LeaseKey(key), c.value, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			l, ok, err := s.AwaitHandover(ctx, key, "me", 100*time.Millisecond)
+			switch {
+			case c.corrupt:
+				if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.LeaseKey(key)) {
+					t.Errorf("AwaitHandover over %q: %v; want ErrCorrupt naming the lease key", c.value, err)
+				}
+			case err != nil || ok != c.handed:
+				t.Errorf("AwaitHandover over %q: %+v, ok %v, err %v; want ok %v", c.value, l, ok, err, c.handed)
+			case ok && (l.Token != 1795537382000548 || l.TTL <= 0 || l.TTL > time.Minute):
+				t.Errorf("AwaitHandover over %q: %+v; want its token and what is left of its minute", c.value, l)
+			}
+		})
+	}
+
+	// A real handover: the waiter's store subscribes only after it.
+	s := newStore(t, rdb)
+	const key = "{lookup:real}:lock"
+	if _, err := other.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "me", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("me's AcquireQueued: %v, want ErrHeld", err)
+	}
+	if err := other.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, s.MailboxKey(key)).Val(); n != 0 {
+		t.Errorf("the handing release wrote the mailbox %s", s.MailboxKey(key))
+	}
+	if l, ok, err := s.AwaitHandover(ctx, key, "me", patience); err != nil || !ok || l.Owner != "me" {
+		t.Errorf("me's AwaitHandover after the handover: %+v, ok %v, err %v; want its lease", l, ok, err)
+	}
+}

@@ -13,7 +13,8 @@
 --   R  K:line-req, what each waiter asked for: "<ttl-ms> <floor> <due-ms>"
 --   W  K:watch-mark, set while a store watches K
 --   M  K:mailbox: a copy "<token> <owner>" of the lease the last release
---      handed over, expiring with it
+--      handed over, expiring with it, which older versions wrote; now
+--      only deleted (a waiter reads K)
 --   I  "<prefix>:{T}:intact" for a K in hash tag T: the server's time in
 --      ms since when the tag's data is known whole; no expiry, one per
 --      tag. For a K without a tag of its own, K again: no marker.
@@ -452,9 +453,10 @@ local function lib()
   end
 
   -- handover grants K, which its holder is ending, to line's head (scan)
-  -- with the ttl and floor it asked for (the grant overwrites K), takes it and the lapsed places before it out of
-  -- the line, copies the lease into the mailbox and publishes "renewed
-  -- <token> <ttl> <waiter>". It reports whether it did; a refused grant
+  -- with the ttl and floor it asked for (the grant overwrites K, flagged
+  -- contended), takes it and the lapsed places before it out of the line
+  -- and publishes "renewed <token> <ttl> <waiter>" (a waiter that may
+  -- have missed it reads K: see Store.AwaitHandover). It reports whether it did; a refused grant
   -- leaves the line as it was. c is the counter for the grant (see
   -- grant), or nil to read it.
   local function handover(line, c)
@@ -463,7 +465,6 @@ local function lib()
     local out = line.names
     out[#out + 1] = line.head
     drop(out, line.popped)
-    redis.call('SET', M, tok .. ' ' .. line.head, 'PX', line.ttl)
     redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
     return true
   end
