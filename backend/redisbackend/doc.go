@@ -16,8 +16,10 @@
 // as its tag. A key's waiting line (backend.Queue) is the sorted set
 // "<prefix>:K:line" (waiters by arrival, on the server's clock) with the
 // hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
-// fencing floor) and when its place lapses; both expire with the last
-// place. A script reads the places it needs before it writes anything
+// fencing floor) and when its place lapses; both expire together, at
+// least a waiter's patience after its last call (a join that finds less
+// left sets twice its patience, so the joins that follow only read the
+// line's PTTL). A script reads the places it needs before it writes anything
 // (a release that hands K over pops the head it looks at, ZPOPMIN, and
 // puts back what it popped, at its arrival, when the grant is refused or
 // a place is corrupt), and one call looks at no more than 100 of them
@@ -41,9 +43,7 @@
 // script; a break moves the counter past it only as it ends the lease), so
 // a release that hands K over takes the token for the counter and does
 // not read it: the new token is max(K's token, the waiter's floor, the
-// server's clock) + 1. A new line's expiry is set from its PTTL; a join
-// to a line with a live place extends it with PEXPIRE ... GT (Redis 7; a
-// server without GT gets the PTTL way). None of these change a stored
+// server's clock) + 1. None of these change a stored
 // value's format or a key's name: stores of older and newer baton
 // versions work one key together during a rolling upgrade. A least-
 // privilege user made from older ACLRules, without ZPOPMIN, hands over by
@@ -246,8 +246,9 @@
 // The server calls of a contended acquisition (lockbench: 4 processes x
 // 4 goroutines), each script and each command it calls counted once: the
 // waiter's AcquireQueued, a script with TIME, ZRANGE and HGET (the first
-// live waiter), GET and PTTL (the holder), ZADD, HSET and two PEXPIRE
-// (its place): 10; the holder's handing Release, a script with GET (the
+// live waiter), GET and PTTL (the holder), ZADD, HSET and PTTL of the
+// line (its place; and once per patience PEXPIRE of line and requests):
+// 9; the holder's handing Release, a script with GET (the
 // lease), ZPOPMIN, TIME and HGET (the head), SET of the counter and the
 // lease, HDEL (the head's request) and PUBLISH: 9.
 // An uncontended AcquireQueued and Release: 9 (the scripts; EXISTS, GET

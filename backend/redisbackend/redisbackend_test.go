@@ -632,15 +632,14 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// the holder: GET, PTTL (TYPE only when GET finds another type)
 		"get": 1,
 		// joining: ZADD arrival (new in line: no request of its own to
-		// look at), HSET request, PEXPIRE … GT of the line (a longer
-		// patience than the line's: it is extended) and PEXPIRE of the
-		// requests
-		"zadd": 1, "hset": 1, "pttl": 1, "pexpire": 2,
+		// look at), HSET request, PTTL line and (a longer patience than
+		// the line has left) PEXPIRE of both, to twice that patience
+		"zadd": 1, "hset": 1, "pttl": 2, "pexpire": 2,
 	})
 
 	// A waiter of a store that waits on the key (here: watches it)
-	// expects it held and skips the free key's EXISTS; joining with no
-	// longer patience than the line's leaves both expiries.
+	// expects it held and skips the free key's EXISTS; joining a line
+	// with more than its patience left leaves both expiries.
 	w, err := s.Watch(ctx, key)
 	if err != nil {
 		t.Fatal(err)
@@ -652,8 +651,8 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		}
 	})
 	wantCalls(t, "a waiter of a store that waits on the key joining its line", join, map[string]int64{
-		"evalsha": 1, "time": 1, "zrange": 1, "hget": 1, "get": 1, "pttl": 1,
-		"zadd": 1, "hset": 1, "pexpire": 1,
+		"evalsha": 1, "time": 1, "zrange": 1, "hget": 1, "get": 1, "pttl": 2,
+		"zadd": 1, "hset": 1,
 	})
 
 	release := serverCalls(t, rdb, func() {

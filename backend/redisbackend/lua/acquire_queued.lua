@@ -21,14 +21,14 @@ if l then
     redis.call('DEL', M) -- the owner has its lease: the mailbox is read
     return {'ok', l[2], l[3], l[4]}
   end
-  slow.join(owner, patience, ttl, floor, nxt ~= '')
+  slow.join(owner, patience, ttl, floor)
   local waits = tonumber(patience) > 0
   if waits and l[5] == '' then redis.call('APPEND', K, ' contended') end
   if nxt == '' and waits then nxt = owner end
   return {l[1], l[2], l[3], l[4], nxt}
 end
 if nxt ~= '' and nxt ~= owner then
-  slow.join(owner, patience, ttl, floor, true)
+  slow.join(owner, patience, ttl, floor)
   return {'queued', nxt}
 end
 local tok, refused = grant(owner, ttl, floor, ' contended', nil, (slow.now()))

@@ -410,30 +410,22 @@ local function lib()
   end
 
   -- outlive makes line and requests live at least patience ms (a
-  -- decimal string) from now, both with one expiry. In a line that
-  -- exists with an expiry (lined), PEXPIRE ... GT (Redis 7) extends the
-  -- line's only if that is longer, and the requests' follow it: one call
-  -- fewer than asking PTTL first, which a new line (no expiry, which GT
-  -- would keep) and a server without GT do.
-  local function outlive(patience, lined)
-    if lined then
-      local n = redis.pcall('PEXPIRE', L, patience, 'GT')
-      if n == 1 then redis.call('PEXPIRE', R, patience) end
-      if type(n) == 'number' then return end
-    end
-    if redis.call('PTTL', L) < tonumber(patience) then
-      redis.call('PEXPIRE', L, patience)
-      redis.call('PEXPIRE', R, patience)
+  -- decimal string) from now, both with one expiry: a line that has less
+  -- left gets twice patience, so that the joins that follow within
+  -- patience only read its PTTL.
+  local function outlive(patience)
+    local p = tonumber(patience)
+    if redis.call('PTTL', L) < p then
+      redis.call('PEXPIRE', L, 2 * p)
+      redis.call('PEXPIRE', R, 2 * p)
     end
   end
 
   -- join puts owner at the back of the line (or keeps its place) for
   -- patience ms (a decimal string), asking for ttl ms and floor if handed
   -- K. An owner whose place lapsed joins at the back again. Only an
-  -- owner already in line has a request to look at. lined says that the
-  -- line has a live place (first found one): it exists, with the
-  -- expiry every join gives line and requests alike (see outlive).
-  local function join(owner, patience, ttl, floor, lined)
+  -- owner already in line has a request to look at.
+  local function join(owner, patience, ttl, floor)
     local p = tonumber(patience)
     if p <= 0 then return end
     local us, arrival = now()
@@ -443,7 +435,7 @@ local function lib()
       if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
     end
     redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
-    outlive(patience, lined)
+    outlive(patience)
   end
 
   -- leave takes owner out of the line; it returns 1 if owner was in it.
