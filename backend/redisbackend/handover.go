@@ -178,6 +178,19 @@ func (s *Store) asking(key, owner string) bool {
 	return false
 }
 
+// forgetAsk forgets what asking noted for owner's AcquireQueued of key,
+// which no wait follows (it was granted or failed), so that the notes of
+// the owners of a key that stays subscribed do not pile up.
+func (s *Store) forgetAsk(key, owner string) {
+	if sub, name := s.subscribed(key); sub != nil {
+		sub.mu.Lock()
+		if c := sub.channels[name]; c != nil {
+			delete(c.asked, owner)
+		}
+		sub.mu.Unlock()
+	}
+}
+
 // subscribed returns the subscriber of key's shard, or nil if the store
 // has none (it makes none), and key's lease key name.
 func (s *Store) subscribed(key string) (*subscriber, string) {
@@ -354,6 +367,10 @@ func (w *waiter) leave(took uint64) {
 	s.leftLocked(c)
 }
 
+// maxAsked bounds the notes of asking per channel: owners that were
+// refused and never waited (a try, a claim given up) leave theirs.
+const maxAsked = 64
+
 // asking notes that owner's AcquireQueued of name is about to be sent:
 // if the channel's subscription holds now, the server runs the call after
 // it, and a handover to owner that follows is published where the
@@ -368,8 +385,8 @@ func (s *subscriber) asking(name, owner string) bool {
 	case c == nil:
 		return false
 	case c.confirmed:
-		if c.asked == nil {
-			c.asked = make(map[string]uint64)
+		if c.asked == nil || len(c.asked) >= maxAsked {
+			c.asked = make(map[string]uint64) // the notes dropped cost a look each
 		}
 		c.asked[owner] = c.gen
 	default:

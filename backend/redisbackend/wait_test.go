@@ -512,3 +512,51 @@ func TestAwaitHandoverLookReadsTheLease(t *testing.T) {
 		t.Errorf("me's AwaitHandover after the handover: %+v, ok %v, err %v; want its lease", l, ok, err)
 	}
 }
+
+// The store notes an owner's ask only until the wait that follows it: a
+// granted AcquireQueued, a try without patience and a wait leave no note,
+// and the notes of refused owners that never wait stay bounded, however
+// many claims pass through a key that stays subscribed.
+func TestAskNotesDoNotPileUp(t *testing.T) {
+	s := newStore(t, server.Client(t))
+	ctx := ctxT(t)
+	const key = "{notes:test}:lock"
+	w, err := s.Watch(ctx, key) // keeps the key's channel subscribed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 10 {
+		owner := fmt.Sprintf("granted-%d", i)
+		if _, err := s.AcquireQueued(ctx, key, owner, time.Minute, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "try", time.Minute, 0, 0); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("a try while %s holds the key: %v, want ErrHeld", owner, err)
+		}
+		if err := s.Release(ctx, key, owner, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.AskNotes(key); n != 0 {
+		t.Errorf("%d ask notes after granted calls and tries; want none", n)
+	}
+	if _, err := s.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		owner := fmt.Sprintf("refused-%d", i)
+		if _, err := s.AcquireQueued(ctx, key, owner, time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("%s's AcquireQueued: %v, want ErrHeld", owner, err)
+		}
+		if err := s.Dequeue(ctx, key, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.AskNotes(key); n > 64 {
+		t.Errorf("%d ask notes of refused owners that never waited; want at most 64", n)
+	}
+	if err := s.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+}
