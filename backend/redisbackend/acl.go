@@ -14,7 +14,7 @@ import (
 // aclCommands are the commands a store sends or its scripts call: the
 // scripts (EVALSHA, and EVAL when the server does not have them yet; a
 // store WithFunctions calls FCALL instead), the
-// commands inside them, the handover mailbox's transaction, the replica
+// commands inside them, the handover look's transaction, the replica
 // acknowledgement, pub/sub, the key walk of Leases and LeasesUpTo (SCAN),
 // the count of live members of MembersUpTo (ZCOUNT), and the
 // connection's own (HELLO and PING; go-redis also sends CLIENT SETINFO,
@@ -23,7 +23,7 @@ var aclCommands = []string{
 	"evalsha", "eval", "fcall",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
 	"hget", "hset", "hdel",
-	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zcount",
+	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zcount", "zpopmin",
 	"multi", "exec", "wait", "scan",
 	"publish", "spublish", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",
 	"hello", "ping",

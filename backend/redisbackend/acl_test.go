@@ -434,7 +434,7 @@ func TestACLRulesOnlyUsedCommands(t *testing.T) {
 	sent := map[string]string{
 		"evalsha": "scripts", "eval": "scripts", "fcall": "WithFunctions",
 		"publish": "scripts, by the name scriptSettings passes", "spublish": "scripts on a Cluster",
-		"multi": "the mailbox read (look)", "exec": "the mailbox read (look)", "get": "the mailbox read (look)", "pttl": "the mailbox read (look)",
+		"multi": "the lease read (look)", "exec": "the lease read (look)", "get": "the lease read (look)", "pttl": "the lease read (look)",
 		"wait": "WithReplicaAck", "scan": "Leases",
 		"subscribe": "watches", "ssubscribe": "watches on a Cluster", "unsubscribe": "watches", "sunsubscribe": "watches on a Cluster",
 		"hello": "go-redis's handshake", "ping": "the pub/sub connection's health check",
@@ -459,5 +459,31 @@ func TestACLRulesOnlyUsedCommands(t *testing.T) {
 		if c, ok := strings.CutPrefix(rule, "+"); ok && sent[c] == "" {
 			t.Errorf("ACLRules allows %s, which no script calls and the store does not send", c)
 		}
+	}
+}
+
+// A user made from the rules of a baton before ZPOPMIN was among them
+// still has its keys handed over: the release that would pop the line's
+// head reads it instead, so a fleet may upgrade before its ACL does.
+func TestACLWithoutZPopMinHandsOver(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rules := strings.Replace(redisbackend.ACLRules(""), " +zpopmin", "", 1)
+	aclUser(t, r, "old", "s3cret", rules)
+	s := newStore(t, aclClient(t, r, "old", "s3cret"))
+	ctx := ctxT(t)
+	const key = "{old:acl}:lock"
+	la, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b joining the line: %v, want ErrHeld", err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatalf("a's release as a user without ZPOPMIN: %v", err)
+	}
+	lb, ok, err := s.AwaitHandover(ctx, key, "b", patience)
+	if err != nil || !ok || lb.Token <= la.Token {
+		t.Fatalf("b's AwaitHandover: %+v, ok %v, err %v; want the key handed to it with a token above %d", lb, ok, err, la.Token)
 	}
 }

@@ -1,6 +1,7 @@
 package redisbackend_test
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/redisbackend"
 	"github.com/baton-go/baton/testkit/testenv"
 )
@@ -18,13 +20,7 @@ import (
 // commandstats), which the network's round trips do not blur: compare it
 // across changes to the scripts.
 func BenchmarkUncontendedCycle(b *testing.B) {
-	r := testenv.NewRedis(b)
-	rdb := r.Client(b)
-	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	rdb, s := benchStore(b)
 	ctx := ctxT(b)
 	cycle := func() {
 		if _, err := s.AcquireQueued(ctx, "bench", "me", time.Minute, 0, time.Second); err != nil {
@@ -44,6 +40,52 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(evalshaMicros(b, rdb)/float64(n), "server-µs/op")
+}
+
+// BenchmarkHandoverCycle runs what a contended acquisition costs the
+// server in a line of three: the holder's Release hands the key to the
+// first waiter, and the old holder joins the back of the line again
+// (AcquireQueued, refused), and reports the server's µs in the two
+// scripts per acquisition (server-µs/op).
+func BenchmarkHandoverCycle(b *testing.B) {
+	rdb, s := benchStore(b)
+	ctx := ctxT(b)
+	owners := []string{"a", "b", "c"}
+	join := func(owner string) {
+		if _, err := s.AcquireQueued(ctx, "bench", owner, time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			b.Fatalf("%s joining the line: %v, want ErrHeld", owner, err)
+		}
+	}
+	if _, err := s.AcquireQueued(ctx, "bench", "a", time.Minute, 0, time.Minute); err != nil {
+		b.Fatal(err)
+	}
+	join("b")
+	join("c")
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		holder := owners[n%3]
+		if err := s.Release(ctx, "bench", holder, 0); err != nil {
+			b.Fatal(err)
+		}
+		join(holder)
+		n++
+	}
+	b.ReportMetric(evalshaMicros(b, rdb)/float64(n), "server-µs/op")
+}
+
+// benchStore returns a client of a private server and a store on it, with
+// the scripts as they ship (no test shim).
+func benchStore(b *testing.B) (*redis.Client, *redisbackend.Store) {
+	rdb := testenv.NewRedis(b).Client(b)
+	s, err := redisbackend.New(rdb, redisbackend.WithoutRestartGuard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return rdb, s
 }
 
 // evalshaMicros returns the µs the server spent in EVALSHA since the last

@@ -16,23 +16,42 @@
 // as its tag. A key's waiting line (backend.Queue) is the sorted set
 // "<prefix>:K:line" (waiters by arrival, on the server's clock) with the
 // hash "<prefix>:K:line-req" of what each waiter asked for (ttl and
-// fencing floor) and when its place lapses; both expire with the last
-// place. A script reads the places it needs before it writes anything,
-// and one call looks at no more than 100 of them from the head (dropping
-// the lapsed ones among them): a place not in baton's shape (a ttl
+// fencing floor) and when its place lapses; both expire together, at
+// least a waiter's patience after its last call (a join that finds less
+// left sets twice its patience, so the joins that follow only read the
+// line's PTTL). A script reads the places it needs before it writes anything
+// (a release that hands K over pops the head it looks at, ZPOPMIN, and
+// puts back what it popped, at its arrival, when the grant is refused or
+// a place is corrupt), and one call looks at no more than 100 of them
+// from the head (dropping the lapsed ones among them): a place not in
+// baton's shape (a ttl
 // outside 1 ms to 365 days, a floor at the largest token, a waiter named
 // with a space or control character, garbage) is backend.ErrCorrupt
 // naming the line's key, and the call changes nothing; a line whose first
 // 100 places have all lapsed (say, stuffed by another client) loses its
 // order until later calls have dropped them or it expires, and Leases
 // lists the live waiters among its first 100 places only. A release of a key with a live waiter in line grants it to that
-// waiter (backend.Handover), publishes the grant (see Handovers) and
-// copies the lease into K's mailbox, the string "<prefix>:K:mailbox"
-// ("<token> <owner>"), which expires with the lease and is deleted when
-// that lease ends. A watched key has the marker "<prefix>:K:watch-mark"
+// waiter (backend.Handover) and publishes the grant (see Handovers). The
+// string "<prefix>:K:mailbox" is the mailbox of older versions, which
+// copied a handed lease into it ("<token> <owner>", expiring with it):
+// this one deletes it where a lease ends and writes none. A watched key has the marker "<prefix>:K:watch-mark"
 // (see Notifications). The suffixes ":fence", ":line", ":line-req",
 // ":watch-mark", ":mailbox", ":member-data" and ":member-ids" are
 // reserved (see Registry below).
+//
+// While K lives, its counter holds K's token (a grant writes both in one
+// script; a break moves the counter past it only as it ends the lease), so
+// a release that hands K over takes the token for the counter and does
+// not read it: the new token is max(K's token, the waiter's floor, the
+// server's clock) + 1. None of these change a stored
+// value's format or a key's name: stores of older and newer baton
+// versions work one key together during a rolling upgrade. A least-
+// privilege user made from older ACLRules, without ZPOPMIN, hands over by
+// reading the head instead. A waiter of this version that missed a
+// handover's message reads the lease, which older releases write alike;
+// one of an older version looks in the mailbox, which this version's
+// releases no longer write, and gets the lease from its next
+// AcquireQueued, when its wait's max has passed.
 //
 // Every operation is one Lua script (EVALSHA, falling back to EVAL when the
 // server does not have it yet; WithFunctions: the function of baton's
@@ -191,16 +210,18 @@
 // in K's line; "publish" is on K's channel):
 //
 //	from              call                         to                                    publish
-//	free, no line     Acquire(Queued) by O         plain (contended: no counter, marker)  -
+//	free, no line     Acquire(Queued) by O         plain (contended: no counter, marker,  -
+//	                                               or a busy AcquireQueued)
 //	free, W first     AcquireQueued by W           contended, W leaves the line           -
 //	free, W first     AcquireQueued by O != W      O joins the line; reply queued W        -
 //	plain/contended   AcquireQueued by O           contended; O joins (or keeps) its place -
-//	contended of O    AcquireQueued by O           same (a handover: mailbox deleted)     -
+//	contended of O    AcquireQueued by O           same (a handover; mailbox deleted)     -
 //	plain of O        Renew by O                   plain, new PX                          -
 //	contended of O    Renew by O                   contended, new PX                      renewed <token> <ttl>
 //	plain of O        Release by O                 free                                   -
-//	contended of O    Release by O, W in line      contended of W, new token, W's ttl;    renewed <token> <ttl> W
-//	                                               W leaves the line, the mailbox a copy
+//	contended of O    Release by O, W in line      contended of W, token max(K's, W's     renewed <token> <ttl> W
+//	                                               floor, clock) + 1, W's ttl; W popped
+//	                                               from the line
 //	contended of O    Release by O, no W           free                                   released <token> <next>
 //	plain/contended   Release by O, keep > 0       released, PX keep (mailbox deleted)    renewed <token> <keep> if contended
 //	contended of W    Dequeue by W (handed to it)  as Release by W
@@ -217,9 +238,21 @@
 // it reaches the head of the line or joins again. A store made
 // WithReplicaAck does not hand over: its contended release publishes
 // "released <token> <W>" and W claims. The restart guard refuses a grant
-// in every row that grants, with "recovering <ms left>", when K's fencing
+// in every row that grants but a Release's handover (K is there, so its
+// data was not lost), with "recovering <ms left>", when K's fencing
 // counter is missing and K's data is not known whole for the guard (see
 // Restart guard).
+//
+// The server calls of a contended acquisition (lockbench: 4 processes x
+// 4 goroutines), each script and each command it calls counted once: the
+// waiter's AcquireQueued, a script with TIME, ZRANGE and HGET (the first
+// live waiter), GET and PTTL (the holder), ZADD, HSET and PTTL of the
+// line (its place; and once per patience PEXPIRE of line and requests):
+// 9; the holder's handing Release, a script with GET (the
+// lease), ZPOPMIN, TIME and HGET (the head), SET of the counter and the
+// lease, HDEL (the head's request) and PUBLISH: 9.
+// An uncontended AcquireQueued and Release: 9 (the scripts; EXISTS, GET
+// of the counter, TIME, SET of counter and lease; GET and DEL).
 //
 // # Handovers
 //
@@ -235,8 +268,16 @@
 // wait, up to the lease's ttl, until the next message on the channel, or
 // until the owner has the lease from AcquireQueued.
 // A handover published before the subscription held is found by one look
-// in the key's mailbox (GET and PTTL in one MULTI) once the server has
-// confirmed the subscription, and again after every re-subscription. A
+// at the key's lease (GET and PTTL in one MULTI: a handover leaves
+// "<token> <owner> contended", and a lease the owner was given by
+// AcquireQueued is not taken for one) once the server has confirmed the
+// subscription, and again after every re-subscription; not when the
+// subscription held already when the owner's last AcquireQueued was sent
+// and has held since: every handover to the owner after that call was
+// published where the store hears it, so a contended acquisition makes no
+// look. A waiter's AcquireQueued on a store that
+// waits on the key or watched it lately (it has the key's channel)
+// expects the key held and skips the free key's fast path. A
 // wait ends at its max by a timer of the client, never later (a blocking
 // read on the server would end only on the server's next clock tick, up
 // to 100 ms late at the default hz); if the pub/sub connection broke and

@@ -27,3 +27,18 @@ func ScriptFields() (fields, visited int) {
 // FunctionName returns the name of the library function that runs the
 // script name ("get", "acquire", "group_members", ...).
 func FunctionName(name string) string { return libraryName() + "_" + name }
+
+// AskNotes returns how many owners' asks the store keeps noted for key's
+// channel (subscriber.asking).
+func (s *Store) AskNotes(key string) int {
+	sub, name := s.subscribed(key)
+	if sub == nil {
+		return 0
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if c := sub.channels[name]; c != nil {
+		return len(c.asked)
+	}
+	return 0
+}

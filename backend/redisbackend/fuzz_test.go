@@ -15,7 +15,7 @@ import (
 )
 
 // The values these targets feed in are what a Redis could hand back:
-// script replies, published messages, mailbox entries and member
+// script replies, published messages, handed leases and member
 // entries, written by baton or by anything else that shares the keys.
 // None may panic, and what parses must be a lease baton could have
 // written; the rest is ErrCorrupt naming the key.
@@ -115,38 +115,44 @@ func FuzzParseEvent(f *testing.F) {
 	})
 }
 
-func FuzzMailboxEntry(f *testing.F) {
+func FuzzHandedLease(f *testing.F) {
+	f.Add("1795537382000548 me contended", int64(1500))
 	f.Add("1795537382000548 me", int64(1500))
-	f.Add("1795537382000548 you", int64(1500))
-	f.Add("0 me", int64(1500))
-	f.Add("42 me", int64(-1))
-	f.Add("42 me", int64(-2))
+	f.Add("1795537382000548 me released", int64(1500))
+	f.Add("1795537382000548 you contended", int64(1500))
+	f.Add("0 me contended", int64(1500))
+	f.Add("42 me contended", int64(-1))
+	f.Add("42 me contended", int64(-2))
 	f.Add("x", int64(0))
-	f.Add("9007199254740992 me", int64(10))
-	f.Add("00000000000000000 me", int64(1))
-	f.Add("20000000000000000000 me", int64(5))
+	f.Add("9007199254740992 me contended", int64(10))
+	f.Add("00000000000000000 me contended", int64(1))
+	f.Add("20000000000000000000 me contended", int64(5))
 	f.Add("01 me you", int64(1))
-	const box = "baton:{" + fuzzKey + "}:handover"
+	f.Add("01 me contended x", int64(1))
+	const name = "baton:" + fuzzKey
 	f.Fuzz(func(t *testing.T, value string, pttl int64) {
 		get := redis.NewStringCmd(context.Background())
 		get.SetVal(value)
 		left := redis.NewDurationCmd(context.Background(), time.Millisecond)
 		left.SetVal(time.Duration(pttl))
-		l, ok, err := handedOver(fuzzKey, "me", box, get, left)
+		l, ok, err := handedOver(fuzzKey, "me", name, get, left)
 		if err != nil {
-			if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), box) {
-				t.Fatalf("error %q is not ErrCorrupt naming the mailbox", err)
+			if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), name) {
+				t.Fatalf("error %q is not ErrCorrupt naming the lease key", err)
 			}
 			return
 		}
 		if !ok {
-			if pttl > 0 && strings.HasSuffix(value, " me") && !strings.Contains(strings.TrimSuffix(value, " me"), " ") {
-				t.Fatalf("entry %q with %v left not read as a handover to me", value, time.Duration(pttl))
+			if tok, found := strings.CutSuffix(value, " me contended"); pttl > 0 && found && !strings.Contains(tok, " ") {
+				t.Fatalf("lease %q with %v left not read as a handover to me", value, time.Duration(pttl))
 			}
 			return
 		}
+		if !strings.HasSuffix(value, " me contended") {
+			t.Fatalf("lease %q read as a handover to me; only a contended lease of mine is one", value)
+		}
 		if l.Token == 0 || l.Token > backend.MaxToken || l.TTL != time.Duration(pttl) || l.TTL <= 0 || l.Owner != "me" || l.Key != fuzzKey {
-			t.Fatalf("entry %q, %v left gave %+v", value, time.Duration(pttl), l)
+			t.Fatalf("lease %q, %v left gave %+v", value, time.Duration(pttl), l)
 		}
 		if tok, _, _ := strings.Cut(value, " "); strconv.FormatUint(l.Token, 10) != strings.TrimLeft(tok, "+") && tok[0] != '0' {
 			t.Fatalf("token %q read as %d", tok, l.Token)

@@ -184,3 +184,42 @@ func TestGuardTenantMarkerForged(t *testing.T) {
 	}
 	refusedThenGranted(t, s, key, time.Second)
 }
+
+// A release hands the key over also when its counter is gone while the
+// lease lives (dropped under a lease renewed past the counter's life, or
+// deleted by hand) and the restart guard's markers say nothing: the lease
+// is there, so the data was not lost, and the handover's token comes
+// from the lease's, above it; the counter then holds it again.
+func TestHandoverWithoutCounter(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	ctx := ctxT(t)
+	s := newStore(t, rdb, redisbackend.WithRestartGuard(0))
+	key := backend.AppKey("acme", "billing", "lock", "x")
+	if err := s.DeclareIntact(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	la, err := s.AcquireQueued(ctx, key, "a", time.Hour, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "b", time.Hour, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b joining the line: %v, want ErrHeld", err)
+	}
+	if err := rdb.Del(ctx, s.FenceKey(key), s.IntactKey(key), s.TenantIntactKey(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	lb, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
+	if err != nil || !ok {
+		t.Fatalf("b's AwaitHandover after a's release: ok %v, err %v; want the key handed to it", ok, err)
+	}
+	if lb.Token <= la.Token {
+		t.Errorf("b's token %d is not above a's %d", lb.Token, la.Token)
+	}
+	if c, err := rdb.Get(ctx, s.FenceKey(key)).Uint64(); err != nil || c != lb.Token {
+		t.Errorf("the counter after the handover: %d, %v; want b's token %d", c, err, lb.Token)
+	}
+}

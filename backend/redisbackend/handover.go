@@ -20,9 +20,17 @@ import (
 // owner's waiter. The channel stays subscribed for a while after the wait
 // (channelLinger), and a handover it sees while the owner is not waiting
 // is kept for the owner's next wait. A handover published before the
-// subscription held is found by one look in the key's mailbox
-// (MailboxKey: GET and PTTL in one MULTI) once the server has confirmed the
-// subscription, and again after every re-subscription.
+// subscription held is found by one look at the key's lease (GET and
+// PTTL in one MULTI: a handover leaves "<token> <owner> contended") once
+// the server has confirmed the subscription, and again after every
+// re-subscription; but not when the subscription held already when the
+// owner's last AcquireQueued was sent, and has held since. The look cannot
+// tell a handover from a contended lease that AcquireQueued granted the
+// owner itself: it takes that for one too, unless the store saw the
+// owner given it (Store.taken). A caller waits only while it does not
+// hold the key, as synclock's claims do (each with an owner of its own).
+// A release writes no mailbox (MailboxKey): a waiter of an older baton
+// that missed the message gets the lease from its next AcquireQueued.
 //
 // max is measured by a timer of the client: the wait ends at max even
 // when the pub/sub connection is broken or the server stalls; the caller
@@ -75,7 +83,7 @@ func (s *Store) checkAwait(ctx context.Context, key, owner string, max time.Dura
 }
 
 // waitHandover waits as w for key's handover: announced on the channel
-// (found), or found in the mailbox by a look, which w is told to take
+// (found), or found in the lease by a look, which w is told to take
 // each time the subscription is confirmed; until the timer fires, ctx
 // ends or the store closes.
 func (s *Store) waitHandover(ctx context.Context, key string, w *waiter, timer <-chan time.Time) (backend.Lease, bool, error) {
@@ -102,7 +110,7 @@ func (s *Store) waitHandover(ctx context.Context, key string, w *waiter, timer <
 	}
 }
 
-// looker runs the looks of one wait in key's mailbox, one at a time: a
+// looker runs the looks of one wait at key's lease, one at a time: a
 // look asked for while one is in flight follows when it is back.
 type looker struct {
 	s          *Store
@@ -153,17 +161,47 @@ func (lk *looker) back(r lookResult) (backend.Lease, bool, error) {
 // key's channel, is not returned by a later AwaitHandover (its owner may
 // have released it since, before the release's message arrived).
 func (s *Store) taken(key string, token uint64) {
+	if sub, name := s.subscribed(key); sub != nil {
+		sub.taken(name, token)
+	}
+}
+
+// asking notes, before owner's AcquireQueued of key is sent, whether the
+// store's subscription to key's channel holds then (see
+// subscriber.asking). It reports whether the store has the channel: a
+// wait or watch of key is under way or ended lately, so the key is
+// likely held.
+func (s *Store) asking(key, owner string) bool {
+	if sub, name := s.subscribed(key); sub != nil {
+		return sub.asking(name, owner)
+	}
+	return false
+}
+
+// forgetAsk forgets what asking noted for owner's AcquireQueued of key,
+// which no wait follows (it was granted or failed), so that the notes of
+// the owners of a key that stays subscribed do not pile up.
+func (s *Store) forgetAsk(key, owner string) {
+	if sub, name := s.subscribed(key); sub != nil {
+		sub.mu.Lock()
+		if c := sub.channels[name]; c != nil {
+			delete(c.asked, owner)
+		}
+		sub.mu.Unlock()
+	}
+}
+
+// subscribed returns the subscriber of key's shard, or nil if the store
+// has none (it makes none), and key's lease key name.
+func (s *Store) subscribed(key string) (*subscriber, string) {
 	name := s.LeaseKey(key)
 	shard := ""
 	if s.sharded {
 		shard = strconv.Itoa(hashSlot(name))
 	}
 	s.mu.Lock()
-	sub := s.subs[shard]
-	s.mu.Unlock()
-	if sub != nil {
-		sub.taken(name, token)
-	}
+	defer s.mu.Unlock()
+	return s.subs[shard], name
 }
 
 // lease is the lease h announced, on key, with the TTL left of it at now
@@ -179,24 +217,28 @@ type lookResult struct {
 	err   error
 }
 
-// look reads key's mailbox once, on a goroutine that Close waits for,
-// and delivers the lease it holds for owner, if any, on the returned
-// channel (capacity 1, so an abandoned look does not leak).
+// look reads key's lease once, on a goroutine that Close waits for,
+// and delivers it on the returned channel (capacity 1, so an abandoned
+// look does not leak) if it is a handover to owner that no caller of the
+// store was given yet (see handedOver and Store.taken).
 func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, error) {
 	res := make(chan lookResult, 1)
 	err := s.spawn(func() {
-		box := s.MailboxKey(key)
+		name := s.LeaseKey(key)
 		var get *redis.StringCmd
 		var pttl *redis.DurationCmd
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			get, pttl = p.Get(ctx, box), p.PTTL(ctx, box)
+			get, pttl = p.Get(ctx, name), p.PTTL(ctx, name)
 			return nil
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
-			res <- lookResult{err: err}
+			res <- lookResult{err: lookError(name, err)}
 			return
 		}
-		l, ok, err := handedOver(key, owner, box, get, pttl)
+		l, ok, err := handedOver(key, owner, name, get, pttl)
+		if ok && l.Token <= s.givenOut(key) {
+			ok, l = false, backend.Lease{} // AcquireQueued returned it
+		}
 		res <- lookResult{l, ok, err}
 	})
 	if err != nil {
@@ -205,10 +247,20 @@ func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, e
 	return res, nil
 }
 
-// handedOver reads the lease of owner out of the mailbox box of key, as
+// lookError is the error of a look at the lease name that failed with
+// err: a value of another type than a string is not a baton lease.
+func lookError(name string, err error) error {
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return fmt.Errorf("%w: key %s is not a string, not a baton lease; delete the key or use another prefix", backend.ErrCorrupt, name)
+	}
+	return err
+}
+
+// handedOver reads a handover to owner out of the lease name of key, as
 // GET and PTTL read it in one transaction: the lease's TTL is what was
-// left of it then.
-func handedOver(key, owner, box string, get *redis.StringCmd, pttl *redis.DurationCmd) (backend.Lease, bool, error) {
+// left of it then. A handover leaves "<token> <owner> contended"; a
+// lease of another owner, plain or released is none.
+func handedOver(key, owner, name string, get *redis.StringCmd, pttl *redis.DurationCmd) (backend.Lease, bool, error) {
 	v, err := get.Result()
 	if errors.Is(err, redis.Nil) {
 		return backend.Lease{}, false, nil
@@ -217,12 +269,13 @@ func handedOver(key, owner, box string, get *redis.StringCmd, pttl *redis.Durati
 		return backend.Lease{}, false, err
 	}
 	bad := func(what string) error {
-		return fmt.Errorf("%w: mailbox %s %s; delete the key or use another prefix", backend.ErrCorrupt, box, what)
+		return fmt.Errorf("%w: key %s %s; delete the key or use another prefix", backend.ErrCorrupt, name, what)
 	}
-	tok, who, ok := strings.Cut(v, " ")
+	tok, rest, ok := strings.Cut(v, " ")
+	who, flag, _ := strings.Cut(rest, " ")
 	token, tokOK := backend.ParseToken(tok)
-	if !ok || !tokOK || backend.ValidateOwner(who) != nil {
-		return backend.Lease{}, false, bad(fmt.Sprintf("holds %.40q, not a lease \"<token> <owner>\"", v))
+	if !ok || !tokOK || backend.ValidateOwner(who) != nil || (flag != "" && flag != "contended" && flag != "released") {
+		return backend.Lease{}, false, bad(fmt.Sprintf("holds %.40q, not a baton lease \"<token> <owner>\"", v))
 	}
 	left, err := pttl.Result()
 	if err != nil {
@@ -231,8 +284,8 @@ func handedOver(key, owner, box string, get *redis.StringCmd, pttl *redis.Durati
 	if left == -1 {
 		return backend.Lease{}, false, bad("has no expiry")
 	}
-	if who != owner || left <= 0 {
-		return backend.Lease{}, false, nil // another's, or gone since
+	if who != owner || flag != "contended" || left <= 0 {
+		return backend.Lease{}, false, nil // another's, not handed over, or gone since
 	}
 	return backend.Lease{Key: key, Owner: owner, Token: token, TTL: left}, true, nil
 }
@@ -263,9 +316,12 @@ type waiter struct {
 
 // await adds a waiter for a handover of name to owner. If the channel
 // already saw one that may still be live, it returns that instead (ok).
-// The waiter is told to look in its mailbox each time the subscription
+// The waiter is told to look at the lease each time the subscription
 // is confirmed, the first time included, since a handover published
-// before that was not seen.
+// before that was not seen; but not for a confirmation that held already
+// when owner's last AcquireQueued was sent and has held since (asking):
+// every handover to owner after that call was published on the
+// subscribed channel and seen, and one before it that call returned.
 func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -273,6 +329,8 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 		return nil, handover{}, false, backend.ErrClosed
 	}
 	c := s.useLocked(name)
+	gen, asked := c.asked[owner]
+	delete(c.asked, owner)
 	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
 		h, c.last = c.last, handover{}
 		if !c.used() {
@@ -282,7 +340,7 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 	}
 	w = &waiter{name: name, owner: owner, found: make(chan handover, 1), look: make(chan struct{}, 1), c: c, sub: s}
 	c.waiters[w] = struct{}{}
-	if c.confirmed {
+	if c.confirmed && !(asked && gen == c.gen) {
 		w.look <- struct{}{}
 	}
 	s.poke()
@@ -307,6 +365,50 @@ func (w *waiter) leave(took uint64) {
 	default:
 	}
 	s.leftLocked(c)
+}
+
+// maxAsked bounds the notes of asking per channel: owners that were
+// refused and never waited (a try, a claim given up) leave theirs.
+const maxAsked = 64
+
+// asking notes that owner's AcquireQueued of name is about to be sent:
+// if the channel's subscription holds now, the server runs the call after
+// it, and a handover to owner that follows is published where the
+// subscriber hears it, unless the subscription is lost meanwhile (a new
+// confirmation then has a new gen). A channel not subscribed now forgets
+// what owner asked before. It reports whether the channel exists.
+func (s *subscriber) asking(name, owner string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.channels[name]
+	switch {
+	case c == nil:
+		return false
+	case c.confirmed:
+		if c.asked == nil || len(c.asked) >= maxAsked {
+			c.asked = make(map[string]uint64) // the notes dropped cost a look each
+		}
+		c.asked[owner] = c.gen
+	default:
+		delete(c.asked, owner)
+	}
+	return true
+}
+
+// givenOut returns the newest token of key that a caller of s was given
+// while the store's subscription to key's channel held (Store.taken), or
+// 0.
+func (s *Store) givenOut(key string) uint64 {
+	sub, name := s.subscribed(key)
+	if sub == nil {
+		return 0
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if c := sub.channels[name]; c != nil {
+		return c.taken
+	}
+	return 0
 }
 
 // taken notes that a caller was given the lease of name with token (see

@@ -82,6 +82,7 @@ type subscriber struct {
 	ping     bool                // the receiver asks the writer to ping
 	redial   bool                // the receiver asks the writer to replace ps
 	remark   map[string]struct{} // watched keys to mark again now (keepMarks)
+	gens     uint64              // confirmations so far, numbering each channel's (channel.gen)
 }
 
 // channel is the state of one subscribed (or to be subscribed) channel.
@@ -97,6 +98,13 @@ type channel struct {
 
 	last  handover // the last handover seen while nobody waited for it
 	taken uint64   // the newest token a caller of the store was given for the key
+
+	// gen numbers the confirmation the channel's subscription holds by
+	// (unique within the subscriber); asked is, for each owner whose
+	// AcquireQueued was sent while the subscription held, the gen it held
+	// by then (see subscriber.asking).
+	gen   uint64
+	asked map[string]uint64
 }
 
 func (c *channel) used() bool { return len(c.watches) > 0 || len(c.waiters) > 0 }

@@ -24,7 +24,17 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if patience > 0 {
 		pms = backend.RoundUpMillis(patience).Milliseconds()
 	}
-	return s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms)
+	// A key the store waits on or watched lately is likely held: the
+	// script then skips the free key's fast path (its EXISTS).
+	busy := "0"
+	if s.asking(key, owner) {
+		busy = "1"
+	}
+	l, err := s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms, busy)
+	if !errors.Is(err, backend.ErrHeld) || pms == 0 {
+		s.forgetAsk(key, owner) // no wait follows
+	}
+	return l, err
 }
 
 // Dequeue implements backend.Queue.

@@ -190,3 +190,61 @@ func TestHugeLineBoundedWork(t *testing.T) {
 		t.Fatalf("b after the release: %+v, %v; want the key", l, err)
 	}
 }
+
+// A release whose handover's grant is refused (here: the waiter's floor
+// is beyond what any grant may give) frees the key as a release with
+// nobody to hand it to, and the line is as it was: the waiter popped to
+// be handed the key is back in its place, at its arrival, and the line
+// that popping emptied has an expiry again. A line with a place not in
+// baton's shape refuses the release and is left as it was.
+func TestReleasePutsBackTheHeadNotHandedOver(t *testing.T) {
+	rdb := server.Client(t)
+	s := newStore(t, rdb)
+	ctx := ctxT(t)
+	const key = "{putback:test}:lock"
+	line, _ := s.LineKeys(key)
+	if _, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const ahead = backend.MaxToken - 1 // far beyond the server's clock plus 366 days
+	if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, ahead, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("b joining the line: %v, want ErrHeld", err)
+	}
+	before := rdb.ZRangeWithScores(ctx, line, 0, -1).Val()
+	if err := s.Release(ctx, key, "a", 0); err != nil {
+		t.Fatal(err)
+	}
+	after := rdb.ZRangeWithScores(ctx, line, 0, -1).Val()
+	if fmt.Sprint(after) != fmt.Sprint(before) || len(after) != 1 {
+		t.Errorf("the line after a release whose handover was refused: %v; want it as before, %v", after, before)
+	}
+	if left := rdb.PTTL(ctx, line).Val(); left <= 0 {
+		t.Errorf("the line after the release has PTTL %v; want an expiry", left)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, backend.ErrNotFound) {
+		t.Errorf("Get after the release: %v; want ErrNotFound (freed, kept for b)", err)
+	}
+
+	// A place not in baton's shape behind a lapsed one.
+	if _, err := s.Acquire(ctx, key+":2", "a", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	line2, req2 := s.LineKeys(key + ":2")
+	rdb.ZAdd(ctx, line2, redis.Z{Score: 1, Member: "gone"}, redis.Z{Score: 2, Member: "bad"})
+	rdb.HSet(ctx, req2, "bad", "garbage")
+	rdb.PExpire(ctx, line2, time.Minute)
+	rdb.PExpire(ctx, req2, time.Minute)
+	if v := rdb.Get(ctx, s.LeaseKey(key+":2")).Val(); !strings.HasSuffix(v, " contended") {
+		rdb.Set(ctx, s.LeaseKey(key+":2"), v+" contended", time.Minute)
+	}
+	before = rdb.ZRangeWithScores(ctx, line2, 0, -1).Val()
+	if err := s.Release(ctx, key+":2", "a", 0); !errors.Is(err, backend.ErrCorrupt) {
+		t.Errorf("a release with a corrupt place in line: %v; want ErrCorrupt", err)
+	}
+	if after := rdb.ZRangeWithScores(ctx, line2, 0, -1).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("the line after a release refused as corrupt: %v; want it as before, %v", after, before)
+	}
+	if left := rdb.PTTL(ctx, line2).Val(); left <= 0 {
+		t.Errorf("the line after the refused release has PTTL %v; want an expiry", left)
+	}
+}

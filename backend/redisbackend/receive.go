@@ -124,7 +124,7 @@ func (s *subscriber) dispatch(ps *redis.PubSub, msg any) {
 }
 
 // confirm marks name subscribed, as the server confirmed on ps, and tells
-// its waiters to look in their mailboxes.
+// its waiters to look at the lease.
 func (s *subscriber) confirm(ps *redis.PubSub, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,6 +133,8 @@ func (s *subscriber) confirm(ps *redis.PubSub, name string) {
 		return
 	}
 	c.confirmed = true
+	s.gens++
+	c.gen = s.gens
 	close(c.ready)
 	if c.lost {
 		// Subscribed again after a loss: the server may have lost the
@@ -219,8 +221,8 @@ func parseEvent(payload string) (backend.Event, handover) {
 // next wait when no waiter of it is there. Every message replaces the
 // memory: a later one means the handover was taken or is over. A message
 // read from a connection whose subscription was since given up (a
-// re-dial) reaches watchers only: the waiters look in their mailboxes
-// again once the new subscription holds.
+// re-dial) reaches watchers only: the waiters look at the lease again
+// once the new subscription holds.
 func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
 	arrived := time.Now()
 	ev, h := parseEvent(payload)

@@ -231,9 +231,11 @@ func (s *Store) LineKeys(key string) (line, requests string) {
 	return lk + lineSuffix, lk + requestSuffix
 }
 
-// MailboxKey returns the Redis key in which a release that hands key to a
-// waiter in line (backend.Handover) leaves a copy of the waiter's lease,
-// "<token> <owner>", expiring with it.
+// MailboxKey returns the Redis key in which a release of an older baton
+// that handed key to a waiter in line (backend.Handover) left a copy of
+// the waiter's lease, "<token> <owner>", expiring with it. This version
+// writes none (a waiter reads the lease itself) and deletes one where a
+// lease ends.
 func (s *Store) MailboxKey(key string) string { return s.LeaseKey(key) + mailboxSuffix }
 
 // IntactKey returns the Redis key that records since when the data of

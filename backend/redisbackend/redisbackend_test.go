@@ -633,8 +633,26 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"get": 1,
 		// joining: ZADD arrival (new in line: no request of its own to
 		// look at), HSET request, PTTL line and (a longer patience than
-		// the line's) PEXPIRE of both
+		// the line has left) PEXPIRE of both, to twice that patience
 		"zadd": 1, "hset": 1, "pttl": 2, "pexpire": 2,
+	})
+
+	// A waiter of a store that waits on the key (here: watches it)
+	// expects it held and skips the free key's EXISTS; joining a line
+	// with more than its patience left leaves both expiries.
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	join = serverCalls(t, rdb, func() {
+		if _, err := s.AcquireQueued(ctx, key, "d", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("d joining the line: %v, want ErrHeld", err)
+		}
+	})
+	wantCalls(t, "a waiter of a store that waits on the key joining its line", join, map[string]int64{
+		"evalsha": 1, "time": 1, "zrange": 1, "hget": 1, "get": 1, "pttl": 2,
+		"zadd": 1, "hset": 1,
 	})
 
 	release := serverCalls(t, rdb, func() {
@@ -646,14 +664,14 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"evalsha": 1,
 		// GET the lease, flagged contended by b's joining (no DEL: the
 		// grant to b overwrites it, and the mailbox)
-		// the first live waiter, read (and checked) before anything is
-		// written: ZRANGE, TIME, HGET its request; then it leaves the
-		// line: ZREM, HDEL its request
-		"zrange": 1, "zrem": 1, "hget": 1, "hdel": 1,
-		// the grant (GET counter, SET counter and lease … PX, on the
-		// clock the line read), the mailbox (SET … PX) and the
-		// watchers' news
-		"get": 2, "time": 1, "set": 3, "publish": 1,
+		// the first live waiter, taken out of the line (ZPOPMIN, put
+		// back should the grant be refused) and checked: TIME, HGET
+		// its request; once granted, HDEL its request
+		"zpopmin": 1, "hget": 1, "hdel": 1,
+		// the grant (SET counter and lease … PX, on the clock the line
+		// read; the counter is the lease's token, not read) and the
+		// news, which the waiter and watchers hear
+		"get": 1, "time": 1, "set": 2, "publish": 1,
 	})
 	l, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
 	if err != nil || !ok || l.Owner != "b" {

@@ -386,3 +386,177 @@ func TestAwaitHandoverForgetsWhatWasTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A waiter whose store's subscription to the key held when its
+// AcquireQueued was sent, and has held since, hears of every handover to
+// it on the channel: its AwaitHandover reads no mailbox (no MULTI, GET,
+// PTTL, EXEC per contended acquisition), and still gets the key handed
+// to it. A waiter that asked before the subscription held still looks.
+func TestAwaitHandoverSkipsTheLookWhenSubscribedBeforeAsking(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	s := newStore(t, rdb)
+	other := newStore(t, r.Client(t))
+	ctx := ctxT(t)
+	const key = "{look:test}:lock"
+	if _, err := other.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	queue := func(owner string) {
+		t.Helper()
+		if _, err := s.AcquireQueued(ctx, key, owner, time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("%s's AcquireQueued: %v, want ErrHeld", owner, err)
+		}
+	}
+	// Asked before the store subscribed: the wait looks once subscribed.
+	queue("early")
+	calls := serverCalls(t, rdb, func() {
+		if _, ok, err := s.AwaitHandover(ctx, key, "early", 200*time.Millisecond); ok || err != nil {
+			t.Fatalf("early's AwaitHandover: ok %v, err %v; want neither", ok, err)
+		}
+	})
+	if calls["multi"] != 1 {
+		t.Errorf("a wait asked before the subscription held made %v; want one look in the mailbox (MULTI)", calls)
+	}
+	if err := s.Dequeue(ctx, key, "early"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A watch holds the subscription confirmed from here on.
+	w, err := s.Watch(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	queue("first")
+	calls = serverCalls(t, rdb, func() {
+		if _, ok, err := s.AwaitHandover(ctx, key, "first", 50*time.Millisecond); ok || err != nil {
+			t.Fatalf("first's AwaitHandover: ok %v, err %v; want neither", ok, err)
+		}
+	})
+	if len(calls) != 0 {
+		t.Errorf("a wait asked while the subscription held made the server calls %v; want none", calls)
+	}
+
+	queue("first")
+	res := make(chan awaitResult, 1)
+	go func() {
+		l, ok, err := s.AwaitHandover(ctx, key, "first", patience)
+		res <- awaitResult{l, ok, err}
+	}()
+	if err := other.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-res; got.err != nil || !got.ok || got.l.Owner != "first" {
+		t.Fatalf("first's AwaitHandover across the release: %+v, ok %v, err %v; want the key handed to it", got.l, got.ok, got.err)
+	}
+}
+
+// The look of a wait that began before its store subscribed reads the
+// key's lease: a contended lease of the owner is a handover to it; its
+// plain or released lease, another's lease, and a key in the shape of no
+// lease are not (the last fails as corrupt). A release writes no mailbox.
+func TestAwaitHandoverLookReadsTheLease(t *testing.T) {
+	r := testenv.NewRedis(t)
+	rdb := r.Client(t)
+	other := newStore(t, r.Client(t))
+	ctx := ctxT(t)
+	cases := []struct {
+		name, value string
+		handed      bool
+		corrupt     bool
+	}{
+		{"Contended", "1795537382000548 me contended", true, false},
+		{"Plain", "1795537382000548 me", false, false},
+		{"Released", "1795537382000548 me released", false, false},
+		{"Another", "1795537382000548 you contended", false, false},
+		{"Garbage", "me contended", false, true},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t, rdb) // not subscribed to the key: the wait looks
+			key := fmt.Sprintf("{lookup:%d}:lock", i)
+			if err := rdb.Set(ctx, s.LeaseKey(key), c.value, time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+			l, ok, err := s.AwaitHandover(ctx, key, "me", 100*time.Millisecond)
+			switch {
+			case c.corrupt:
+				if !errors.Is(err, backend.ErrCorrupt) || !strings.Contains(err.Error(), s.LeaseKey(key)) {
+					t.Errorf("AwaitHandover over %q: %v; want ErrCorrupt naming the lease key", c.value, err)
+				}
+			case err != nil || ok != c.handed:
+				t.Errorf("AwaitHandover over %q: %+v, ok %v, err %v; want ok %v", c.value, l, ok, err, c.handed)
+			case ok && (l.Token != 1795537382000548 || l.TTL <= 0 || l.TTL > time.Minute):
+				t.Errorf("AwaitHandover over %q: %+v; want its token and what is left of its minute", c.value, l)
+			}
+		})
+	}
+
+	// A real handover: the waiter's store subscribes only after it.
+	s := newStore(t, rdb)
+	const key = "{lookup:real}:lock"
+	if _, err := other.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "me", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("me's AcquireQueued: %v, want ErrHeld", err)
+	}
+	if err := other.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.Exists(ctx, s.MailboxKey(key)).Val(); n != 0 {
+		t.Errorf("the handing release wrote the mailbox %s", s.MailboxKey(key))
+	}
+	if l, ok, err := s.AwaitHandover(ctx, key, "me", patience); err != nil || !ok || l.Owner != "me" {
+		t.Errorf("me's AwaitHandover after the handover: %+v, ok %v, err %v; want its lease", l, ok, err)
+	}
+}
+
+// The store notes an owner's ask only until the wait that follows it: a
+// granted AcquireQueued, a try without patience and a wait leave no note,
+// and the notes of refused owners that never wait stay bounded, however
+// many claims pass through a key that stays subscribed.
+func TestAskNotesDoNotPileUp(t *testing.T) {
+	s := newStore(t, server.Client(t))
+	ctx := ctxT(t)
+	const key = "{notes:test}:lock"
+	w, err := s.Watch(ctx, key) // keeps the key's channel subscribed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 10 {
+		owner := fmt.Sprintf("granted-%d", i)
+		if _, err := s.AcquireQueued(ctx, key, owner, time.Minute, 0, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AcquireQueued(ctx, key, "try", time.Minute, 0, 0); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("a try while %s holds the key: %v, want ErrHeld", owner, err)
+		}
+		if err := s.Release(ctx, key, owner, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.AskNotes(key); n != 0 {
+		t.Errorf("%d ask notes after granted calls and tries; want none", n)
+	}
+	if _, err := s.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		owner := fmt.Sprintf("refused-%d", i)
+		if _, err := s.AcquireQueued(ctx, key, owner, time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("%s's AcquireQueued: %v, want ErrHeld", owner, err)
+		}
+		if err := s.Dequeue(ctx, key, owner); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.AskNotes(key); n > 64 {
+		t.Errorf("%d ask notes of refused owners that never waited; want at most 64", n)
+	}
+	if err := s.Release(ctx, key, "holder", 0); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,12 +1,16 @@
--- acquire_queued (Store.AcquireQueued). ARGV[4..7]: owner, ttl-ms, floor,
--- patience-ms. A caller refused joins K's line (or keeps its place) for
--- patience; a lease handed to it meanwhile is returned as granted. The
+-- acquire_queued (Store.AcquireQueued). ARGV[4..8]: owner, ttl-ms, floor,
+-- patience-ms, busy ('1' when the caller expects K held: the free K's fast
+-- path, an EXISTS that would find K, is skipped; a free K is then granted
+-- flagged contended). A caller refused joins K's line (or keeps its place)
+-- for patience; a lease handed to it meanwhile is returned as granted. The
 -- first waiter keeps its place when the grant is refused as recovering.
 -- A line with a place not in baton's shape is refused as corrupt.
 local owner, ttl, floor, patience = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 
-local reply = grantFree(owner, ttl, floor)
-if reply then return reply end
+if ARGV[8] ~= '1' then
+  local reply = grantFree(owner, ttl, floor)
+  if reply then return reply end
+end
 local slow = lib()
 local nxt, bad = slow.first()
 if not nxt then return bad end

@@ -13,7 +13,8 @@
 --   R  K:line-req, what each waiter asked for: "<ttl-ms> <floor> <due-ms>"
 --   W  K:watch-mark, set while a store watches K
 --   M  K:mailbox: a copy "<token> <owner>" of the lease the last release
---      handed over, expiring with it
+--      handed over, expiring with it, which older versions wrote; now
+--      only deleted (a waiter reads K)
 --   I  "<prefix>:{T}:intact" for a K in hash tag T: the server's time in
 --      ms since when the tag's data is known whole; no expiry, one per
 --      tag. For a K without a tag of its own, K again: no marker.
@@ -334,36 +335,68 @@ local function lib()
     return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
   end
 
+  -- drop takes the places of names out of the line: their requests,
+  -- and unless popped (scan took them out already) their places.
+  local function drop(names, popped)
+    if #names == 0 then return end
+    if not popped then redis.call('ZREM', L, unpack(names)) end
+    redis.call('HDEL', R, unpack(names))
+  end
+
+  -- put puts back into the line the places of pairs (score, name, ...),
+  -- which scan popped. A line they emptied lost its expiry with its last
+  -- place: it gets the requests' again.
+  local function put(pairs)
+    if #pairs == 0 then return end
+    redis.call('ZADD', L, unpack(pairs))
+    if redis.call('PTTL', L) == -1 then
+      local left = redis.call('PTTL', R)
+      if left > 0 then redis.call('PEXPIRE', L, left) end
+    end
+  end
+
   -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
   -- writes nothing. It returns {head = the first live waiter or '', ttl,
   -- floor = what it asked for, rank = the rank after it, names = the
   -- lapsed places before it, after those of names if given}, or nil and
   -- {'corrupt', why} for a place not in baton's shape.
-  local function scan(from, names)
-    local line, ms = {head = '', names = names or {}}
+  --
+  -- With pop (a release that hands K over, from rank 0), it pops the
+  -- places it looks at (ZPOPMIN) instead of reading them, so that the
+  -- handover takes its waiter out of the line with no ZREM: the line it
+  -- returns is popped (head and lapsed places are out of the line
+  -- already), and its score is the head's arrival, for pass to put it
+  -- back if K is not handed to it. A place not in baton's shape puts back
+  -- every place popped (the line is as it was, but for an expiry it lost
+  -- with its last place: see put). A user whose ACL predates ZPOPMIN
+  -- among ACLRules' commands gets the line read instead.
+  local function scan(from, names, pop)
+    local line, ms, popped = {head = '', names = names or {}, popped = pop}, nil, {}
     for rank = from, LOOK - 1 do
-      local r = redis.pcall('ZRANGE', L, rank, rank)
+      local r
+      if pop then r = redis.pcall('ZPOPMIN', L) else r = redis.pcall('ZRANGE', L, rank, rank) end
       if r.err then
+        if pop and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
+            or string.find(r.err, 'user executing the script', 1, true)) then
+          return scan(from, names)
+        end
         return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
       end
       if not r[1] then return line end
+      if pop then popped[#popped + 1], popped[#popped + 2] = r[2], r[1] end
       ms = ms or math.floor(now() / 1000)
       local live, ttl, floor = place(r[1], ms)
-      if live == nil then return nil, {'corrupt', ttl} end
+      if live == nil then
+        put(popped)
+        return nil, {'corrupt', ttl}
+      end
       if live then
-        line.head, line.ttl, line.floor, line.rank = r[1], ttl, floor, rank + 1
+        line.head, line.ttl, line.floor, line.rank, line.score = r[1], ttl, floor, rank + 1, r[2]
         return line
       end
       line.names[#line.names + 1] = r[1]
     end
     return line
-  end
-
-  -- drop takes the places of names out of the line.
-  local function drop(names)
-    if #names == 0 then return end
-    redis.call('ZREM', L, unpack(names))
-    redis.call('HDEL', R, unpack(names))
   end
 
   -- first returns the first live waiter in line, or '', after dropping
@@ -374,6 +407,18 @@ local function lib()
     if not line then return nil, bad end
     drop(line.names)
     return line.head
+  end
+
+  -- outlive makes line and requests live at least patience ms (a
+  -- decimal string) from now, both with one expiry: a line that has less
+  -- left gets twice patience, so that the joins that follow within
+  -- patience only read its PTTL.
+  local function outlive(patience)
+    local p = tonumber(patience)
+    if redis.call('PTTL', L) < p then
+      redis.call('PEXPIRE', L, 2 * p)
+      redis.call('PEXPIRE', R, 2 * p)
+    end
   end
 
   -- join puts owner at the back of the line (or keeps its place) for
@@ -390,10 +435,7 @@ local function lib()
       if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
     end
     redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
-    if redis.call('PTTL', L) < p then
-      redis.call('PEXPIRE', L, patience)
-      redis.call('PEXPIRE', R, patience)
-    end
+    outlive(patience)
   end
 
   -- leave takes owner out of the line; it returns 1 if owner was in it.
@@ -403,17 +445,18 @@ local function lib()
   end
 
   -- handover grants K, which its holder is ending, to line's head (scan)
-  -- with the ttl and floor it asked for (the grant overwrites K), takes it and the lapsed places before it out of
-  -- the line, copies the lease into the mailbox and publishes "renewed
-  -- <token> <ttl> <waiter>". It reports whether it did; a refused grant
-  -- leaves the line as it was.
-  local function handover(line)
-    local tok = grant(line.head, line.ttl, line.floor, ' contended', nil, (now()))
+  -- with the ttl and floor it asked for (the grant overwrites K, flagged
+  -- contended), takes it and the lapsed places before it out of the line
+  -- and publishes "renewed <token> <ttl> <waiter>" (a waiter that may
+  -- have missed it reads K: see Store.AwaitHandover). It reports whether it did; a refused grant
+  -- leaves the line as it was. c is the counter for the grant (see
+  -- grant), or nil to read it.
+  local function handover(line, c)
+    local tok = grant(line.head, line.ttl, line.floor, ' contended', c, (now()))
     if not tok then return false end
     local out = line.names
     out[#out + 1] = line.head
-    drop(out)
-    redis.call('SET', M, tok .. ' ' .. line.head, 'PX', line.ttl)
+    drop(out, line.popped)
     redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
     return true
   end
@@ -422,14 +465,22 @@ local function lib()
   -- made before the script wrote anything) if the store hands over and
   -- one is in line, and otherwise deletes K and its mailbox (unless gone:
   -- K is already missing), drops the lapsed places and publishes
-  -- "released <token> <next>".
-  local function pass(token, line, gone)
-    if HANDS and line.head ~= '' and handover(line) then return end
+  -- "released <token> <next>". c is the counter for the handover's
+  -- grant, or nil to read it.
+  local function pass(token, line, gone, c)
+    if HANDS and line.head ~= '' and handover(line, c) then return end
+    if line.score then put({line.score, line.head}) end
     if not gone then redis.call('DEL', K, M) end
-    drop(line.names)
+    drop(line.names, line.popped)
     redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
   end
 
+  -- ending returns the line for pass at the end of a lease: popped if
+  -- the store hands over (a handover then needs no ZREM), else read.
+  local function ending()
+    return scan(0, nil, HANDS)
+  end
+
   return {now = now, classify = classify, holder = holder, live = live, join = join, leave = leave,
-    LOOK = LOOK, place = place, scan = scan, drop = drop, first = first, pass = pass}
+    LOOK = LOOK, place = place, scan = scan, drop = drop, first = first, pass = pass, ending = ending}
 end

@@ -3,9 +3,10 @@
 -- A contended one is handed to the first waiter ("renewed <new token>
 -- <ttl-ms> <waiter>"), or "released <token> <next>" is published, which
 -- wakes watchers; a line with a place not in baton's shape refuses the
--- release as corrupt before anything is written. Keeping K marks it
--- released until keep runs out and publishes "renewed <token> <keep-ms>",
--- so that waiters sleep that long.
+-- release as corrupt, and the release changes nothing (a line emptied by
+-- the places it looked at gets the requests' expiry back: see scan).
+-- Keeping K marks it released until keep runs out and publishes "renewed
+-- <token> <keep-ms>", so that waiters sleep that long.
 local owner, keep = ARGV[4], ARGV[5]
 
 local tok, own, flag = read()
@@ -25,7 +26,13 @@ if tonumber(keep) > 0 then
   end
   return tok
 end
-local line, bad = slow.scan(0)
+local line, bad = slow.ending()
 if not line then return bad end
-slow.pass(tok, line)
+-- While K lives its token is the counter's value: a grant writes both in
+-- one script, and a break moves the counter past the token only as it
+-- ends the lease; a counter dropped under a lease renewed past the
+-- counter's life had that value too. The handover's grant takes the
+-- token for the counter and reads no F (nor guards: K is there, so the
+-- data was not lost).
+slow.pass(tok, line, false, tok)
 return tok
