@@ -501,7 +501,11 @@ func (r *Results) writeRedis(b *strings.Builder) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("(of bound: uncontended vs the round-trip limit (unpinned: the one measured unpinned), contended vs the ideal; times in ms;\n" +
+	bound := "uncontended vs the round-trip limit"
+	if r.RTTLimitUnpinned > 0 {
+		bound += " (unpinned: the unpinned one)"
+	}
+	b.WriteString("(of bound: " + bound + ", contended vs the ideal; times in ms;\n" +
 		" redis calls/op and µs/op: the server's commands (a script and the commands it calls) and CPU time per acquisition;\n" +
 		" the contended ones include the harness's 3 bookkeeping commands)\n")
 	writeCommands(b, r.Runs)
