@@ -89,8 +89,7 @@ func TestWriteTableUnpinned(t *testing.T) {
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	got := b.String()
-	for _, want := range []string{
+	lacks(t, "the table", b.String(),
 		"round trip unpinned: 62.5 µs -> round-trip limit 8000 lock+unlock cycles/s (of the uncontended-unpinned runs)",
 		"and uncontended-unpinned: the uncontended phase again, redis-server and the benchmark left to the scheduler",
 		"baton  uncontended-unpinned  6000.0       75%", // 6000 of the unpinned limit 8000, not of 10000
@@ -100,9 +99,15 @@ func TestWriteTableUnpinned(t *testing.T) {
 		"FAIL  uncontended-unpinned ops/s vs the best owner-checked peer (redsync): 6000 >= 6600",
 		"PASS  uncontended-unpinned ops/s vs the minimal fenced lock: 6000 >= 5900",
 		"FAIL  uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's: 70 <= 55",
-	} {
+	)
+}
+
+// lacks reports each of wants that got, the text of what, lacks.
+func lacks(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
 		if !strings.Contains(got, want) {
-			t.Errorf("the table lacks %q:\n%s", want, got)
+			t.Errorf("%s lacks %q:\n%s", what, want, got)
 		}
 	}
 }
@@ -124,11 +129,7 @@ func TestWriteTableOlderResults(t *testing.T) {
 	if strings.Contains(got, "unpinned") {
 		t.Errorf("a table without unpinned runs speaks of them:\n%s", got)
 	}
-	for _, want := range []string{"round trip: ", "targets for baton", "  uncontended: ", "% of bound; redsync "} {
-		if !strings.Contains(got, want) {
-			t.Errorf("the table lacks %q:\n%s", want, got)
-		}
-	}
+	lacks(t, "the table", got, "round trip: ", "targets for baton", "  uncontended: ", "% of bound; redsync ")
 	for _, line := range strings.Split(got, "\n") {
 		if f := strings.Fields(line); len(f) > 3 && f[1] == Uncontended && f[3] == "-" {
 			t.Errorf("an uncontended run with no bound: %q", line)

@@ -100,7 +100,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.goroutines, "goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
 	fs.DurationVar(&f.cs, "cs", bench.DefaultCS, "contended: critical section")
 	fs.DurationVar(&f.think, "think", bench.DefaultThink, "contended: pause after each release")
-	fs.BoolVar(&f.pin, "pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs)")
+	fs.BoolVar(&f.pin, "pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs); the uncontended phase then also runs unpinned (uncontended-unpinned)")
 	fs.StringVar(&f.show, "show", "", "print the table of an earlier results file and exit")
 	fs.StringVar(&f.clients, "clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
 	fs.BoolVar(&f.consul, "consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
