@@ -11,9 +11,9 @@
 // README's figures are regenerated (go test -run TestReadmeFigures
 // -update). See the bench package for what is measured.
 //
-//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes
+//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes, 3.5 more unpinned
 //	go run ./cmd/lockbench -out results.json  # the same, published
-//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s
+//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s, 1 more unpinned
 //	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
 //	go run ./cmd/lockbench -show results.json   # the table of an earlier run
 //	go run ./cmd/lockbench -impls baton,baton-store,redislock -out ''   # what synclock adds to the store
