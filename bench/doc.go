@@ -29,7 +29,10 @@
 // reference with SET NX PX + DEL cycles from one client (what
 // redis-benchmark -c 1 measures). The reference and the implementations
 // take turns of 250 ms until each has had its time, so all of them see
-// the same moments of a machine whose speed drifts.
+// the same moments of a machine whose speed drifts. When Run pins
+// redis-server and the benchmark to separate CPUs, each round runs this
+// phase again with the pinning undone (UncontendedUnpinned, with its own
+// round-trip limit), since production leaves placement to the scheduler.
 //
 // Contended: Procs operating-system processes (default 4, the program
 // re-executed as workers) with Goroutines goroutines each (default 4),

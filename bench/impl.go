@@ -81,8 +81,8 @@ func LookupImpl(name string) (Impl, error) {
 // compared with: the libraries and the references.
 func isPeer(name string) bool { return name != BatonName && slices.Contains(ImplNames(), name) }
 
-// uncontendedRivals are what baton's uncontended rate is judged against
-// (DESIGN.md §5): the owner-checked libraries and the minimal fenced
-// lock. The seed's bare SET NX + DEL is the round-trip reference, and
-// the poller does per cycle what redislock does.
-var uncontendedRivals = []string{RedsyncName, RedislockName, FencedMinName}
+// ownerCheckedPeers are the libraries whose best uncontended rate baton's
+// is judged against (DESIGN.md §5), beside the minimal fenced lock. The
+// seed's bare SET NX + DEL is the round-trip reference, and the poller
+// does per cycle what redislock does.
+var ownerCheckedPeers = []string{RedsyncName, RedislockName}

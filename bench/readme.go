@@ -21,6 +21,7 @@ func ReadmeLockFigures(r *Results) string {
 		thousands(baton.OpsPerS), 100*baton.OpsPerS/r.RTTLimit, baton.OpsPerS/rl.OpsPerS, thousands(rl.OpsPerS),
 		baton.OpsPerS/fm.OpsPerS, thousands(fm.OpsPerS),
 		thousands(run("redsync", "uncontended").OpsPerS), thousands(run("seed-sleep", "uncontended").OpsPerS))
+	b.WriteString(unpinnedFigures(r))
 	bc, rc, pc := run("baton", "contended"), run("redislock", "contended"), run("poller-1ms", "contended")
 	fmt.Fprintf(&b, "| contended (%d processes × %d goroutines, %g ms section) | %s ops/s = %.0f %% of ideal (%s needed), %.2f× redislock (%s), %.2f× a plain 1 ms poller (%s; %s needed); wait p99 %s ms, max %s ms (redislock %s / %s ms, the poller %s / %s ms) | ≥ 90 %%, ≥ 1.3× best peer, p99 ≤ 2× fair share (%.0f ms) |\n",
 		r.Setup.Procs, r.Setup.Goroutines, r.Setup.CSMS,
@@ -54,6 +55,23 @@ func ReadmeLockFigures(r *Results) string {
 	return b.String()
 }
 
+// unpinnedFigures renders the lock figures' row of the uncontended runs
+// made with the pinning undone, or nothing when r has none (a run
+// without pinning, or one from before they were measured).
+func unpinnedFigures(r *Results) string {
+	baton, ok := r.Run(BatonName, UncontendedUnpinned)
+	if !ok || r.RTTLimitUnpinned <= 0 {
+		return ""
+	}
+	rl, _ := r.Run(RedislockName, UncontendedUnpinned)
+	fm, _ := r.Run(FencedMinName, UncontendedUnpinned)
+	rs, _ := r.Run(RedsyncName, UncontendedUnpinned)
+	return fmt.Sprintf("| uncontended, redis-server and the benchmark left to the scheduler | %s cycles/s = %.0f %% of that placement's round-trip limit, %.2f× redislock (%s), %.2f× the minimal fenced lock (%s); redsync %s; Redis CPU %.1f µs a cycle, %s redislock's | the same, and Redis CPU ≤ 1.1× redislock's |\n",
+		thousands(baton.OpsPerS), 100*baton.OpsPerS/r.RTTLimitUnpinned, baton.OpsPerS/rl.OpsPerS, thousands(rl.OpsPerS),
+		baton.OpsPerS/fm.OpsPerS, thousands(fm.OpsPerS), thousands(rs.OpsPerS),
+		baton.RedisCPUUsPerOp, strings.Replace(ratio(baton.RedisCPUUsPerOp, rl.RedisCPUUsPerOp), "x", "×", 1))
+}
+
 // ReadmeComparison renders the measured comparison with the peers that
 // the top-level README and docs/benchmarks.md show, from r: every figure
 // in it comes from one lockbench run, and TestReadmeFigures fails when
@@ -77,12 +95,15 @@ func ReadmeComparison(r *Results) string {
 	}
 	ops := func(v RunResult) string { return thousands(v.OpsPerS) }
 	onRedis("Redis, uncontended: lock+unlock cycles/s", "uncontended", ops)
+	if _, ok := r.Run(BatonName, UncontendedUnpinned); ok {
+		onRedis("Redis, uncontended, redis-server and the benchmark left to the scheduler: cycles/s", UncontendedUnpinned, ops)
+	}
 	onRedis(fmt.Sprintf("Redis, contended (%d processes × %d goroutines, %g ms section): ops/s, ideal %s", r.Setup.Procs, r.Setup.Goroutines, r.Setup.CSMS, thousands(r.IdealContended)), "contended", ops)
 	onRedis("Redis, contended: wait p99 / max", "contended", func(v RunResult) string { return fmtMS(v.WaitP99MS) + " / " + fmtMS(v.WaitMaxMS) + " ms" })
 	onRedis("Redis, contended: server commands per acquisition", "contended", func(v RunResult) string { return fmt.Sprintf("%.1f", v.RedisCallsPerOp) })
 	overlaps := make([]int, len(peers)+1)
 	for i, impl := range peers {
-		for _, sc := range []string{"uncontended", "contended"} {
+		for _, sc := range scenarios {
 			v, _ := r.Run(impl, sc)
 			overlaps[i] += v.Overlaps
 		}

@@ -101,3 +101,24 @@ func TestReadmeGoFiguresMissing(t *testing.T) {
 		t.Errorf("a table beside the error:\n%s", got)
 	}
 }
+
+// The lock figures and the comparison show the unpinned uncontended runs
+// in a row of their own when results.json has them, and are as before
+// when it has not.
+func TestReadmeUnpinnedFigures(t *testing.T) {
+	r := unpinnedResults()
+	r.Targets = judge(r)
+	lacks(t, "the lock figures", ReadmeLockFigures(r),
+		"| uncontended, redis-server and the benchmark left to the scheduler | 6,000 cycles/s = 75 % of that placement's round-trip limit, 0.94× redislock (6,400), 1.02× the minimal fenced lock (5,900); redsync 6,600; Redis CPU 70.0 µs a cycle, 1.40× redislock's | the same, and Redis CPU ≤ 1.1× redislock's |\n",
+		"Missed: uncontended-unpinned ops/s vs the best owner-checked peer (redsync); uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's.")
+	lacks(t, "the comparison", ReadmeComparison(r),
+		"| Redis, uncontended, redis-server and the benchmark left to the scheduler: cycles/s | 6,000 | 6,600 | 6,400 | – | – |\n")
+
+	r.Runs, r.RTTLimitUnpinned, r.RTTMicrosUnpinned = dropScenario(r.Runs, UncontendedUnpinned), 0, 0
+	r.Targets = judge(r)
+	for _, doc := range []string{ReadmeLockFigures(r), ReadmeComparison(r)} {
+		if strings.Contains(doc, "left to the scheduler") || strings.Contains(doc, UncontendedUnpinned) {
+			t.Errorf("without unpinned runs, the figures speak of them:\n%s", doc)
+		}
+	}
+}

@@ -29,6 +29,11 @@ type Results struct {
 	Setup     Setup    `json:"setup"`
 	Machine   Machine  `json:"machine"`
 	Targets   []Target `json:"targets,omitempty"`
+	// RTTLimitUnpinned and RTTMicrosUnpinned are RTTLimit and RTTMicros
+	// of the uncontended phase run with the pinning undone
+	// (UncontendedUnpinned); zero when it did not run.
+	RTTLimitUnpinned  float64 `json:"rtt_limit_unpinned_cycles_per_s,omitempty"`
+	RTTMicrosUnpinned float64 `json:"rtt_unpinned_us,omitempty"`
 	// Consul holds the Consul figures of the same run (RunConsul).
 	Consul *ConsulResults `json:"consul,omitempty"`
 	// Cluster holds lock throughput on a Redis Cluster of one master and
@@ -160,8 +165,12 @@ func newSetup(o Options) Setup {
 	return s
 }
 
-// derive fills the figures that follow from the round trip.
+// derive fills the figures that follow from the round trips.
 func (r *Results) derive(o Options) {
+	if r.RTTLimitUnpinned > 0 {
+		r.RTTMicrosUnpinned = round(1e6/(2*r.RTTLimitUnpinned), 2)
+		r.RTTLimitUnpinned = round(r.RTTLimitUnpinned, 1)
+	}
 	if r.RTTLimit <= 0 {
 		return
 	}
@@ -234,33 +243,55 @@ type Target struct {
 }
 
 // judge evaluates the targets for baton; it returns none unless baton ran
-// in both scenarios.
+// in both scenarios. The uncontended targets are judged in each
+// uncontended scenario that baton ran in, pinned and unpinned.
 func judge(r *Results) []Target {
-	unc, ok1 := r.Run(BatonName, Uncontended)
+	_, ok1 := r.Run(BatonName, Uncontended)
 	con, ok2 := r.Run(BatonName, Contended)
 	if !ok1 || !ok2 {
 		return nil
 	}
-	var ts []Target
-	add := func(name string, got float64, cmp string, want float64) {
-		pass := got >= want
-		if cmp == "<=" {
-			pass = got <= want
-		}
-		ts = append(ts, Target{Name: name, Got: got, Cmp: cmp, Want: round(want, 3), Pass: pass})
+	ts := append(uncontendedTargets(r, Uncontended), uncontendedTargets(r, UncontendedUnpinned)...)
+	ts = append(ts, newTarget("contended ops/s vs 90% of the ideal", con.OpsPerS, ">=", 0.9*r.IdealContended))
+	if bestCon, conName := r.best(Contended, isPeer); conName != "" {
+		ts = append(ts, newTarget("contended ops/s vs 1.3x the best peer ("+conName+")", con.OpsPerS, ">=", 1.3*bestCon))
 	}
-	bestUnc, uncName := r.best(Uncontended, func(impl string) bool { return slices.Contains(uncontendedRivals, impl) })
-	bestCon, conName := r.best(Contended, isPeer)
-	if uncName != "" {
-		add("uncontended ops/s vs the best owner-checked or fenced peer ("+uncName+")", unc.OpsPerS, ">=", bestUnc)
-	}
-	add("contended ops/s vs 90% of the ideal", con.OpsPerS, ">=", 0.9*r.IdealContended)
-	if conName != "" {
-		add("contended ops/s vs 1.3x the best peer ("+conName+")", con.OpsPerS, ">=", 1.3*bestCon)
-	}
-	add("contended wait p99 ms vs 2x the fair share", con.WaitP99MS, "<=", 2*r.FairShareWaitMS)
-	add("overlapping holders, every run", float64(r.Overlaps()), "<=", 0)
+	ts = append(ts, newTarget("contended wait p99 ms vs 2x the fair share", con.WaitP99MS, "<=", 2*r.FairShareWaitMS),
+		newTarget("overlapping holders, every run", float64(r.Overlaps()), "<=", 0))
 	return ts
+}
+
+// uncontendedTargets judges baton's run in scenario, an uncontended one,
+// against the peers' in the same scenario (DESIGN.md §5): its rate at
+// least the best owner-checked library's and the minimal fenced lock's,
+// its Redis CPU per cycle at most 1.1x redislock's. A peer that did not
+// run is no target; neither is anything when baton did not run.
+func uncontendedTargets(r *Results, scenario string) []Target {
+	baton, ok := r.Run(BatonName, scenario)
+	if !ok {
+		return nil
+	}
+	var ts []Target
+	ownerChecked := func(impl string) bool { return slices.Contains(ownerCheckedPeers, impl) }
+	if best, name := r.best(scenario, ownerChecked); name != "" {
+		ts = append(ts, newTarget(scenario+" ops/s vs the best owner-checked peer ("+name+")", baton.OpsPerS, ">=", best))
+	}
+	if fm, ok := r.Run(FencedMinName, scenario); ok {
+		ts = append(ts, newTarget(scenario+" ops/s vs the minimal fenced lock", baton.OpsPerS, ">=", fm.OpsPerS))
+	}
+	if rl, ok := r.Run(RedislockName, scenario); ok && rl.RedisCPUUsPerOp > 0 {
+		ts = append(ts, newTarget(scenario+" Redis CPU µs per cycle vs 1.1x redislock's", baton.RedisCPUUsPerOp, "<=", 1.1*rl.RedisCPUUsPerOp))
+	}
+	return ts
+}
+
+// newTarget judges got against want: cmp is ">=" or "<=".
+func newTarget(name string, got float64, cmp string, want float64) Target {
+	pass := got >= want
+	if cmp == "<=" {
+		pass = got <= want
+	}
+	return Target{Name: name, Got: got, Cmp: cmp, Want: round(want, 3), Pass: pass}
 }
 
 // best returns the highest ops/s in scenario among the implementations
@@ -443,49 +474,110 @@ func (r *Results) writeRedis(b *strings.Builder) error {
 		m.CPUs, m.CPUModel, m.memory(), m.OS, m.GoVersion, m.RedisVersion)
 	fmt.Fprintf(b, "round trip: %.1f µs (%s) -> round-trip limit %.0f lock+unlock cycles/s\n",
 		r.RTTMicros, r.Setup.RTTMethod, r.RTTLimit)
+	if r.RTTLimitUnpinned > 0 {
+		fmt.Fprintf(b, "round trip unpinned: %.1f µs -> round-trip limit %.0f lock+unlock cycles/s (of the %s runs)\n",
+			r.RTTMicrosUnpinned, r.RTTLimitUnpinned, UncontendedUnpinned)
+	}
 	s := r.Setup
 	fmt.Fprintf(b, "contended: %d processes x %d goroutines, clients %s, cs %gms, think %gms; ideal %.0f ops/s, fair-share wait %.2f ms\n",
 		s.Procs, s.Goroutines, s.Clients, s.CSMS, s.ThinkMS, r.IdealContended, r.FairShareWaitMS)
 	fmt.Fprintf(b, "placement: %s\n", s.Pinning)
+	if r.RTTLimitUnpinned > 0 {
+		fmt.Fprintf(b, "  and %s: the uncontended phase again, redis-server and the benchmark left to the scheduler\n", UncontendedUnpinned)
+	}
 	fmt.Fprintf(b, "each run %gs (first %gs not counted), %d round(s) pooled\n\n", s.RunSeconds, s.WarmupS, s.Rounds)
 
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "impl\tscenario\tops/s\tof bound\twait p50\twait p99\twait max\thandoff p50\thandoff p99\toverlaps\tredis calls/op\tredis µs/op\t")
 	for _, run := range r.Runs {
-		bound := r.RTTLimit
-		if run.Scenario == Contended {
-			bound = r.IdealContended
-		}
-		of := "-"
-		if bound > 0 {
-			of = fmt.Sprintf("%.0f%%", 100*run.OpsPerS/bound)
-		}
 		p99 := "-"
 		if run.HandoffP99MS != nil {
 			p99 = fmtMS(*run.HandoffP99MS)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%.1f\t%.1f\t\n",
-			run.Impl, run.Scenario, run.OpsPerS, of, fmtMS(run.WaitP50MS), fmtMS(run.WaitP99MS),
+			run.Impl, run.Scenario, run.OpsPerS, r.ofBound(run), fmtMS(run.WaitP50MS), fmtMS(run.WaitP99MS),
 			fmtMS(run.WaitMaxMS), fmtMS(run.HandoffP50MS), p99, run.Overlaps, run.RedisCallsPerOp, run.RedisCPUUsPerOp)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("(of bound: uncontended vs the round-trip limit, contended vs the ideal; times in ms;\n" +
+	bound := "uncontended vs the round-trip limit"
+	if r.RTTLimitUnpinned > 0 {
+		bound += " (unpinned: the unpinned one)"
+	}
+	b.WriteString("(of bound: " + bound + ", contended vs the ideal; times in ms;\n" +
 		" redis calls/op and µs/op: the server's commands (a script and the commands it calls) and CPU time per acquisition;\n" +
 		" the contended ones include the harness's 3 bookkeeping commands)\n")
 	writeCommands(b, r.Runs)
-	if len(r.Targets) > 0 {
-		b.WriteString("\ntargets for baton (DESIGN.md §5):\n")
-		for _, t := range r.Targets {
-			verdict := "PASS"
-			if !t.Pass {
-				verdict = "FAIL"
-			}
-			fmt.Fprintf(b, "  %s  %s: %g %s %g\n", verdict, t.Name, t.Got, t.Cmp, t.Want)
-		}
-	}
+	r.writeBeside(b)
+	writeTargets(b, r.Targets)
 	return nil
+}
+
+// ofBound returns run's rate as a share of its bound: the round-trip
+// limit of its uncontended scenario, or the ideal contended rate; "-"
+// when that was not measured.
+func (r *Results) ofBound(run RunResult) string {
+	bound := r.RTTLimit
+	switch run.Scenario {
+	case Contended:
+		bound = r.IdealContended
+	case UncontendedUnpinned:
+		bound = r.RTTLimitUnpinned
+	}
+	if bound <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*run.OpsPerS/bound)
+}
+
+// writeBeside prints baton's uncontended rate and Redis CPU per cycle
+// as ratios to each peer's in the same scenario, pinned and unpinned.
+func (r *Results) writeBeside(b *strings.Builder) {
+	head := false
+	for _, sc := range []string{Uncontended, UncontendedUnpinned} {
+		baton, ok := r.Run(BatonName, sc)
+		if !ok {
+			continue
+		}
+		var cells []string
+		for _, run := range r.Runs {
+			if run.Scenario == sc && isPeer(run.Impl) && run.OpsPerS > 0 {
+				cells = append(cells, fmt.Sprintf("%s %.2fx (CPU %s)", run.Impl, baton.OpsPerS/run.OpsPerS, ratio(baton.RedisCPUUsPerOp, run.RedisCPUUsPerOp)))
+			}
+		}
+		if len(cells) == 0 {
+			continue
+		}
+		if !head {
+			b.WriteString("\nbaton beside each peer in the same scenario (ops/s ratio; Redis CPU per cycle ratio):\n")
+			head = true
+		}
+		fmt.Fprintf(b, "  %s: %s of bound; %s\n", sc, r.ofBound(baton), strings.Join(cells, ", "))
+	}
+}
+
+// ratio formats a/b as "1.23x", or "-" when b is not positive.
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+// writeTargets prints the judged targets, if any.
+func writeTargets(b *strings.Builder, ts []Target) {
+	if len(ts) == 0 {
+		return
+	}
+	b.WriteString("\ntargets for baton (DESIGN.md §5):\n")
+	for _, t := range ts {
+		verdict := "PASS"
+		if !t.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(b, "  %s  %s: %g %s %g\n", verdict, t.Name, t.Got, t.Cmp, t.Want)
+	}
 }
 
 func fmtMS(v float64) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,7 +31,11 @@ const (
 // Scenario names.
 const (
 	Uncontended = "uncontended"
-	Contended   = "contended"
+	// UncontendedUnpinned is the uncontended phase run again, when Run
+	// pins, with the pinning undone: redis-server and the benchmark left
+	// to the scheduler, as they run in production.
+	UncontendedUnpinned = "uncontended-unpinned"
+	Contended           = "contended"
 )
 
 // Options configures Run. The zero value runs every implementation with
@@ -66,7 +71,8 @@ type Options struct {
 	// it starts, on the others (Linux, two CPUs or more), for the length of
 	// Run. Left to the scheduler, a client lands now on the server's CPU,
 	// now on another, and on virtual machines the round trip differs by
-	// as much as 3x between the two.
+	// as much as 3x between the two. When it pins, each round also runs
+	// the uncontended phase with the pinning undone (UncontendedUnpinned).
 	Pin bool
 	// Exe is the program started as a contended worker; it must call
 	// WorkerMain when IsWorker. Default: this program (os.Executable).
@@ -156,9 +162,10 @@ func (o Options) invalid() []error {
 
 // Run starts a private redis-server and, in each round, runs the
 // uncontended phase (every implementation and the round-trip reference,
-// interleaved in slices) and then the contended run of every
-// implementation. It returns the pooled results with the targets judged.
-// On a failed run it returns what it has so far and the error.
+// interleaved in slices), again unpinned if it pins, and then the
+// contended run of every implementation. It returns the pooled results
+// with the targets judged. On a failed run it returns what it has so far
+// and the error.
 func Run(ctx context.Context, o Options) (*Results, error) {
 	o, err := o.withDefaults()
 	if err != nil {
@@ -177,18 +184,20 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Progress, "lockbench: redis-server %s on %s\n", res.Machine.RedisVersion, srv.Addr())
+	var place *placement
 	if o.Pin {
-		unpin, err := pin(srv.PID(), &res.Setup)
-		if err != nil {
+		if place, err = pin(srv.PID(), &res.Setup); err != nil {
 			return nil, err
 		}
-		defer unpin()
+		if place != nil {
+			defer func() { _ = place.spread() }()
+		}
 		fmt.Fprintf(o.Progress, "lockbench: %s\n", res.Setup.Pinning)
 	}
 
 	pooled := roundPool{}
 	for round := range o.Rounds {
-		if err := runRound(ctx, o, admin, srv.Addr(), round, pooled); err != nil {
+		if err := runRound(ctx, o, admin, srv.Addr(), round, place, pooled); err != nil {
 			pooled.finish(res, o)
 			return res, err
 		}
@@ -212,17 +221,25 @@ func (p roundPool) add(impl, scenario string, s summary) {
 	p[id].merge(s)
 }
 
-// finish puts the pooled figures into res: the round-trip limit, the
+// scenarios are the scenarios of a run on redis-server, in the order of
+// the results.
+var scenarios = []string{Uncontended, UncontendedUnpinned, Contended}
+
+// finish puts the pooled figures into res: the round-trip limits, the
 // derived figures, one run per implementation and scenario, the targets.
 func (p roundPool) finish(res *Results, o Options) {
 	if ref := p[runID{referenceName, Uncontended}]; ref != nil {
 		ref.finish()
 		res.RTTLimit = ref.opsPerS
 	}
+	if ref := p[runID{referenceName, UncontendedUnpinned}]; ref != nil {
+		ref.finish()
+		res.RTTLimitUnpinned = ref.opsPerS
+	}
 	res.derive(o)
 	res.Runs = nil
 	for _, name := range o.Impls {
-		for _, sc := range []string{Uncontended, Contended} {
+		for _, sc := range scenarios {
 			if s := p[runID{name, sc}]; s != nil {
 				s.finish()
 				res.Runs = append(res.Runs, newRunResult(name, sc, *s))
@@ -233,21 +250,33 @@ func (p roundPool) finish(res *Results, o Options) {
 }
 
 // runRound runs round (from 0) on the server at addr: the uncontended
-// phase, then each implementation contended, starting one further along
-// each round. It adds the summaries to pooled.
-func runRound(ctx context.Context, o Options, admin *redis.Client, addr string, round int, pooled roundPool) error {
+// phase, again with place's pinning undone (nil: Run does not pin), then
+// each implementation contended, starting one further along each round.
+// It adds the summaries to pooled.
+func runRound(ctx context.Context, o Options, admin *redis.Client, addr string, round int, place *placement, pooled roundPool) error {
 	tag := "lockbench:"
 	if o.Rounds > 1 {
 		tag = fmt.Sprintf("lockbench: round %d/%d:", round+1, o.Rounds)
 	}
-	fmt.Fprintf(o.Progress, "%s uncontended: the round-trip reference and %d implementations, %v each in %v slices\n",
-		tag, len(o.Impls), o.Duration, sliceLen)
-	sums, err := runUncontended(ctx, o, admin, addr, round)
-	if err != nil {
-		return fmt.Errorf("bench: uncontended: %w", err)
+	phase := func(scenario string) error {
+		fmt.Fprintf(o.Progress, "%s %s: the round-trip reference and %d implementations, %v each in %v slices\n",
+			tag, scenario, len(o.Impls), o.Duration, sliceLen)
+		sums, err := runUncontended(ctx, o, admin, addr, round)
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", scenario, err)
+		}
+		for name, s := range sums {
+			pooled.add(name, scenario, s)
+		}
+		return nil
 	}
-	for name, s := range sums {
-		pooled.add(name, Uncontended, s)
+	if err := phase(Uncontended); err != nil {
+		return err
+	}
+	if place != nil {
+		if err := place.unpinned(func() error { return phase(UncontendedUnpinned) }); err != nil {
+			return err
+		}
 	}
 	for i := range o.Impls {
 		name := o.Impls[(i+round)%len(o.Impls)]
@@ -262,23 +291,54 @@ func runRound(ctx context.Context, o Options, admin *redis.Client, addr string, 
 	return nil
 }
 
+// placement is where Run puts redis-server and the benchmark's
+// processes: the server on one CPU, this process (and the workers it
+// starts, which inherit its CPUs) on the others.
+type placement struct {
+	serverPID int
+	server    int
+	clients   []int
+}
+
 // pin puts the server's process on one CPU and this process on the
-// others; the workers inherit its CPUs. It records the placement in setup
-// and returns the function that gives this process all its CPUs back.
-func pin(serverPID int, setup *Setup) (unpin func(), err error) {
+// others. It records the placement in setup and returns it, or nil when
+// there is nothing to pin (fewer than two CPUs, or not Linux).
+func pin(serverPID int, setup *Setup) (*placement, error) {
 	server, clients, ok := splitCPUs()
 	if !ok {
 		setup.Pinning = "none: fewer than two CPUs, or not Linux"
-		return func() {}, nil
+		return nil, nil
 	}
-	if err := pinProcess(serverPID, []int{server}); err != nil {
-		return nil, err
-	}
-	if err := pinProcess(os.Getpid(), clients); err != nil {
+	p := &placement{serverPID: serverPID, server: server, clients: clients}
+	if err := p.pin(); err != nil {
 		return nil, err
 	}
 	setup.Pinning = fmt.Sprintf("redis-server on CPU %d, the benchmark's processes on CPUs %s", server, cpuList(clients))
-	return func() { _ = pinProcess(os.Getpid(), append(clients, server)) }, nil
+	return p, nil
+}
+
+// pin puts the server on its CPU and this process on the others.
+func (p *placement) pin() error {
+	if err := pinProcess(p.serverPID, []int{p.server}); err != nil {
+		return err
+	}
+	return pinProcess(os.Getpid(), p.clients)
+}
+
+// spread lets the server and this process run on every CPU of the
+// placement: the scheduler places them.
+func (p *placement) spread() error {
+	all := append(slices.Clone(p.clients), p.server)
+	return errors.Join(pinProcess(p.serverPID, all), pinProcess(os.Getpid(), all))
+}
+
+// unpinned runs f with the placement undone and pins again after it.
+func (p *placement) unpinned(f func() error) error {
+	if err := p.spread(); err != nil {
+		return err
+	}
+	err := f()
+	return errors.Join(err, p.pin())
 }
 
 func cpuList(cpus []int) string {

@@ -11,9 +11,9 @@
 // README's figures are regenerated (go test -run TestReadmeFigures
 // -update). See the bench package for what is measured.
 //
-//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes
+//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes, 3.5 more unpinned
 //	go run ./cmd/lockbench -out results.json  # the same, published
-//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s
+//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s, 1 more unpinned
 //	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
 //	go run ./cmd/lockbench -show results.json   # the table of an earlier run
 //	go run ./cmd/lockbench -impls baton,baton-store,redislock -out ''   # what synclock adds to the store
@@ -100,7 +100,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.goroutines, "goroutines", bench.DefaultGoroutines, "contended: goroutines per process")
 	fs.DurationVar(&f.cs, "cs", bench.DefaultCS, "contended: critical section")
 	fs.DurationVar(&f.think, "think", bench.DefaultThink, "contended: pause after each release")
-	fs.BoolVar(&f.pin, "pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs)")
+	fs.BoolVar(&f.pin, "pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs); the uncontended phase then also runs unpinned (uncontended-unpinned)")
 	fs.StringVar(&f.show, "show", "", "print the table of an earlier results file and exit")
 	fs.StringVar(&f.clients, "clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
 	fs.BoolVar(&f.consul, "consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/baton-go/baton/testkit/docgen"
+)
+
+// unpinnedResults returns results of a pinned run with its unpinned
+// uncontended phase: baton ahead of its peers pinned, behind them and
+// dearer on the server unpinned.
+func unpinnedResults() *Results {
+	return &Results{
+		RTTLimit: 10000, RTTMicros: 50, RTTLimitUnpinned: 8000, RTTMicrosUnpinned: 62.5,
+		IdealContended: 900, FairShareWaitMS: 20,
+		Setup: Setup{Date: "2026-11-27T14:00:00Z", Procs: 4, Goroutines: 4, CSMS: 1, Pinning: "redis-server on CPU 1, the benchmark's processes on CPUs 0"},
+		Runs: []RunResult{
+			{Impl: BatonName, Scenario: Uncontended, OpsPerS: 9000, RedisCallsPerOp: 9, RedisCPUUsPerOp: 50},
+			{Impl: BatonName, Scenario: UncontendedUnpinned, OpsPerS: 6000, RedisCallsPerOp: 9, RedisCPUUsPerOp: 70},
+			{Impl: BatonName, Scenario: Contended, OpsPerS: 850, WaitP99MS: 30},
+			{Impl: RedsyncName, Scenario: Uncontended, OpsPerS: 8500, RedisCPUUsPerOp: 45},
+			{Impl: RedsyncName, Scenario: UncontendedUnpinned, OpsPerS: 6600, RedisCPUUsPerOp: 50},
+			{Impl: RedislockName, Scenario: Uncontended, OpsPerS: 8800, RedisCPUUsPerOp: 48},
+			{Impl: RedislockName, Scenario: UncontendedUnpinned, OpsPerS: 6400, RedisCPUUsPerOp: 50},
+			{Impl: RedislockName, Scenario: Contended, OpsPerS: 600},
+			{Impl: FencedMinName, Scenario: Uncontended, OpsPerS: 8900, RedisCPUUsPerOp: 47},
+			{Impl: FencedMinName, Scenario: UncontendedUnpinned, OpsPerS: 5900, RedisCPUUsPerOp: 49},
+		},
+	}
+}
+
+// The uncontended targets are judged in the unpinned scenario too, each
+// against the peers' figures of that scenario, apart from the pinned
+// ones.
+func TestJudgeUnpinned(t *testing.T) {
+	got := map[string]Target{}
+	for _, tg := range judge(unpinnedResults()) {
+		got[tg.Name] = tg
+	}
+	for name, want := range map[string]Target{
+		"uncontended ops/s vs the best owner-checked peer (redislock)":        {Got: 9000, Cmp: ">=", Want: 8800, Pass: true},
+		"uncontended ops/s vs the minimal fenced lock":                        {Got: 9000, Cmp: ">=", Want: 8900, Pass: true},
+		"uncontended Redis CPU µs per cycle vs 1.1x redislock's":              {Got: 50, Cmp: "<=", Want: 52.8, Pass: true},
+		"uncontended-unpinned ops/s vs the best owner-checked peer (redsync)": {Got: 6000, Cmp: ">=", Want: 6600, Pass: false},
+		"uncontended-unpinned ops/s vs the minimal fenced lock":               {Got: 6000, Cmp: ">=", Want: 5900, Pass: true},
+		"uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's":     {Got: 70, Cmp: "<=", Want: 55, Pass: false},
+		"contended ops/s vs 1.3x the best peer (redislock)":                   {Got: 850, Cmp: ">=", Want: 780, Pass: true},
+		"overlapping holders, every run":                                      {Got: 0, Cmp: "<=", Want: 0, Pass: true},
+	} {
+		want.Name = name
+		if g, ok := got[name]; !ok || g != want {
+			t.Errorf("target %q: got %+v (judged %v), want %+v", name, g, ok, want)
+		}
+	}
+	if n := len(got); n != 10 {
+		t.Errorf("%d targets judged, want 10 (3 per uncontended scenario, 4 contended):\n%v", n, got)
+	}
+
+	// Without the unpinned runs (a run with -pin=false), the same targets
+	// less the unpinned ones.
+	r := unpinnedResults()
+	r.Runs = dropScenario(r.Runs, UncontendedUnpinned)
+	for _, tg := range judge(r) {
+		if strings.HasPrefix(tg.Name, UncontendedUnpinned) {
+			t.Errorf("target %q judged without an unpinned run", tg.Name)
+		}
+	}
+}
+
+// dropScenario returns runs without those of scenario.
+func dropScenario(runs []RunResult, scenario string) []RunResult {
+	var kept []RunResult
+	for _, run := range runs {
+		if run.Scenario != scenario {
+			kept = append(kept, run)
+		}
+	}
+	return kept
+}
+
+// The table shows the unpinned runs with their own round-trip limit and
+// bound, baton's ratios to each peer in each uncontended scenario, and
+// the unpinned targets.
+func TestWriteTableUnpinned(t *testing.T) {
+	r := unpinnedResults()
+	r.Targets = judge(r)
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	lacks(t, "the table", b.String(),
+		"round trip unpinned: 62.5 µs -> round-trip limit 8000 lock+unlock cycles/s (of the uncontended-unpinned runs)",
+		"and uncontended-unpinned: the uncontended phase again, redis-server and the benchmark left to the scheduler",
+		"baton  uncontended-unpinned  6000.0       75%", // 6000 of the unpinned limit 8000, not of 10000
+		"baton           uncontended  9000.0       90%",
+		"  uncontended: 90% of bound; redsync 1.06x (CPU 1.11x), redislock 1.02x (CPU 1.04x), fenced-min 1.01x (CPU 1.06x)\n",
+		"  uncontended-unpinned: 75% of bound; redsync 0.91x (CPU 1.40x), redislock 0.94x (CPU 1.40x), fenced-min 1.02x (CPU 1.43x)\n",
+		"FAIL  uncontended-unpinned ops/s vs the best owner-checked peer (redsync): 6000 >= 6600",
+		"PASS  uncontended-unpinned ops/s vs the minimal fenced lock: 6000 >= 5900",
+		"FAIL  uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's: 70 <= 55",
+	)
+}
+
+// lacks reports each of wants that got, the text of what, lacks.
+func lacks(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s lacks %q:\n%s", what, want, got)
+		}
+	}
+}
+
+// -show of a results.json written before the unpinned runs were measured
+// (the published one) prints its table as before: no unpinned line, every
+// uncontended run against the one round-trip limit.
+func TestWriteTableOlderResults(t *testing.T) {
+	var r Results
+	docgen.ReadJSON(t, "results.json", &r)
+	if _, ok := r.Run(BatonName, UncontendedUnpinned); ok || r.RTTLimitUnpinned != 0 {
+		t.Skip("results.json has unpinned runs; this test is for a file without them")
+	}
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	if strings.Contains(got, "unpinned") {
+		t.Errorf("a table without unpinned runs speaks of them:\n%s", got)
+	}
+	lacks(t, "the table", got, "round trip: ", "targets for baton", "  uncontended: ", "% of bound; redsync ")
+	for _, line := range strings.Split(got, "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[1] == Uncontended && f[3] == "-" {
+			t.Errorf("an uncontended run with no bound: %q", line)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+// The unpinned uncontended phase is pooled over the rounds as its own
+// scenario, apart from the pinned one: its own runs, round-trip limit,
+// server figures per cycle and targets.
+func TestRoundPoolUnpinned(t *testing.T) {
+	// one is a turn's summary: ops cycles in 1 s, costing the server
+	// calls commands and cpu µs per cycle.
+	one := func(ops int, calls int64, cpu float64) summary {
+		return summary{ops: ops, seconds: 1, loadOps: ops, load: serverLoad{calls: calls * int64(ops), cpuUsec: cpu * float64(ops)}}
+	}
+	pool := roundPool{}
+	for range 2 { // rounds
+		pool.add(referenceName, Uncontended, one(10000, 2, 40))
+		pool.add(referenceName, UncontendedUnpinned, one(16000, 2, 30))
+		pool.add(BatonName, Uncontended, one(9000, 9, 50))
+		pool.add(BatonName, UncontendedUnpinned, one(12000, 9, 45))
+		pool.add(BatonName, Contended, one(800, 31, 200))
+		pool.add(RedislockName, Uncontended, one(8800, 5, 48))
+		pool.add(RedislockName, UncontendedUnpinned, one(13000, 5, 30))
+		pool.add(RedislockName, Contended, one(600, 14, 130))
+	}
+	res := &Results{}
+	pool.finish(res, Options{Impls: []string{BatonName, RedislockName}, Procs: 4, Goroutines: 4, CS: time.Millisecond})
+
+	if res.RTTLimit != 10000 || res.RTTLimitUnpinned != 16000 || res.RTTMicrosUnpinned != 31.25 {
+		t.Errorf("round-trip limits %v and %v unpinned (%v µs); want 10000 and 16000 (31.25 µs)", res.RTTLimit, res.RTTLimitUnpinned, res.RTTMicrosUnpinned)
+	}
+	var got []string
+	for _, run := range res.Runs {
+		got = append(got, run.Impl+" "+run.Scenario)
+	}
+	want := []string{"baton uncontended", "baton uncontended-unpinned", "baton contended",
+		"redislock uncontended", "redislock uncontended-unpinned", "redislock contended"}
+	if len(got) != len(want) {
+		t.Fatalf("runs %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("run %d is %q, want %q", i, got[i], want[i])
+		}
+	}
+	if run, _ := res.Run(BatonName, UncontendedUnpinned); run.OpsPerS != 12000 || run.Ops != 24000 || run.RedisCallsPerOp != 9 || run.RedisCPUUsPerOp != 45 {
+		t.Errorf("baton unpinned: %v ops/s, %d ops, %v calls and %v µs per cycle; want 12000, 24000, 9, 45",
+			run.OpsPerS, run.Ops, run.RedisCallsPerOp, run.RedisCPUUsPerOp)
+	}
+	judged := map[string]bool{}
+	for _, tg := range res.Targets {
+		judged[tg.Name] = tg.Pass
+	}
+	for name, pass := range map[string]bool{
+		"uncontended ops/s vs the best owner-checked peer (redislock)":          true,
+		"uncontended Redis CPU µs per cycle vs 1.1x redislock's":                true,
+		"uncontended-unpinned ops/s vs the best owner-checked peer (redislock)": false,
+		"uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's":       false,
+	} {
+		if p, ok := judged[name]; !ok || p != pass {
+			t.Errorf("target %q: pass %v (judged %v), want %v", name, p, ok, pass)
+		}
+	}
+}
