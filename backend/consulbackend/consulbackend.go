@@ -133,6 +133,9 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consulbackend: %w: client for the agent at %s: %v", backend.ErrInvalidArgument, c.Address, err)
 	}
+	// The store's replies are a few kilobytes at most: compressing them
+	// costs the agent and the client more time than it saves.
+	client.AddHeader("Accept-Encoding", "identity")
 	s := &Store{
 		kv:          client.KV(),
 		raw:         client.Raw(),
