@@ -51,6 +51,7 @@ type Store struct {
 	watches  sync.WaitGroup // the watches' goroutines
 	keeps    sync.WaitGroup // endKeep's timers that have not ended
 	cleanups sync.WaitGroup // destroyLater
+	lookups  sync.WaitGroup // lookAhead
 	timers   map[*time.Timer]struct{}
 	known    map[string]*known          // what the store knows of leases it holds, by key (known.go)
 	joins    map[string]joined          // where waiters' joins left their places (join.go)
@@ -196,6 +197,7 @@ func (s *Store) Close() error {
 	s.watches.Wait()
 	s.keeps.Wait()
 	s.cleanups.Wait()
+	s.lookups.Wait()
 	s.dropIdle()
 	return nil
 }

@@ -142,7 +142,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		}
 		switch {
 		case cur.heldBy(owner):
-			s.remember(key, handedTo(cur))
+			s.rememberHanded(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		case cur == nil && index != 0:
 			return backend.Lease{}, false, nil // free after a look: ask again
@@ -174,7 +174,7 @@ func (s *Store) awaitInLine(ctx, wctx context.Context, key, owner string, max ti
 		return backend.Lease{}, false, true, err
 	}
 	if cur := st.lease; cur.heldBy(owner) {
-		s.remember(key, handedTo(cur))
+		s.rememberRead(key, cur, st)
 		return cur.rec.lease(key), true, true, nil
 	}
 	mine := st.placeOf(owner)
@@ -213,7 +213,7 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 					return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, err)
 				}
 				l, k := handedPlace(key, owner, pairs[i], rec)
-				s.remember(key, k)
+				s.rememberHanded(key, k)
 				return l, true, nil
 			}
 		}
@@ -227,7 +227,7 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 			if err != nil || !cur.heldBy(owner) {
 				return backend.Lease{}, false, err
 			}
-			s.remember(key, handedTo(cur))
+			s.rememberHanded(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		}
 		if meta.LastIndex < index {
