@@ -111,7 +111,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 		}
 		all := ops[:len(ops):len(ops)]
 		if to != nil {
-			all = append(all, s.handPlace(key, to.owner, to.index, to.rec, to.session, token, sess, carry)...)
+			all = append(all, s.handPlace(key, to.owner, to.index, to.rec, token, sess, carry)...)
 		}
 		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
 		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))

@@ -239,12 +239,8 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 		return false, nil // handed over with nobody known behind
 	}
 	value := []byte(strconv.FormatUint(k.token, 10))
-	ops := api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: k.token, Index: k.fenceIndex}},
-	}
+	ops := append(s.dropKnown(key, k),
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: k.token, Index: k.fenceIndex}})
 	if k.handed {
 		ops = append(ops, s.dropOwnPlace(key, k)...)
 	}
@@ -259,6 +255,15 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 	s.putIdle(k.placeTTL, k.place)
 	s.hintLine(key, lineHint{fence: s.freedCounter(key, value, k.token, resp)})
 	return true, nil
+}
+
+// dropKnown are the operations that delete the lease k on key, if it is
+// as the store knows it: its session, and its index (a check-and-delete).
+func (s *Store) dropKnown(key string, k *known) api.TxnOps {
+	return api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: s.LeaseKey(key), Index: k.leaseIndex}},
+	}
 }
 
 // handedPlace is what owner's place p, marked handed, tells: the lease
@@ -295,11 +300,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 	}
 	// The waiters behind n go into n's handed place, not the lease (see take).
 	rec := record{Owner: n.Owner, Token: token, TTLMillis: n.TTLMillis, Released: k.released}
-	ops := api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-	}
+	ops := s.dropKnown(key, k)
 	ops = append(ops, s.setCounter(key, &api.KVPair{Flags: k.released}, token, keeper, false)...)
 	ops = append(ops, s.dropOwnPlace(key, k)...)
 	nrec := placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}
@@ -312,7 +313,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 				return true, err
 			}
 		}
-		all := append(ops[:len(ops):len(ops)], s.handPlace(key, n.Owner, n.Index, nrec, n.Place, token, sess, carry)...)
+		all := append(ops[:len(ops):len(ops)], s.handPlace(key, n.Owner, n.Index, nrec, token, sess, carry)...)
 		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
 		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))
 		if err != nil {
