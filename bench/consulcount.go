@@ -167,7 +167,7 @@ func txnPurpose(ops []txnOp) (purpose string, write bool) {
 		return "read key+line", false
 	case len(writes) == 0:
 		return "read key", false
-	case lease == "lock" && line == "lock":
+	case lease == "lock" && (line == "lock" || line == "set"):
 		return "handover", true
 	case lease == "lock":
 		return "grant", true
@@ -201,8 +201,15 @@ func txnKeys(ops []txnOp) (reads map[string]bool, writes map[string]string, ok b
 			reads[kind] = true
 		case "check-index", "check-session", "check-not-exists":
 		default:
+			verb := op.KV.Verb
+			switch verb { // a check-and-set writes as a set, a check-and-delete deletes
+			case "cas":
+				verb = "set"
+			case "delete-cas":
+				verb = "delete"
+			}
 			if writes[kind] != "lock" && writes[kind] != "set" {
-				writes[kind] = op.KV.Verb
+				writes[kind] = verb
 			}
 		}
 	}
