@@ -52,23 +52,36 @@ func TestHandedHolderReadsAhead(t *testing.T) {
 		return l
 	}
 
+	// release releases w's lease from ws, counted by c, and returns the
+	// requests it sent besides session creates (its store's first grant
+	// also makes its keeper of fencing counters), and the reads among
+	// them.
+	release := func(t *testing.T, ws *consulbackend.Store, c *sessionWrites, key string) (sent, reads int64) {
+		t.Helper()
+		before, read, made := c.requests.Load(), c.reads.Load(), c.created.Load()
+		if err := ws.Release(ctxT(t), key, "w", 0); err != nil {
+			t.Fatal(err)
+		}
+		return c.requests.Load() - before - (c.created.Load() - made), c.reads.Load() - read
+	}
+
+	// bAfter checks that b is handed key after w, whose lease was lw.
+	bAfter := func(t *testing.T, s *consulbackend.Store, key string, lw backend.Lease, what string) {
+		t.Helper()
+		if lb := awaitHanded(t, s, key, "b", what); lb.Token <= lw.Token {
+			t.Errorf("b's token %d after w's %d; want it larger", lb.Token, lw.Token)
+		}
+	}
+
 	t.Run("WaiterJoinedSince", func(t *testing.T) {
 		s := newStore(t, a)
 		ws, c := countingStore(t, a)
 		const key = "ahead-joined-since"
 		lw := handed(t, s, ws, key, true, func() { join(t, s, key, "b", ttl) })
-		before, reads, made := c.requests.Load(), c.reads.Load(), c.created.Load()
-		if err := ws.Release(ctxT(t), key, "w", 0); err != nil {
-			t.Fatal(err)
-		}
-		// (Its store's first grant also makes its keeper of fencing
-		// counters: a session create.)
-		if n, r := c.requests.Load()-before-(c.created.Load()-made), c.reads.Load()-reads; n != 1 || r != 0 {
+		if n, r := release(t, ws, c, key); n != 1 || r != 0 {
 			t.Errorf("w's release sent %d requests besides session creates, %d of them reads; want 1, the handover to b, without a read", n, r)
 		}
-		if lb := awaitHanded(t, s, key, "b", "b's AwaitHandover after w's release"); lb.Token <= lw.Token {
-			t.Errorf("b's token %d after w's %d; want it larger", lb.Token, lw.Token)
-		}
+		bAfter(t, s, key, lw, "b's AwaitHandover after w's release")
 	})
 
 	t.Run("NobodyInLine", func(t *testing.T) {
@@ -76,12 +89,8 @@ func TestHandedHolderReadsAhead(t *testing.T) {
 		ws, c := countingStore(t, a)
 		const key = "ahead-nobody"
 		handed(t, s, ws, key, true, func() {})
-		before, made := c.requests.Load(), c.created.Load()
-		if err := ws.Release(ctxT(t), key, "w", 0); err != nil {
-			t.Fatal(err)
-		}
-		if n := c.requests.Load() - before - (c.created.Load() - made); n != 1 {
-			t.Errorf("w's release with nobody in line sent %d requests; want 1, without a read", n)
+		if n, r := release(t, ws, c, key); n != 1 || r != 0 {
+			t.Errorf("w's release with nobody in line sent %d requests, %d of them reads; want 1, without a read", n, r)
 		}
 		if _, err := s.Get(ctxT(t), key); !errors.Is(err, backend.ErrNotFound) {
 			t.Fatalf("Get after w's release: %v; want ErrNotFound", err)
@@ -105,9 +114,7 @@ func TestHandedHolderReadsAhead(t *testing.T) {
 		if err := ws.Release(ctxT(t), key, "w", 0); err != nil {
 			t.Fatal(err)
 		}
-		if lb := awaitHanded(t, s, key, "b", "b's AwaitHandover: b joined after w's read ahead"); lb.Token <= lw.Token {
-			t.Errorf("b's token %d after w's %d; want it larger", lb.Token, lw.Token)
-		}
+		bAfter(t, s, key, lw, "b's AwaitHandover: b joined after w's read ahead")
 	})
 
 	t.Run("FirstInLine", func(t *testing.T) {
@@ -115,11 +122,7 @@ func TestHandedHolderReadsAhead(t *testing.T) {
 		ws, c := countingStore(t, a)
 		const key = "ahead-first"
 		handed(t, s, ws, key, false, func() { join(t, s, key, "b", ttl) })
-		reads := c.reads.Load()
-		if err := ws.Release(ctxT(t), key, "w", 0); err != nil {
-			t.Fatal(err)
-		}
-		if r := c.reads.Load() - reads; r != 0 {
+		if _, r := release(t, ws, c, key); r != 0 {
 			t.Errorf("w's release read %d times; want 0: w's wait read the line as it started", r)
 		}
 		awaitHanded(t, s, key, "b", "b's AwaitHandover after w's release")
