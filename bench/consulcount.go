@@ -60,7 +60,7 @@ type countingTransport struct {
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	write, purpose, err := consulWrite(req)
+	body, err := txnBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +71,9 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err != nil {
 		return resp, err
 	}
+	// Decoding a transaction takes tens of µs: after the reply, so that
+	// the count does not delay the request it counts.
+	write, purpose := classify(req, body)
 	t.c.requests.Add(1)
 	t.c.addKind(kindOf(req, purpose, write, blocking, resp.StatusCode), took)
 	switch {
@@ -128,27 +131,46 @@ func (c *consulCounts) addKind(kind string, took time.Duration) {
 // Raft. A transaction is one if any of its operations writes; purpose
 // then names what it does, by the keys it writes (txnPurpose).
 func consulWrite(req *http.Request) (write bool, purpose string, err error) {
+	body, err := txnBody(req)
+	if err != nil {
+		return false, "", err
+	}
+	write, purpose = classify(req, body)
+	return write, purpose, nil
+}
+
+// txnBody returns the body of req if it is a transaction, leaving req's
+// body to be read again.
+func txnBody(req *http.Request) ([]byte, error) {
+	if req.URL.Path != "/v1/txn" || req.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body.Close()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
+// classify is consulWrite on req whose transaction body, if any, is body.
+func classify(req *http.Request, body []byte) (write bool, purpose string) {
 	path := req.URL.Path
 	switch {
 	case strings.HasPrefix(path, "/v1/session/create"), strings.HasPrefix(path, "/v1/session/destroy"):
-		return true, "", nil
+		return true, ""
 	case strings.HasPrefix(path, "/v1/kv/"):
-		return req.Method == http.MethodPut || req.Method == http.MethodDelete, "", nil
-	case path == "/v1/txn" && req.Body != nil:
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			return false, "", err
-		}
-		req.Body.Close()
-		req.Body = io.NopCloser(bytes.NewReader(body))
+		return req.Method == http.MethodPut || req.Method == http.MethodDelete, ""
+	case body != nil:
 		var ops []txnOp
 		if json.Unmarshal(body, &ops) != nil {
-			return true, "", nil
+			return true, ""
 		}
 		purpose, write = txnPurpose(ops)
-		return write, purpose, nil
+		return write, purpose
 	}
-	return false, "", nil
+	return false, ""
 }
 
 // txnOp is what consulWrite reads of a transaction's operation.
@@ -167,7 +189,7 @@ func txnPurpose(ops []txnOp) (purpose string, write bool) {
 		return "read key+line", false
 	case len(writes) == 0:
 		return "read key", false
-	case lease == "lock" && line == "lock":
+	case lease == "lock" && (line == "lock" || line == "set"):
 		return "handover", true
 	case lease == "lock":
 		return "grant", true
@@ -201,8 +223,15 @@ func txnKeys(ops []txnOp) (reads map[string]bool, writes map[string]string, ok b
 			reads[kind] = true
 		case "check-index", "check-session", "check-not-exists":
 		default:
+			verb := op.KV.Verb
+			switch verb { // a check-and-set writes as a set, a check-and-delete deletes
+			case "cas":
+				verb = "set"
+			case "delete-cas":
+				verb = "delete"
+			}
 			if writes[kind] != "lock" && writes[kind] != "set" {
-				writes[kind] = op.KV.Verb
+				writes[kind] = verb
 			}
 		}
 	}

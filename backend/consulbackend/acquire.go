@@ -89,13 +89,18 @@ func (s *Store) grant(ctx context.Context, key, owner string, ttl time.Duration,
 // It also returns what it wrote.
 //
 // With to, the place of the waiter owner, that place is marked handed
-// (handPlace) instead of being left or deleted.
+// (handPlace) instead of being left or deleted, and carry's Next go into
+// that place only: the waiter, which waits on it, learns them there, and
+// the handover's transaction is the smaller for it.
 func (s *Store) take(ctx context.Context, op, key string, st *state, owner string, ttl time.Duration, floor uint64, extra api.TxnOps, sess string, carry record, to *place) (l backend.Lease, w *known, retry bool, err error) {
 	token, keeper, ops, err := s.takeOps(ctx, op, key, st, owner, ttl, floor)
 	if err != nil {
 		return backend.Lease{}, nil, false, err
 	}
 	rec := record{Owner: owner, Token: token, TTLMillis: ttl.Milliseconds(), Next: carry.Next, Released: carry.Released}
+	if to != nil {
+		rec.Next = nil // the handed place names them: the waiter learns them there
+	}
 	ops = append(ops, extra...)
 	for {
 		own := sess == ""
@@ -106,7 +111,7 @@ func (s *Store) take(ctx context.Context, op, key string, st *state, owner strin
 		}
 		all := ops[:len(ops):len(ops)]
 		if to != nil {
-			all = append(all, s.handPlace(key, to.owner, to.index, to.rec, to.session, token, sess, carry)...)
+			all = append(all, s.handPlace(key, to.owner, to.index, to.rec, token, sess, carry)...)
 		}
 		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
 		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))

@@ -50,6 +50,7 @@ type Store struct {
 	watches  sync.WaitGroup // the watches' goroutines
 	keeps    sync.WaitGroup // endKeep's timers that have not ended
 	cleanups sync.WaitGroup // destroyLater
+	lookups  sync.WaitGroup // lookAhead
 	timers   map[*time.Timer]struct{}
 	known    map[string]*known          // what the store knows of leases it holds, by key (known.go)
 	joins    map[string]joined          // where waiters' joins left their places (join.go)
@@ -132,6 +133,9 @@ func New(cfg *api.Config, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consulbackend: %w: client for the agent at %s: %v", backend.ErrInvalidArgument, c.Address, err)
 	}
+	// The store's replies are a few kilobytes at most: compressing them
+	// costs the agent and the client more time than it saves.
+	client.AddHeader("Accept-Encoding", "identity")
 	s := &Store{
 		kv:          client.KV(),
 		raw:         client.Raw(),
@@ -192,6 +196,7 @@ func (s *Store) Close() error {
 	s.watches.Wait()
 	s.keeps.Wait()
 	s.cleanups.Wait()
+	s.lookups.Wait()
 	s.dropIdle()
 	return nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -383,6 +385,65 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		_, err = consulbackend.NewService(&api.Config{Address: addr}, consulbackend.ServiceOptions{ID: "10.0.0.7:acme:billing:8080", Name: "billing", Port: 8080})
 		if !errors.Is(err, backend.ErrInvalidArgument) || strings.Contains(err.Error(), pw) {
 			t.Errorf("NewService with address %q: %v; want ErrInvalidArgument without the password", addr, err)
+		}
+	}
+}
+
+// encodings records the Accept-Encoding of each request a store sends and
+// the Content-Encoding of each reply.
+type encodings struct {
+	next      http.RoundTripper
+	mu        sync.Mutex
+	asked, by []string
+}
+
+func (e *encodings) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := e.next.RoundTrip(req)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.asked = append(e.asked, req.Header.Get("Accept-Encoding"))
+	if err == nil {
+		e.by = append(e.by, resp.Header.Get("Content-Encoding"))
+	}
+	return resp, err
+}
+
+// The store's replies are small; the agent compresses any reply of a
+// kilobyte or more that a client accepts compressed (a read of a line of
+// a few waiters), which costs both sides more time than the bytes it
+// saves: the store asks for them as they are.
+func TestRepliesUncompressed(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	e := &encodings{next: http.DefaultTransport.(*http.Transport).Clone()}
+	cfg := config(a)
+	cfg.HttpClient = &http.Client{Transport: e}
+	s, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const key, ttl = "uncompressed", 10 * time.Second
+	w := newStore(t, a)
+	if _, err := w.Acquire(ctx, key, "holder", ttl, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 { // a line whose read is a few kilobytes
+		join(t, w, key, fmt.Sprintf("waiter-%d-with-a-longer-name", i), ttl)
+	}
+	if _, err := s.AcquireQueued(ctx, key, "last", ttl, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("AcquireQueued of the held key: %v; want ErrHeld", err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, asked := range e.asked {
+		if asked != "identity" {
+			t.Errorf("request %d asked for replies encoded %q; want identity", i, asked)
+		}
+	}
+	for i, by := range e.by {
+		if by != "" {
+			t.Errorf("reply %d came encoded %q; want it as it is", i, by)
 		}
 	}
 }

@@ -79,14 +79,16 @@
 // in line), so that it asks again. A contended key thus passes from holder
 // to holder without the waiters racing for it, each race costing Raft
 // writes, and a handover wakes only the waiter it is for. The handover
-// also names in the lease the next few waiters, so that the holder's
-// release can hand the key on to the next of them without reading the
-// line first (see known.go), and the releasing store's next AcquireQueued
-// of the key joins behind the waiters it knows of without reading: in the
-// steady state of a contended key, a lock costs two Raft writes (the
-// handover and the holder's join, once it asks again), no session create
-// or destroy, and on the way from one holder to the next one transaction
-// and one blocking query's answer.
+// also names in the handed place the next few waiters, so that the
+// holder's release can hand the key on to the next of them without
+// reading the line first; a holder named fewer than two reads the line
+// while it holds the key, not when it releases it (see known.go); and the
+// releasing store's next AcquireQueued of the key joins behind the
+// waiters it knows of without reading: in the steady state of a contended
+// key, a lock costs two Raft writes (the handover and the holder's join,
+// once it asks again), no session create or destroy, and on the way from
+// one holder to the next one transaction and one blocking query's answer,
+// never a read.
 //
 // Every place (and every waiter a lease or a handed place names as next)
 // is checked when it is read, before anything is written: a lease ttl the

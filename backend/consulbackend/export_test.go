@@ -85,3 +85,17 @@ func WatchPending(answers ...WatchAnswer) (ev backend.Event, ok bool) {
 		return backend.Event{}, false
 	}
 }
+
+// AwaitLookAhead waits until the read of key's line that s started ahead
+// of the release of a lease handed to it (see rememberHanded) is over, and
+// reports whether s started one.
+func AwaitLookAhead(s *Store, key string) bool {
+	s.mu.Lock()
+	k := s.known[key]
+	s.mu.Unlock()
+	if k == nil || k.ahead == nil {
+		return false
+	}
+	<-k.ahead.done
+	return true
+}

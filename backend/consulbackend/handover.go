@@ -63,16 +63,14 @@ func (s *Store) handOver(ctx context.Context, op, key string, st *state, w *plac
 	return retry, err
 }
 
-// handPlace are the operations that mark the place of the waiter to
-// (as read at index, with the place session place) handed: the key goes
-// to it with token on session sess, and carry's Next and Released.
-func (s *Store) handPlace(key, owner string, index uint64, rec placeRecord, place string, token uint64, sess string, carry record) api.TxnOps {
-	k := s.placeKey(key, owner)
+// handPlace are the operations that mark the place of the waiter owner
+// (as read at index) handed: the key goes to it with token on session
+// sess, and carry's Next and Released. One check-and-set: it holds only if
+// the place is as read, and a write keeps the session that locks the
+// place (every operation of a transaction costs the handover's time).
+func (s *Store) handPlace(key, owner string, index uint64, rec placeRecord, token uint64, sess string, carry record) api.TxnOps {
 	rec.Handed = &handedLease{Token: token, Session: sess, Next: carry.Next, Released: carry.Released}
-	return api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: k, Index: index}},
-		{KV: &api.KVTxnOp{Verb: api.KVLock, Key: k, Value: encodeJSON(rec), Session: place}},
-	}
+	return api.TxnOps{{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.placeKey(key, owner), Value: encodeJSON(rec), Index: index}}}
 }
 
 // dropHanded are the operations that delete owner's handed place, if st
@@ -142,7 +140,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 		}
 		switch {
 		case cur.heldBy(owner):
-			s.remember(key, handedTo(cur))
+			s.rememberHanded(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		case cur == nil && index != 0:
 			return backend.Lease{}, false, nil // free after a look: ask again
@@ -174,7 +172,7 @@ func (s *Store) awaitInLine(ctx, wctx context.Context, key, owner string, max ti
 		return backend.Lease{}, false, true, err
 	}
 	if cur := st.lease; cur.heldBy(owner) {
-		s.remember(key, handedTo(cur))
+		s.rememberRead(key, cur, st)
 		return cur.rec.lease(key), true, true, nil
 	}
 	mine := st.placeOf(owner)
@@ -213,7 +211,7 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 					return backend.Lease{}, false, fmt.Errorf("consulbackend: await handover %q: %w", key, err)
 				}
 				l, k := handedPlace(key, owner, pairs[i], rec)
-				s.remember(key, k)
+				s.rememberHanded(key, k)
 				return l, true, nil
 			}
 		}
@@ -227,7 +225,7 @@ func (s *Store) awaitPlace(ctx, wctx context.Context, key, owner string, index u
 			if err != nil || !cur.heldBy(owner) {
 				return backend.Lease{}, false, err
 			}
-			s.remember(key, handedTo(cur))
+			s.rememberHanded(key, handedTo(cur))
 			return cur.rec.lease(key), true, nil
 		}
 		if meta.LastIndex < index {

@@ -29,18 +29,19 @@ import (
 //     holds only if that is still so. An uncontended lock cycle is thus
 //     one read and two writes.
 //
-//   - A handover writes into the lease it grants the waiters that were
-//     next in line behind its waiter, as it read them (record.Next, at
-//     most handOnMax of them), and the counter's release mark. The waiter
-//     learns them with the lease (AwaitHandover), and its release hands
-//     the key on to the first of them in one transaction that also checks
-//     that this waiter's place is as read, passing the others on in the
-//     lease it grants. Waiters that joined since stand behind them. When
-//     the list is used up, the next release reads. A contended key thus
-//     passes from holder to holder without a read on the way for
-//     handOnMax holders in every handOnMax+1. (The list cannot tell that
-//     the line ends after it: a join between the handover's read and its
-//     write, which does not check the counter, would go unseen.)
+//   - A handover writes into the place it marks handed the waiters that
+//     were next in line behind its waiter, as it read them (handedLease's
+//     Next, at most handOnMax of them), and the counter's release mark.
+//     The waiter learns them with its lease (AwaitHandover), and its
+//     release hands the key on to the first of them in one transaction
+//     that also checks that this waiter's place is as read, passing the
+//     others on in the place it marks. Waiters that joined since stand
+//     behind them. A holder named fewer than two reads the line while it
+//     holds the key (see "Reading the line while the key is held" below),
+//     so a contended key passes from holder to holder without a read on
+//     the way. (The list cannot tell that the line ends after it: a join
+//     between the handover's read and its write, which does not check the
+//     counter, would go unseen.)
 //
 // If the transaction fails, the release reads and goes the usual way.
 // Every such transaction also checks the lease's session, which Consul
@@ -170,6 +171,8 @@ type known struct {
 	released       uint64      // the counter's release mark
 	place          string      // the session of the holder's handed place, if known
 	placeTTL       time.Duration
+	handed         bool   // handed over: the holder's place, marked handed, may be there
+	ahead          *ahead // the read of the line ahead of the release, if any
 }
 
 // written picks out of a grant's transaction results what it wrote to
@@ -194,11 +197,8 @@ func (s *Store) written(key string, rec record, session string, results []*api.T
 // handedTo is what the lease cur, handed over to its holder, tells of the
 // line.
 func handedTo(cur *entry) *known {
-	if len(cur.rec.Next) == 0 {
-		return nil
-	}
 	return &known{owner: cur.rec.Owner, session: cur.session, token: cur.rec.Token, ttl: millis(cur.rec.TTLMillis),
-		leaseIndex: cur.index, next: cur.rec.Next, released: cur.rec.Released}
+		leaseIndex: cur.index, next: cur.rec.Next, released: cur.rec.Released, handed: true}
 }
 
 // remember keeps k, what the store knows of its lease on key.
@@ -227,6 +227,9 @@ func (s *Store) forget(key string) *known {
 // caller releases the usual way.
 func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool, err error) {
 	k := s.forget(key)
+	if k != nil && k.owner == owner && k.ahead != nil {
+		k = s.lookedAhead(ctx, k)
+	}
 	switch {
 	case k == nil || k.owner != owner:
 		return false, nil
@@ -236,12 +239,12 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 		return false, nil // handed over with nobody known behind
 	}
 	value := []byte(strconv.FormatUint(k.token, 10))
-	ok, resp, _, err := s.txn.Txn(api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: k.token, Index: k.fenceIndex}},
-	}, s.queryOpts(ctx))
+	ops := append(s.dropKnown(key, k),
+		&api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: s.FenceKey(key), Value: value, Flags: k.token, Index: k.fenceIndex}})
+	if k.handed {
+		ops = append(ops, s.dropOwnPlace(key, k)...)
+	}
+	ok, resp, _, err := s.txn.Txn(ops, s.queryOpts(ctx))
 	if err != nil {
 		return true, s.transport("release", key, ctx, err)
 	}
@@ -249,8 +252,18 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 		return false, nil
 	}
 	s.putIdle(k.ttl, k.session)
+	s.putIdle(k.placeTTL, k.place)
 	s.hintLine(key, lineHint{fence: s.freedCounter(key, value, k.token, resp)})
 	return true, nil
+}
+
+// dropKnown are the operations that delete the lease k on key, if it is
+// as the store knows it: its session, and its index (a check-and-delete).
+func (s *Store) dropKnown(key string, k *known) api.TxnOps {
+	return api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
+		{KV: &api.KVTxnOp{Verb: api.KVDeleteCAS, Key: s.LeaseKey(key), Index: k.leaseIndex}},
+	}
 }
 
 // handedPlace is what owner's place p, marked handed, tells: the lease
@@ -259,7 +272,7 @@ func (s *Store) releaseKnown(ctx context.Context, key, owner string) (done bool,
 func handedPlace(key, owner string, p *api.KVPair, rec placeRecord) (backend.Lease, *known) {
 	h := rec.Handed
 	k := &known{owner: owner, session: h.Session, token: h.Token, ttl: millis(rec.TTLMillis), leaseIndex: p.ModifyIndex,
-		next: h.Next, released: h.Released, place: p.Session, placeTTL: millis(rec.PlaceMillis)}
+		next: h.Next, released: h.Released, place: p.Session, placeTTL: millis(rec.PlaceMillis), handed: true}
 	if len(k.next) == 0 {
 		k.next = nil
 	}
@@ -285,12 +298,9 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 	if err != nil {
 		return true, err
 	}
-	rec := record{Owner: n.Owner, Token: token, TTLMillis: n.TTLMillis, Next: k.next[1:], Released: k.released}
-	ops := api.TxnOps{
-		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: s.LeaseKey(key), Session: k.session}},
-		{KV: &api.KVTxnOp{Verb: api.KVCheckIndex, Key: s.LeaseKey(key), Index: k.leaseIndex}},
-		{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: s.LeaseKey(key)}},
-	}
+	// The waiters behind n go into n's handed place, not the lease (see take).
+	rec := record{Owner: n.Owner, Token: token, TTLMillis: n.TTLMillis, Released: k.released}
+	ops := s.dropKnown(key, k)
 	ops = append(ops, s.setCounter(key, &api.KVPair{Flags: k.released}, token, keeper, false)...)
 	ops = append(ops, s.dropOwnPlace(key, k)...)
 	nrec := placeRecord{TTLMillis: n.TTLMillis, Floor: n.Floor, PlaceMillis: n.PlaceMillis, Session: n.Session}
@@ -303,7 +313,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 				return true, err
 			}
 		}
-		all := append(ops[:len(ops):len(ops)], s.handPlace(key, n.Owner, n.Index, nrec, n.Place, token, sess, carry)...)
+		all := append(ops[:len(ops):len(ops)], s.handPlace(key, n.Owner, n.Index, nrec, token, sess, carry)...)
 		all = append(all, &api.TxnOp{KV: &api.KVTxnOp{Verb: api.KVLock, Key: s.LeaseKey(key), Value: encodeJSON(rec), Session: sess}})
 		ok, resp, _, err := s.txn.Txn(all, s.queryOpts(ctx))
 		if err != nil {
@@ -315,7 +325,7 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		if ok {
 			s.putIdle(k.ttl, k.session)
 			s.putIdle(k.placeTTL, k.place)
-			s.hintLine(key, lineHint{holder: rec.lease(key), next: rec.Next})
+			s.hintLine(key, lineHint{holder: rec.lease(key), next: carry.Next})
 			return true, nil
 		}
 		if own {
@@ -331,4 +341,113 @@ func (s *Store) handOn(ctx context.Context, key string, k *known) (done bool, er
 		}
 		sess = "" // the waiter's session for its lease ended: use the store's
 	}
+}
+
+// Reading the line while the key is held.
+//
+// A holder handed the key with no waiter named behind it would read the
+// line when it releases, between its section and the next holder's grant,
+// which is the path a contended key's throughput depends on. It starts
+// that read instead as soon as it learns of the handover (lookAhead),
+// while its section runs, and its release waits for that read, if it is
+// still under way, instead of making its own: it hands the key on to the
+// first waiter found (handOn), or, with nobody in line, frees it in a
+// transaction that holds only if the counter is as read (a waiter that
+// joins an empty line writes the counter, and a waiter that joins behind
+// another stands behind one that did). A holder named one waiter reads
+// ahead too, so that the list it hands on names some and the releasing
+// store joins without a read (joinKnown). A waiter that read the key as
+// it started to wait (first in line) uses that read (rememberRead). What
+// a read found is used only if the lease was then the one handed over.
+
+// lookAheadTimeout bounds lookAhead's read.
+const lookAheadTimeout = 10 * time.Second
+
+// ahead is lookAhead's read of a key's line.
+type ahead struct {
+	done chan struct{} // closed when st is set
+	st   *state        // nil if the read failed
+}
+
+// rememberHanded keeps k, what the store knows of its lease on key,
+// handed over to it, and reads the line ahead of the release if k names
+// fewer than two waiters behind: the release then hands the key on with
+// a list that names some, so that the releasing store joins the line
+// without a read either (joinKnown).
+func (s *Store) rememberHanded(key string, k *known) {
+	if len(k.next) < 2 {
+		k.ahead = s.lookAhead(key)
+	}
+	s.remember(key, k)
+}
+
+// lookAhead starts a read of key and its line; nil if the store is closed.
+func (s *Store) lookAhead(key string) *ahead {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done {
+		return nil
+	}
+	a := &ahead{done: make(chan struct{})}
+	s.lookups.Add(1)
+	go func() {
+		defer s.lookups.Done()
+		defer close(a.done)
+		ctx, cancel := context.WithTimeout(s.base, lookAheadTimeout)
+		defer cancel()
+		if st, err := s.look(ctx, "release", key, true); err == nil {
+			a.st = st
+		}
+	}()
+	return a
+}
+
+// lookedAhead returns k, what the store knows of its lease on key, with
+// what k's lookAhead read of the line (knownFrom), once that read is over;
+// k as it is if the read failed, found the lease changed, or ctx ended
+// first.
+func (s *Store) lookedAhead(ctx context.Context, k *known) *known {
+	select {
+	case <-k.ahead.done:
+	case <-ctx.Done():
+		return k
+	}
+	if k.ahead.st == nil {
+		return k
+	}
+	if n := knownFrom(k, k.ahead.st); n != nil {
+		return n
+	}
+	return k
+}
+
+// knownFrom returns k, what the store knows of a lease handed to it, with
+// the waiters that st, read since the handover, found in line (or, with
+// nobody in line, the counter as read); nil if st found the lease
+// changed.
+func knownFrom(k *known, st *state) *known {
+	if cur := st.lease; cur == nil || cur.rec.Owner != k.owner || cur.session != k.session || cur.index != k.leaseIndex || cur.rec.Token != k.token {
+		return nil
+	}
+	n := *k
+	n.ahead = nil
+	n.next = nextPlaces(st, &place{owner: k.owner}, nil)
+	if h := st.handedOf(k.owner); h != nil && n.place == "" {
+		n.place, n.placeTTL = h.session, millis(h.rec.PlaceMillis)
+	}
+	if f := st.fenceKV; len(n.next) == 0 && f != nil && string(f.Value) == strconv.FormatUint(k.token, 10) {
+		n.fenceIndex = f.ModifyIndex
+	}
+	return &n
+}
+
+// rememberRead keeps what the store knows of its lease cur on key, handed
+// over to it, as st, the read that found it, tells.
+func (s *Store) rememberRead(key string, cur *entry, st *state) {
+	k := handedTo(cur)
+	if n := knownFrom(k, st); n != nil {
+		s.remember(key, n)
+		return
+	}
+	s.rememberHanded(key, k)
 }

@@ -26,7 +26,9 @@ type record struct {
 	// renewed.
 	Kept bool `json:"kept,omitempty"`
 	// Next and Released tell the holder of a lease handed over to it who
-	// waits behind it, and the counter's release mark (see known.go).
+	// waits behind it, and the counter's release mark (see known.go). A
+	// handover now names the waiters in the handed place instead (take):
+	// Next is read from leases that earlier versions wrote.
 	Next     []nextPlace `json:"next,omitempty"`
 	Released uint64      `json:"released,omitempty"`
 	// Mark changes with every renewal (and with a waiter that joins the

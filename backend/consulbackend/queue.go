@@ -217,7 +217,7 @@ func (s *Store) queued(ctx context.Context, key, owner string, ttl time.Duration
 	mine := st.placeOf(owner)
 	if cur := st.lease; cur.heldBy(owner) {
 		// The key was handed to owner (or owner holds it already).
-		return s.collect(ctx, key, cur)
+		return s.collect(ctx, key, cur, st)
 	}
 	if he := st.refusal(key, owner, patience); he != nil {
 		if retry, err := s.joinLine(ctx, key, owner, ttl, floor, patience, st, mine, j); retry || err != nil {
@@ -310,10 +310,11 @@ func (st *state) next(owner string, patience time.Duration) string {
 	return ""
 }
 
-// collect returns owner's lease cur after renewing its session: a lease
+// collect returns owner's lease cur, as st read it, after renewing its
+// session: a lease
 // handed over a while ago then lasts its ttl from now, as the caller
 // counts it, although Consul cannot say how much of it was left.
-func (s *Store) collect(ctx context.Context, key string, cur *entry) (backend.Lease, bool, error) {
+func (s *Store) collect(ctx context.Context, key string, cur *entry, st *state) (backend.Lease, bool, error) {
 	entries, _, err := s.session.Renew(cur.session, s.writeOpts(ctx))
 	if err != nil {
 		return backend.Lease{}, false, s.transport("acquire queued", key, ctx, fmt.Errorf("renew session: %w", err))
@@ -321,7 +322,7 @@ func (s *Store) collect(ctx context.Context, key string, cur *entry) (backend.Le
 	if entries == nil {
 		return backend.Lease{}, true, nil // it ended meanwhile: look again
 	}
-	s.remember(key, handedTo(cur))
+	s.rememberRead(key, cur, st)
 	return cur.rec.lease(key), false, nil
 }
 
