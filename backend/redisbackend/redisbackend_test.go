@@ -620,7 +620,7 @@ func TestHandoverReleaseCommands(t *testing.T) {
 
 	// A second waiter joins a line that exists, behind a held lease.
 	join := serverCalls(t, rdb, func() {
-		if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, 2*time.Minute); !errors.Is(err, backend.ErrHeld) {
+		if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, 3*time.Minute); !errors.Is(err, backend.ErrHeld) {
 			t.Fatalf("c joining the line: %v, want ErrHeld", err)
 		}
 	})
@@ -633,7 +633,9 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		"get": 1,
 		// joining: ZADD arrival (new in line: no request of its own to
 		// look at), HSET request, PTTL line and (a longer patience than
-		// the line has left) PEXPIRE of both, to twice that patience
+		// the twice b's that b's join left it: not the same patience,
+		// which a join in the same ms would find left whole) PEXPIRE of
+		// both, to twice that patience
 		"zadd": 1, "hset": 1, "pttl": 2, "pexpire": 2,
 	})
 
