@@ -30,15 +30,7 @@ func FunctionName(name string) string { return libraryName() + "_" + name }
 
 // AskNotes returns how many owners' asks the store keeps noted for key's
 // channel (subscriber.asking).
-func (s *Store) AskNotes(key string) int {
-	sub, name := s.subscribed(key)
-	if sub == nil {
-		return 0
-	}
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	if c := sub.channels[name]; c != nil {
-		return len(c.asked)
-	}
-	return 0
+func (s *Store) AskNotes(key string) (n int) {
+	s.onChannel(key, func(c *channel) { n = len(c.asked) })
+	return n
 }

@@ -182,12 +182,20 @@ func (s *Store) asking(key, owner string) bool {
 // which no wait follows (it was granted or failed), so that the notes of
 // the owners of a key that stays subscribed do not pile up.
 func (s *Store) forgetAsk(key, owner string) {
-	if sub, name := s.subscribed(key); sub != nil {
-		sub.mu.Lock()
-		if c := sub.channels[name]; c != nil {
-			delete(c.asked, owner)
-		}
-		sub.mu.Unlock()
+	s.onChannel(key, func(c *channel) { delete(c.asked, owner) })
+}
+
+// onChannel runs f on the store's channel of key, under its subscriber's
+// lock, if the store has that channel.
+func (s *Store) onChannel(key string, f func(c *channel)) {
+	sub, name := s.subscribed(key)
+	if sub == nil {
+		return
+	}
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if c := sub.channels[name]; c != nil {
+		f(c)
 	}
 }
 
@@ -398,17 +406,9 @@ func (s *subscriber) asking(name, owner string) bool {
 // givenOut returns the newest token of key that a caller of s was given
 // while the store's subscription to key's channel held (Store.taken), or
 // 0.
-func (s *Store) givenOut(key string) uint64 {
-	sub, name := s.subscribed(key)
-	if sub == nil {
-		return 0
-	}
-	sub.mu.Lock()
-	defer sub.mu.Unlock()
-	if c := sub.channels[name]; c != nil {
-		return c.taken
-	}
-	return 0
+func (s *Store) givenOut(key string) (taken uint64) {
+	s.onChannel(key, func(c *channel) { taken = c.taken })
+	return taken
 }
 
 // taken notes that a caller was given the lease of name with token (see
