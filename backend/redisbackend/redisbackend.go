@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,8 +51,9 @@ type Store struct {
 	sharded  bool   // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
 	user     string // the ACL user the client logs in as, for errors
 	scripts  *scriptSet
-	settings []any   // the first arguments of every script (scriptSettings)
-	marker   *marker // keeps watched keys marked
+	settings []any                    // the first arguments of every script (scriptSettings)
+	lastKeys atomic.Pointer[keyNames] // leaseKeys' last answer
+	marker   *marker                  // keeps watched keys marked
 
 	mu     sync.Mutex             // guards subs, done and adding to awaits
 	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot

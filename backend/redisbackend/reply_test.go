@@ -161,6 +161,26 @@ func TestLeaseKeys(t *testing.T) {
 	}
 }
 
+// A store keeps the names of the last key it was asked for: the same key
+// again builds nothing, and another key gets its own names, never the
+// kept ones.
+func TestStoreLeaseKeysKeepsTheLastKey(t *testing.T) {
+	s := &Store{prefix: "baton"}
+	a := s.leaseKeys("{t:a}:lock:x")
+	if n := testing.AllocsPerRun(100, func() { s.leaseKeys("{t:a}:lock:x") }); n != 0 {
+		t.Errorf("leaseKeys of the last key again allocates %v times, want 0", n)
+	}
+	for _, key := range []string{"{t:a}:lock:y", "{t:a}:lock:x", "{t:b}:lock:x", "{t:a}:lock:x"} {
+		got := s.leaseKeys(key)
+		if want := s.buildLeaseKeys(key); !slices.Equal(got, want) {
+			t.Errorf("leaseKeys(%q) = %q, want %q", key, got, want)
+		}
+	}
+	if !slices.Equal(a, s.buildLeaseKeys("{t:a}:lock:x")) {
+		t.Errorf("the names handed out for {t:a}:lock:x changed to %q", a)
+	}
+}
+
 // The scripts write the fencing limits as literals: they must be
 // backend.MaxTokenLead in µs and backend.MaxToken.
 func TestScriptFencingLimits(t *testing.T) {

@@ -175,8 +175,27 @@ func (s *Store) run(ctx context.Context, script *script, key string, args ...any
 
 // leaseKeys returns the eight keys of key's scripts: on a Cluster, whose
 // scripts may touch only the keys of one slot, the tag's marker stands in
-// for the tenant's (see Restart guard).
+// for the tenant's (see Restart guard). The names of the last key asked
+// for are kept (lastKeys), so that a caller that cycles one key, as a
+// Mutex or an elector does, does not build them again on every call;
+// callers only read the slice.
 func (s *Store) leaseKeys(key string) []string {
+	if last := s.lastKeys.Load(); last != nil && last.key == key {
+		return last.keys
+	}
+	keys := s.buildLeaseKeys(key)
+	s.lastKeys.Store(&keyNames{key: key, keys: keys})
+	return keys
+}
+
+// keyNames is a key with the names leaseKeys built for it.
+type keyNames struct {
+	key  string
+	keys []string
+}
+
+// buildLeaseKeys builds what leaseKeys returns.
+func (s *Store) buildLeaseKeys(key string) []string {
 	name := s.LeaseKey(key)
 	intact := s.IntactKey(key)
 	if intact == "" {
