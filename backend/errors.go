@@ -48,7 +48,11 @@ type HeldError struct {
 	// store is Recovering: TTL is then how long it keeps refusing the key.
 	Holder Lease
 	// Next is the waiter first in the key's line, if the store keeps one
-	// and anyone is in it (Queue).
+	// and anyone is in it (Queue). AcquireQueued names it when the key is
+	// free but kept for Next and for a try that does not join (patience
+	// 0); an owner that joins the line of a key another owner holds
+	// (patience > 0) may get an empty Next, as a store need not read the
+	// line then.
 	Next string
 	// Recovering reports that the store restarted without its data, or
 	// otherwise lost a lease on the key that its holder may still believe

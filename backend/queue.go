@@ -24,12 +24,13 @@ import (
 // need not ask. Acquire, Renew and Get do not look at the line: a caller
 // that mixes Acquire with AcquireQueued on one key gives up the order.
 type Queue interface {
-	// AcquireQueued is Acquire for a waiter in line. It first drops the
-	// waiters whose patience ran out. It then grants key to owner, as
-	// Acquire would, if the key is free and either nobody is in line or
-	// owner is first; the grant takes owner out of the line. If a Release
-	// already handed the key to owner (Handover), it returns that lease
-	// with its remaining TTL.
+	// AcquireQueued is Acquire for a waiter in line. Waiters whose
+	// patience ran out hold no place: it passes over them, and drops them
+	// where it reads the line. It grants key to owner, as Acquire would,
+	// if the key is free and either nobody is in line or owner is first;
+	// the grant takes owner out of the line. If a Release already handed
+	// the key to owner (Handover), it returns that lease with its
+	// remaining TTL.
 	//
 	// Otherwise it returns a *HeldError (errors.Is(err, ErrHeld)) naming
 	// the holder or, when the key is free but kept for another waiter, a
@@ -38,6 +39,11 @@ type Queue interface {
 	// is in line already, until patience from now, asking for ttl and
 	// floor should the key be handed to it; patience 0 neither joins nor
 	// refreshes (a try that must not wait). patience must not be negative.
+	// A refusal names the waiter first in line as Next ("" for nobody)
+	// when the key is free but kept for it and when patience is 0; one
+	// that joins the line of a key another owner holds may name nobody,
+	// as a store need not read the line then (nor drop the lapsed places
+	// in it).
 	// A refusal because the store is recovering from a restart (Recovering
 	// in the HeldError) neither joins nor leaves the line.
 	AcquireQueued(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (Lease, error)

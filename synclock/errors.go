@@ -44,7 +44,9 @@ type LockedError struct {
 	// Its Owner ("<instance ID>#<nonce>") is empty when the lock is kept
 	// for Next, and when Recovering.
 	Holder backend.Lease
-	// Next is the waiter first in the store's line, if any.
+	// Next is the waiter first in the store's line, if any: a TryLock's
+	// refusal names it; that of a waiter that joined the line and gave up
+	// may not (see backend.HeldError).
 	Next string
 	// Tries is how many times the caller asked the store before it gave
 	// up after retries; 0 for a single try.

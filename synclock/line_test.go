@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -196,7 +197,8 @@ func testLineOrder(t *testing.T, cfg synclock.Config, wantClaims int64, open fun
 }
 
 // A waiter that gives up leaves the line at once, so the lock is not kept
-// for it until its place lapses; a TryLock never joins.
+// for it until its place lapses; a TryLock never joins, and names the
+// waiter first in line.
 func TestGiveUpLeavesLine(t *testing.T) { eachStore(t, testGiveUpLeavesLine) }
 
 func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store) {
@@ -216,6 +218,12 @@ func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store)
 	done := make(chan error, 1)
 	go func() { done <- waiter.DoKey(ctx, key, section) }()
 	waitFor(t, "the waiter is in line", func() bool { return waiters(t, hs, key) == 1 })
+	// A TryLock meanwhile, which does not join, names the waiter first in
+	// line (a store may leave it out of a refusal that joins).
+	var locked *synclock.LockedError
+	if err := tryDo(lockerOn(t, 4, newStore(t), cfg), ctxT(t), key, section); !errors.As(err, &locked) || !strings.HasPrefix(locked.Next, idN(t, 2).String()+"#") {
+		t.Fatalf("TryLock while instance 2 waits: %v; want ErrLocked naming it first in line", err)
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, synclock.ErrLocked) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v, want ErrLocked joined with Canceled", err)

@@ -119,9 +119,10 @@
 //     owner, a waiter or a member named with terminal escapes and a
 //     newline, a waiter asking for a ttl of 0, a place that is garbage) is
 //     never handed back as read: Get, Acquire, Release, Leases, Members
-//     and, on a line, Release, AcquireQueued and Dequeue fail with
-//     ErrCorrupt naming the key with the text quoted, and a refused
-//     release leaves the lease held by its owner under its token.
+//     and, on a line, Release, AcquireQueued with patience 0 and Dequeue
+//     fail with ErrCorrupt naming the key with the text quoted (a join of
+//     a held key may be refused as held instead), and a refused release
+//     leaves the lease held by its owner under its token.
 //
 // It does not check that watchers of other keys stay silent (stores may
 // signal spuriously), that expiry is signalled to watchers (stores need not

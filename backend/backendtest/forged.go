@@ -88,11 +88,13 @@ func (s *suite) testForgedOwner(t *testing.T) {
 
 // A place forged first in a lock's line (a waiter named with control
 // characters, a ttl of 0, garbage) makes the holder's Release, another
-// waiter's AcquireQueued and Dequeue, and Break where the store has it,
-// fail with ErrCorrupt naming the key,
+// owner's try (AcquireQueued with patience 0), a waiter's Dequeue, and
+// Break where the store has it, fail with ErrCorrupt naming the key,
 // and changes nothing: the lock stays held by its owner under its token,
 // and the other waiter is still in line behind it (Leases, where the
-// store lists leases, fails the same way).
+// store lists leases, fails the same way). An owner that joins the line
+// of the held key fails the same way or, as a store need not read the
+// line then (backend.Queue), is refused as held.
 func (s *suite) testForgedLine(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -108,8 +110,14 @@ func (s *suite) testForgedLine(t *testing.T) {
 			s.forge(t, key, c.what)
 
 			checkCorrupt(t, "h's Release with a forged place in line", q.Release(ctx, key, "h", 0), key)
+			_, err = q.AcquireQueued(ctx, key, "b", longTTL, 0, 0)
+			checkCorrupt(t, "b's try with a forged place in line", err, key)
 			_, err = q.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-			checkCorrupt(t, "b's AcquireQueued with a forged place in line", err, key)
+			if !errors.Is(err, backend.ErrHeld) {
+				checkCorrupt(t, "b's AcquireQueued with a forged place in line", err, key)
+			} else {
+				checkHeldBy(t, "b's AcquireQueued with a forged place in line", err, held, longTTL)
+			}
 			checkCorrupt(t, "a's Dequeue with a forged place in line", q.Dequeue(ctx, key, "a"), key)
 			if in, ok := q.(backend.Inspector); ok {
 				_, err = in.Leases(ctx, key)

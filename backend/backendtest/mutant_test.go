@@ -260,6 +260,17 @@ var mutants = map[string]struct {
 			return s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
 		}}
 	}, nil},
+	"a try names nobody first in line": {"QueueZeroPatience", func(s *membackend.Store) backend.Store {
+		// A join of a held key may name nobody (backend.Queue); a try may not.
+		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
+			l, err := s.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+			var he *backend.HeldError
+			if errors.As(err, &he) && he.Holder.Owner != "" {
+				he.Next = ""
+			}
+			return l, err
+		}}
+	}, nil},
 	"queue ignores the floor": {"QueueFencing", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, acquireQueued: func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error) {
 			return s.AcquireQueued(ctx, key, owner, ttl, 0, patience)

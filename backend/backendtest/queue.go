@@ -81,13 +81,29 @@ func (s *suite) pollAcquireQueued(t testing.TB, ctx context.Context, q backend.Q
 }
 
 // checkQueuedBehind fails t unless err is a *backend.HeldError naming
-// holder's lease (see checkHeldBy) and next as the waiter first in line.
+// holder's lease (see checkHeldBy) and next as the waiter first in line,
+// as the refusal of a try (AcquireQueued with patience 0) must.
 func checkQueuedBehind(t testing.TB, what string, err error, holder backend.Lease, max time.Duration, next string) {
 	t.Helper()
 	checkHeldBy(t, what, err, holder, max)
 	if he := heldError(t, what, err); he.Next != next {
 		t.Errorf("%s: HeldError names %q as first in line; want %q", what, he.Next, next)
 	}
+}
+
+// checkJoinedBehind is checkQueuedBehind for the refusal of an
+// AcquireQueued that joined the line of a key another owner holds
+// (patience > 0): a store need not read the line then, and may name
+// nobody first in it (backend.Queue). A name it gives must be next; if it
+// gives none, a try of q (patience 0, which joins nothing) must name next.
+func checkJoinedBehind(t testing.TB, ctx context.Context, q backend.Queue, what string, err error, holder backend.Lease, max time.Duration, next string) {
+	t.Helper()
+	if he := heldError(t, what, err); he.Next == "" {
+		checkHeldBy(t, what, err, holder, max)
+		what += ", which named nobody first in line: a try with patience 0 after it"
+		_, err = q.AcquireQueued(ctx, holder.Key, "line-probe", max, 0, 0)
+	}
+	checkQueuedBehind(t, what, err, holder, max, next)
 }
 
 // checkKeptFor fails t unless err is a *backend.HeldError saying that the
@@ -249,14 +265,14 @@ func (s *suite) testQueueOrder(t *testing.T) {
 
 	w, held := s.holdWithWaiter(t, ctx, h, a, watcher, key, waitPatience)
 	_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "b's AcquireQueued after a's", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, b, "b's AcquireQueued after a's", err, held, longTTL, "a")
 	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "a's second AcquireQueued, after b joined", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, a, "a's second AcquireQueued, after b joined", err, held, longTTL, "a")
 
 	release(t, ctx, h, key, "h", 0)
 	la := s.passedTo(t, ctx, w, a, h, key, "a", longTTL, held.Token, "h's release with a and then b in line")
 	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "b's AcquireQueued once a has the key", err, la, longTTL, "b")
+	checkJoinedBehind(t, ctx, b, "b's AcquireQueued once a has the key", err, la, longTTL, "b")
 
 	release(t, ctx, a, key, "a", 0)
 	s.passedTo(t, ctx, w, b, h, key, "b", longTTL, la.Token, "a's release with b in line")
@@ -282,13 +298,13 @@ func (s *suite) testQueueLapsedRejoins(t *testing.T) {
 	w, held := s.holdWithWaiter(t, ctx, h, a, watcher, key, waitPatience)
 	joined := time.Now()
 	_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, short)
-	checkQueuedBehind(t, "b's AcquireQueued with a short patience", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, b, "b's AcquireQueued with a short patience", err, held, longTTL, "a")
 	// b stays silent until its place has surely lapsed.
 	time.Sleep(time.Until(joined.Add(2 * short)))
 	_, err = c.AcquireQueued(ctx, key, "c", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "c's AcquireQueued after b's place lapsed", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, c, "c's AcquireQueued after b's place lapsed", err, held, longTTL, "a")
 	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "b's AcquireQueued after its place lapsed", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, b, "b's AcquireQueued after its place lapsed", err, held, longTTL, "a")
 
 	release(t, ctx, h, key, "h", 0)
 	la := s.passedTo(t, ctx, w, a, h, key, "a", longTTL, held.Token, "h's release with a, c and b in line")
@@ -352,7 +368,7 @@ func (s *suite) joinThenRefresh(t *testing.T, ctx context.Context, h, a, watcher
 	w, held := s.holdWithWaiter(t, ctx, h, a, watcher, key, short)
 	refreshed := time.Now()
 	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, patience)
-	checkQueuedBehind(t, "a's second AcquireQueued", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, a, "a's second AcquireQueued", err, held, longTTL, "a")
 	return w, held, refreshed
 }
 
@@ -416,9 +432,9 @@ func (s *suite) testQueueDequeue(t *testing.T) {
 	_, err := a.AcquireQueued(ctx, key, "a", longTTL, 0, waitPatience)
 	checkHeldBy(t, "a's AcquireQueued of the held key", err, held, longTTL)
 	_, err = b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "b's AcquireQueued after a's", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, b, "b's AcquireQueued after a's", err, held, longTTL, "a")
 	_, err = c.AcquireQueued(ctx, key, "c", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "c's AcquireQueued after b's", err, held, longTTL, "a")
+	checkJoinedBehind(t, ctx, c, "c's AcquireQueued after b's", err, held, longTTL, "a")
 	if err := h.Dequeue(ctx, key, "nobody"); err != nil {
 		t.Errorf("Dequeue of an owner not in line: %v", err)
 	}
@@ -456,7 +472,7 @@ func (s *suite) testQueueZeroPatience(t *testing.T) {
 		checkQueuedBehind(t, fmt.Sprintf("a's try %d with patience 0 and nobody in line", i+1), err, held, longTTL, "")
 	}
 	_, err := b.AcquireQueued(ctx, key, "b", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "b's AcquireQueued after a's tries", err, held, longTTL, "b")
+	checkJoinedBehind(t, ctx, b, "b's AcquireQueued after a's tries", err, held, longTTL, "b")
 	_, err = a.AcquireQueued(ctx, key, "a", longTTL, 0, 0)
 	checkQueuedBehind(t, "a's try with patience 0 and b in line", err, held, longTTL, "b")
 
@@ -611,7 +627,7 @@ func (s *suite) testQueueInvalidArguments(t *testing.T) {
 
 	// The limits themselves are valid.
 	_, err := q.AcquireQueued(ctx, heldKey, "patient", ttl, 0, backend.MaxTTL)
-	checkQueuedBehind(t, fmt.Sprintf("AcquireQueued with a patience of MaxTTL (%v)", backend.MaxTTL), err, l, ttl, "patient")
+	checkJoinedBehind(t, ctx, q, fmt.Sprintf("AcquireQueued with a patience of MaxTTL (%v)", backend.MaxTTL), err, l, ttl, "patient")
 	if err := q.Dequeue(ctx, heldKey, "patient"); err != nil {
 		t.Errorf("Dequeue of the waiter with a patience of MaxTTL: %v", err)
 	}
@@ -661,7 +677,7 @@ func (s *suite) testQueueEndedContext(t *testing.T) {
 		check("AcquireQueued of a held key", c.name, err, c.want)
 	}
 	_, err := waiter.AcquireQueued(ctx, heldKey, "waiter", longTTL, 0, waitPatience)
-	checkQueuedBehind(t, "the waiter's AcquireQueued after the calls with ended contexts", err, held, longTTL, "waiter")
+	checkJoinedBehind(t, ctx, waiter, "the waiter's AcquireQueued after the calls with ended contexts", err, held, longTTL, "waiter")
 	for _, c := range ended {
 		check("Dequeue", c.name, waiter.Dequeue(c.ctx, heldKey, "waiter"), c.want)
 	}

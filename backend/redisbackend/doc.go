@@ -22,8 +22,9 @@
 // line's PTTL). A script reads the places it needs before it writes anything
 // (a release that hands K over pops the head it looks at, ZPOPMIN, and
 // puts back what it popped, at its arrival, when the grant is refused or
-// a place is corrupt), and one call looks at no more than 100 of them
-// from the head (dropping the lapsed ones among them): a place not in
+// a place is corrupt; an AcquireQueued that joins the line of a held key
+// reads none: it names the holder, not the first waiter), and one call
+// looks at no more than 100 of them from the head (dropping the lapsed ones among them): a place not in
 // baton's shape (a ttl
 // outside 1 ms to 365 days, a floor at the largest token, a waiter named
 // with a space or control character, garbage) is backend.ErrCorrupt
@@ -215,6 +216,8 @@
 //	free, W first     AcquireQueued by W           contended, W leaves the line           -
 //	free, W first     AcquireQueued by O != W      O joins the line; reply queued W        -
 //	plain/contended   AcquireQueued by O           contended; O joins (or keeps) its place -
+//	                  (patience > 0)               (reply: the holder, no next)
+//	plain/contended   try by O (patience 0)        same (reply: the holder and W)         -
 //	contended of O    AcquireQueued by O           same (a handover; mailbox deleted)     -
 //	plain of O        Renew by O                   plain, new PX                          -
 //	contended of O    Renew by O                   contended, new PX                      renewed <token> <ttl>
@@ -234,8 +237,11 @@
 //	any held          PX runs out                  free                                   - (waiters wake at the TTL)
 //
 // A place in line lapses at its due time, 3 x RetryInterval after its
-// waiter last asked (synclock's patience); a lapsed waiter is dropped when
-// it reaches the head of the line or joins again. A store made
+// waiter last asked (synclock's patience); a lapsed place in front of the
+// first live waiter is dropped by the next call that reads the line (a
+// Release, which pops it, a Dequeue, an AcquireQueued of the free key or
+// one with patience 0), and a lapsed waiter that joins again goes to the
+// back. A store made
 // WithReplicaAck does not hand over: its contended release publishes
 // "released <token> <W>" and W claims. The restart guard refuses a grant
 // in every row that grants but a Release's handover (K is there, so its
@@ -245,10 +251,10 @@
 //
 // The server calls of a contended acquisition (lockbench: 4 processes x
 // 4 goroutines), each script and each command it calls counted once: the
-// waiter's AcquireQueued, a script with TIME, ZRANGE and HGET (the first
-// live waiter), GET and PTTL (the holder), ZADD, HSET and PTTL of the
+// waiter's AcquireQueued, a script with GET, TIME and PTTL (the holder:
+// TIME checks its token and times the arrival), ZADD, HSET and PTTL of the
 // line (its place; and once per patience PEXPIRE of line and requests):
-// 9; the holder's handing Release, a script with GET (the
+// 7; the holder's handing Release, a script with GET (the
 // lease), ZPOPMIN, TIME and HGET (the head), SET of the counter and the
 // lease, HDEL (the head's request) and PUBLISH: 9.
 // An uncontended AcquireQueued and Release: 9 (the scripts; EXISTS, GET

@@ -324,8 +324,15 @@ func TestHostileNames(t *testing.T) {
 		rdb.HSet(ctx, reqs, name, fmt.Sprintf("1000 0 %d", due))
 		_, err := s.Leases(ctx, key)
 		check(t, "Leases", key, err)
-		_, err = s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute)
-		check(t, "AcquireQueued", key, err)
+		_, err = s.AcquireQueued(ctx, key, "b", time.Minute, 0, 0)
+		check(t, "AcquireQueued with patience 0", key, err)
+		// A join of the held key reads no place, so it names nobody; the
+		// release after it reads the forged one.
+		var he *backend.HeldError
+		if _, err = s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.As(err, &he) || he.Next != "" {
+			t.Errorf("b joining the line: %v; want ErrHeld naming a and nobody first in line", err)
+		}
+		check(t, "Release", key, s.Release(ctx, key, "a", 0))
 	})
 	for _, forged := range []backend.Member{{Name: "\x1b[31mname", Identity: "id"}, {Name: "name", Identity: "id\x1b[8m"}} {
 		t.Run(fmt.Sprintf("member %q", forged), func(t *testing.T) {

@@ -74,8 +74,11 @@ func forgeWaiter(t *testing.T, rdb *redis.Client, s *redisbackend.Store, key, na
 // changes nothing: the lock is still held by its owner under its token,
 // the line and its requests are as they were. It used to release the
 // lock and then fail with a raw script error half-way (a ttl of 0), or
-// hand the lock to the forged waiter. AcquireQueued and Dequeue of
-// another waiter fail the same way.
+// hand the lock to the forged waiter. A try of another owner
+// (AcquireQueued with patience 0, which reads the line to name the waiter
+// first in it) and Dequeue of another waiter fail the same way. A join of
+// the held key reads no place: it is refused as held, and the holder's
+// release still finds the forged place.
 func TestForgedLinePlaces(t *testing.T) {
 	rdb := server.Client(t)
 	s := newStore(t, rdb)
@@ -116,19 +119,25 @@ func TestForgedLinePlaces(t *testing.T) {
 				}
 			}
 			check("Release", s.Release(ctx, key, "a", 0))
-			_, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, time.Minute)
-			check("AcquireQueued", err)
+			_, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, 0)
+			check("AcquireQueued with patience 0", err)
 			check("Dequeue", s.Dequeue(ctx, key, "b"))
 			if g, err := s.Get(ctx, key); err != nil || g.Owner != "a" || g.Token != a.Token {
 				t.Errorf("Get after the refused calls: %+v, %v; want a's lease, token %d", g, err, a.Token)
 			}
+			if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Errorf("c joining the line of the held key: %v; want ErrHeld", err)
+			}
+			before = readLine(t, rdb, s, key)
+			check("Release after c joined", s.Release(ctx, key, "a", 0))
 		})
 	}
 }
 
 // A release with a huge line of lapsed places in front of the live
 // waiter does bounded work: it looks at no more than a hundred places
-// (counted by the server: INFO commandstats) and drops only those. The
+// (counted by the server: INFO commandstats) and drops only those (a join
+// of the held key looks at none). The
 // waiter then gets the key, and Leases stays bounded too. It used to drop
 // every lapsed place in one call: 200,000 stalled the server half a
 // second.
@@ -169,6 +178,12 @@ func TestHugeLineBoundedWork(t *testing.T) {
 		}
 	}
 	calls := serverCalls(t, rdb, func() {
+		if _, err := s.AcquireQueued(ctx, key, "c", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+			t.Fatalf("c joining the line: %v; want ErrHeld", err)
+		}
+	})
+	bounded("a join of the held key", calls)
+	calls = serverCalls(t, rdb, func() {
 		if err := s.Release(ctx, key, "a", 0); err != nil {
 			t.Fatal(err)
 		}

@@ -626,11 +626,11 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	})
 	wantCalls(t, "a waiter joining an existing line", join, map[string]int64{
 		"evalsha": 1,
-		// one EXISTS finds lease, line and marker; the first live waiter:
-		// TIME, ZRANGE, HGET its request
-		"exists": 1, "time": 1, "zrange": 1, "hget": 1,
-		// the holder: GET, PTTL (TYPE only when GET finds another type)
-		"get": 1,
+		// one EXISTS finds lease, line and marker; the holder: GET,
+		// TIME (its token's check and the arrival), PTTL (TYPE only when
+		// GET finds another type); no look for the first live waiter
+		// (ZRANGE, HGET its request): a join of a held key names nobody
+		"exists": 1, "time": 1, "get": 1,
 		// joining: ZADD arrival (new in line: no request of its own to
 		// look at), HSET request, PTTL line and (a longer patience than
 		// the twice b's that b's join left it: not the same patience,
@@ -653,8 +653,19 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		}
 	})
 	wantCalls(t, "a waiter of a store that waits on the key joining its line", join, map[string]int64{
-		"evalsha": 1, "time": 1, "zrange": 1, "hget": 1, "get": 1, "pttl": 2,
-		"zadd": 1, "hset": 1,
+		"evalsha": 1, "time": 1, "get": 1, "pttl": 2, "zadd": 1, "hset": 1,
+	})
+
+	// A try (patience 0) joins nothing and names the waiter first in
+	// line, which it reads: ZRANGE and HGET its request.
+	try := serverCalls(t, rdb, func() {
+		var he *backend.HeldError
+		if _, err := s.AcquireQueued(ctx, key, "e", time.Minute, 0, 0); !errors.As(err, &he) || he.Next != "b" {
+			t.Fatalf("e's try: %v, want ErrHeld naming b first in line", err)
+		}
+	})
+	wantCalls(t, "a try of the held key", try, map[string]int64{
+		"evalsha": 1, "time": 1, "get": 1, "pttl": 1, "zrange": 1, "hget": 1,
 	})
 
 	release := serverCalls(t, rdb, func() {
