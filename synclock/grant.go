@@ -160,8 +160,13 @@ func (g *grant) drop(ctx context.Context) (*ticket, error) {
 	}
 	t := &ticket{owner: lk.newOwner(), sent: lk.clock.Now()}
 	joined, err := g.DropJoin(ctx, r, t.owner, lk.cfg.ClaimWindow, lk.floor(g.Key()).Load(), lk.patience())
+	if err != nil && !errors.Is(err, backend.ErrNotHeld) {
+		// The release may have run, and taken the place, without its
+		// reply reaching us: nobody will wait as that owner.
+		lk.dequeue(ctx, g.key, g.Key(), t.owner)
+	}
 	if !joined {
 		return nil, err
 	}
-	return t, err
+	return t, nil
 }

@@ -366,3 +366,65 @@ func TestUntakenPlaceLeavesTheLine(t *testing.T) {
 		t.Fatalf("the line still holds %q after nobody took the place", he.Next)
 	}
 }
+
+// lostRejoinReply runs ReleaseAndJoin on the store but loses its reply,
+// as a network that breaks after the request reached the server does.
+type lostRejoinReply struct{ *membackend.Store }
+
+func (l lostRejoinReply) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	_, _ = l.Store.ReleaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
+	return false, errors.New("connection reset (the reply was lost)")
+}
+
+// A release whose reply is lost may still have put a waiter in line for
+// the next local goroutine: that place is taken out of the line, so the
+// key is not handed to an owner nobody waits as, and the goroutine, which
+// then asks as usual, gets the key in its turn.
+func TestLostRejoinReplyLeavesNoPlace(t *testing.T) {
+	mem := membackend.New()
+	t.Cleanup(func() { mem.Close() })
+	cfg := synclock.Config{RetryInterval: time.Hour, ClaimWindow: time.Minute, HoldDuration: time.Minute}
+	a, err := synclock.NewLocker(lostRejoinReply{mem}, idN(t, 1), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, bq := countingLocker(t, 2, cfg, mem)
+	key := uniqueKey(t)
+	first := a.Mutex(key)
+	if err := first.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	bHolds, bGo := make(chan struct{}), make(chan struct{})
+	wg.Go(func() {
+		if err := b.DoKey(ctxT(t), key, func(context.Context) error {
+			close(bHolds)
+			<-bGo
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	waitFor(t, "b is in line", func() bool { return bq.claims.Load() == 1 })
+	a2 := make(chan error, 1)
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second) // well inside the phantom's claim window
+		defer cancel()
+		a2 <- a.DoKey(ctx, key, func(context.Context) error { return nil })
+	})
+	waitFor(t, "a2 waits behind a's holder", func() bool { return synclock.Waiting(a, key) == 1 })
+	if err := first.Unlock(ctxT(t)); err == nil {
+		t.Error("Unlock whose release reply was lost reported no error")
+	}
+	<-bHolds
+	waitFor(t, "a2 is in line behind b", func() bool {
+		_, err := mem.AcquireQueued(ctxT(t), backend.AppKey("acme", "billing", "lock", key), "try", time.Minute, 0, 0)
+		var he *backend.HeldError
+		return errors.As(err, &he) && he.Next != ""
+	})
+	close(bGo)
+	if err := <-a2; err != nil {
+		t.Fatalf("a2 after b's turn: %v; want the lock (a lost place must not be ahead of it)", err)
+	}
+	wg.Wait()
+}
