@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,5 +64,99 @@ func TestRoundPoolUnpinned(t *testing.T) {
 		if p, ok := judged[name]; !ok || p != pass {
 			t.Errorf("target %q: pass %v (judged %v), want %v", name, p, ok, pass)
 		}
+	}
+}
+
+// The contended run with clients shared per process is pooled over the
+// rounds as its own scenario, right after the contended one of each
+// implementation: its own runs, server figures per acquisition and
+// targets, apart from the contended run with a client per goroutine.
+func TestRoundPoolContendedShared(t *testing.T) {
+	// one is a run's summary: ops acquisitions in 1 s, costing the server
+	// calls commands and cpu µs per acquisition.
+	one := func(ops int, calls int64, cpu float64) summary {
+		return summary{ops: ops, seconds: 1, loadOps: ops, load: serverLoad{calls: calls * int64(ops), cpuUsec: cpu * float64(ops)}}
+	}
+	pool := roundPool{}
+	for range 2 { // rounds
+		pool.add(referenceName, Uncontended, one(10000, 2, 40))
+		pool.add(BatonName, Uncontended, one(9000, 9, 50))
+		pool.add(BatonName, Contended, one(800, 21, 300))
+		pool.add(BatonName, ContendedShared, one(850, 11, 120))
+		pool.add(RedislockName, Uncontended, one(8800, 5, 48))
+		pool.add(RedislockName, Contended, one(600, 14, 280))
+		pool.add(RedislockName, ContendedShared, one(500, 16, 150))
+	}
+	res := &Results{}
+	pool.finish(res, Options{Impls: []string{BatonName, RedislockName}, Procs: 4, Goroutines: 4, CS: time.Millisecond})
+
+	var got []string
+	for _, run := range res.Runs {
+		got = append(got, run.Impl+" "+run.Scenario)
+	}
+	want := []string{"baton uncontended", "baton contended", "baton contended-shared",
+		"redislock uncontended", "redislock contended", "redislock contended-shared"}
+	if len(got) != len(want) {
+		t.Fatalf("runs %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("run %d is %q, want %q", i, got[i], want[i])
+		}
+	}
+	if run, _ := res.Run(BatonName, ContendedShared); run.OpsPerS != 850 || run.Ops != 1700 || run.RedisCallsPerOp != 11 || run.RedisCPUUsPerOp != 120 {
+		t.Errorf("baton contended-shared: %v ops/s, %d ops, %v calls and %v µs per acquisition; want 850, 1700, 11, 120",
+			run.OpsPerS, run.Ops, run.RedisCallsPerOp, run.RedisCPUUsPerOp)
+	}
+	judged := map[string]bool{}
+	for _, tg := range res.Targets {
+		judged[tg.Name] = tg.Pass
+	}
+	// The ideal is 1/(1 ms + 2 x 50 µs) = 909.1 ops/s: 90 % is 818.2.
+	for name, pass := range map[string]bool{
+		"contended ops/s vs 90% of the ideal":                          false,
+		"contended Redis CPU µs per acquisition vs redislock's":        false,
+		"contended Redis calls per acquisition":                        false,
+		"contended-shared ops/s vs 90% of the ideal":                   true,
+		"contended-shared Redis CPU µs per acquisition vs redislock's": true,
+		"contended-shared Redis calls per acquisition":                 true,
+		"contended-shared wait p99 ms vs 2x the fair share":            true,
+		"uncontended Redis CPU µs per cycle vs 1.1x redislock's":       true,
+		"contended ops/s vs 1.3x the best peer (redislock)":            true,
+		"overlapping holders, every run":                               true,
+	} {
+		if p, ok := judged[name]; !ok || p != pass {
+			t.Errorf("target %q: pass %v (judged %v), want %v", name, p, ok, pass)
+		}
+	}
+}
+
+// Options.Clients chooses the contended runs of a round: both by default,
+// one of them when asked; the setup records it, and another value is an
+// error that names it.
+func TestOptionsClients(t *testing.T) {
+	for _, c := range []struct {
+		clients, setup string
+		want           []string
+	}{
+		{"", "per-goroutine and per-process", []string{Contended, ContendedShared}},
+		{ClientsBoth, "per-goroutine and per-process", []string{Contended, ContendedShared}},
+		{ClientsGoroutine, "per-goroutine", []string{Contended}},
+		{ClientsProcess, "per-process", []string{ContendedShared}},
+	} {
+		o, err := Options{Clients: c.clients, Exe: "lockbench"}.withDefaults()
+		if err != nil {
+			t.Fatalf("clients %q: %v", c.clients, err)
+		}
+		if got := o.contendedScenarios(); !slices.Equal(got, c.want) {
+			t.Errorf("clients %q: contended scenarios %q, want %q", c.clients, got, c.want)
+		}
+		if got := newSetup(o).Clients; got != c.setup {
+			t.Errorf("clients %q: setup's clients %q, want %q", c.clients, got, c.setup)
+		}
+	}
+	_, err := Options{Clients: "thread", Exe: "lockbench"}.withDefaults()
+	if err == nil || !strings.Contains(err.Error(), `clients "thread"`) {
+		t.Errorf("clients \"thread\": error %v, want one naming it", err)
 	}
 }
