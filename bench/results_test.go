@@ -34,11 +34,7 @@ func unpinnedResults() *Results {
 // against the peers' figures of that scenario, apart from the pinned
 // ones.
 func TestJudgeUnpinned(t *testing.T) {
-	got := map[string]Target{}
-	for _, tg := range judge(unpinnedResults()) {
-		got[tg.Name] = tg
-	}
-	for name, want := range map[string]Target{
+	checkTargets(t, judge(unpinnedResults()), 10, "3 per uncontended scenario, 4 contended", map[string]Target{
 		"uncontended ops/s vs the best owner-checked peer (redislock)":        {Got: 9000, Cmp: ">=", Want: 8800, Pass: true},
 		"uncontended ops/s vs the minimal fenced lock":                        {Got: 9000, Cmp: ">=", Want: 8900, Pass: true},
 		"uncontended Redis CPU µs per cycle vs 1.1x redislock's":              {Got: 50, Cmp: "<=", Want: 52.8, Pass: true},
@@ -47,15 +43,7 @@ func TestJudgeUnpinned(t *testing.T) {
 		"uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's":     {Got: 70, Cmp: "<=", Want: 55, Pass: false},
 		"contended ops/s vs 1.3x the best peer (redislock)":                   {Got: 850, Cmp: ">=", Want: 780, Pass: true},
 		"overlapping holders, every run":                                      {Got: 0, Cmp: "<=", Want: 0, Pass: true},
-	} {
-		want.Name = name
-		if g, ok := got[name]; !ok || g != want {
-			t.Errorf("target %q: got %+v (judged %v), want %+v", name, g, ok, want)
-		}
-	}
-	if n := len(got); n != 10 {
-		t.Errorf("%d targets judged, want 10 (3 per uncontended scenario, 4 contended):\n%v", n, got)
-	}
+	})
 
 	// Without the unpinned runs (a run with -pin=false), the same targets
 	// less the unpinned ones.
@@ -65,6 +53,25 @@ func TestJudgeUnpinned(t *testing.T) {
 		if strings.HasPrefix(tg.Name, UncontendedUnpinned) {
 			t.Errorf("target %q judged without an unpinned run", tg.Name)
 		}
+	}
+}
+
+// checkTargets checks that ts holds n targets (which, in words: why)
+// and among them each of want, as want judges it.
+func checkTargets(t *testing.T, ts []Target, n int, why string, want map[string]Target) {
+	t.Helper()
+	got := map[string]Target{}
+	for _, tg := range ts {
+		got[tg.Name] = tg
+	}
+	for name, w := range want {
+		w.Name = name
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("target %q: got %+v (judged %v), want %+v", name, g, ok, w)
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d targets judged, want %d (%s):\n%v", len(got), n, why, got)
 	}
 }
 
@@ -170,11 +177,7 @@ func sharedResults() *Results {
 // the rate against the ideal, the wait p99 against the fair share, Redis
 // CPU per acquisition against redislock's and the calls per acquisition.
 func TestJudgeContendedShared(t *testing.T) {
-	got := map[string]Target{}
-	for _, tg := range judge(sharedResults()) {
-		got[tg.Name] = tg
-	}
-	for name, want := range map[string]Target{
+	checkTargets(t, judge(sharedResults()), 16, "3 per uncontended scenario, 5 contended, 4 contended-shared, overlaps", map[string]Target{
 		"contended ops/s vs 90% of the ideal":                          {Got: 850, Cmp: ">=", Want: 810, Pass: true},
 		"contended wait p99 ms vs 2x the fair share":                   {Got: 30, Cmp: "<=", Want: 40, Pass: true},
 		"contended Redis CPU µs per acquisition vs redislock's":        {Got: 300, Cmp: "<=", Want: 250, Pass: false},
@@ -185,15 +188,7 @@ func TestJudgeContendedShared(t *testing.T) {
 		"contended-shared Redis CPU µs per acquisition vs redislock's": {Got: 120, Cmp: "<=", Want: 260, Pass: true},
 		"contended-shared Redis calls per acquisition":                 {Got: 11.5, Cmp: "<=", Want: 12, Pass: true},
 		"overlapping holders, every run":                               {Got: 0, Cmp: "<=", Want: 0, Pass: true},
-	} {
-		want.Name = name
-		if g, ok := got[name]; !ok || g != want {
-			t.Errorf("target %q: got %+v (judged %v), want %+v", name, g, ok, want)
-		}
-	}
-	if n := len(got); n != 16 {
-		t.Errorf("%d targets judged, want 16 (3 per uncontended scenario, 5 contended, 4 contended-shared, overlaps):\n%v", n, got)
-	}
+	})
 
 	// Baton with shared clients only (-clients process): its targets are
 	// judged, those of the scenario it did not run are not.
