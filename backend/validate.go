@@ -130,11 +130,22 @@ func nameProblem(what, s string, maxLen int) string {
 		return fmt.Sprintf("%s %q is not valid UTF-8", what, s)
 	}
 	for _, r := range s {
-		if r <= ' ' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+		if badRune(r) {
 			return fmt.Sprintf("%s %q holds a space or control character", what, s)
 		}
 	}
 	return ""
+}
+
+// badRune reports whether r is a space or a control character, which no
+// name may hold. An ASCII rune, as nearly every name's are, is decided
+// without the Unicode tables (no bidirectional control is ASCII): names
+// are checked on every lease call.
+func badRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return r <= ' ' || r == 0x7f
+	}
+	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
 }
 
 // CheckStoredName checks a name read back from a store — an owner, a

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/baton-go/baton/backend"
@@ -245,6 +246,33 @@ func TestFormatDuration(t *testing.T) {
 	} {
 		if got := backend.FormatDuration(d); got != want {
 			t.Errorf("FormatDuration(%v) = %q; want %q", d, got, want)
+		}
+	}
+}
+
+// A name is refused for a space or a control character by the Unicode
+// tables' rule, also where the check decides an ASCII rune without them.
+func TestValidateOwnerRunes(t *testing.T) {
+	runes := []rune{0x85, 0xa0, 0xe9, 0x061c, 0x200e, 0x202e, 0x2066, 0xfeff, 0x1f600}
+	for r := rune(0); r < utf8.RuneSelf; r++ {
+		runes = append(runes, r)
+	}
+	for _, r := range runes {
+		want := r <= ' ' || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+		if err := backend.ValidateOwner("a" + string(r) + "b"); (err != nil) != want {
+			t.Errorf("ValidateOwner of a name holding %U: %v; want refused %v", r, err, want)
+		}
+	}
+}
+
+// Every lease call checks its key and owner: the check of a typical pair
+// sits on every lock cycle.
+func BenchmarkValidateOwnerAndKey(b *testing.B) {
+	owner, key := "10.0.0.7:acme:billing:8080#0123456789abcdef", "{acme:billing}:lock:invoice:42"
+	b.ReportAllocs()
+	for b.Loop() {
+		if backend.ValidateOwner(owner) != nil || backend.ValidateKey(key) != nil {
+			b.Fatal("valid owner or key refused")
 		}
 	}
 }

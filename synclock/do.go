@@ -64,7 +64,7 @@ func (lk *Locker) DoKey(ctx context.Context, key string, fn func(ctx context.Con
 	if fn == nil {
 		return errors.New("synclock: nil function")
 	}
-	k := lk.lockKey(key)
+	k := lk.lastLockKey(key)
 	if g := heldBy(ctx, lk, k.sk); g != nil && g.lk == lk {
 		return fn(ctx) // reentrant: this call chain holds the lock
 	}

@@ -22,6 +22,7 @@ type grant struct {
 	start  time.Time // when the holding began
 	sent   time.Time // when the request that got the lease was sent
 	handed bool
+	parent section // of the holding's context
 
 	// A renewal starts under mu unless the holding is over; release
 	// waits on renewWG for the one in flight (End cancelled its context).
@@ -46,10 +47,29 @@ func (c *claimer) newGrant(l backend.Lease, sent time.Time, handed bool) (*grant
 		// On the alarm: no goroutine until then; most sections are shorter.
 		gr.Wake = first / 3
 	}
-	if err := g.Start(context.WithValue(parent, sectionKey{}, g), &lk.terms, g, gr); err != nil {
+	g.parent = section{Context: parent, g: g}
+	if err := g.Start(&g.parent, &lk.terms, g, gr); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// section is the parent of a holding's context: the caller's context
+// (or its values alone, detached) with the grant as the value of
+// sectionKey, as context.WithValue would make it. Kept in the grant, it
+// costs no allocation of its own.
+type section struct {
+	context.Context
+	g *grant
+}
+
+// Value returns the grant for sectionKey and asks the caller's context
+// for any other key.
+func (s *section) Value(key any) any {
+	if key == (sectionKey{}) {
+		return s.g
+	}
+	return s.Context.Value(key)
 }
 
 func (lk *Locker) ceiling() time.Duration {

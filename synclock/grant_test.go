@@ -164,3 +164,34 @@ func TestSpentHandoverIsVoid(t *testing.T) {
 		t.Fatalf("the section ran with token %d; want a fresh grant above the spent handover's %d", used.Load(), spent)
 	}
 }
+
+// A section's context keeps the caller's values, carries its fencing
+// token and ends, with the caller's cause, when the caller's context does.
+func TestSectionContextFollowsCaller(t *testing.T) {
+	lk := lockerOn(t, 1, &grantingStore{}, synclock.Config{})
+	type valueKey struct{}
+	bye := errors.New("caller left")
+	ctx, cancel := context.WithCancelCause(context.WithValue(ctxT(t), valueKey{}, "v"))
+	defer cancel(nil)
+	err := lk.DoKey(ctx, "section", func(sctx context.Context) error {
+		if v := sctx.Value(valueKey{}); v != "v" {
+			t.Errorf("section's context has value %v, want the caller's v", v)
+		}
+		if tok, ok := synclock.Token(sctx); !ok || tok == 0 {
+			t.Error("section's context carries no fencing token")
+		}
+		cancel(bye)
+		select {
+		case <-sctx.Done():
+		case <-time.After(patience):
+			t.Fatal("section's context did not end with the caller's")
+		}
+		if cause := context.Cause(sctx); !errors.Is(cause, bye) {
+			t.Errorf("section's context ended with cause %v, want the caller's %v", cause, bye)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("DoKey: %v, want nil: the section returned nil before the lease ended", err)
+	}
+}

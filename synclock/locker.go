@@ -34,6 +34,7 @@ type Locker struct {
 
 	noHandover atomic.Bool // the store refused AwaitHandover (errors.ErrUnsupported)
 	observer   func(Event)
+	lastKey    atomic.Pointer[lockKey] // DoKey's last key (lastLockKey)
 
 	mu     sync.Mutex
 	queues map[string]*queue       // store key -> local waiters
@@ -106,6 +107,18 @@ func (lk *Locker) lockKey(key string) lockKey {
 		return lockKey{key: key, err: fmt.Errorf("synclock: lock key %q: %w", key, err)}
 	}
 	return lockKey{key: key, sk: sk}
+}
+
+// lastLockKey is lockKey for DoKey: the last key worked out is kept, so
+// that a caller that runs one key's section over and over, as Do does,
+// does not build its store key again on every call.
+func (lk *Locker) lastLockKey(key string) lockKey {
+	if last := lk.lastKey.Load(); last != nil && last.key == key {
+		return *last
+	}
+	k := lk.lockKey(key)
+	lk.lastKey.Store(&k)
+	return k
 }
 
 // floor returns the floor (lease.Floor) of sk, remembering at most

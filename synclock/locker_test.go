@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/baton-go/baton/backend"
 	"github.com/baton-go/baton/backend/membackend"
 	"github.com/baton-go/baton/synclock"
 	"github.com/baton-go/baton/testkit/faulty"
@@ -173,5 +174,20 @@ func TestNestedWaitForOwnHoldingFails(t *testing.T) {
 	}
 	if err := second.DoKey(ctxT(t), key, func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("the second Locker's DoKey once the key is free: %v", err)
+	}
+}
+
+// DoKey keeps the store key of the last key it was given, and a bad key's
+// error with it: each key, asked for in turn, is still checked as its own.
+func TestDoKeyKeepsLastKey(t *testing.T) {
+	lk := lockerOn(t, 1, &grantingStore{}, synclock.Config{})
+	ctx := context.Background()
+	section := func(context.Context) error { return nil }
+	bad := "bad key\n"
+	for _, key := range []string{"a", "a", bad, bad, "b", "a"} {
+		err := lk.DoKey(ctx, key, section)
+		if want := key == bad; errors.Is(err, backend.ErrInvalidArgument) != want {
+			t.Errorf("DoKey(%q) = %v; want an ErrInvalidArgument %v", key, err, want)
+		}
 	}
 }

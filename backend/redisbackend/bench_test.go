@@ -34,6 +34,7 @@ func BenchmarkUncontendedCycle(b *testing.B) {
 	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
+	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
 		cycle()

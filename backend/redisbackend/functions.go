@@ -113,6 +113,7 @@ var functionScripts = sync.OnceValue(func() *scriptSet {
 	set.each(func(sc **script) {
 		fn := *(*sc)
 		fn.fn = name + "_" + fn.name
+		fn.head = [2]any{"fcall", fn.fn}
 		*sc = &fn
 	})
 	return &set

@@ -202,7 +202,7 @@ func (s *Store) onChannel(key string, f func(c *channel)) {
 // subscribed returns the subscriber of key's shard, or nil if the store
 // has none (it makes none), and key's lease key name.
 func (s *Store) subscribed(key string) (*subscriber, string) {
-	name := s.LeaseKey(key)
+	name := s.leaseKeyOf(key)
 	shard := ""
 	if s.sharded {
 		shard = strconv.Itoa(hashSlot(name))

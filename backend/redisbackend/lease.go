@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,22 +19,23 @@ func (s *Store) Acquire(ctx context.Context, key, owner string, ttl time.Duratio
 		return backend.Lease{}, fmt.Errorf("redisbackend: acquire: %w", err)
 	}
 	ms := backend.RoundUpMillis(ttl).Milliseconds()
-	return s.acquire(ctx, s.scripts.acquire, key, owner, ms, floor)
+	return s.acquire(ctx, s.scripts.acquire, key, asked(key, owner, ms), owner, ms, floor)
 }
 
-// acquire runs script, the grant of Acquire or AcquireQueued, with owner,
-// ttl in ms, floor and the script's further args, and reads its reply. A
-// grant that too few replicas acknowledged is undone: a failover could
-// lose it while its holder believed in it.
-func (s *Store) acquire(ctx context.Context, script *script, key, owner string, ms int64, floor uint64, args ...any) (backend.Lease, error) {
-	res, err := s.grant(ctx, script, key, append([]any{owner, ms, strconv.FormatUint(floor, 10)}, args...)...)
+// acquire runs script, the grant of Acquire or AcquireQueued of lease
+// want (asked), with args: owner, ttl in ms, floor and the script's
+// further args. It reads the script's reply. A grant that too few
+// replicas acknowledged is undone: a failover could lose it while its
+// holder believed in it.
+func (s *Store) acquire(ctx context.Context, script *script, key string, want backend.Lease, args ...any) (backend.Lease, error) {
+	res, err := s.grant(ctx, script, key, args...)
 	if errors.Is(err, ErrNotReplicated) {
-		s.undo(ctx, key, owner)
+		s.undo(ctx, key, want.Owner)
 	}
 	if err != nil {
 		return backend.Lease{}, s.transport("acquire", key, ctx, err)
 	}
-	r, err := parseReply("acquire", key, res, asked(key, owner, ms))
+	r, err := parseReply("acquire", key, res, want)
 	if err != nil {
 		return backend.Lease{}, err
 	}

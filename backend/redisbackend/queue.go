@@ -31,7 +31,7 @@ func (s *Store) AcquireQueued(ctx context.Context, key, owner string, ttl time.D
 	if s.asking(key, owner) {
 		busy = "1"
 	}
-	l, err := s.acquire(ctx, s.scripts.acquireQueued, key, owner, ms, floor, pms, busy)
+	l, err := s.acquire(ctx, s.scripts.acquireQueued, key, asked(key, owner, ms), owner, ms, floor, pms, busy)
 	if !errors.Is(err, backend.ErrHeld) || pms == 0 {
 		s.forgetAsk(key, owner) // no wait follows
 	}

@@ -46,15 +46,15 @@ func (s *Store) grant(ctx context.Context, script *script, key string, args ...a
 	if s.replicas == 0 {
 		return s.run(ctx, script, key, args...).Result()
 	}
-	keys, args := s.leaseKeys(key), scriptArgs(s.settings, args...)
-	res, acked, err := s.grantAndWait(ctx, script.send, keys, args...)
+	keys, all := s.leaseKeys(key), scriptArgs(s.settings, args...)
+	res, acked, err := s.grantAndWait(ctx, script.send, keys, all...)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// The server does not have the script yet: send it whole, with
 		// EVAL (which caches it), as the store's other calls do. SCRIPT
 		// LOAD is not among the commands of ACLRules.
 		res, acked, err = s.grantAndWait(ctx, func(ctx context.Context, pipe redis.Pipeliner, keys []string, args ...any) *redis.Cmd {
 			return script.lua.Eval(ctx, pipe, keys, args...)
-		}, keys, args...)
+		}, keys, all...)
 	}
 	if err != nil {
 		return nil, err

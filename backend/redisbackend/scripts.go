@@ -85,11 +85,15 @@ type script struct {
 	shared, body string
 	lua          *redis.Script
 	fn           string // the function to call; "" to send the script
+	// head is the start of the command that runs it, boxed once:
+	// EVALSHA and the script's digest, or FCALL and fn.
+	head [2]any
 }
 
 func newScript(name, shared, body string) *script {
 	src := shared + body
-	return &script{name: name, src: src, shared: shared, body: body, lua: redis.NewScript(src)}
+	lua := redis.NewScript(src)
+	return &script{name: name, src: src, shared: shared, body: body, lua: lua, head: [2]any{"evalsha", lua.Hash()}}
 }
 
 // caller is what runs a script: a client or a pipeline.
@@ -105,6 +109,29 @@ func (sc *script) run(ctx context.Context, c caller, keys []string, args ...any)
 		return c.FCall(ctx, sc.fn, keys, args...)
 	}
 	return sc.lua.Run(ctx, c, keys, args...)
+}
+
+// runLease runs sc, a lease script, on c with keys as keyNames.args
+// gives them (their count first, then the keys, boxed once) and the
+// store's settings in front of args: FCALL of its function, or EVALSHA,
+// then EVAL if the server does not have the script. The command is built
+// in one slice: go-redis's EvalSha and FCall would box every key again
+// on every call.
+func (sc *script) runLease(ctx context.Context, c redis.UniversalClient, keys, settings []any, args ...any) *redis.Cmd {
+	cmd := c.Do(ctx, command(sc.head[:], keys, settings, args)...)
+	if err := cmd.Err(); err != nil && sc.fn == "" && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		return c.Do(ctx, command([]any{"eval", sc.src}, keys, settings, args)...)
+	}
+	return cmd
+}
+
+// command returns the parts given, in order, in one slice.
+func command(head, keys, settings, args []any) []any {
+	cmd := make([]any, 0, len(head)+len(keys)+len(settings)+len(args))
+	cmd = append(cmd, head...)
+	cmd = append(cmd, keys...)
+	cmd = append(cmd, settings...)
+	return append(cmd, args...)
 }
 
 // send queues sc on the pipeline pipe: FCALL of its function, or
@@ -170,28 +197,48 @@ func leaseKeys(name, intact, tenant string) []string {
 // run runs a lease script on key with the store's settings in front of
 // args.
 func (s *Store) run(ctx context.Context, script *script, key string, args ...any) *redis.Cmd {
-	return script.run(ctx, s.rdb, s.leaseKeys(key), scriptArgs(s.settings, args...)...)
+	return script.runLease(ctx, s.rdb, s.keyNames(key).args, s.settings, args...)
 }
 
 // leaseKeys returns the eight keys of key's scripts: on a Cluster, whose
 // scripts may touch only the keys of one slot, the tag's marker stands in
-// for the tenant's (see Restart guard). The names of the last key asked
-// for are kept (lastKeys), so that a caller that cycles one key, as a
-// Mutex or an elector does, does not build them again on every call;
-// callers only read the slice.
-func (s *Store) leaseKeys(key string) []string {
+// for the tenant's (see Restart guard). Callers only read the slice.
+func (s *Store) leaseKeys(key string) []string { return s.keyNames(key).keys }
+
+// keyNames returns the names of key's scripts. The names of the last key
+// asked for are kept (lastKeys), so that a caller that cycles one key, as
+// a Mutex or an elector does, does not build them again on every call.
+func (s *Store) keyNames(key string) *keyNames {
 	if last := s.lastKeys.Load(); last != nil && last.key == key {
-		return last.keys
+		return last
 	}
 	keys := s.buildLeaseKeys(key)
-	s.lastKeys.Store(&keyNames{key: key, keys: keys})
-	return keys
+	names := &keyNames{key: key, keys: keys, args: make([]any, 0, 1+len(keys))}
+	names.args = append(names.args, strconv.Itoa(len(keys)))
+	for _, k := range keys {
+		names.args = append(names.args, k)
+	}
+	s.lastKeys.Store(names)
+	return names
+}
+
+// leaseKeyOf returns LeaseKey(key), from leaseKeys' last answer when it
+// is key's: an acquisition looks up key's channel three times.
+func (s *Store) leaseKeyOf(key string) string {
+	if last := s.lastKeys.Load(); last != nil && last.key == key {
+		return last.keys[0]
+	}
+	return s.LeaseKey(key)
 }
 
 // keyNames is a key with the names leaseKeys built for it.
 type keyNames struct {
 	key  string
 	keys []string
+	// args are the keys as a script command's arguments: their count
+	// (a string, which go-redis reads when it routes the command on a
+	// Cluster), then the keys, each boxed once.
+	args []any
 }
 
 // buildLeaseKeys builds what leaseKeys returns.
