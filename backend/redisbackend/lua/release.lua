@@ -26,7 +26,7 @@ if tonumber(keep) > 0 then
   end
   return tok
 end
-local line, bad = slow.ending()
+local line, bad = slow.lines().ending()
 if not line then return bad end
 -- While K lives its token is the counter's value: a grant writes both in
 -- one script, and a break moves the counter past the token only as it
