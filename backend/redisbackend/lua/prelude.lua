@@ -246,12 +246,13 @@ local function grantFree(owner, ttl, floor)
   return tok or refused
 end
 
--- lib returns, on a table, the functions a slow path uses: now,
--- classify, holder and add; with parts naming join, live, join and leave
--- (joins); with parts naming line, LOOK and what reads and ends K's line:
--- place, scan, drop, first, pass and ending (lines). The server makes
--- a function each time its statement runs, on every call: a path asks
--- only for the parts it uses, and add makes more when it needs them.
+-- lib returns, on a table, the functions every slow path may use: now,
+-- classify and holder, and two that add more to the table and return
+-- it: joins (live, join and leave: a caller joins K's line or leaves it)
+-- and lines (LOOK, place, scan, drop, first, pass and ending: what reads
+-- K's line and ends a lease on it). The server makes a function each
+-- time its statement runs, on every call: a path makes only the parts it
+-- uses (lib().joins(), lib().lines()).
 local function lib()
   local K = KEYS[1]
 
@@ -290,13 +291,11 @@ local function lib()
     return {l[1], l[2], l[3], l[4]}
   end
 
-  -- s holds the functions lib returns; it names every field the parts
-  -- fill in, so that it is made at its full size (growing it costs more).
-  local s = {now = now, classify = classify, holder = holder, joins = false, lines = false, live = false, join = false, leave = false,
-    LOOK = false, place = false, scan = false, drop = false, first = false, pass = false, ending = false}
+  -- s holds the functions lib returns; joins and lines add theirs.
+  local s = {now = now, classify = classify, holder = holder, joins = false, lines = false}
 
   -- joins adds to s the functions that put a caller in K's line or take
-  -- it out: live, join and leave.
+  -- it out, live, join and leave, and returns s.
   local function joins()
     local L, R = KEYS[3], KEYS[4]
 
@@ -346,7 +345,7 @@ local function lib()
   end
 
   -- lines adds to s LOOK and the functions that read K's line and end a
-  -- lease on it: place, scan, drop, first, pass and ending.
+  -- lease on it, place, scan, drop, first, pass and ending, and returns s.
   local function lines()
     local L, R, M = KEYS[3], KEYS[4], KEYS[6]
     local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
