@@ -24,6 +24,8 @@
 //	Store          Acquire Renew Release Get Watch         everyone (required)                     yes  yes    yes     yes
 //	Queue          AcquireQueued Dequeue: waiting line     synclock: waiters race for a release    yes  yes    -       yes
 //	Handover       AwaitHandover: key to the first waiter  synclock: waits for EventReleased       yes  yes*   -       yes
+//	Rejoin         ReleaseAndJoin: a release that puts     synclock: the process's next waiting    yes  yes*   -       -
+//	               another waiter of the process in line   goroutine asks (AcquireQueued)
 //	Registry       Heartbeat Members Leave: members        role: Members is ErrNoRegistry, no      yes  yes    yes     yes
 //	                                                       duplicate-ID check by entries;
 //	                                                       batonctl status: an error
@@ -37,7 +39,8 @@
 //
 // (*) A Redis store made WithReplicaAck, and a membackend store made
 // WithoutHandover, answer AwaitHandover with errors.ErrUnsupported, and
-// synclock then waits as with a plain Queue. The restart guard is no
+// synclock then waits as with a plain Queue; their ReleaseAndJoin hands
+// nothing over and so puts nobody in line. The restart guard is no
 // interface: it is part of Acquire's contract (a HeldError with
 // Recovering set), which every built-in store keeps (consulbackend and
 // membackend can be told to wait longer, WithRestartGuard); a store that

@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -95,6 +96,31 @@ type Handover interface {
 	// When ctx ends, a handover may still arrive after AwaitHandover
 	// returned: a waiter that gives up calls Dequeue, which releases it.
 	AwaitHandover(ctx context.Context, key, owner string, max time.Duration) (l Lease, ok bool, err error)
+}
+
+// Rejoin is implemented by Handover stores whose release can, in the same
+// step, put another waiter at the back of the key's line: a process that
+// releases a key while another of its goroutines waits for it saves that
+// goroutine's AcquireQueued, a request and its round trip per turn.
+type Rejoin interface {
+	Handover
+
+	// ReleaseAndJoin releases key as Release(ctx, key, owner, 0) does. If
+	// the release handed key to the waiter first in line, next joins the
+	// back of the line in the same atomic step, as a refused
+	// AcquireQueued(ctx, key, next, ttl, floor, patience) would have it
+	// join, and joined is true: next waits for its turn with
+	// AwaitHandover and keeps its place by asking (AcquireQueued) before
+	// patience runs out, or leaves with Dequeue. If the key was not handed
+	// over (nobody live in line, or the store does not hand over at the
+	// moment), next has not joined and asks as usual. patience must be
+	// positive.
+	ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (joined bool, err error)
+}
+
+// ValidateRejoin checks the arguments of ReleaseAndJoin other than key.
+func ValidateRejoin(owner, next string, ttl time.Duration, floor uint64, patience time.Duration) error {
+	return errors.Join(ValidateOwner(owner), ValidateOwner(next), ValidateTTL("ttl", ttl), ValidateFloor(floor), ValidateTTL("patience", patience))
 }
 
 // ValidatePatience checks the patience of AcquireQueued.

@@ -24,8 +24,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestRunQuick runs the whole harness briefly (every implementation, both
-// scenarios, worker processes included) and checks what must hold at any
+// TestRunQuick runs the whole harness briefly (every implementation, every
+// scenario but the unpinned one, worker processes included) and checks what must hold at any
 // speed: no overlapping holders, every run made progress, and the results
 // have the published shape. It asserts nothing about timing.
 func TestRunQuick(t *testing.T) {
@@ -66,8 +66,8 @@ func TestFunctionsDiagnostic(t *testing.T) {
 }
 
 // runQuick runs impls (nil: the compared ones) for a second per scenario
-// and checks that each of want ran in both scenarios, made progress and
-// saw no overlapping holders.
+// and checks that each of want ran in each scenario (uncontended and both
+// contended ones), made progress and saw no overlapping holders.
 func runQuick(t *testing.T, impls, want []string) *Results {
 	t.Helper()
 	res, err := Run(t.Context(), Options{
@@ -81,7 +81,7 @@ func runQuick(t *testing.T, impls, want []string) *Results {
 		t.Fatalf("Run: %v", err)
 	}
 	for _, name := range want {
-		for _, sc := range []string{Uncontended, Contended} {
+		for _, sc := range []string{Uncontended, Contended, ContendedShared} {
 			run, ok := res.Run(name, sc)
 			if !ok {
 				t.Errorf("no %s %s run", name, sc)
@@ -130,14 +130,14 @@ func checkShape(t *testing.T, js []byte) {
 			t.Errorf("%s missing or not positive", name)
 		}
 	}
-	if len(doc.Runs) != 2*len(ImplNames()) {
-		t.Errorf("%d runs, want %d", len(doc.Runs), 2*len(ImplNames()))
+	if len(doc.Runs) != 3*len(ImplNames()) {
+		t.Errorf("%d runs, want %d", len(doc.Runs), 3*len(ImplNames()))
 	}
 	for _, run := range doc.Runs {
 		if impl, _ := run["impl"].(string); !slices.Contains(ImplNames(), impl) {
 			t.Errorf("run with impl %v", run["impl"])
 		}
-		if sc, _ := run["scenario"].(string); sc != Uncontended && sc != Contended {
+		if sc, _ := run["scenario"].(string); sc != Uncontended && sc != Contended && sc != ContendedShared {
 			t.Errorf("run with scenario %v", run["scenario"])
 		}
 		for _, k := range []string{"ops_per_s", "wait_p50_ms", "wait_p99_ms", "wait_max_ms", "handoff_p50_ms", "overlaps"} {

@@ -43,6 +43,12 @@
 // handoff. With H holders served in turn, each waits about H (cs + 2 RTT),
 // the fair share.
 //
+// Contended, shared clients (ContendedShared): the same run again, right
+// after each implementation's contended run, with one Redis client and one
+// lock client per process that its goroutines share, as the goroutines of
+// a service share one synclock.Locker (which queues them locally).
+// Options.Clients runs either contended scenario alone.
+//
 // Redis Cluster (RunCluster): Workers goroutines (default 48), each
 // locking and unlocking a key of its own app, whose hash tags spread
 // evenly over three masters' slots, on a cluster of one master and on

@@ -101,6 +101,9 @@ func ReadmeComparison(r *Results) string {
 	onRedis(fmt.Sprintf("Redis, contended (%d processes × %d goroutines, %g ms section): ops/s, ideal %s", r.Setup.Procs, r.Setup.Goroutines, r.Setup.CSMS, thousands(r.IdealContended)), "contended", ops)
 	onRedis("Redis, contended: wait p99 / max", "contended", func(v RunResult) string { return fmtMS(v.WaitP99MS) + " / " + fmtMS(v.WaitMaxMS) + " ms" })
 	onRedis("Redis, contended: server commands per acquisition", "contended", func(v RunResult) string { return fmt.Sprintf("%.1f", v.RedisCallsPerOp) })
+	if _, ok := r.Run(BatonName, ContendedShared); ok {
+		onRedis("Redis, contended, one client per process shared by its goroutines: ops/s", ContendedShared, ops)
+	}
 	overlaps := make([]int, len(peers)+1)
 	for i, impl := range peers {
 		for _, sc := range scenarios {

@@ -122,3 +122,17 @@ func TestReadmeUnpinnedFigures(t *testing.T) {
 		}
 	}
 }
+
+// The comparison shows the contended runs with clients shared per
+// process in one row of their own when results.json has them, and is as
+// before when it has not.
+func TestReadmeContendedSharedRow(t *testing.T) {
+	r := sharedResults()
+	const row = "| Redis, contended, one client per process shared by its goroutines: ops/s | 837 | – | 620 | – | – |\n"
+	lacks(t, "the comparison", ReadmeComparison(r), row)
+
+	r.Runs = dropScenario(r.Runs, ContendedShared)
+	if doc := ReadmeComparison(r); strings.Contains(doc, "shared by its goroutines") {
+		t.Errorf("without contended-shared runs, the comparison speaks of them:\n%s", doc)
+	}
+}

@@ -34,11 +34,7 @@ func unpinnedResults() *Results {
 // against the peers' figures of that scenario, apart from the pinned
 // ones.
 func TestJudgeUnpinned(t *testing.T) {
-	got := map[string]Target{}
-	for _, tg := range judge(unpinnedResults()) {
-		got[tg.Name] = tg
-	}
-	for name, want := range map[string]Target{
+	checkTargets(t, judge(unpinnedResults()), 10, "3 per uncontended scenario, 4 contended", map[string]Target{
 		"uncontended ops/s vs the best owner-checked peer (redislock)":        {Got: 9000, Cmp: ">=", Want: 8800, Pass: true},
 		"uncontended ops/s vs the minimal fenced lock":                        {Got: 9000, Cmp: ">=", Want: 8900, Pass: true},
 		"uncontended Redis CPU µs per cycle vs 1.1x redislock's":              {Got: 50, Cmp: "<=", Want: 52.8, Pass: true},
@@ -47,15 +43,7 @@ func TestJudgeUnpinned(t *testing.T) {
 		"uncontended-unpinned Redis CPU µs per cycle vs 1.1x redislock's":     {Got: 70, Cmp: "<=", Want: 55, Pass: false},
 		"contended ops/s vs 1.3x the best peer (redislock)":                   {Got: 850, Cmp: ">=", Want: 780, Pass: true},
 		"overlapping holders, every run":                                      {Got: 0, Cmp: "<=", Want: 0, Pass: true},
-	} {
-		want.Name = name
-		if g, ok := got[name]; !ok || g != want {
-			t.Errorf("target %q: got %+v (judged %v), want %+v", name, g, ok, want)
-		}
-	}
-	if n := len(got); n != 10 {
-		t.Errorf("%d targets judged, want 10 (3 per uncontended scenario, 4 contended):\n%v", n, got)
-	}
+	})
 
 	// Without the unpinned runs (a run with -pin=false), the same targets
 	// less the unpinned ones.
@@ -65,6 +53,25 @@ func TestJudgeUnpinned(t *testing.T) {
 		if strings.HasPrefix(tg.Name, UncontendedUnpinned) {
 			t.Errorf("target %q judged without an unpinned run", tg.Name)
 		}
+	}
+}
+
+// checkTargets checks that ts holds n targets (which, in words: why)
+// and among them each of want, as want judges it.
+func checkTargets(t *testing.T, ts []Target, n int, why string, want map[string]Target) {
+	t.Helper()
+	got := map[string]Target{}
+	for _, tg := range ts {
+		got[tg.Name] = tg
+	}
+	for name, w := range want {
+		w.Name = name
+		if g, ok := got[name]; !ok || g != w {
+			t.Errorf("target %q: got %+v (judged %v), want %+v", name, g, ok, w)
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d targets judged, want %d (%s):\n%v", len(got), n, why, got)
 	}
 }
 
@@ -134,5 +141,125 @@ func TestWriteTableOlderResults(t *testing.T) {
 		if f := strings.Fields(line); len(f) > 3 && f[1] == Uncontended && f[3] == "-" {
 			t.Errorf("an uncontended run with no bound: %q", line)
 		}
+	}
+}
+
+// sharedResults returns results of a run with both contended scenarios:
+// baton ahead of redislock and cheaper on the server with clients shared
+// per process, behind it and dearer with a client per goroutine.
+func sharedResults() *Results {
+	r := unpinnedResults()
+	r.Setup.Clients = "per-goroutine and per-process"
+	shared := map[string]RunResult{
+		BatonName: {Impl: BatonName, Scenario: ContendedShared, OpsPerS: 837, WaitP99MS: 45, RedisCallsPerOp: 11.5, RedisCPUUsPerOp: 120,
+			RedisScriptUsPerOp: 40, RedisCommands: map[string]CommandLoad{"evalsha": {CallsPerOp: 1.5, UsPerCall: 20}, "incr": {CallsPerOp: 2, UsPerCall: 1.5}}},
+		RedislockName: {Impl: RedislockName, Scenario: ContendedShared, OpsPerS: 620, WaitP99MS: 150, RedisCallsPerOp: 15, RedisCPUUsPerOp: 260},
+	}
+	var runs []RunResult
+	for _, run := range r.Runs {
+		if run.Scenario == Contended {
+			run.RedisCallsPerOp, run.RedisCPUUsPerOp = 21, 300
+			if run.Impl == RedislockName {
+				run.RedisCallsPerOp, run.RedisCPUUsPerOp = 14, 250
+			}
+		}
+		runs = append(runs, run)
+		if s, ok := shared[run.Impl]; ok && run.Scenario == Contended {
+			runs = append(runs, s) // right after, as Run orders them
+		}
+	}
+	r.Runs = runs
+	return r
+}
+
+// The contended targets of DESIGN.md §5 are judged in the scenario with
+// clients shared per process too, each against that scenario's figures:
+// the rate against the ideal, the wait p99 against the fair share, Redis
+// CPU per acquisition against redislock's and the calls per acquisition.
+func TestJudgeContendedShared(t *testing.T) {
+	checkTargets(t, judge(sharedResults()), 16, "3 per uncontended scenario, 5 contended, 4 contended-shared, overlaps", map[string]Target{
+		"contended ops/s vs 90% of the ideal":                          {Got: 850, Cmp: ">=", Want: 810, Pass: true},
+		"contended wait p99 ms vs 2x the fair share":                   {Got: 30, Cmp: "<=", Want: 40, Pass: true},
+		"contended Redis CPU µs per acquisition vs redislock's":        {Got: 300, Cmp: "<=", Want: 250, Pass: false},
+		"contended Redis calls per acquisition":                        {Got: 21, Cmp: "<=", Want: 12, Pass: false},
+		"contended ops/s vs 1.3x the best peer (redislock)":            {Got: 850, Cmp: ">=", Want: 780, Pass: true},
+		"contended-shared ops/s vs 90% of the ideal":                   {Got: 837, Cmp: ">=", Want: 810, Pass: true},
+		"contended-shared wait p99 ms vs 2x the fair share":            {Got: 45, Cmp: "<=", Want: 40, Pass: false},
+		"contended-shared Redis CPU µs per acquisition vs redislock's": {Got: 120, Cmp: "<=", Want: 260, Pass: true},
+		"contended-shared Redis calls per acquisition":                 {Got: 11.5, Cmp: "<=", Want: 12, Pass: true},
+		"overlapping holders, every run":                               {Got: 0, Cmp: "<=", Want: 0, Pass: true},
+	})
+
+	// Baton with shared clients only (-clients process): its targets are
+	// judged, those of the scenario it did not run are not.
+	r := sharedResults()
+	r.Runs = dropScenario(r.Runs, Contended)
+	ts := judge(r)
+	if len(ts) == 0 {
+		t.Fatal("no target judged for a run of contended-shared only")
+	}
+	for _, tg := range ts {
+		if strings.HasPrefix(tg.Name, Contended+" ") {
+			t.Errorf("target %q judged without a contended run", tg.Name)
+		}
+	}
+}
+
+// The table shows the contended runs with shared clients as their own
+// rows against the ideal, says how their clients were set up, and gives
+// them their own line of ratios to the peers, of server commands and of
+// targets.
+func TestWriteTableContendedShared(t *testing.T) {
+	r := sharedResults()
+	r.Targets = judge(r)
+	var b strings.Builder
+	if err := r.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	lacks(t, "the table", b.String(),
+		"clients per-goroutine and per-process, cs 1ms",
+		"  contended-shared: one Redis client and one lock client per process, shared by its goroutines (contended: one of each per goroutine)\n",
+		"baton      contended-shared   837.0       93%", // of the ideal 900
+		"redislock      contended-shared   620.0       69%",
+		"  contended: 94% of bound; redislock 1.42x (CPU 1.20x)\n",
+		"  contended-shared: 93% of bound; redislock 1.35x (CPU 0.46x)\n",
+		"  baton contended-shared: scripts 40.0 µs/op; evalsha 1.50x20.00 incr 2.00x1.50\n",
+		"PASS  contended-shared ops/s vs 90% of the ideal: 837 >= 810",
+		"FAIL  contended-shared wait p99 ms vs 2x the fair share: 45 <= 40",
+		"PASS  contended-shared Redis CPU µs per acquisition vs redislock's: 120 <= 260",
+		"PASS  contended-shared Redis calls per acquisition: 11.5 <= 12",
+		"FAIL  contended Redis calls per acquisition: 21 <= 12",
+	)
+}
+
+// Results written before the contended runs with shared clients were
+// measured (the fixture, and results.json while it is one of them) load
+// and print as before: no contended-shared line, the contended rows
+// against the ideal, the targets as they were judged then.
+func TestWriteTableBeforeContendedShared(t *testing.T) {
+	for _, path := range []string{"testdata/results-before-contended-shared.json", "results.json"} {
+		t.Run(path, func(t *testing.T) {
+			var r Results
+			docgen.ReadJSON(t, path, &r)
+			if r.ran(ContendedShared) {
+				t.Skip(path + " has contended-shared runs; this test is for a file without them")
+			}
+			var b strings.Builder
+			if err := r.WriteTable(&b); err != nil {
+				t.Fatal(err)
+			}
+			got := b.String()
+			if strings.Contains(got, ContendedShared) {
+				t.Errorf("a table without contended-shared runs speaks of them:\n%s", got)
+			}
+			lacks(t, "the table", got, "clients per-goroutine,", "targets for baton", "PASS  contended wait p99 ms vs 2x the fair share",
+				"  contended: ", "baton    contended")
+			redis, _, _ := strings.Cut(got, "\nConsul ")
+			for _, line := range strings.Split(redis, "\n") {
+				if f := strings.Fields(line); len(f) > 3 && f[1] == Contended && f[3] == "-" {
+					t.Errorf("a contended run with no bound: %q", line)
+				}
+			}
+		})
 	}
 }

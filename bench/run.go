@@ -35,7 +35,23 @@ const (
 	// pins, with the pinning undone: redis-server and the benchmark left
 	// to the scheduler, as they run in production.
 	UncontendedUnpinned = "uncontended-unpinned"
-	Contended           = "contended"
+	// Contended is the contended run with one Redis client and one lock
+	// client per goroutine: each goroutine is an instance of its own.
+	Contended = "contended"
+	// ContendedShared is the contended run again with one Redis client
+	// and one lock client per process, shared by its goroutines: the
+	// shape of a service, whose goroutines share one synclock.Locker.
+	ContendedShared = "contended-shared"
+)
+
+// Values of Options.Clients: which contended runs a round makes.
+const (
+	// ClientsBoth runs Contended and then ContendedShared.
+	ClientsBoth = "both"
+	// ClientsGoroutine runs Contended only.
+	ClientsGoroutine = "goroutine"
+	// ClientsProcess runs ContendedShared only.
+	ClientsProcess = "process"
 )
 
 // Options configures Run. The zero value runs every implementation with
@@ -54,7 +70,7 @@ type Options struct {
 	// Default a fifth of Duration, at most 1 s. Negative means none.
 	Warmup time.Duration
 	// Rounds repeats the whole sequence: the uncontended phase, then the
-	// contended run of every implementation, starting one implementation
+	// contended runs of every implementation, starting one implementation
 	// later each round. The samples of all rounds are pooled.
 	// Default 3.
 	Rounds int
@@ -63,10 +79,13 @@ type Options struct {
 	// CS is the contended critical section (default 1 ms) and Think the
 	// pause after a release (default 2 ms).
 	CS, Think time.Duration
-	// SharedClients gives each contended process one Redis client and one
-	// implementation client that its goroutines share, instead of one per
-	// goroutine.
-	SharedClients bool
+	// Clients says which contended runs each round makes, for each
+	// implementation: ClientsBoth (the default) runs Contended (a Redis
+	// client and an implementation client per goroutine) and then
+	// ContendedShared (one of each per process, which its goroutines
+	// share); ClientsGoroutine runs the first only, ClientsProcess the
+	// second only.
+	Clients string
 	// Pin puts redis-server on one CPU and this process, with the workers
 	// it starts, on the others (Linux, two CPUs or more), for the length of
 	// Run. Left to the scheduler, a client lands now on the server's CPU,
@@ -132,6 +151,9 @@ func (o Options) filled() Options {
 	if o.Think == 0 {
 		o.Think = DefaultThink
 	}
+	if o.Clients == "" {
+		o.Clients = ClientsBoth
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
@@ -157,13 +179,30 @@ func (o Options) invalid() []error {
 	if o.CS < 0 || o.Think < 0 {
 		errs = append(errs, fmt.Errorf("bench: critical section %v and think time %v must not be negative", o.CS, o.Think))
 	}
+	if o.contendedScenarios() == nil {
+		errs = append(errs, fmt.Errorf("bench: clients %q: want %s, %s or %s", o.Clients, ClientsBoth, ClientsGoroutine, ClientsProcess))
+	}
 	return errs
+}
+
+// contendedScenarios returns the contended scenarios that o.Clients (filled)
+// asks for, in the order a round runs them; nil for an unknown value.
+func (o Options) contendedScenarios() []string {
+	switch o.Clients {
+	case ClientsBoth:
+		return []string{Contended, ContendedShared}
+	case ClientsGoroutine:
+		return []string{Contended}
+	case ClientsProcess:
+		return []string{ContendedShared}
+	}
+	return nil
 }
 
 // Run starts a private redis-server and, in each round, runs the
 // uncontended phase (every implementation and the round-trip reference,
 // interleaved in slices), again unpinned if it pins, and then the
-// contended run of every implementation. It returns the pooled results
+// contended runs of every implementation (Options.Clients). It returns the pooled results
 // with the targets judged. On a failed run it returns what it has so far
 // and the error.
 func Run(ctx context.Context, o Options) (*Results, error) {
@@ -223,7 +262,7 @@ func (p roundPool) add(impl, scenario string, s summary) {
 
 // scenarios are the scenarios of a run on redis-server, in the order of
 // the results.
-var scenarios = []string{Uncontended, UncontendedUnpinned, Contended}
+var scenarios = []string{Uncontended, UncontendedUnpinned, Contended, ContendedShared}
 
 // finish puts the pooled figures into res: the round-trip limits, the
 // derived figures, one run per implementation and scenario, the targets.
@@ -251,8 +290,9 @@ func (p roundPool) finish(res *Results, o Options) {
 
 // runRound runs round (from 0) on the server at addr: the uncontended
 // phase, again with place's pinning undone (nil: Run does not pin), then
-// each implementation contended, starting one further along each round.
-// It adds the summaries to pooled.
+// each implementation contended (in each of o's contended scenarios, one
+// right after the other), starting one further along each round. It adds
+// the summaries to pooled.
 func runRound(ctx context.Context, o Options, admin *redis.Client, addr string, round int, place *placement, pooled roundPool) error {
 	tag := "lockbench:"
 	if o.Rounds > 1 {
@@ -281,12 +321,14 @@ func runRound(ctx context.Context, o Options, admin *redis.Client, addr string, 
 	for i := range o.Impls {
 		name := o.Impls[(i+round)%len(o.Impls)]
 		im, _ := LookupImpl(name)
-		fmt.Fprintf(o.Progress, "%s %s contended for %v\n", tag, name, o.Duration)
-		s, err := runContended(ctx, im, admin, addr, o)
-		if err != nil {
-			return fmt.Errorf("bench: %s contended: %w", name, err)
+		for _, sc := range o.contendedScenarios() {
+			fmt.Fprintf(o.Progress, "%s %s %s for %v\n", tag, name, sc, o.Duration)
+			s, err := runContended(ctx, im, admin, addr, o, sc)
+			if err != nil {
+				return fmt.Errorf("bench: %s %s: %w", name, sc, err)
+			}
+			pooled.add(name, sc, s)
 		}
-		pooled.add(name, Contended, s)
 	}
 	return nil
 }
@@ -458,12 +500,13 @@ func (l refLocker) Lock(ctx context.Context) (func(context.Context) error, error
 	return func(ctx context.Context) error { return l.rdb.Del(ctx, l.key).Err() }, nil
 }
 
-// runContended starts o.Procs worker processes, starts them together and
-// merges their reports.
-func runContended(ctx context.Context, im Impl, admin *redis.Client, addr string, o Options) (summary, error) {
-	key := runKey(im.Name, Contended)
+// runContended starts o.Procs worker processes for scenario (Contended,
+// or ContendedShared: the goroutines of a process share its clients),
+// starts them together and merges their reports.
+func runContended(ctx context.Context, im Impl, admin *redis.Client, addr string, o Options, scenario string) (summary, error) {
+	key := runKey(im.Name, scenario)
 	spec := workerSpec{
-		Impl: im.Name, Addr: addr, Goroutines: o.Goroutines, Shared: o.SharedClients,
+		Impl: im.Name, Addr: addr, Goroutines: o.Goroutines, Shared: scenario == ContendedShared,
 		Key: key, Marker: key + ":marker", Seq: key + ":seq",
 		CS: o.CS, Think: o.Think, Duration: o.Duration,
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -48,6 +49,9 @@ func openStore(rdb *redis.Client, n int) (Client, error) {
 type storeClient struct {
 	store  *redisbackend.Store
 	prefix string // of the owners: the client's instance ID, as synclock writes it
+	// n counts the acquisitions of the client's lockers: each has its own
+	// owner, as in synclock, also when goroutines share the client.
+	n atomic.Uint64
 }
 
 func (c *storeClient) Locker(key string) (Locker, error) {
@@ -61,7 +65,6 @@ func (c *storeClient) Close() error { return c.store.Close() }
 type storeLocker struct {
 	c     *storeClient
 	key   string
-	n     uint64 // acquisitions: each has its own owner, as in synclock
 	owner string
 }
 
@@ -72,8 +75,7 @@ const (
 )
 
 func (l *storeLocker) Lock(ctx context.Context) (func(context.Context) error, error) {
-	l.n++
-	l.owner = l.c.prefix + strconv.FormatUint(l.n, 16)
+	l.owner = l.c.prefix + strconv.FormatUint(l.c.n.Add(1), 16)
 	for {
 		_, err := l.c.store.AcquireQueued(ctx, l.key, l.owner, storeClaim, 0, storePatience)
 		if err == nil {

@@ -12,17 +12,23 @@ import (
 // claim takes the lock in the store for the goroutine that owns q's turn,
 // waiting as the package doc says; used is the retries spent behind local
 // holders.
-func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool) (*grant, int, error) {
+func (lk *Locker) claim(ctx context.Context, key, sk string, q *queue, wait bool, used int, detach bool, t *ticket) (*grant, int, error) {
 	c := claimer{lk: lk, ctx: ctx, key: key, sk: sk, owner: lk.newOwner(), q: q, wait: wait, detach: detach, used: used}
 	c.line, _ = lk.store.(backend.Queue)
 	if !lk.noHandover.Load() {
 		c.hand, _ = lk.store.(backend.Handover)
 	}
 	if wait {
-		// A live waiter asks again at least every RetryInterval; its place
-		// outlives that three times over, so only a waiter that is gone
-		// loses it, and the lock waits at most that long for a dead one.
-		c.patience = 3 * lk.cfg.RetryInterval
+		c.patience = lk.patience()
+	}
+	if t != nil {
+		// The release before this turn took a place in line for it: wait
+		// for the key to be handed over before asking.
+		c.owner = t.owner
+		g, again, err := c.await(&backend.HeldError{}, &LockedError{Key: key}, t.sent)
+		if !again {
+			return g, c.tries, err
+		}
 	}
 	for {
 		g, again, err := c.round()
@@ -190,14 +196,29 @@ func (c *claimer) giveUp(locked *LockedError, err error) error {
 // leaveLine takes a waiter that gives up out of the key's line at once,
 // so that the lock is not kept idle for it.
 func (c *claimer) leaveLine() {
-	if c.line == nil || c.patience <= 0 {
+	if c.patience > 0 {
+		c.lk.dequeue(c.ctx, c.key, c.sk, c.owner)
+	}
+}
+
+// patience is how long a waiter's place in the store's line lasts. A live
+// waiter asks again at least every RetryInterval; its place outlives that
+// three times over, so only a waiter that is gone loses it, and the lock
+// waits at most that long for a dead one.
+func (lk *Locker) patience() time.Duration { return 3 * lk.cfg.RetryInterval }
+
+// dequeue takes owner out of the line of sk (the store key of key) in the
+// store, even when ctx has ended: a waiter that gave up, or a place that
+// nobody took.
+func (lk *Locker) dequeue(ctx context.Context, key, sk, owner string) {
+	line, ok := lk.store.(backend.Queue)
+	if !ok {
 		return
 	}
-	lk := c.lk
-	dctx, cancel := context.WithTimeout(uncancelled(c.ctx), lk.cfg.OperationTimeout)
+	dctx, cancel := context.WithTimeout(uncancelled(ctx), lk.cfg.OperationTimeout)
 	defer cancel()
-	if err := c.line.Dequeue(dctx, c.sk, c.owner); err != nil {
-		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", c.key, "patience", c.patience, "err", err)
+	if err := line.Dequeue(dctx, sk, owner); err != nil {
+		lk.logger.Warn("synclock: leaving the lock's waiting line failed; the place lapses by itself", "key", key, "patience", lk.patience(), "err", err)
 	}
 }
 

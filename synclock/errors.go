@@ -66,7 +66,10 @@ func (e *LockedError) holderText() string {
 		return fmt.Sprintf("granted to nobody for another %v: the store restarted without its data, lost it, or is new to baton, and a holding from before may still run (%s)",
 			e.Holder.TTL.Round(time.Millisecond), declareWhole)
 	}
-	if e.Holder.Owner == "" {
+	switch {
+	case e.Holder.Owner == "" && e.Next == "":
+		return "handed to the waiter first in line (the holder released it as this instance took its place)"
+	case e.Holder.Owner == "":
 		return fmt.Sprintf("free but kept for %q, first in line", e.Next)
 	}
 	return fmt.Sprintf("held by %q (token %d, %v left)", e.Holder.Owner, e.Holder.Token, e.Holder.TTL.Round(time.Millisecond))

@@ -68,7 +68,7 @@ func (g *grant) Lost(cause error) error {
 
 // AfterLost passes the local turn on once the lost holder's context is
 // cancelled (lease.AfterLoss), never while the lapsed section is live.
-func (g *grant) AfterLost() { g.lk.exit(g.Key(), g.q) }
+func (g *grant) AfterLost() { g.lk.exit(g.Key(), g.q, nil) }
 
 // Woken starts the renewal a third into the first lease (lease.Hooks).
 func (g *grant) Woken() {
@@ -125,9 +125,13 @@ func (g *grant) release(ctx context.Context) error {
 	g.mu.Lock()
 	g.renewWG.Wait()
 	g.mu.Unlock()
-	rerr := g.Drop(ctx, 0)
-	if !wasLost { // else the loss passed the local turn on
-		lk.exit(g.Key(), g.q)
+	var t *ticket
+	var rerr error
+	if wasLost {
+		rerr = g.Drop(ctx, 0) // the loss passed the local turn on
+	} else {
+		t, rerr = g.drop(ctx)
+		lk.exit(g.Key(), g.q, t)
 	}
 	var err error
 	switch {
@@ -141,4 +145,28 @@ func (g *grant) release(ctx context.Context) error {
 	}
 	lk.report(Event{Kind: EventReleased, Key: g.key, Token: g.Token(), Held: lk.clock.Since(g.start), Err: err})
 	return err
+}
+
+// drop gives the lease back. When the store can put a waiter in line as
+// it releases (backend.Rejoin) and another goroutine of this process waits
+// for the key, the release takes a place in line for that goroutine, so
+// that it need not ask: it returns the place, which the goroutine gets
+// with the turn.
+func (g *grant) drop(ctx context.Context) (*ticket, error) {
+	lk := g.lk
+	r, ok := lk.store.(backend.Rejoin)
+	if !ok || lk.noHandover.Load() || !lk.waitedFor(g.q) {
+		return nil, g.Drop(ctx, 0)
+	}
+	t := &ticket{owner: lk.newOwner(), sent: lk.clock.Now()}
+	joined, err := g.DropJoin(ctx, r, t.owner, lk.cfg.ClaimWindow, lk.floor(g.Key()).Load(), lk.patience())
+	if err != nil && !errors.Is(err, backend.ErrNotHeld) {
+		// The release may have run, and taken the place, without its
+		// reply reaching us: nobody will wait as that owner.
+		lk.dequeue(ctx, g.key, g.Key(), t.owner)
+	}
+	if !joined {
+		return nil, err
+	}
+	return t, nil
 }

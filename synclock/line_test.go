@@ -243,3 +243,188 @@ func testGiveUpLeavesLine(t *testing.T, newStore func(testing.TB) backend.Store)
 		t.Fatalf("%d waiters in line after max retries and a TryLock, want 0", n)
 	}
 }
+
+// countingRejoin is countingHandover on a store whose release can put
+// another waiter in line (backend.Rejoin); it counts those releases.
+type countingRejoin struct {
+	countingHandover
+	r      backend.Rejoin
+	joined atomic.Int64
+}
+
+func (c *countingRejoin) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	ok, err := c.r.ReleaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
+	if ok {
+		c.joined.Add(1)
+	}
+	return ok, err
+}
+
+var _ backend.Rejoin = (*countingRejoin)(nil)
+
+// A holder that releases a key while another goroutine of its instance
+// waits for it, on a store that hands over to an instance waiting in
+// line, puts that goroutine in line in the same step: the goroutine is
+// handed the key in its turn without asking the store (no AcquireQueued
+// of its own), after the other instance's turn.
+func TestReleaseTakesThePlaceOfTheNextLocalTurn(t *testing.T) {
+	mem := membackend.New() // one store, as two processes share one server
+	t.Cleanup(func() { mem.Close() })
+	for name, open := range map[string]func(testing.TB) queueStore{
+		"Memory": func(testing.TB) queueStore { return mem },
+		"Redis": func(t testing.TB) queueStore {
+			s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := synclock.Config{RetryInterval: time.Hour} // only releases move anyone
+			s := open(t)
+			cq := &countingQueue{queueStore: s}
+			st := &countingRejoin{countingHandover: countingHandover{cq, s.(backend.Handover)}, r: s.(backend.Rejoin)}
+			a, err := synclock.NewLocker(st, idN(t, 1), cfg, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, bq := countingLocker(t, 2, cfg, open(t))
+			key := uniqueKey(t)
+			first := a.Mutex(key)
+			if err := first.Lock(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu    sync.Mutex
+				order []string
+				wg    sync.WaitGroup
+			)
+			run := func(name string, lk *synclock.Locker) {
+				wg.Go(func() {
+					if err := lk.DoKey(ctxT(t), key, func(context.Context) error {
+						mu.Lock()
+						order = append(order, name)
+						mu.Unlock()
+						return nil
+					}); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			run("b", b)
+			waitFor(t, "b is in line", func() bool { return bq.claims.Load() == 1 })
+			claims := cq.claims.Load()
+			run("a2", a)
+			waitFor(t, "a2 waits behind a's holder", func() bool { return synclock.Waiting(a, key) == 1 })
+			if err := first.Unlock(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			if want := []string{"b", "a2"}; !slices.Equal(order, want) {
+				t.Fatalf("ran in the order %v, want %v", order, want)
+			}
+			if n := st.joined.Load(); n != 1 {
+				t.Errorf("%d releases put a waiter in line, want 1 (a's, for a2)", n)
+			}
+			if n := cq.claims.Load() - claims; n != 0 {
+				t.Errorf("a2 asked the store %d times, want 0: a's release took its place", n)
+			}
+		})
+	}
+}
+
+// A place in the store's line that a release took for a goroutine of its
+// instance that then gave up before its turn (nobody took the turn) is
+// taken out of the line, so the key is not handed to an owner nobody
+// waits as.
+func TestUntakenPlaceLeavesTheLine(t *testing.T) {
+	mem := membackend.New()
+	t.Cleanup(func() { mem.Close() })
+	lk, err := synclock.NewLocker(mem, idN(t, 1), synclock.Config{}, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := uniqueKey(t)
+	sk := backend.AppKey("acme", "billing", "lock", key)
+	ctx := ctxT(t)
+	held, err := mem.Acquire(ctx, sk, "holder", time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.AcquireQueued(ctx, sk, "placed", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("placing the waiter: %v, want ErrHeld", err)
+	}
+	synclock.LeaveTicket(lk, key, "placed")
+	_, err = mem.AcquireQueued(ctx, sk, "try", time.Minute, 0, 0)
+	var he *backend.HeldError
+	if !errors.As(err, &he) || he.Holder.Token != held.Token {
+		t.Fatalf("a try after the place was left: %v, want held by the holder", err)
+	}
+	if he.Next != "" {
+		t.Fatalf("the line still holds %q after nobody took the place", he.Next)
+	}
+}
+
+// lostRejoinReply runs ReleaseAndJoin on the store but loses its reply,
+// as a network that breaks after the request reached the server does.
+type lostRejoinReply struct{ *membackend.Store }
+
+func (l lostRejoinReply) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	_, _ = l.Store.ReleaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
+	return false, errors.New("connection reset (the reply was lost)")
+}
+
+// A release whose reply is lost may still have put a waiter in line for
+// the next local goroutine: that place is taken out of the line, so the
+// key is not handed to an owner nobody waits as, and the goroutine, which
+// then asks as usual, gets the key in its turn.
+func TestLostRejoinReplyLeavesNoPlace(t *testing.T) {
+	mem := membackend.New()
+	t.Cleanup(func() { mem.Close() })
+	cfg := synclock.Config{RetryInterval: time.Hour, ClaimWindow: time.Minute, HoldDuration: time.Minute}
+	a, err := synclock.NewLocker(lostRejoinReply{mem}, idN(t, 1), cfg, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, bq := countingLocker(t, 2, cfg, mem)
+	key := uniqueKey(t)
+	first := a.Mutex(key)
+	if err := first.Lock(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	bHolds, bGo := make(chan struct{}), make(chan struct{})
+	wg.Go(func() {
+		if err := b.DoKey(ctxT(t), key, func(context.Context) error {
+			close(bHolds)
+			<-bGo
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	waitFor(t, "b is in line", func() bool { return bq.claims.Load() == 1 })
+	a2 := make(chan error, 1)
+	wg.Go(func() {
+		ctx, cancel := context.WithTimeout(ctxT(t), 20*time.Second) // well inside the phantom's claim window
+		defer cancel()
+		a2 <- a.DoKey(ctx, key, func(context.Context) error { return nil })
+	})
+	waitFor(t, "a2 waits behind a's holder", func() bool { return synclock.Waiting(a, key) == 1 })
+	if err := first.Unlock(ctxT(t)); err == nil {
+		t.Error("Unlock whose release reply was lost reported no error")
+	}
+	<-bHolds
+	waitFor(t, "a2 is in line behind b", func() bool {
+		_, err := mem.AcquireQueued(ctxT(t), backend.AppKey("acme", "billing", "lock", key), "try", time.Minute, 0, 0)
+		var he *backend.HeldError
+		return errors.As(err, &he) && he.Next != ""
+	})
+	close(bGo)
+	if err := <-a2; err != nil {
+		t.Fatalf("a2 after b's turn: %v; want the lock (a lost place must not be ahead of it)", err)
+	}
+	wg.Wait()
+}

@@ -161,13 +161,17 @@ func (lk *Locker) acquire(ctx context.Context, k lockKey, wait bool, gate chan s
 		unlockGate(gate)
 		return nil, lk.localError(k.key, "is held by another goroutine of this instance", err, start)
 	}
+	t := lk.takeTicket(q)
 	if err = ctx.Err(); err != nil {
 		err = endedBefore(ctx, k.key) // the local turn came as ctx ended: ask the store nothing
+		if t != nil {
+			lk.dequeue(ctx, k.key, k.sk, t.owner) // nor keep the place taken for it
+		}
 	} else {
-		g, tries, err = lk.claim(ctx, k.key, k.sk, q, wait, w.retries(), gate != nil)
+		g, tries, err = lk.claim(ctx, k.key, k.sk, q, wait, w.retries(), gate != nil, t)
 	}
 	if err != nil {
-		lk.exit(k.sk, q)
+		lk.exit(k.sk, q, nil)
 		unlockGate(gate)
 		return nil, err
 	}

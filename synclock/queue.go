@@ -16,6 +16,24 @@ type queue struct {
 	busy    bool            // a goroutine owns the turn
 	waiters []chan struct{} // FIFO; closed to hand over the turn
 	watch   backend.Watch   // open while the queue lives and someone waited
+	ticket  *ticket         // a place in the store's line for the next turn
+}
+
+// ticket is a place in the store's line that a holder releasing the key
+// took for the goroutine that owns the turn next (backend.Rejoin): the
+// owner it stands in line as, and when the request that took it was
+// sent, which came before any handover to it.
+type ticket struct {
+	owner string
+	sent  time.Time
+}
+
+// leftover is what a queue given up leaves to end after lk.mu is
+// unlocked, each a round trip to the store: its watch, and a place in the
+// store's line that no goroutine took.
+type leftover struct {
+	watch  backend.Watch
+	ticket *ticket
 }
 
 // localWait bounds an acquisition's waits behind other goroutines of this
@@ -102,7 +120,7 @@ func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 		return q, nil
 	}
 	lk.mu.Lock()
-	var pw backend.Watch
+	var left leftover
 	select {
 	case <-turn:
 		if err == errLocalBudget {
@@ -111,28 +129,51 @@ func (lk *Locker) enter(w *localWait, sk string, wait bool) (*queue, error) {
 			lk.mu.Unlock()
 			return q, nil
 		}
-		pw = lk.passLocked(sk, q) // the turn came as we gave up: pass it on
+		left = lk.passLocked(sk, q) // the turn came as we gave up: pass it on
 	default:
 		q.waiters = slices.DeleteFunc(q.waiters, func(t chan struct{}) bool { return t == turn })
-		pw = lk.leaveLocked(sk, q)
+		left = lk.leaveLocked(sk, q)
 	}
 	lk.mu.Unlock()
-	closeWatch(pw)
+	lk.settle(sk, left)
 	return nil, err
 }
 
 var errLocalBudget = errors.New("synclock: local wait budget spent")
 
-func (lk *Locker) exit(sk string, q *queue) {
+// exit passes q's turn on, with t (if any), the place in the store's line
+// that the holder's release took for the next turn.
+func (lk *Locker) exit(sk string, q *queue, t *ticket) {
 	lk.mu.Lock()
-	w := lk.passLocked(sk, q)
+	if t != nil {
+		q.ticket = t
+	}
+	left := lk.passLocked(sk, q)
 	lk.mu.Unlock()
-	closeWatch(w)
+	lk.settle(sk, left)
+}
+
+// takeTicket returns, and takes from q, the place in the store's line that
+// a release took for the turn's new owner, if any.
+func (lk *Locker) takeTicket(q *queue) *ticket {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	t := q.ticket
+	q.ticket = nil
+	return t
+}
+
+// waitedFor reports whether another goroutine of this process waits for
+// q's turn.
+func (lk *Locker) waitedFor(q *queue) bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return len(q.waiters) > 0
 }
 
 // passLocked hands q's turn to the next waiter, or frees it, and leaves q
 // as leaveLocked does.
-func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
+func (lk *Locker) passLocked(sk string, q *queue) leftover {
 	if len(q.waiters) > 0 {
 		next := q.waiters[0]
 		q.waiters = q.waiters[1:]
@@ -143,20 +184,31 @@ func (lk *Locker) passLocked(sk string, q *queue) backend.Watch {
 	return lk.leaveLocked(sk, q)
 }
 
-// leaveLocked drops q once nobody uses it. It returns a watch the caller
-// closes after unlocking lk.mu: a close may be a round trip to the store,
-// which must not stall the other keys.
-func (lk *Locker) leaveLocked(sk string, q *queue) backend.Watch {
+// leaveLocked drops q once nobody uses it. It returns what the caller
+// ends after unlocking lk.mu (settle): a close or a Dequeue is a round
+// trip to the store, which must not stall the other keys.
+func (lk *Locker) leaveLocked(sk string, q *queue) leftover {
 	if q.busy || len(q.waiters) > 0 {
-		return nil
+		return leftover{}
 	}
 	delete(lk.queues, sk)
-	w := q.watch
-	q.watch = nil
-	if w == nil {
-		return nil
+	left := leftover{ticket: q.ticket}
+	q.ticket = nil
+	if w := q.watch; w != nil {
+		q.watch = nil
+		left.watch = lk.parkLocked(sk, w)
 	}
-	return lk.parkLocked(sk, w)
+	return left
+}
+
+// settle ends what leaveLocked left: it closes the watch and takes the
+// untaken place out of the store's line, so that the key is not handed to
+// an owner nobody waits as.
+func (lk *Locker) settle(sk string, left leftover) {
+	closeWatch(left.watch)
+	if left.ticket != nil {
+		lk.dequeue(context.Background(), sk, sk, left.ticket.owner)
+	}
 }
 
 func closeWatch(w backend.Watch) {

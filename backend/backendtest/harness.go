@@ -213,6 +213,7 @@ func (s *suite) parallelCases() []testCase {
 		{"QueueInvalidArguments", s.testQueueInvalidArguments},
 		{"QueueEndedContext", s.testQueueEndedContext},
 		{"Handover", s.testHandover},
+		{"Rejoin", s.testRejoin},
 	}
 }
 

@@ -301,6 +301,21 @@ var mutants = map[string]struct {
 			return s.AwaitHandover(context.WithoutCancel(ctx), key, owner, min(max, 20*time.Second))
 		}}
 	}, nil},
+	"rejoin says nobody joined": {"Rejoin", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, releaseAndJoin: func(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+			_, err := s.ReleaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
+			return false, err
+		}}
+	}, nil},
+	"rejoin joins when nothing was handed over": {"Rejoin", func(s *membackend.Store) backend.Store {
+		return &mutant{Store: s, releaseAndJoin: func(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+			joined, err := s.ReleaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
+			if err == nil && !joined {
+				_, _ = s.AcquireQueued(ctx, key, next, ttl, floor, patience)
+			}
+			return joined, err
+		}}
+	}, nil},
 	"dequeue ignores contexts": {"QueueEndedContext", func(s *membackend.Store) backend.Store {
 		return &mutant{Store: s, dequeue: func(ctx context.Context, key, owner string) error {
 			return s.Dequeue(context.WithoutCancel(ctx), key, owner)
@@ -312,16 +327,17 @@ var mutants = map[string]struct {
 // (backend.Queue) as the in-memory store does.
 type mutant struct {
 	*membackend.Store
-	acquire       func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error)
-	renew         func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error)
-	release       func(ctx context.Context, key, owner string, keepFor time.Duration) error
-	watch         func(ctx context.Context, key string) (backend.Watch, error)
-	acquireQueued func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error)
-	dequeue       func(ctx context.Context, key, owner string) error
-	awaitHandover func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error)
-	brk           func(ctx context.Context, key, owner string, token uint64) (backend.Lease, error)
-	reset         func() // the harness's Wipe
-	restart       func() // the harness's Restart
+	acquire        func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64) (backend.Lease, error)
+	renew          func(ctx context.Context, key, owner string, ttl time.Duration) (backend.Lease, error)
+	release        func(ctx context.Context, key, owner string, keepFor time.Duration) error
+	watch          func(ctx context.Context, key string) (backend.Watch, error)
+	acquireQueued  func(ctx context.Context, key, owner string, ttl time.Duration, floor uint64, patience time.Duration) (backend.Lease, error)
+	dequeue        func(ctx context.Context, key, owner string) error
+	awaitHandover  func(ctx context.Context, key, owner string, max time.Duration) (backend.Lease, bool, error)
+	releaseAndJoin func(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error)
+	brk            func(ctx context.Context, key, owner string, token uint64) (backend.Lease, error)
+	reset          func() // the harness's Wipe
+	restart        func() // the harness's Restart
 }
 
 func (m *mutant) Reset() {
@@ -391,6 +407,15 @@ func (m *mutant) AcquireQueued(ctx context.Context, key, owner string, ttl time.
 		return m.acquireQueued(ctx, key, owner, ttl, floor, patience)
 	}
 	return m.Store.AcquireQueued(ctx, key, owner, ttl, floor, patience)
+}
+
+var _ backend.Rejoin = (*mutant)(nil)
+
+func (m *mutant) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	if m.releaseAndJoin != nil {
+		return m.releaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
+	}
+	return m.Store.ReleaseAndJoin(ctx, key, owner, next, ttl, floor, patience)
 }
 
 func (m *mutant) Dequeue(ctx context.Context, key, owner string) error {

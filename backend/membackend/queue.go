@@ -164,19 +164,22 @@ func (s *Store) mailboxLocked(mk mailKey) chan backend.Lease {
 }
 
 // freeLocked ends key's lease e (a release without keep time) and passes
-// the key on (passLocked).
-func (s *Store) freeLocked(key string, e *entry, now time.Time) {
+// the key on (passLocked); it reports whether it handed the key over.
+func (s *Store) freeLocked(key string, e *entry, now time.Time) bool {
 	s.dropLocked(key, e)
-	s.passLocked(key, now)
+	return s.passLocked(key, now)
 }
 
 // passLocked gives the free key to the first live waiter in line, or else
 // tells watchers it is free (EventReleased, naming the waiter it is kept
-// for when the store does not hand over).
-func (s *Store) passLocked(key string, now time.Time) {
-	if !s.handOverLocked(key, now) {
-		s.notifyLocked(key, backend.Event{Kind: backend.EventReleased, Next: s.nextLocked(key, now)})
+// for when the store does not hand over); it reports whether it handed
+// the key over.
+func (s *Store) passLocked(key string, now time.Time) bool {
+	if s.handOverLocked(key, now) {
+		return true
 	}
+	s.notifyLocked(key, backend.Event{Kind: backend.EventReleased, Next: s.nextLocked(key, now)})
+	return false
 }
 
 // handOverLocked grants the free key to the first live waiter in its line,
@@ -251,4 +254,31 @@ func (s *Store) leaveLineLocked(key, owner string) bool {
 		s.lines[key] = line
 	}
 	return true
+}
+
+var _ backend.Rejoin = (*Store)(nil)
+
+// ReleaseAndJoin implements backend.Rejoin.
+func (s *Store) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	if err := s.check(ctx, "release", key); err != nil {
+		return false, err
+	}
+	if err := errors.Join(backend.ValidateKey(key), backend.ValidateRejoin(owner, next, ttl, floor, patience)); err != nil {
+		return false, fmt.Errorf("membackend: release and join: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.openLocked(); err != nil {
+		return false, err
+	}
+	now := s.clock.Now()
+	e := s.liveLocked(key, now)
+	if e == nil || e.owner != owner {
+		return false, s.notHeldLocked(key, owner, e, now)
+	}
+	if !s.freeLocked(key, e, now) {
+		return false, nil
+	}
+	s.joinLocked(key, next, now, patience, backend.RoundUpMillis(ttl), floor)
+	return true, nil
 }

@@ -226,6 +226,8 @@
 //	                                               floor, clock) + 1, W's ttl; W popped
 //	                                               from the line
 //	contended of O    Release by O, no W           free                                   released <token> <next>
+//	contended of O    ReleaseAndJoin by O for N,   as Release by O; then N joins the       renewed <token> <ttl> W
+//	                  W in line                    back of the line (reply: joined)
 //	plain/contended   Release by O, keep > 0       released, PX keep (mailbox deleted)    renewed <token> <keep> if contended
 //	contended of W    Dequeue by W (handed to it)  as Release by W
 //	free, W first     Dequeue by W                 the next waiter's, as above            renewed ... / released - <next>

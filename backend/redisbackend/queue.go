@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/baton-go/baton/backend"
@@ -53,4 +54,33 @@ func (s *Store) Dequeue(ctx context.Context, key, owner string) error {
 		return r.unexpected("dequeue", key)
 	}
 	return nil
+}
+
+var _ backend.Rejoin = (*Store)(nil)
+
+// ReleaseAndJoin implements backend.Rejoin: the release script, when it
+// hands the key over, puts next in line as acquire_queued would.
+func (s *Store) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	if err := s.begin(ctx, "release", key); err != nil {
+		return false, err
+	}
+	if err := backend.ValidateRejoin(owner, next, ttl, floor, patience); err != nil {
+		return false, fmt.Errorf("redisbackend: release and join: %w", err)
+	}
+	ms, pms := backend.RoundUpMillis(ttl).Milliseconds(), backend.RoundUpMillis(patience).Milliseconds()
+	s.asking(key, next) // a handover to next may follow this call (see AcquireQueued)
+	r, err := s.call(ctx, "release", s.scripts.release, key, asked(key, owner, 0), owner, 0, next, ms, strconv.FormatUint(floor, 10), pms)
+	if err == nil && r.status == statusJoined {
+		return true, nil
+	}
+	s.forgetAsk(key, next) // next did not join: no wait follows
+	switch {
+	case err != nil:
+		return false, err
+	case r.status == statusOK:
+		return false, nil
+	case r.status == statusHeld || r.status == statusFree:
+		return false, &backend.NotHeldError{Key: key, Owner: owner, Holder: r.lease}
+	}
+	return false, r.unexpected("release", key)
 }

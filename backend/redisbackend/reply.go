@@ -22,6 +22,7 @@ const (
 	statusRecovering status = "recovering"  // ms-left: the restart guard refuses the grant
 	statusCorrupt    status = "corrupt"     // description: the key holds data baton did not write
 	statusFloorAhead status = "floor-ahead" // description: the floor is beyond any token a grant can make (backend.ErrFloorAhead)
+	statusJoined     status = "joined"      // token: the caller's lease was released, handed over, and next joined the line (ReleaseAndJoin)
 )
 
 type reply struct {
@@ -98,6 +99,8 @@ func readReply(key string, res any, asked backend.Lease) (reply, error) {
 		return queuedReply(key, arr)
 	case statusOK, statusHeld:
 		return leaseReply(st, key, arr)
+	case statusJoined:
+		return joinedReply(arr, asked)
 	}
 	return reply{}, malformed("unknown script reply %v", arr)
 }
@@ -218,4 +221,16 @@ func succeeded(res any) bool {
 	}
 	arr, _ := res.([]any)
 	return len(arr) > 0 && arr[0] == string(statusOK)
+}
+
+// joinedReply reads {'joined', token}: asked was released with token,
+// handed over, and the next waiter joined the line.
+func joinedReply(arr []any, asked backend.Lease) (reply, error) {
+	if len(arr) != 2 {
+		return reply{}, malformed("unexpected script reply %v", arr)
+	}
+	tok, _ := arr[1].(string)
+	r, err := grantedReply(tok, asked)
+	r.status = statusJoined
+	return r, err
 }

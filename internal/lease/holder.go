@@ -234,10 +234,24 @@ func (h *Holder) Drop(ctx context.Context, keepFor time.Duration) error {
 // Drop gives key back for owner, as Holder.Drop does: for a grant that
 // came back late, which never started a holding.
 func (t *Terms) Drop(ctx context.Context, key, owner string, keepFor time.Duration) error {
+	rctx, cancel := t.dropContext(ctx)
+	defer cancel()
+	return t.Store.Release(rctx, key, owner, keepFor)
+}
+
+// DropJoin gives the lease back as Drop does (keepFor 0), through r's
+// ReleaseAndJoin, which puts next in the key's line in the same step if
+// the release hands the key over; it reports whether next joined.
+func (h *Holder) DropJoin(ctx context.Context, r backend.Rejoin, next string, ttl time.Duration, floor uint64, patience time.Duration) (bool, error) {
+	rctx, cancel := h.t.dropContext(ctx)
+	defer cancel()
+	return r.ReleaseAndJoin(rctx, h.key, h.owner, next, ttl, floor, patience)
+}
+
+// dropContext bounds a release by OpTimeout, even when ctx has ended.
+func (t *Terms) dropContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	if ctx.Done() != nil {
 		ctx = context.WithoutCancel(ctx)
 	}
-	rctx, cancel := context.WithTimeout(ctx, t.OpTimeout)
-	defer cancel()
-	return t.Store.Release(rctx, key, owner, keepFor)
+	return context.WithTimeout(ctx, t.OpTimeout)
 }

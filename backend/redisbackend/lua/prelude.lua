@@ -492,13 +492,14 @@ local function lib()
     -- one is in line, and otherwise deletes K and its mailbox (unless gone:
     -- K is already missing), drops the lapsed places and publishes
     -- "released <token> <next>". c is the counter for the handover's
-    -- grant, or nil to read it.
+    -- grant, or nil to read it. It reports whether it handed K over.
     local function pass(token, line, gone, c)
-      if HANDS and line.head ~= '' and handover(line, c) then return end
+      if HANDS and line.head ~= '' and handover(line, c) then return true end
       if line.score then put({line.score, line.head}) end
       if not gone then redis.call('DEL', K, M) end
       drop(line.names, line.popped)
       redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
+      return false
     end
 
     -- ending returns the line for pass at the end of a lease: popped if

@@ -1,4 +1,7 @@
--- release (Store.Release). ARGV[4..5]: owner, keep-ms (0: free K now).
+-- release (Store.Release, Store.ReleaseAndJoin). ARGV[4..5]: owner,
+-- keep-ms (0: free K now); for ReleaseAndJoin ARGV[6..9]: next, ttl-ms,
+-- floor, patience-ms: if the release hands K over, next joins the line
+-- as a refused acquire_queued would, and the reply is {'joined', token}.
 -- A plain lease is deleted and nobody is told: nobody waits or watches.
 -- A contended one is handed to the first waiter ("renewed <new token>
 -- <ttl-ms> <waiter>"), or "released <token> <next>" is published, which
@@ -34,5 +37,8 @@ if not line then return bad end
 -- counter's life had that value too. The handover's grant takes the
 -- token for the counter and reads no F (nor guards: K is there, so the
 -- data was not lost).
-slow.pass(tok, line, false, tok)
+if slow.pass(tok, line, false, tok) and ARGV[6] then
+  slow.joins().join(ARGV[6], ARGV[9], ARGV[7], ARGV[8])
+  return {'joined', tok}
+end
 return tok

@@ -1,8 +1,9 @@
 // Command lockbench compares baton's cross-instance lock with redsync,
 // bsm/redislock, a minimal fenced lock, a 1 ms poller and the seed's
 // sleep-and-retry loop on a private
-// redis-server: uncontended lock+unlock cycles, and a contended run of
-// several processes with several goroutines each. It then measures baton
+// redis-server: uncontended lock+unlock cycles, and contended runs of
+// several processes with several goroutines each, with a client per
+// goroutine (contended) and one per process (contended-shared). It then measures baton
 // on Consul, lock throughput on a Redis Cluster of one master and of
 // three, and the cost of WithReplicaAck(1). It prints a table and writes
 // the results as JSON to a scratch file (lockbench-results.json in the
@@ -11,9 +12,10 @@
 // README's figures are regenerated (go test -run TestReadmeFigures
 // -update). See the bench package for what is measured.
 //
-//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 5 minutes, 3.5 more unpinned
+//	go run ./cmd/lockbench                  # 3 rounds of 10 s per run, about 8 minutes, 3.5 more unpinned
 //	go run ./cmd/lockbench -out results.json  # the same, published
-//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 80 s, 1 more unpinned
+//	go run ./cmd/lockbench -quick           # 2 rounds of 4 s per run, about 2 minutes, 1 more unpinned
+//	go run ./cmd/lockbench -clients goroutine   # contended with a client per goroutine only, not contended-shared
 //	go run ./cmd/lockbench -impls baton,redislock -rounds 1 -duration 5s -out ''
 //	go run ./cmd/lockbench -show results.json   # the table of an earlier run
 //	go run ./cmd/lockbench -impls baton,baton-store,redislock -out ''   # what synclock adds to the store
@@ -62,8 +64,8 @@ func run() int {
 	if f.show != "" {
 		return showResults(f.show)
 	}
-	if f.clients != "goroutine" && f.clients != "process" {
-		fmt.Fprintf(os.Stderr, "lockbench: -clients %q: want goroutine or process\n", f.clients)
+	if f.clients != bench.ClientsBoth && f.clients != bench.ClientsGoroutine && f.clients != bench.ClientsProcess {
+		fmt.Fprintf(os.Stderr, "lockbench: -clients %q: want %s, %s or %s\n", f.clients, bench.ClientsBoth, bench.ClientsGoroutine, bench.ClientsProcess)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -102,7 +104,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.think, "think", bench.DefaultThink, "contended: pause after each release")
 	fs.BoolVar(&f.pin, "pin", true, "put redis-server on one CPU and the benchmark on the others (Linux, 2+ CPUs); the uncontended phase then also runs unpinned (uncontended-unpinned)")
 	fs.StringVar(&f.show, "show", "", "print the table of an earlier results file and exit")
-	fs.StringVar(&f.clients, "clients", "goroutine", "contended: one Redis client and lock client per 'goroutine' or per 'process'")
+	fs.StringVar(&f.clients, "clients", bench.ClientsBoth, "contended runs: 'goroutine' (contended: one Redis client and lock client per goroutine), 'process' (contended-shared: one per process, shared by its goroutines) or 'both', one after the other")
 	fs.BoolVar(&f.consul, "consul", true, "also measure baton on a private Consul dev agent (needs the consul binary of `make deps`) beside Consul's lock recipe and a bare KV cycle")
 	fs.IntVar(&f.terms, "terms", 5, "-consul: role handovers and crash failovers timed")
 	fs.StringVar(&f.consulImpls, "consul-impls", "", "-consul: comma-separated implementations to run on Consul (baton, consul-lock, consul-kv); empty for all")
@@ -128,18 +130,18 @@ func parseFlags(args []string) (flags, error) {
 // options returns the options of the runs on redis-server.
 func (f flags) options() bench.Options {
 	return bench.Options{
-		Impls:         strings.Split(f.impls, ","),
-		Duration:      f.duration,
-		Warmup:        f.warmup,
-		Rounds:        f.rounds,
-		Procs:         f.procs,
-		Goroutines:    f.goroutines,
-		CS:            f.cs,
-		Think:         f.think,
-		SharedClients: f.clients == "process",
-		Pin:           f.pin,
-		Progress:      os.Stderr,
-		Quick:         f.quick,
+		Impls:      strings.Split(f.impls, ","),
+		Duration:   f.duration,
+		Warmup:     f.warmup,
+		Rounds:     f.rounds,
+		Procs:      f.procs,
+		Goroutines: f.goroutines,
+		CS:         f.cs,
+		Think:      f.think,
+		Clients:    f.clients,
+		Pin:        f.pin,
+		Progress:   os.Stderr,
+		Quick:      f.quick,
 	}
 }
 
