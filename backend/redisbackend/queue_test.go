@@ -95,6 +95,8 @@ func TestForgedLinePlaces(t *testing.T) {
 		"escape":     {"\x1b[31mred\nline", "1000 0 " + due},
 		"C1 control": {"\u009bcsi", "1000 0 " + due},
 		"bidi":       {"\u202eevil", "1000 0 " + due},
+		"space":      {"two words", "1000 0 " + due},
+		"DEL":        {"del\x7f", "1000 0 " + due},
 		"empty":      {"", "1000 0 " + due},
 		"long":       {strings.Repeat("x", 257), "1000 0 " + due},
 	} {

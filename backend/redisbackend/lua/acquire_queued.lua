@@ -12,7 +12,7 @@ if ARGV[8] ~= '1' then
   local reply = grantFree(owner, ttl, floor)
   if reply then return reply end
 end
-local slow = lib()
+local slow = lib().joins()
 local l = slow.classify()
 if l then
   if l[1] ~= 'held' then return l end
@@ -29,7 +29,7 @@ if l then
     return {l[1], l[2], l[3], l[4]}
   end
 end
-local nxt, bad = slow.first()
+local nxt, bad = slow.lines().first()
 if not nxt then return bad end
 if l then return {l[1], l[2], l[3], l[4], nxt} end
 if nxt ~= '' and nxt ~= owner then

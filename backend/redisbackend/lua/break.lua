@@ -7,7 +7,7 @@
 -- mark). Replies {'ok', owner, token, pttl-ms} of the broken lease,
 -- {'held', owner, token, pttl-ms} of another grant on K (nothing
 -- changed), {'free'} or {'corrupt', why}.
-local slow = lib()
+local slow = lib().lines()
 local l = slow.classify()
 if not l then return {'free'} end
 if l[1] ~= 'held' then return l end

@@ -6,7 +6,7 @@
 -- is written.
 local owner = ARGV[4]
 
-local slow = lib()
+local slow = lib().joins().lines()
 local line, bad = slow.scan(0)
 if not line then return bad end
 local was = line.head

@@ -6,7 +6,7 @@
 -- tell whether more wait. It writes nothing: lapsed places are left for
 -- the next grant to drop. A place not in baton's shape makes it reply
 -- corrupt.
-local slow = lib()
+local slow = lib().lines()
 local r = slow.holder()
 if r[1] ~= 'held' then return r end
 local ms = math.floor(slow.now() / 1000)

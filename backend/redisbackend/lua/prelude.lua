@@ -38,7 +38,7 @@
 -- and pays for each local that one of them captures (an upvalue, which
 -- the server allocates per call): the functions the fast paths use
 -- therefore read KEYS and ARGV themselves, and the rest are made only
--- when a slow path asks for them (lib, guarded).
+-- when a slow path asks for them (lib and its parts, guarded).
 
 -- read returns K's token, owner and flag ('', ' contended' or
 -- ' released'), or nothing when K is missing or not a baton lease.
@@ -246,12 +246,15 @@ local function grantFree(owner, ttl, floor)
   return tok or refused
 end
 
--- lib returns the functions the slow paths share: now, classify,
--- holder, live, join and leave, and for the line place, scan, drop,
--- first and pass.
+-- lib returns, on a table, the functions every slow path may use: now,
+-- classify and holder, and two that add more to the table and return
+-- it: joins (live, join and leave: a caller joins K's line or leaves it)
+-- and lines (LOOK, place, scan, drop, first, pass and ending: what reads
+-- K's line and ends a lease on it). The server makes a function each
+-- time its statement runs, on every call: a path makes only the parts it
+-- uses (lib().joins(), lib().lines()).
 local function lib()
-  local K, L, R, M = KEYS[1], KEYS[3], KEYS[4], KEYS[6]
-  local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
+  local K = KEYS[1]
 
   -- now returns the server's clock in µs, as a number and as a decimal
   -- string, reading it once.
@@ -288,200 +291,227 @@ local function lib()
     return {l[1], l[2], l[3], l[4]}
   end
 
-  -- live reports whether a waiter's request (or nil) holds a place at ms.
-  local function live(req, ms)
-    local due = type(req) == 'string' and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
-    return due and due > ms or false
-  end
+  -- s holds the functions lib returns; joins and lines add theirs.
+  local s = {now = now, classify = classify, holder = holder, joins = false, lines = false}
 
-  -- LOOK bounds the places of K's line that one call looks at, so that
-  -- a line stuffed with lapsed or foreign places cannot stall the
-  -- server: a call drops at most LOOK lapsed places, and when the first
-  -- LOOK have all lapsed it finds nobody live in line (later calls drop
-  -- the rest, or the line expires).
-  local LOOK = 100
+  -- joins adds to s the functions that put a caller in K's line or take
+  -- it out, live, join and leave, and returns s.
+  local function joins()
+    local L, R = KEYS[3], KEYS[4]
 
-  -- isOwner reports whether name passes the owner rules (backend's
-  -- ValidateOwner) as far as bytes tell: 1 to 256 bytes, no space, no C0
-  -- or C1 control, no DEL, no bidirectional control.
-  local function isOwner(name)
-    return #name > 0 and #name <= 256 and not (string.find(name, '[%z\1-\32\127]')
-      or string.find(name, '\194[\128-\159]') or string.find(name, '\216\156')
-      or string.find(name, '\226\128[\142\143\170-\174]') or string.find(name, '\226\129[\166-\169]'))
-  end
-
-  -- place reads the place of the waiter name at ms: true and its ttl and
-  -- floor (decimal strings) when it is live, false when it has lapsed
-  -- (or has no request), or nil and why when it is not in baton's shape:
-  -- a name that is no owner (empty, over 256 bytes, a space or control
-  -- character), or a request other than "<ttl-ms> <floor> <due-ms>"
-  -- with ttl in [1 ms, 365 days], floor below 2^53 - 1 and due a time in
-  -- ms. It writes nothing.
-  local function place(name, ms)
-    local req = redis.pcall('HGET', R, name)
-    if type(req) == 'table' then
-      return nil, 'requests ' .. R .. ' is a ' .. redis.call('TYPE', R).ok .. ', not a hash'
+    -- live reports whether a waiter's request (or nil) holds a place at ms.
+    local function live(req, ms)
+      local due = type(req) == 'string' and tonumber(string.match(req, '^%d+ %d+ (%d+)$'))
+      return due and due > ms or false
     end
-    if not req then return false end
-    if not isOwner(name) then
-      return nil, 'a waiter in line ' .. L .. ' is named "' .. string.sub(name, 1, 40) .. '", not an owner (no space or control character)'
+
+    -- outlive makes line and requests live at least patience ms (a
+    -- decimal string) from now, both with one expiry: a line that has less
+    -- left gets twice patience, so that the joins that follow within
+    -- patience only read its PTTL.
+    local function outlive(patience)
+      local p = tonumber(patience)
+      if redis.call('PTTL', L) < p then
+        redis.call('PEXPIRE', L, 2 * p)
+        redis.call('PEXPIRE', R, 2 * p)
+      end
     end
-    local ttl, floor, due = string.match(req, '^(%d+) (%d+) (%d+)$')
-    local t = due and #ttl <= 12 and #floor <= 16 and #due <= 16 and tonumber(ttl)
-    if not t or t < 1 or t > 31536000000 or tonumber(floor) >= 9007199254740991 then
-      return nil, 'waiter ' .. name .. ' in ' .. R .. ' asks for "' .. string.sub(req, 1, 40) ..
-        '", not "<ttl-ms> <floor> <due-ms>" with a ttl of 1 ms to 365 days and a floor below 2^53-1'
+
+    -- join puts owner at the back of the line (or keeps its place) for
+    -- patience ms (a decimal string), asking for ttl ms and floor if handed
+    -- K. An owner whose place lapsed joins at the back again. Only an
+    -- owner already in line has a request to look at.
+    local function join(owner, patience, ttl, floor)
+      local p = tonumber(patience)
+      if p <= 0 then return end
+      local us, arrival = now()
+      local ms = math.floor(us / 1000)
+      if redis.call('ZADD', L, 'NX', arrival, owner) == 0 then
+        local old = redis.call('HGET', R, owner)
+        if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
+      end
+      redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
+      outlive(patience)
     end
-    return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
+
+    -- leave takes owner out of the line; it returns 1 if owner was in it.
+    local function leave(owner)
+      redis.call('HDEL', R, owner)
+      return redis.call('ZREM', L, owner)
+    end
+
+    s.live, s.join, s.leave = live, join, leave
+    return s
   end
 
-  -- drop takes the places of names out of the line: their requests,
-  -- and unless popped (scan took them out already) their places.
-  local function drop(names, popped)
-    if #names == 0 then return end
-    if not popped then redis.call('ZREM', L, unpack(names)) end
-    redis.call('HDEL', R, unpack(names))
-  end
+  -- lines adds to s LOOK and the functions that read K's line and end a
+  -- lease on it, place, scan, drop, first, pass and ending, and returns s.
+  local function lines()
+    local L, R, M = KEYS[3], KEYS[4], KEYS[6]
+    local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
 
-  -- put puts back into the line the places of pairs (score, name, ...),
-  -- which scan popped. A line they emptied lost its expiry with its last
-  -- place: it gets the requests' again.
-  local function put(pairs)
-    if #pairs == 0 then return end
-    redis.call('ZADD', L, unpack(pairs))
-    if redis.call('PTTL', L) == -1 then
-      local left = redis.call('PTTL', R)
-      if left > 0 then redis.call('PEXPIRE', L, left) end
+    -- LOOK bounds the places of K's line that one call looks at, so that
+    -- a line stuffed with lapsed or foreign places cannot stall the
+    -- server: a call drops at most LOOK lapsed places, and when the first
+    -- LOOK have all lapsed it finds nobody live in line (later calls drop
+    -- the rest, or the line expires).
+    local LOOK = 100
+
+    -- isOwner reports whether name passes the owner rules (backend's
+    -- ValidateOwner) as far as bytes tell: 1 to 256 bytes, no space, no C0
+    -- or C1 control, no DEL, no bidirectional control. A name of printable
+    -- ASCII alone (the common case) passes on one anchored match, a tenth
+    -- of the time the five patterns take on a name of 60 bytes; they look
+    -- at any other name.
+    local function isOwner(name)
+      if #name == 0 or #name > 256 then return false end
+      if string.find(name, '^[!-~]+$') then return true end
+      return not (string.find(name, '[%z\1-\32\127]')
+        or string.find(name, '\194[\128-\159]') or string.find(name, '\216\156')
+        or string.find(name, '\226\128[\142\143\170-\174]') or string.find(name, '\226\129[\166-\169]'))
     end
-  end
 
-  -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
-  -- writes nothing. It returns {head = the first live waiter or '', ttl,
-  -- floor = what it asked for, rank = the rank after it, names = the
-  -- lapsed places before it, after those of names if given}, or nil and
-  -- {'corrupt', why} for a place not in baton's shape.
-  --
-  -- With pop (a release that hands K over, from rank 0), it pops the
-  -- places it looks at (ZPOPMIN) instead of reading them, so that the
-  -- handover takes its waiter out of the line with no ZREM: the line it
-  -- returns is popped (head and lapsed places are out of the line
-  -- already), and its score is the head's arrival, for pass to put it
-  -- back if K is not handed to it. A place not in baton's shape puts back
-  -- every place popped (the line is as it was, but for an expiry it lost
-  -- with its last place: see put). A user whose ACL predates ZPOPMIN
-  -- among ACLRules' commands gets the line read instead.
-  local function scan(from, names, pop)
-    local line, ms, popped = {head = '', names = names or {}, popped = pop}, nil, {}
-    for rank = from, LOOK - 1 do
-      local r
-      if pop then r = redis.pcall('ZPOPMIN', L) else r = redis.pcall('ZRANGE', L, rank, rank) end
-      if r.err then
-        if pop and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
-            or string.find(r.err, 'user executing the script', 1, true)) then
-          return scan(from, names)
+    -- place reads the place of the waiter name at ms: true and its ttl and
+    -- floor (decimal strings) when it is live, false when it has lapsed
+    -- (or has no request), or nil and why when it is not in baton's shape:
+    -- a name that is no owner (empty, over 256 bytes, a space or control
+    -- character), or a request other than "<ttl-ms> <floor> <due-ms>"
+    -- with ttl in [1 ms, 365 days], floor below 2^53 - 1 and due a time in
+    -- ms. It writes nothing.
+    local function place(name, ms)
+      local req = redis.pcall('HGET', R, name)
+      if type(req) == 'table' then
+        return nil, 'requests ' .. R .. ' is a ' .. redis.call('TYPE', R).ok .. ', not a hash'
+      end
+      if not req then return false end
+      if not isOwner(name) then
+        return nil, 'a waiter in line ' .. L .. ' is named "' .. string.sub(name, 1, 40) .. '", not an owner (no space or control character)'
+      end
+      local ttl, floor, due = string.match(req, '^(%d+) (%d+) (%d+)$')
+      local t = due and #ttl <= 12 and #floor <= 16 and #due <= 16 and tonumber(ttl)
+      if not t or t < 1 or t > 31536000000 or tonumber(floor) >= 9007199254740991 then
+        return nil, 'waiter ' .. name .. ' in ' .. R .. ' asks for "' .. string.sub(req, 1, 40) ..
+          '", not "<ttl-ms> <floor> <due-ms>" with a ttl of 1 ms to 365 days and a floor below 2^53-1'
+      end
+      return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
+    end
+
+    -- drop takes the places of names out of the line: their requests,
+    -- and unless popped (scan took them out already) their places.
+    local function drop(names, popped)
+      if #names == 0 then return end
+      if not popped then redis.call('ZREM', L, unpack(names)) end
+      redis.call('HDEL', R, unpack(names))
+    end
+
+    -- put puts back into the line the places of pairs (score, name, ...),
+    -- which scan popped. A line they emptied lost its expiry with its last
+    -- place: it gets the requests' again.
+    local function put(pairs)
+      if #pairs == 0 then return end
+      redis.call('ZADD', L, unpack(pairs))
+      if redis.call('PTTL', L) == -1 then
+        local left = redis.call('PTTL', R)
+        if left > 0 then redis.call('PEXPIRE', L, left) end
+      end
+    end
+
+    -- scan looks at K's line from rank from on, up to rank LOOK - 1, and
+    -- writes nothing. It returns {head = the first live waiter or '', ttl,
+    -- floor = what it asked for, rank = the rank after it, names = the
+    -- lapsed places before it, after those of names if given}, or nil and
+    -- {'corrupt', why} for a place not in baton's shape.
+    --
+    -- With pop (a release that hands K over, from rank 0), it pops the
+    -- places it looks at (ZPOPMIN) instead of reading them, so that the
+    -- handover takes its waiter out of the line with no ZREM: the line it
+    -- returns is popped (head and lapsed places are out of the line
+    -- already), and its score is the head's arrival, for pass to put it
+    -- back if K is not handed to it. A place not in baton's shape puts back
+    -- every place popped (the line is as it was, but for an expiry it lost
+    -- with its last place: see put). A user whose ACL predates ZPOPMIN
+    -- among ACLRules' commands gets the line read instead.
+    local function scan(from, names, pop)
+      local line, ms, popped = {head = '', names = names or {}, popped = pop}, nil, {}
+      for rank = from, LOOK - 1 do
+        local r
+        if pop then r = redis.pcall('ZPOPMIN', L) else r = redis.pcall('ZRANGE', L, rank, rank) end
+        if r.err then
+          if pop and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
+              or string.find(r.err, 'user executing the script', 1, true)) then
+            return scan(from, names)
+          end
+          return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
         end
-        return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
+        if not r[1] then return line end
+        if pop then popped[#popped + 1], popped[#popped + 2] = r[2], r[1] end
+        ms = ms or math.floor(now() / 1000)
+        local live, ttl, floor = place(r[1], ms)
+        if live == nil then
+          put(popped)
+          return nil, {'corrupt', ttl}
+        end
+        if live then
+          line.head, line.ttl, line.floor, line.rank, line.score = r[1], ttl, floor, rank + 1, r[2]
+          return line
+        end
+        line.names[#line.names + 1] = r[1]
       end
-      if not r[1] then return line end
-      if pop then popped[#popped + 1], popped[#popped + 2] = r[2], r[1] end
-      ms = ms or math.floor(now() / 1000)
-      local live, ttl, floor = place(r[1], ms)
-      if live == nil then
-        put(popped)
-        return nil, {'corrupt', ttl}
-      end
-      if live then
-        line.head, line.ttl, line.floor, line.rank, line.score = r[1], ttl, floor, rank + 1, r[2]
-        return line
-      end
-      line.names[#line.names + 1] = r[1]
+      return line
     end
-    return line
-  end
 
-  -- first returns the first live waiter in line, or '', after dropping
-  -- the lapsed places in front of it (scan); or nil and {'corrupt', why}
-  -- with nothing dropped.
-  local function first()
-    local line, bad = scan(0)
-    if not line then return nil, bad end
-    drop(line.names)
-    return line.head
-  end
-
-  -- outlive makes line and requests live at least patience ms (a
-  -- decimal string) from now, both with one expiry: a line that has less
-  -- left gets twice patience, so that the joins that follow within
-  -- patience only read its PTTL.
-  local function outlive(patience)
-    local p = tonumber(patience)
-    if redis.call('PTTL', L) < p then
-      redis.call('PEXPIRE', L, 2 * p)
-      redis.call('PEXPIRE', R, 2 * p)
+    -- first returns the first live waiter in line, or '', after dropping
+    -- the lapsed places in front of it (scan); or nil and {'corrupt', why}
+    -- with nothing dropped.
+    local function first()
+      local line, bad = scan(0)
+      if not line then return nil, bad end
+      drop(line.names)
+      return line.head
     end
-  end
 
-  -- join puts owner at the back of the line (or keeps its place) for
-  -- patience ms (a decimal string), asking for ttl ms and floor if handed
-  -- K. An owner whose place lapsed joins at the back again. Only an
-  -- owner already in line has a request to look at.
-  local function join(owner, patience, ttl, floor)
-    local p = tonumber(patience)
-    if p <= 0 then return end
-    local us, arrival = now()
-    local ms = math.floor(us / 1000)
-    if redis.call('ZADD', L, 'NX', arrival, owner) == 0 then
-      local old = redis.call('HGET', R, owner)
-      if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
+    -- handover grants K, which its holder is ending, to line's head (scan)
+    -- with the ttl and floor it asked for (the grant overwrites K, flagged
+    -- contended), takes it and the lapsed places before it out of the line
+    -- and publishes "renewed <token> <ttl> <waiter>" (a waiter that may
+    -- have missed it reads K: see Store.AwaitHandover). It reports whether it did; a refused grant
+    -- leaves the line as it was. c is the counter for the grant (see
+    -- grant), or nil to read it.
+    local function handover(line, c)
+      local tok = grant(line.head, line.ttl, line.floor, ' contended', c, (now()))
+      if not tok then return false end
+      local out = line.names
+      out[#out + 1] = line.head
+      drop(out, line.popped)
+      redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
+      return true
     end
-    redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
-    outlive(patience)
+
+    -- pass ends the lease token on K: it gives K to line's head (scan,
+    -- made before the script wrote anything) if the store hands over and
+    -- one is in line, and otherwise deletes K and its mailbox (unless gone:
+    -- K is already missing), drops the lapsed places and publishes
+    -- "released <token> <next>". c is the counter for the handover's
+    -- grant, or nil to read it. It reports whether it handed K over.
+    local function pass(token, line, gone, c)
+      if HANDS and line.head ~= '' and handover(line, c) then return true end
+      if line.score then put({line.score, line.head}) end
+      if not gone then redis.call('DEL', K, M) end
+      drop(line.names, line.popped)
+      redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
+      return false
+    end
+
+    -- ending returns the line for pass at the end of a lease: popped if
+    -- the store hands over (a handover then needs no ZREM), else read.
+    local function ending()
+      return scan(0, nil, HANDS)
+    end
+
+    s.LOOK, s.place, s.scan, s.drop, s.first, s.pass, s.ending = LOOK, place, scan, drop, first, pass, ending
+    return s
   end
 
-  -- leave takes owner out of the line; it returns 1 if owner was in it.
-  local function leave(owner)
-    redis.call('HDEL', R, owner)
-    return redis.call('ZREM', L, owner)
-  end
-
-  -- handover grants K, which its holder is ending, to line's head (scan)
-  -- with the ttl and floor it asked for (the grant overwrites K, flagged
-  -- contended), takes it and the lapsed places before it out of the line
-  -- and publishes "renewed <token> <ttl> <waiter>" (a waiter that may
-  -- have missed it reads K: see Store.AwaitHandover). It reports whether it did; a refused grant
-  -- leaves the line as it was. c is the counter for the grant (see
-  -- grant), or nil to read it.
-  local function handover(line, c)
-    local tok = grant(line.head, line.ttl, line.floor, ' contended', c, (now()))
-    if not tok then return false end
-    local out = line.names
-    out[#out + 1] = line.head
-    drop(out, line.popped)
-    redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
-    return true
-  end
-
-  -- pass ends the lease token on K: it gives K to line's head (scan,
-  -- made before the script wrote anything) if the store hands over and
-  -- one is in line, and otherwise deletes K and its mailbox (unless gone:
-  -- K is already missing), drops the lapsed places and publishes
-  -- "released <token> <next>". c is the counter for the handover's
-  -- grant, or nil to read it. It reports whether it handed K over.
-  local function pass(token, line, gone, c)
-    if HANDS and line.head ~= '' and handover(line, c) then return true end
-    if line.score then put({line.score, line.head}) end
-    if not gone then redis.call('DEL', K, M) end
-    drop(line.names, line.popped)
-    redis.call(PUBLISH, K, 'released ' .. token .. ' ' .. line.head)
-    return false
-  end
-
-  -- ending returns the line for pass at the end of a lease: popped if
-  -- the store hands over (a handover then needs no ZREM), else read.
-  local function ending()
-    return scan(0, nil, HANDS)
-  end
-
-  return {now = now, classify = classify, holder = holder, live = live, join = join, leave = leave,
-    LOOK = LOOK, place = place, scan = scan, drop = drop, first = first, pass = pass, ending = ending}
+  s.joins, s.lines = joins, lines
+  return s
 end

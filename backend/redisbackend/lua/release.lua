@@ -29,7 +29,7 @@ if tonumber(keep) > 0 then
   end
   return tok
 end
-local line, bad = slow.ending()
+local line, bad = slow.lines().ending()
 if not line then return bad end
 -- While K lives its token is the counter's value: a grant writes both in
 -- one script, and a break moves the counter past the token only as it
@@ -38,7 +38,7 @@ if not line then return bad end
 -- token for the counter and reads no F (nor guards: K is there, so the
 -- data was not lost).
 if slow.pass(tok, line, false, tok) and ARGV[6] then
-  slow.join(ARGV[6], ARGV[9], ARGV[7], ARGV[8])
+  slow.joins().join(ARGV[6], ARGV[9], ARGV[7], ARGV[8])
   return {'joined', tok}
 end
 return tok
