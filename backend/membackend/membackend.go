@@ -270,13 +270,9 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.openLocked(); err != nil {
+	e, now, err := s.heldLocked(key, owner)
+	if err != nil {
 		return err
-	}
-	now := s.clock.Now()
-	e := s.liveLocked(key, now)
-	if e == nil || e.owner != owner {
-		return s.notHeldLocked(key, owner, e, now)
 	}
 	if keepFor > 0 {
 		if e.released {
@@ -290,6 +286,20 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	}
 	s.freeLocked(key, e, now)
 	return nil
+}
+
+// heldLocked returns owner's live lease on key, for a release, and the
+// store's clock now; or the store's closed error, or a NotHeldError.
+func (s *Store) heldLocked(key, owner string) (*entry, time.Time, error) {
+	if err := s.openLocked(); err != nil {
+		return nil, time.Time{}, err
+	}
+	now := s.clock.Now()
+	e := s.liveLocked(key, now)
+	if e == nil || e.owner != owner {
+		return nil, now, s.notHeldLocked(key, owner, e, now)
+	}
+	return e, now, nil
 }
 
 // Get implements backend.Store.

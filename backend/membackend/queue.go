@@ -268,13 +268,9 @@ func (s *Store) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.openLocked(); err != nil {
+	e, now, err := s.heldLocked(key, owner)
+	if err != nil {
 		return false, err
-	}
-	now := s.clock.Now()
-	e := s.liveLocked(key, now)
-	if e == nil || e.owner != owner {
-		return false, s.notHeldLocked(key, owner, e, now)
 	}
 	if !s.freeLocked(key, e, now) {
 		return false, nil

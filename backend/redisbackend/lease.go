@@ -92,6 +92,13 @@ func (s *Store) Release(ctx context.Context, key, owner string, keepFor time.Dur
 	if err != nil {
 		return err
 	}
+	return released(r, key, owner)
+}
+
+// released reads the reply of a release of owner's lease on key that put
+// nobody in line: nil when it released the lease, a NotHeldError when
+// owner did not hold it.
+func released(r reply, key, owner string) error {
 	switch r.status {
 	case statusOK:
 		return nil

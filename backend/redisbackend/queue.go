@@ -74,13 +74,8 @@ func (s *Store) ReleaseAndJoin(ctx context.Context, key, owner, next string, ttl
 		return true, nil
 	}
 	s.forgetAsk(key, next) // next did not join: no wait follows
-	switch {
-	case err != nil:
+	if err != nil {
 		return false, err
-	case r.status == statusOK:
-		return false, nil
-	case r.status == statusHeld || r.status == statusFree:
-		return false, &backend.NotHeldError{Key: key, Owner: owner, Holder: r.lease}
 	}
-	return false, r.unexpected("release", key)
+	return false, released(r, key, owner)
 }
