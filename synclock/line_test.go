@@ -123,14 +123,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 func TestLineOrderAcrossInstances(t *testing.T) {
 	cfg := synclock.Config{RetryInterval: time.Hour}
 	t.Run("Redis", func(t *testing.T) {
-		testLineOrder(t, cfg, 1, func(t testing.TB) queueStore {
-			s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		})
+		testLineOrder(t, cfg, 1, func(t testing.TB) queueStore { return newRedisStore(t) })
 	})
 	t.Run("Consul", func(t *testing.T) {
 		open := storetest.ByName(t, "consul").Open(t)
@@ -272,14 +265,7 @@ func TestReleaseTakesThePlaceOfTheNextLocalTurn(t *testing.T) {
 	t.Cleanup(func() { mem.Close() })
 	for name, open := range map[string]func(testing.TB) queueStore{
 		"Memory": func(testing.TB) queueStore { return mem },
-		"Redis": func(t testing.TB) queueStore {
-			s, err := redisbackend.New(server.Client(t), redisbackend.WithoutRestartGuard()) // a server started for the tests
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"Redis":  func(t testing.TB) queueStore { return newRedisStore(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := synclock.Config{RetryInterval: time.Hour} // only releases move anyone
