@@ -22,7 +22,7 @@ import (
 var aclCommands = []string{
 	"evalsha", "eval", "fcall",
 	"get", "set", "del", "exists", "append", "type", "pexpire", "pttl", "time", "info",
-	"hget", "hset", "hdel",
+	"hget", "hmget", "hset", "hdel",
 	"zadd", "zrem", "zrange", "zrangebyscore", "zscore", "zcount", "zpopmin",
 	"multi", "exec", "wait", "scan",
 	"publish", "spublish", "subscribe", "ssubscribe", "unsubscribe", "sunsubscribe",

@@ -462,28 +462,53 @@ func TestACLRulesOnlyUsedCommands(t *testing.T) {
 	}
 }
 
-// A user made from the rules of a baton before ZPOPMIN was among them
-// still has its keys handed over: the release that would pop the line's
-// head reads it instead, so a fleet may upgrade before its ACL does.
+// A user made from the rules of a baton before ZPOPMIN or HMGET were
+// among them still has its keys handed over: the release that would pop
+// the line's head reads it instead, and a place's request and its
+// store's wake-up id are read by two HGETs, so a fleet may upgrade
+// before its ACL does. The waiter waits before the release, so it hears
+// of the handover on its wake-up channel, not by a look.
 func TestACLWithoutZPopMinHandsOver(t *testing.T) {
 	r := testenv.NewRedis(t)
-	rules := strings.Replace(redisbackend.ACLRules(""), " +zpopmin", "", 1)
-	aclUser(t, r, "old", "s3cret", rules)
-	s := newStore(t, aclClient(t, r, "old", "s3cret"))
-	ctx := ctxT(t)
-	const key = "{old:acl}:lock"
-	la, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
-		t.Fatalf("b joining the line: %v, want ErrHeld", err)
-	}
-	if err := s.Release(ctx, key, "a", 0); err != nil {
-		t.Fatalf("a's release as a user without ZPOPMIN: %v", err)
-	}
-	lb, ok, err := s.AwaitHandover(ctx, key, "b", patience)
-	if err != nil || !ok || lb.Token <= la.Token {
-		t.Fatalf("b's AwaitHandover: %+v, ok %v, err %v; want the key handed to it with a token above %d", lb, ok, err, la.Token)
+	for _, missing := range [][]string{{"zpopmin"}, {"hmget"}, {"zpopmin", "hmget"}} {
+		t.Run(strings.Join(missing, "+"), func(t *testing.T) {
+			rules := redisbackend.ACLRules("")
+			for _, c := range missing {
+				rules = strings.Replace(rules, " +"+c, "", 1)
+			}
+			user := "old" + strings.Join(missing, "")
+			aclUser(t, r, user, "s3cret", rules)
+			s := newStore(t, aclClient(t, r, user, "s3cret"))
+			ctx := ctxT(t)
+			key := "{old:acl}:" + user
+			la, err := s.AcquireQueued(ctx, key, "a", time.Minute, 0, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+				t.Fatalf("b joining the line: %v, want ErrHeld", err)
+			}
+			type result struct {
+				l   backend.Lease
+				ok  bool
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				l, ok, err := s.AwaitHandover(ctx, key, "b", time.Minute)
+				got <- result{l, ok, err}
+			}()
+			waitUntil(t, "b's store subscribed", func() bool {
+				n, err := r.Client(t).PubSubNumSub(ctx, s.WakeChannel(key)).Result()
+				return err == nil && n[s.WakeChannel(key)] > 0
+			})
+			if err := s.Release(ctx, key, "a", 0); err != nil {
+				t.Fatalf("a's release as a user without %v: %v", missing, err)
+			}
+			b := <-got
+			if b.err != nil || !b.ok || b.l.Token <= la.Token {
+				t.Fatalf("b's AwaitHandover: %+v, ok %v, err %v; want the key handed to it with a token above %d", b.l, b.ok, b.err, la.Token)
+			}
+		})
 	}
 }

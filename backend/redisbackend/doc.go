@@ -208,7 +208,8 @@
 //	released    "... released"           released with a keep time; it only expires
 //
 // Every change is one script (O is the caller, W the first live waiter
-// in K's line; "publish" is on K's channel):
+// in K's line; "publish" is on K's channel, but a handover's, which goes
+// to W's store alone: see Handovers):
 //
 //	from              call                         to                                    publish
 //	free, no line     Acquire(Queued) by O         plain (contended: no counter, marker,  -
@@ -255,10 +256,13 @@
 // 4 goroutines), each script and each command it calls counted once: the
 // waiter's AcquireQueued, a script with GET, TIME and PTTL (the holder:
 // TIME checks its token and times the arrival), ZADD, HSET and PTTL of the
-// line (its place; and once per patience PEXPIRE of line and requests):
-// 7; the holder's handing Release, a script with GET (the
-// lease), ZPOPMIN, TIME and HGET (the head), SET of the counter and the
-// lease, HDEL (the head's request) and PUBLISH: 9.
+// line (its place and its store's wake-up id; and once per patience
+// PEXPIRE of line and requests): 7; the holder's handing Release, a
+// script with GET (the lease), ZPOPMIN, TIME and HMGET (the head's
+// request and wake-up id), SET of the counter and the lease, HDEL (the
+// head's request), PUBLISH on the head's wake-up channel and EXISTS of
+// the watch marker: 10. The PUBLISH is sent to one connection, the head
+// store's, however many stores wait for K.
 // An uncontended AcquireQueued and Release: 9 (the scripts; EXISTS, GET
 // of the counter, TIME, SET of counter and lease; GET and DEL).
 //
@@ -267,9 +271,22 @@
 // AwaitHandover never holds a connection of the client's pool: a process
 // may wait on more keys than its pool has connections while its renewals
 // and releases go through. A release that hands K to a waiter publishes
-// "renewed <token> <ttl-ms> <new owner>" on K's channel; AwaitHandover
+// "renewed <token> <ttl-ms> <new owner>" on the waiter's store's wake-up
+// channel of K, "K wake <id>", where id is 16 random hex digits the store
+// drew when it was made and wrote beside the waiter's request in line
+// (field "wake <owner>" of "<prefix>:K:line-req"); AwaitHandover
 // subscribes to that channel over the store's pub/sub connection and
-// returns when the message names its owner. The channel stays subscribed
+// returns when the message names its owner. Only that store hears the
+// handover: with many processes waiting for K, each handover costs the
+// server one message, not one per waiting store. While a store watches K
+// (its marker exists), the handover is published on K's channel too,
+// since watchers hear of every release; a handover to a waiter of an
+// older version (no wake-up id) or whose id is not 1 to 32 hex digits,
+// and one of a K without a hash tag (a channel named after it might be in
+// another Cluster slot), goes on K's channel, as it always did. A waiter
+// of this version under an older release hears nothing and gets the
+// lease from its next AcquireQueued, at its wait's max (synclock:
+// RetryInterval), as an older waiter does without the mailbox. The channel stays subscribed
 // for 2 s after its last watch closed and its last waiter left, and a
 // handover seen while its owner was not waiting (between a refused
 // AcquireQueued and the next AwaitHandover) is kept for the owner's next
@@ -284,7 +301,7 @@
 // and has held since: every handover to the owner after that call was
 // published where the store hears it, so a contended acquisition makes no
 // look. A waiter's AcquireQueued on a store that
-// waits on the key or watched it lately (it has the key's channel)
+// waits on the key or watched it lately (it has one of the key's channels)
 // expects the key held and skips the free key's fast path. A
 // wait ends at its max by a timer of the client, never later (a blocking
 // read on the server would end only on the server's next clock tick, up

@@ -34,3 +34,7 @@ func (s *Store) AskNotes(key string) (n int) {
 	s.onChannel(key, func(c *channel) { n = len(c.asked) })
 	return n
 }
+
+// WakeChannel returns the store's wake-up channel of key, on which the
+// handovers to its waiters are published.
+func (s *Store) WakeChannel(key string) string { return s.wakeChannel(key) }

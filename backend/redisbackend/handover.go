@@ -47,7 +47,7 @@ func (s *Store) AwaitHandover(ctx context.Context, key, owner string, max time.D
 	}
 	timer := time.NewTimer(max)
 	defer timer.Stop()
-	name := s.LeaseKey(key)
+	name := s.wakeChannel(key)
 	sub, err := s.subscriber(name)
 	if err != nil {
 		return backend.Lease{}, false, fmt.Errorf("redisbackend: await handover %q: %w", key, err)
@@ -158,24 +158,23 @@ func (lk *looker) back(r lookResult) (backend.Lease, bool, error) {
 
 // taken notes that a caller of s now knows of the lease of key with
 // token: a handover announced with that token or an older one, seen on
-// key's channel, is not returned by a later AwaitHandover (its owner may
+// key's channels, is not returned by a later AwaitHandover (its owner may
 // have released it since, before the release's message arrived).
 func (s *Store) taken(key string, token uint64) {
-	if sub, name := s.subscribed(key); sub != nil {
-		sub.taken(name, token)
-	}
+	s.onChannel(key, func(c *channel) { c.taken = max(c.taken, token) })
 }
 
 // asking notes, before owner's AcquireQueued of key is sent, whether the
-// store's subscription to key's channel holds then (see
-// subscriber.asking). It reports whether the store has the channel: a
-// wait or watch of key is under way or ended lately, so the key is
+// store's subscription to key's wake-up channel holds then (see
+// subscriber.asking). It reports whether the store has a channel of key:
+// a wait or watch of key is under way or ended lately, so the key is
 // likely held.
 func (s *Store) asking(key, owner string) bool {
-	if sub, name := s.subscribed(key); sub != nil {
-		return sub.asking(name, owner)
+	sub, name := s.subscribed(key)
+	if sub == nil {
+		return false
 	}
-	return false
+	return sub.asking(name, owner)
 }
 
 // forgetAsk forgets what asking noted for owner's AcquireQueued of key,
@@ -185,8 +184,9 @@ func (s *Store) forgetAsk(key, owner string) {
 	s.onChannel(key, func(c *channel) { delete(c.asked, owner) })
 }
 
-// onChannel runs f on the store's channel of key, under its subscriber's
-// lock, if the store has that channel.
+// onChannel runs f on each channel of key that the store has (its
+// wake-up channel, and the key's own, which watches use), under their
+// subscriber's lock.
 func (s *Store) onChannel(key string, f func(c *channel)) {
 	sub, name := s.subscribed(key)
 	if sub == nil {
@@ -197,12 +197,15 @@ func (s *Store) onChannel(key string, f func(c *channel)) {
 	if c := sub.channels[name]; c != nil {
 		f(c)
 	}
+	if c := sub.twinLocked(name); c != nil {
+		f(c)
+	}
 }
 
 // subscribed returns the subscriber of key's shard, or nil if the store
-// has none (it makes none), and key's lease key name.
+// has none (it makes none), and key's wake-up channel (wakeChannel).
 func (s *Store) subscribed(key string) (*subscriber, string) {
-	name := s.leaseKeyOf(key)
+	name := s.wakeChannel(key)
 	shard := ""
 	if s.sharded {
 		shard = strconv.Itoa(hashSlot(name))
@@ -339,8 +342,7 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 	c := s.useLocked(name)
 	gen, asked := c.asked[owner]
 	delete(c.asked, owner)
-	if c.last.valid(owner, time.Now()) && c.last.token > c.taken {
-		h, c.last = c.last, handover{}
+	if h, ok := s.recallLocked(c, s.twinLocked(name), owner); ok {
 		if !c.used() {
 			c.idle = time.Now()
 		}
@@ -353,6 +355,48 @@ func (s *subscriber) await(name, owner string) (w *waiter, h handover, ok bool, 
 	}
 	s.poke()
 	return w, handover{}, false, nil
+}
+
+// recallLocked returns the handover to owner that c, a wake-up channel,
+// or twin, the key's own channel (nil: none), saw while nobody waited
+// for it and that may still be live, forgetting it; ok false when
+// neither did, or the store's callers were given that lease since.
+// A handover seen on both is forgotten by both.
+func (s *subscriber) recallLocked(c, twin *channel, owner string) (handover, bool) {
+	seen, taken, now := [2]*channel{c, twin}, c.taken, time.Now()
+	if twin != nil {
+		taken = max(taken, twin.taken)
+	}
+	var h handover
+	for _, x := range seen {
+		if x != nil && x.last.valid(owner, now) && x.last.token > max(taken, h.token) {
+			h = x.last
+		}
+	}
+	if h.owner == "" {
+		return h, false
+	}
+	for _, x := range seen {
+		if x != nil && x.last.owner == owner {
+			x.last = handover{}
+		}
+	}
+	return h, true
+}
+
+// twinLocked returns the subscriber's other channel of the key of the
+// channel name: the key's own channel for its wake-up channel, and the
+// other way round; nil when it has none (or the key has only one: no
+// hash tag).
+func (s *subscriber) twinLocked(name string) *channel {
+	other, ok := strings.CutSuffix(name, s.wakeSuffix)
+	if !ok {
+		other = wakeChannel(name, s.wakeID)
+	}
+	if other == name {
+		return nil
+	}
+	return s.channels[other]
 }
 
 // leave removes w, whose wait returned the lease with token took (0:
@@ -391,7 +435,7 @@ func (s *subscriber) asking(name, owner string) bool {
 	c := s.channels[name]
 	switch {
 	case c == nil:
-		return false
+		return s.twinLocked(name) != nil
 	case c.confirmed:
 		if c.asked == nil || len(c.asked) >= maxAsked {
 			c.asked = make(map[string]uint64) // the notes dropped cost a look each
@@ -404,19 +448,9 @@ func (s *subscriber) asking(name, owner string) bool {
 }
 
 // givenOut returns the newest token of key that a caller of s was given
-// while the store's subscription to key's channel held (Store.taken), or
-// 0.
+// while the store's subscription to one of key's channels held
+// (Store.taken), or 0.
 func (s *Store) givenOut(key string) (taken uint64) {
-	s.onChannel(key, func(c *channel) { taken = c.taken })
+	s.onChannel(key, func(c *channel) { taken = max(taken, c.taken) })
 	return taken
-}
-
-// taken notes that a caller was given the lease of name with token (see
-// Store.taken).
-func (s *subscriber) taken(name string, token uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c := s.channels[name]; c != nil {
-		c.taken = max(c.taken, token)
-	}
 }

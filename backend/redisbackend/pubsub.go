@@ -27,7 +27,7 @@ func (s *Store) subscriber(name string) (*subscriber, error) {
 	}
 	sub := s.subs[shard]
 	if sub == nil {
-		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker)
+		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker, s.wake)
 		s.subs[shard] = sub
 	}
 	return sub, nil
@@ -65,6 +65,9 @@ type subscriber struct {
 	marker  *marker
 	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
 	health  time.Duration
+	// wakeID is the store's wake-up id, and wakeSuffix what it adds to a
+	// lease key's name to name the key's wake-up channel (wakeChannel).
+	wakeID, wakeSuffix string
 
 	ctx   context.Context // ends when the subscriber closes
 	stop  context.CancelFunc
@@ -112,20 +115,22 @@ func (c *channel) used() bool { return len(c.watches) > 0 || len(c.waiters) > 0 
 // newSubscriber returns an idle subscriber. Its goroutines start, and its
 // connection is dialed, when the first channel is asked for, so that on a
 // Cluster the connection goes to the node of the slot.
-func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool, m *marker) *subscriber {
+func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool, m *marker, wake string) *subscriber {
 	ctx, stop := context.WithCancel(context.Background())
 	return &subscriber{
-		client:   rdb,
-		marker:   m,
-		sharded:  sharded,
-		health:   health,
-		ctx:      ctx,
-		stop:     stop,
-		wake:     make(chan struct{}, 1),
-		marks:    make(chan struct{}, 1),
-		armed:    make(chan struct{}),
-		channels: make(map[string]*channel),
-		remark:   make(map[string]struct{}),
+		client:     rdb,
+		marker:     m,
+		sharded:    sharded,
+		wakeID:     wake,
+		wakeSuffix: " wake " + wake,
+		health:     health,
+		ctx:        ctx,
+		stop:       stop,
+		wake:       make(chan struct{}, 1),
+		marks:      make(chan struct{}, 1),
+		armed:      make(chan struct{}),
+		channels:   make(map[string]*channel),
+		remark:     make(map[string]struct{}),
 	}
 }
 

@@ -240,14 +240,26 @@ func (s *subscriber) deliver(ps *redis.PubSub, name, payload string) {
 		return
 	}
 	h.at = arrived
+	// A handover heard on the key's own channel (watched) goes to the
+	// owner's waiter on the key's wake-up channel, if one waits there.
+	if twin := s.twinLocked(name); twin != nil && h.token > twin.taken && handLocked(twin, h) {
+		return
+	}
+	if !handLocked(c, h) {
+		c.last = h
+	}
+}
+
+// handLocked passes h to its owner's waiter on c, if one waits there.
+func handLocked(c *channel, h handover) bool {
 	for w := range c.waiters {
 		if w.owner == h.owner {
 			select {
 			case w.found <- h:
 			default:
 			}
-			return
+			return true
 		}
 	}
-	c.last = h
+	return false
 }

@@ -49,6 +49,7 @@ type Store struct {
 	guard       time.Duration // WithRestartGuard; negative: WithoutRestartGuard
 
 	sharded  bool   // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	wake     string // the store's wake-up id: 16 random hex digits (wakeChannel)
 	user     string // the ACL user the client logs in as, for errors
 	scripts  *scriptSet
 	settings []any                    // the first arguments of every script (scriptSettings)
@@ -163,7 +164,8 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.guard >= 0 {
 		guard = s.guard.Milliseconds()
 	}
-	s.settings = scriptSettings(guard, sharded, s.replicas == 0)
+	s.wake = newWakeID()
+	s.settings = scriptSettings(guard, sharded, s.replicas == 0, s.wake)
 	if s.scripts == nil {
 		s.scripts = leaseScripts // WithFunctions sets its own
 	}

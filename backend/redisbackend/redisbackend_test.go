@@ -629,7 +629,7 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// one EXISTS finds lease, line and marker; the holder: GET,
 		// TIME (its token's check and the arrival), PTTL (TYPE only when
 		// GET finds another type); no look for the first live waiter
-		// (ZRANGE, HGET its request): a join of a held key names nobody
+		// (ZRANGE, HMGET its request): a join of a held key names nobody
 		"exists": 1, "time": 1, "get": 1,
 		// joining: ZADD arrival (new in line: no request of its own to
 		// look at), HSET request, PTTL line and (a longer patience than
@@ -657,7 +657,7 @@ func TestHandoverReleaseCommands(t *testing.T) {
 	})
 
 	// A try (patience 0) joins nothing and names the waiter first in
-	// line, which it reads: ZRANGE and HGET its request.
+	// line, which it reads: ZRANGE and HMGET its request.
 	try := serverCalls(t, rdb, func() {
 		var he *backend.HeldError
 		if _, err := s.AcquireQueued(ctx, key, "e", time.Minute, 0, 0); !errors.As(err, &he) || he.Next != "b" {
@@ -665,9 +665,15 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		}
 	})
 	wantCalls(t, "a try of the held key", try, map[string]int64{
-		"evalsha": 1, "time": 1, "get": 1, "pttl": 1, "zrange": 1, "hget": 1,
+		"evalsha": 1, "time": 1, "get": 1, "pttl": 1, "zrange": 1, "hmget": 1,
 	})
 
+	// Nobody watches the key any more (its marker gone): the handover is
+	// published on the wake-up channel of b's store alone.
+	w.Close()
+	if err := rdb.Del(ctx, s.MarkerKey(key)).Err(); err != nil {
+		t.Fatal(err)
+	}
 	release := serverCalls(t, rdb, func() {
 		if err := s.Release(ctx, key, "a", 0); err != nil {
 			t.Fatal(err)
@@ -678,13 +684,15 @@ func TestHandoverReleaseCommands(t *testing.T) {
 		// GET the lease, flagged contended by b's joining (no DEL: the
 		// grant to b overwrites it, and the mailbox)
 		// the first live waiter, taken out of the line (ZPOPMIN, put
-		// back should the grant be refused) and checked: TIME, HGET
-		// its request; once granted, HDEL its request
-		"zpopmin": 1, "hget": 1, "hdel": 1,
+		// back should the grant be refused) and checked: TIME, HMGET
+		// its request and its store's wake-up id; once granted, HDEL
+		// both
+		"zpopmin": 1, "hmget": 1, "hdel": 1,
 		// the grant (SET counter and lease … PX, on the clock the line
 		// read; the counter is the lease's token, not read) and the
-		// news, which the waiter and watchers hear
-		"get": 1, "time": 1, "set": 2, "publish": 1,
+		// news, on b's store's wake-up channel, and on the key's own
+		// channel only if a store watches the key (EXISTS its marker)
+		"get": 1, "time": 1, "set": 2, "publish": 1, "exists": 1,
 	})
 	l, ok, err := s.AwaitHandover(ctx, key, "b", time.Second)
 	if err != nil || !ok || l.Owner != "b" {
@@ -969,8 +977,8 @@ func TestFirstWaiterClaimCommands(t *testing.T) {
 	wantCalls(t, "the first waiter's claim of the free key", claim, map[string]int64{
 		"evalsha": 1,
 		// one EXISTS finds the line; the first live waiter: ZRANGE, TIME
-		// and HGET its request; the lease: GET (none)
-		"exists": 1, "zrange": 1, "time": 1, "hget": 1,
+		// and HMGET its request; the lease: GET (none)
+		"exists": 1, "zrange": 1, "time": 1, "hmget": 1,
 		// the grant: GET counter, SET counter and lease … PX, on the
 		// clock the line read; b leaves the line: HDEL, ZREM
 		"get": 2, "set": 2, "hdel": 1, "zrem": 1,

@@ -2,7 +2,9 @@ package redisbackend
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
+	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -154,15 +156,16 @@ func readLua(name string) string {
 // scriptSettings returns the first three arguments of every lease script:
 // the restart guard in ms (-1 when off), the publish command (SPUBLISH
 // on a Cluster, whose subscribers use sharded pub/sub) and whether a
-// release hands the key over ("0" for a store that waits for replicas:
-// the releasing client could not wait for the grantee's).
-func scriptSettings(guard int64, sharded, hands bool) []any {
+// release hands the key over: "0" for a store that waits for replicas
+// (the releasing client could not wait for the grantee's), else "w"
+// followed by wake, the store's wake-up id (see Store.wakeChannel).
+func scriptSettings(guard int64, sharded, hands bool, wake string) []any {
 	publish, hand := "PUBLISH", "0"
 	if sharded {
 		publish = "SPUBLISH"
 	}
 	if hands {
-		hand = "1"
+		hand = "w" + wake
 	}
 	return []any{strconv.FormatInt(guard, 10), publish, hand}
 }
@@ -213,7 +216,7 @@ func (s *Store) keyNames(key string) *keyNames {
 		return last
 	}
 	keys := s.buildLeaseKeys(key)
-	names := &keyNames{key: key, keys: keys, args: make([]any, 0, 1+len(keys))}
+	names := &keyNames{key: key, keys: keys, wake: wakeChannel(keys[0], s.wake), args: make([]any, 0, 1+len(keys))}
 	names.args = append(names.args, strconv.Itoa(len(keys)))
 	for _, k := range keys {
 		names.args = append(names.args, k)
@@ -222,19 +225,45 @@ func (s *Store) keyNames(key string) *keyNames {
 	return names
 }
 
-// leaseKeyOf returns LeaseKey(key), from leaseKeys' last answer when it
-// is key's: an acquisition looks up key's channel three times.
-func (s *Store) leaseKeyOf(key string) string {
+// wakeChannel returns the store's wake-up channel of key, on which a
+// release that hands key to one of the store's waiters publishes it:
+// "<lease key> wake <id>", with the store's wake-up id, so that the
+// other stores waiting for key are not sent the handover; the lease
+// key's own channel when it has no hash tag (a channel named after it
+// would not be in its Cluster slot; the scripts' wakeOf agrees). The
+// answer for the last key asked for is kept (keyNames): an acquisition
+// looks up key's channel three times.
+func (s *Store) wakeChannel(key string) string {
 	if last := s.lastKeys.Load(); last != nil && last.key == key {
-		return last.keys[0]
+		return last.wake
 	}
-	return s.LeaseKey(key)
+	return wakeChannel(s.LeaseKey(key), s.wake)
+}
+
+// wakeChannel returns the wake-up channel of the lease key name for the
+// store with wake-up id wake (see Store.wakeChannel).
+func wakeChannel(name, wake string) string {
+	if i := strings.IndexByte(name, '{'); i >= 0 {
+		if j := strings.IndexByte(name[i+1:], '}'); j > 0 {
+			return name + " wake " + wake
+		}
+	}
+	return name
+}
+
+// newWakeID returns a store's wake-up id: 16 random hex digits, so that
+// the stores of a fleet do not share one.
+func newWakeID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b[:])
 }
 
 // keyNames is a key with the names leaseKeys built for it.
 type keyNames struct {
 	key  string
 	keys []string
+	wake string // the store's wake-up channel of key (Store.wakeChannel)
 	// args are the keys as a script command's arguments: their count
 	// (a string, which go-redis reads when it routes the command on a
 	// Cluster), then the keys, each boxed once.

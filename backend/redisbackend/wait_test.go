@@ -92,7 +92,7 @@ func TestAwaitHandoverLeavesThePoolFree(t *testing.T) {
 		}
 		channels := make([]string, keys)
 		for i := range keys {
-			channels[i] = s.LeaseKey(fmt.Sprintf("{pool:test}:lock:%d", i))
+			channels[i] = s.WakeChannel(fmt.Sprintf("{pool:test}:lock:%d", i))
 		}
 		subs, err := admin.PubSubNumSub(ctx, channels...).Result()
 		if err != nil {
@@ -319,8 +319,8 @@ func TestAwaitHandoverAcrossABrokenConnection(t *testing.T) {
 		done <- awaitResult{l, ok, err}
 	}()
 	waitUntil(t, "the waiter subscribed", func() bool {
-		n, err := admin.PubSubNumSub(ctx, s.LeaseKey(key)).Result()
-		return err == nil && n[s.LeaseKey(key)] > 0
+		n, err := admin.PubSubNumSub(ctx, s.WakeChannel(key)).Result()
+		return err == nil && n[s.WakeChannel(key)] > 0
 	})
 	if err := admin.ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
 		t.Fatal(err)

@@ -26,9 +26,11 @@
 --
 -- ARGV[1..3], the store's settings, the same on every call: the restart
 -- guard in ms (-1: off), the publish command (PUBLISH, or SPUBLISH on a
--- Cluster), and whether a release hands K to the first waiter ('1', or
--- '0' for a store that waits for replicas). A script's own arguments
--- start at ARGV[4].
+-- Cluster), and whether a release hands K to the first waiter: '0' for a
+-- store that waits for replicas, else 'w<id>', where id (1 to 32 hex
+-- digits) names the store's wake-up channel of K, "K wake <id>" (see
+-- wakeOf; older versions sent '1': they hand over and have none). A
+-- script's own arguments start at ARGV[4].
 --
 -- A script that did what was asked replies with the lease's token alone;
 -- any other reply is an array whose first element says what happened
@@ -298,6 +300,7 @@ local function lib()
   -- it out, live, join and leave, and returns s.
   local function joins()
     local L, R = KEYS[3], KEYS[4]
+    local WAKE = string.match(ARGV[3], '^w(%x+)$')
 
     -- live reports whether a waiter's request (or nil) holds a place at ms.
     local function live(req, ms)
@@ -330,13 +333,18 @@ local function lib()
         local old = redis.call('HGET', R, owner)
         if old and not live(old, ms) then redis.call('ZADD', L, arrival, owner) end
       end
-      redis.call('HSET', R, owner, ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p))
+      local req = ttl .. ' ' .. floor .. ' ' .. string.format('%d', ms + p)
+      if WAKE then
+        redis.call('HSET', R, owner, req, 'wake ' .. owner, WAKE)
+      else
+        redis.call('HSET', R, owner, req)
+      end
       outlive(patience)
     end
 
     -- leave takes owner out of the line; it returns 1 if owner was in it.
     local function leave(owner)
-      redis.call('HDEL', R, owner)
+      redis.call('HDEL', R, owner, 'wake ' .. owner)
       return redis.call('ZREM', L, owner)
     end
 
@@ -347,8 +355,8 @@ local function lib()
   -- lines adds to s LOOK and the functions that read K's line and end a
   -- lease on it, place, scan, drop, first, pass and ending, and returns s.
   local function lines()
-    local L, R, M = KEYS[3], KEYS[4], KEYS[6]
-    local PUBLISH, HANDS = ARGV[2], ARGV[3] == '1'
+    local L, R, W, M = KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+    local PUBLISH, HANDS = ARGV[2], ARGV[3] ~= '0'
 
     -- LOOK bounds the places of K's line that one call looks at, so that
     -- a line stuffed with lapsed or foreign places cannot stall the
@@ -371,18 +379,29 @@ local function lib()
         or string.find(name, '\226\128[\142\143\170-\174]') or string.find(name, '\226\129[\166-\169]'))
     end
 
-    -- place reads the place of the waiter name at ms: true and its ttl and
-    -- floor (decimal strings) when it is live, false when it has lapsed
-    -- (or has no request), or nil and why when it is not in baton's shape:
+    -- denied reports whether err refuses a command to the user running
+    -- the script (its ACL predates the command among ACLRules').
+    local function denied(err)
+      return string.find(err, 'NOPERM', 1, true) or string.find(err, 'user executing the script', 1, true)
+    end
+
+    -- place reads the place of the waiter name at ms: true, its ttl and
+    -- floor (decimal strings) and its store's wake-up id, if it named one
+    -- (see wakeOf), when it is live; false when it has lapsed (or has no
+    -- request); or nil and why when it is not in baton's shape:
     -- a name that is no owner (empty, over 256 bytes, a space or control
     -- character), or a request other than "<ttl-ms> <floor> <due-ms>"
     -- with ttl in [1 ms, 365 days], floor below 2^53 - 1 and due a time in
     -- ms. It writes nothing.
     local function place(name, ms)
-      local req = redis.pcall('HGET', R, name)
-      if type(req) == 'table' then
+      local got = redis.pcall('HMGET', R, name, 'wake ' .. name)
+      if got.err and denied(got.err) then
+        got = {redis.pcall('HGET', R, name), redis.pcall('HGET', R, 'wake ' .. name)} -- an ACL from before HMGET
+      end
+      if got.err or type(got[1]) == 'table' then
         return nil, 'requests ' .. R .. ' is a ' .. redis.call('TYPE', R).ok .. ', not a hash'
       end
+      local req = got[1]
       if not req then return false end
       if not isOwner(name) then
         return nil, 'a waiter in line ' .. L .. ' is named "' .. string.sub(name, 1, 40) .. '", not an owner (no space or control character)'
@@ -393,15 +412,35 @@ local function lib()
         return nil, 'waiter ' .. name .. ' in ' .. R .. ' asks for "' .. string.sub(req, 1, 40) ..
           '", not "<ttl-ms> <floor> <due-ms>" with a ttl of 1 ms to 365 days and a floor below 2^53-1'
       end
-      return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor))
+      return tonumber(due) > ms, string.format('%d', t), string.format('%d', tonumber(floor)), got[2]
     end
 
-    -- drop takes the places of names out of the line: their requests,
-    -- and unless popped (scan took them out already) their places.
+    -- wakeOf returns the channel on which a handover to a waiter whose
+    -- store named the wake-up id wake (or false) is published: "K wake
+    -- <id>", to which only that store subscribes, so that the other
+    -- stores waiting for K are not sent it; K's own channel for a waiter
+    -- of an older version (no id), for an id not of 1 to 32 hex digits,
+    -- and for a K without a hash tag, whose wake-up channel would not be
+    -- in K's Cluster slot (the store then subscribes to K: wakeChannel).
+    local function wakeOf(wake)
+      if not wake or #wake > 32 or not string.find(wake, '^%x+$') then return K end
+      local i = string.find(K, '{', 1, true)
+      local j = i and string.find(K, '}', i + 1, true)
+      if not j or j == i + 1 then return K end
+      return K .. ' wake ' .. wake
+    end
+
+    -- drop takes the places of names out of the line: their requests
+    -- and wake-up ids, and unless popped (scan took them out already)
+    -- their places.
     local function drop(names, popped)
       if #names == 0 then return end
       if not popped then redis.call('ZREM', L, unpack(names)) end
-      redis.call('HDEL', R, unpack(names))
+      local fields = {}
+      for i, name in ipairs(names) do
+        fields[2 * i - 1], fields[2 * i] = name, 'wake ' .. name
+      end
+      redis.call('HDEL', R, unpack(fields))
     end
 
     -- put puts back into the line the places of pairs (score, name, ...),
@@ -437,8 +476,7 @@ local function lib()
         local r
         if pop then r = redis.pcall('ZPOPMIN', L) else r = redis.pcall('ZRANGE', L, rank, rank) end
         if r.err then
-          if pop and #popped == 0 and (string.find(r.err, 'NOPERM', 1, true)
-              or string.find(r.err, 'user executing the script', 1, true)) then
+          if pop and #popped == 0 and denied(r.err) then
             return scan(from, names)
           end
           return nil, {'corrupt', 'line ' .. L .. ' is a ' .. redis.call('TYPE', L).ok .. ', not a sorted set'}
@@ -446,13 +484,14 @@ local function lib()
         if not r[1] then return line end
         if pop then popped[#popped + 1], popped[#popped + 2] = r[2], r[1] end
         ms = ms or math.floor(now() / 1000)
-        local live, ttl, floor = place(r[1], ms)
+        local live, ttl, floor, wake = place(r[1], ms)
         if live == nil then
           put(popped)
           return nil, {'corrupt', ttl}
         end
         if live then
           line.head, line.ttl, line.floor, line.rank, line.score = r[1], ttl, floor, rank + 1, r[2]
+          line.wake = wake
           return line
         end
         line.names[#line.names + 1] = r[1]
@@ -473,8 +512,11 @@ local function lib()
     -- handover grants K, which its holder is ending, to line's head (scan)
     -- with the ttl and floor it asked for (the grant overwrites K, flagged
     -- contended), takes it and the lapsed places before it out of the line
-    -- and publishes "renewed <token> <ttl> <waiter>" (a waiter that may
-    -- have missed it reads K: see Store.AwaitHandover). It reports whether it did; a refused grant
+    -- and publishes "renewed <token> <ttl> <waiter>" on the waiter's
+    -- wake-up channel (wakeOf; a waiter that may have missed it reads K:
+    -- see Store.AwaitHandover), and on K's channel too while a store
+    -- watches K (its marker W exists), since watchers are told of every
+    -- release. It reports whether it did; a refused grant
     -- leaves the line as it was. c is the counter for the grant (see
     -- grant), or nil to read it.
     local function handover(line, c)
@@ -483,7 +525,9 @@ local function lib()
       local out = line.names
       out[#out + 1] = line.head
       drop(out, line.popped)
-      redis.call(PUBLISH, K, 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head)
+      local msg, ch = 'renewed ' .. tok .. ' ' .. line.ttl .. ' ' .. line.head, wakeOf(line.wake)
+      redis.call(PUBLISH, ch, msg)
+      if ch ~= K and redis.call('EXISTS', W) == 1 then redis.call(PUBLISH, K, msg) end
       return true
     end
 
