@@ -85,6 +85,10 @@ func procField(path, name string) string {
 type serverLoad struct {
 	calls   int64
 	cpuUsec float64
+	// reads and writes are INFO stats' total_reads_processed and
+	// total_writes_processed: the server's socket reads and writes (a
+	// published message is one write to each subscribed client).
+	reads, writes int64
 	// cmds is INFO commandstats by command name (lower case, "config|set"
 	// for a subcommand).
 	cmds map[string]cmdLoad
@@ -98,13 +102,18 @@ type cmdLoad struct {
 	usec  int64
 }
 
-// readLoad reads INFO commandstats and INFO cpu.
+// readLoad reads INFO commandstats, cpu and stats.
 func readLoad(ctx context.Context, rdb *redis.Client) (serverLoad, error) {
-	l := serverLoad{cmds: map[string]cmdLoad{}}
-	info, err := rdb.Info(ctx, "commandstats", "cpu").Result()
+	info, err := rdb.Info(ctx, "commandstats", "cpu", "stats").Result()
 	if err != nil {
-		return l, fmt.Errorf("bench: INFO commandstats cpu: %w", err)
+		return serverLoad{cmds: map[string]cmdLoad{}}, fmt.Errorf("bench: INFO commandstats cpu stats: %w", err)
 	}
+	return parseLoad(info), nil
+}
+
+// parseLoad reads the reply of INFO commandstats, cpu and stats.
+func parseLoad(info string) serverLoad {
+	l := serverLoad{cmds: map[string]cmdLoad{}}
 	for line := range strings.SplitSeq(info, "\n") {
 		line = strings.TrimSpace(line)
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"); ok {
@@ -121,8 +130,13 @@ func readLoad(ctx context.Context, rdb *redis.Client) (serverLoad, error) {
 				l.cpuUsec += sec * 1e6
 			}
 		}
+		if v, ok := strings.CutPrefix(line, "total_reads_processed:"); ok {
+			l.reads, _ = strconv.ParseInt(v, 10, 64)
+		} else if v, ok := strings.CutPrefix(line, "total_writes_processed:"); ok {
+			l.writes, _ = strconv.ParseInt(v, 10, 64)
+		}
 	}
-	return l, nil
+	return l
 }
 
 // parseCmdstat reads "calls=12,usec=34,..." of a commandstats line.
@@ -142,7 +156,8 @@ func parseCmdstat(fields string) cmdLoad {
 // The commands are the run's alone: INFO (the harness reading the load)
 // is left out of cmds, but not of calls.
 func (l serverLoad) sub(before serverLoad) serverLoad {
-	d := serverLoad{calls: l.calls - before.calls, cpuUsec: l.cpuUsec - before.cpuUsec, cmds: map[string]cmdLoad{}}
+	d := serverLoad{calls: l.calls - before.calls, cpuUsec: l.cpuUsec - before.cpuUsec,
+		reads: l.reads - before.reads, writes: l.writes - before.writes, cmds: map[string]cmdLoad{}}
 	for name, c := range l.cmds {
 		b := before.cmds[name]
 		c.calls -= b.calls
@@ -157,6 +172,8 @@ func (l serverLoad) sub(before serverLoad) serverLoad {
 func (l *serverLoad) add(o serverLoad) {
 	l.calls += o.calls
 	l.cpuUsec += o.cpuUsec
+	l.reads += o.reads
+	l.writes += o.writes
 	if l.cmds == nil {
 		l.cmds = map[string]cmdLoad{}
 	}

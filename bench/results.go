@@ -80,6 +80,13 @@ type RunResult struct {
 	// RedisCommands is INFO commandstats per acquisition, by command
 	// (harness included): where the calls of RedisCallsPerOp go.
 	RedisCommands map[string]CommandLoad `json:"redis_commands,omitempty"`
+	// RedisReadsPerOp and RedisWritesPerOp are the server's socket reads
+	// and writes per acquisition (INFO stats total_reads_processed and
+	// total_writes_processed; the harness's and INFO's own included): a
+	// message published to n subscribed clients is n writes. Zero in
+	// results from before they were measured.
+	RedisReadsPerOp  float64 `json:"redis_reads_per_op,omitempty"`
+	RedisWritesPerOp float64 `json:"redis_writes_per_op,omitempty"`
 }
 
 // CommandLoad is one command's share of a run: calls per acquisition and
@@ -99,6 +106,8 @@ func (r *RunResult) setLoad(load serverLoad, ops int) {
 	n := float64(ops)
 	r.RedisCallsPerOp = round(float64(load.calls)/n, 2)
 	r.RedisCPUUsPerOp = round(load.cpuUsec/n, 1)
+	r.RedisReadsPerOp = round(float64(load.reads)/n, 2)
+	r.RedisWritesPerOp = round(float64(load.writes)/n, 2)
 	var script int64
 	for name, c := range load.cmds {
 		if r.RedisCommands == nil {
@@ -494,11 +503,15 @@ func writeCommands(b *strings.Builder, runs []RunResult) {
 			continue
 		}
 		if !head {
-			b.WriteString("\nserver commands per acquisition (calls x µs per call, INFO commandstats; a script's µs include the commands it calls):\n")
+			b.WriteString("\nserver commands per acquisition (calls x µs per call, INFO commandstats; a script's µs include the commands it calls;\n" +
+				" socket reads/writes: INFO stats, a message published to n clients is n writes):\n")
 			head = true
 		}
 		names := slices.Sorted(maps.Keys(run.RedisCommands))
 		fmt.Fprintf(b, "  %s %s: scripts %.1f µs/op;", run.Impl, run.Scenario, run.RedisScriptUsPerOp)
+		if run.RedisWritesPerOp > 0 {
+			fmt.Fprintf(b, " socket reads/writes %.2f/%.2f;", run.RedisReadsPerOp, run.RedisWritesPerOp)
+		}
 		for _, name := range names {
 			c := run.RedisCommands[name]
 			fmt.Fprintf(b, " %s %.2fx%.2f", name, c.CallsPerOp, c.UsPerCall)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -262,4 +263,42 @@ func TestWriteTableBeforeContendedShared(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The server's socket reads and writes (INFO stats) are read beside its
+// commands and CPU, taken per run like them, and printed per acquisition
+// on the run's line of server commands; a run measured before them
+// prints none.
+func TestServerSocketCounts(t *testing.T) {
+	info := func(reads, writes int64, cpu string) string {
+		return "# Commandstats\r\ncmdstat_evalsha:calls=10,usec=200,usec_per_call=20.00\r\n# CPU\r\nused_cpu_sys:" + cpu +
+			"\r\nused_cpu_user:0.000000\r\n# Stats\r\ntotal_connections_received:3\r\ntotal_reads_processed:" +
+			strconv.FormatInt(reads, 10) + "\r\ntotal_writes_processed:" + strconv.FormatInt(writes, 10) + "\r\n"
+	}
+	before, after := parseLoad(info(100, 150, "1.000000")), parseLoad(info(140, 310, "1.000400"))
+	if before.reads != 100 || before.writes != 150 || before.cmds["evalsha"].calls != 10 {
+		t.Fatalf("parseLoad read %+v", before)
+	}
+	d := after.sub(before)
+	if d.reads != 40 || d.writes != 160 {
+		t.Fatalf("the run's reads and writes: %d and %d, want 40 and 160", d.reads, d.writes)
+	}
+	var total serverLoad
+	total.add(d)
+	total.add(d)
+	var run RunResult
+	run.Impl, run.Scenario = "baton", Contended
+	run.setLoad(total, 20)
+	if run.RedisReadsPerOp != 4 || run.RedisWritesPerOp != 16 {
+		t.Fatalf("per acquisition: %v reads, %v writes; want 4 and 16", run.RedisReadsPerOp, run.RedisWritesPerOp)
+	}
+	run.RedisCommands = map[string]CommandLoad{"evalsha": {CallsPerOp: 1, UsPerCall: 20}}
+	var b strings.Builder
+	old := run
+	old.Impl, old.RedisReadsPerOp, old.RedisWritesPerOp = "redislock", 0, 0
+	writeCommands(&b, []RunResult{run, old})
+	lacks(t, "the server commands", b.String(),
+		"  baton contended: scripts 0.0 µs/op; socket reads/writes 4.00/16.00; evalsha 1.00x20.00\n",
+		"  redislock contended: scripts 0.0 µs/op; evalsha 1.00x20.00\n",
+	)
 }
