@@ -243,7 +243,7 @@ func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, e
 			return nil
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
-			res <- lookResult{err: lookError(name, err)}
+			res <- lookResult{err: lookError(name, txError(err, get, pttl))}
 			return
 		}
 		l, ok, err := handedOver(key, owner, name, get, pttl)
@@ -256,6 +256,22 @@ func (s *Store) look(ctx context.Context, key, owner string) (chan lookResult, e
 		return nil, err
 	}
 	return res, nil
+}
+
+// txError returns the error of a transaction of cmds: for EXECABORT, the
+// error the server gave the first command it would not queue, which says
+// why (LOADING while a restarted server loads its data, NOPERM for a user
+// refused the command), wrapped with the abort.
+func txError(err error, cmds ...redis.Cmder) error {
+	if !redis.HasErrorPrefix(err, "EXECABORT") {
+		return err
+	}
+	for _, c := range cmds {
+		if cerr := c.Err(); cerr != nil && !errors.Is(cerr, redis.Nil) {
+			return fmt.Errorf("%w (the transaction was discarded: %v)", cerr, err)
+		}
+	}
+	return err
 }
 
 // lookError is the error of a look at the lease name that failed with

@@ -560,3 +560,27 @@ func TestAskNotesDoNotPileUp(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A look that the server refuses to queue (MULTI answered EXECABORT: a
+// restarted server LOADING its data, or, here, a user refused GET) fails
+// with the refusal itself, which says why and which callers can tell
+// apart, not with the bare abort.
+func TestAwaitHandoverLookSaysWhyItWasRefused(t *testing.T) {
+	r := testenv.NewRedis(t)
+	ctx := ctxT(t)
+	full := newStore(t, r.Client(t))
+	rules := strings.Replace(redisbackend.ACLRules(""), " +get", "", 1)
+	aclUser(t, r, "noget", "s3cret", rules)
+	s := newStore(t, aclClient(t, r, "noget", "s3cret"))
+	const key = "{look:test}:lock"
+	if _, err := full.Acquire(ctx, key, "holder", time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.AcquireQueued(ctx, key, "waiter", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
+		t.Fatalf("the waiter's AcquireQueued: %v, want ErrHeld", err)
+	}
+	_, ok, err := s.AwaitHandover(ctx, key, "waiter", 30*time.Second)
+	if ok || err == nil || !strings.Contains(err.Error(), "NOPERM") || !strings.Contains(err.Error(), "get") {
+		t.Fatalf("AwaitHandover whose look may not GET: ok %v, err %v; want the NOPERM refusal of GET", ok, err)
+	}
+}
