@@ -197,3 +197,54 @@ func TestHandoverAfterTheWaitersSessionEnded(t *testing.T) {
 		t.Fatalf("the handed-over lease: %+v, %v; want it locked by a live session", p, err)
 	}
 }
+
+// refusedRenewals answers 500 to session renewals while refuse is set, as
+// an agent without a leader does (the client reports it as "Unexpected
+// response code: 500", without the status error other calls give).
+type refusedRenewals struct {
+	next    http.RoundTripper
+	refuse  atomic.Bool
+	refused atomic.Int64
+}
+
+func (r *refusedRenewals) RoundTrip(req *http.Request) (*http.Response, error) {
+	if r.refuse.Load() && strings.HasPrefix(req.URL.Path, "/v1/session/renew/") {
+		r.refused.Add(1)
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return &http.Response{StatusCode: http.StatusInternalServerError, Status: "500 Internal Server Error",
+			Body: io.NopCloser(strings.NewReader("No cluster leader")), Header: http.Header{}, Request: req}, nil
+	}
+	return r.next.RoundTrip(req)
+}
+
+// An idle session whose renewal the agent refuses does not fail the
+// acquisition it was taken for: the store drops it and makes a new one.
+func TestRefusedIdleRenewalMakesANewSession(t *testing.T) {
+	a := testenv.NewConsul(t)
+	ctx := ctxT(t)
+	rt := &refusedRenewals{next: http.DefaultTransport.(*http.Transport).Clone()}
+	cfg := config(a)
+	cfg.HttpClient = &http.Client{Transport: rt}
+	s, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	const key, ttl = "refused-renewal", 10 * time.Second
+	if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, key, "a", 0); err != nil { // its session is kept idle
+		t.Fatal(err)
+	}
+	rt.refuse.Store(true)
+	l, err := s.AcquireQueued(ctx, key, "b", ttl, 0, time.Minute)
+	if err != nil || l.Owner != "b" {
+		t.Fatalf("an acquisition whose idle session's renewal was refused: %+v, %v; want b's lease on a new session", l, err)
+	}
+	if rt.refused.Load() == 0 {
+		t.Fatal("no renewal was refused: the test did not reach the idle session")
+	}
+}

@@ -84,9 +84,15 @@ func storeError(err error) bool {
 }
 
 // consulLeaderless reports whether msg is a Consul agent's refusal while
-// it has no Raft leader, or while it shuts down for a restart. Some calls
-// (transactions) report it only as text.
+// it has no Raft leader, or while it shuts down for a restart, or a 5xx
+// answer. Some calls (transactions, session renewals) report it only as
+// text.
 func consulLeaderless(msg string) bool {
+	if _, code, ok := strings.Cut(msg, "Unexpected response code: 5"); ok && len(code) >= 2 && code[0] >= '0' && code[0] <= '9' && code[1] >= '0' && code[1] <= '9' {
+		// A 5xx that the client reports as text only (session renewals
+		// do): the agent failed the request, as while it restarts.
+		return true
+	}
 	for _, p := range []string{"No cluster leader", "leadership lost while committing log", "node is not the leader", "raft is already shutdown"} {
 		if strings.Contains(msg, p) {
 			return true

@@ -23,6 +23,9 @@ func TestClassifyConsulErrors(t *testing.T) {
 		{fmt.Errorf("consulbackend: get: %w", api.StatusError{Code: 500, Body: "rpc error making call: No cluster leader"}), chaos.ClassDocumented},
 		// An agent shutting down for a restart answers a transaction so.
 		{fmt.Errorf("consulbackend: acquire queued: %w", errors.New("Failed request: raft apply failed: raft is already shutdown")), chaos.ClassDocumented},
+		// A session renewal reports a 500 as text alone.
+		{fmt.Errorf("consulbackend: renew %q: %w", "k", errors.New("Unexpected response code: 500")), chaos.ClassDocumented},
+		{fmt.Errorf("consulbackend: renew %q: %w", "k", errors.New("Unexpected response code: 403")), chaos.ClassUndocumented},
 		{fmt.Errorf("consulbackend: get: %w", api.StatusError{Code: 403, Body: "ACL not found"}), chaos.ClassUndocumented},
 		{fmt.Errorf("consulbackend: acquire: %w", backend.ErrCorrupt), chaos.ClassUndocumented},
 		{errors.New("something else"), chaos.ClassUndocumented},
