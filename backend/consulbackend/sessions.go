@@ -35,18 +35,17 @@ func (s *Store) sessionFor(ctx context.Context, op, key string, ttl time.Duratio
 			return s.createSession(ctx, op, key, "lease under "+s.prefix, ttl)
 		}
 		entries, _, err := s.session.Renew(id, s.writeOpts(ctx))
-		if err != nil && ctx.Err() == nil {
-			// The idle session only saves a create: a renewal the agent
-			// refused (a 500 while it has no leader, which the client
-			// reports without its status) or that failed on the way
-			// does not fail the caller. The session is dropped and a
-			// new one made, whose error, if the agent is down, is the
-			// caller's.
-			s.destroyLater(id)
-			return s.createSession(ctx, op, key, "lease under "+s.prefix, ttl)
-		}
 		if err != nil {
 			s.destroyLater(id)
+			if ctx.Err() == nil {
+				// The idle session only saves a create: a renewal the
+				// agent refused (a 500 while it has no leader, which the
+				// client reports without its status) or that failed on
+				// the way does not fail the caller. A new session is
+				// made, whose error, if the agent is down, is the
+				// caller's.
+				return s.createSession(ctx, op, key, "lease under "+s.prefix, ttl)
+			}
 			return "", s.transport(op, key, ctx, fmt.Errorf("renew an idle session: %w", err))
 		}
 		if entries != nil {

@@ -69,14 +69,20 @@ func readOnly(req *http.Request) bool {
 func countingStore(t testing.TB, a *testenv.Consul) (*consulbackend.Store, *sessionWrites) {
 	t.Helper()
 	c := &sessionWrites{next: http.DefaultTransport.(*http.Transport).Clone(), blocks: make(chan struct{}, 1)}
+	return storeVia(t, a, c), c
+}
+
+// storeVia is newStore whose requests go through rt.
+func storeVia(t testing.TB, a *testenv.Consul, rt http.RoundTripper) *consulbackend.Store {
+	t.Helper()
 	cfg := config(a)
-	cfg.HttpClient = &http.Client{Transport: c}
+	cfg.HttpClient = &http.Client{Transport: rt}
 	s, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, c
+	return s
 }
 
 // A store keeps the sessions of released leases idle for its next grants
@@ -225,13 +231,7 @@ func TestRefusedIdleRenewalMakesANewSession(t *testing.T) {
 	a := testenv.NewConsul(t)
 	ctx := ctxT(t)
 	rt := &refusedRenewals{next: http.DefaultTransport.(*http.Transport).Clone()}
-	cfg := config(a)
-	cfg.HttpClient = &http.Client{Transport: rt}
-	s, err := consulbackend.New(cfg, consulbackend.WithSessionTTLMin(a.SessionTTLMin()), consulbackend.WithoutRestartGuard())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storeVia(t, a, rt)
 	const key, ttl = "refused-renewal", 10 * time.Second
 	if _, err := s.AcquireQueued(ctx, key, "a", ttl, 0, time.Minute); err != nil {
 		t.Fatal(err)

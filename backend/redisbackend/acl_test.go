@@ -488,15 +488,10 @@ func TestACLWithoutZPopMinHandsOver(t *testing.T) {
 			if _, err := s.AcquireQueued(ctx, key, "b", time.Minute, 0, time.Minute); !errors.Is(err, backend.ErrHeld) {
 				t.Fatalf("b joining the line: %v, want ErrHeld", err)
 			}
-			type result struct {
-				l   backend.Lease
-				ok  bool
-				err error
-			}
-			got := make(chan result, 1)
+			got := make(chan awaitResult, 1)
 			go func() {
 				l, ok, err := s.AwaitHandover(ctx, key, "b", time.Minute)
-				got <- result{l, ok, err}
+				got <- awaitResult{l, ok, err}
 			}()
 			waitUntil(t, "b's store subscribed", func() bool {
 				n, err := r.Client(t).PubSubNumSub(ctx, s.WakeChannel(key)).Result()

@@ -407,7 +407,7 @@ func (s *subscriber) recallLocked(c, twin *channel, owner string) (handover, boo
 func (s *subscriber) twinLocked(name string) *channel {
 	other, ok := strings.CutSuffix(name, s.wakeSuffix)
 	if !ok {
-		other = wakeChannel(name, s.wakeID)
+		other = wakeChannel(name, s.wakeSuffix)
 	}
 	if other == name {
 		return nil

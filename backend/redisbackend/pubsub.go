@@ -27,7 +27,7 @@ func (s *Store) subscriber(name string) (*subscriber, error) {
 	}
 	sub := s.subs[shard]
 	if sub == nil {
-		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker, s.wake)
+		sub = newSubscriber(s.rdb, s.health, s.sharded, s.marker, s.wakeSuffix)
 		s.subs[shard] = sub
 	}
 	return sub, nil
@@ -65,9 +65,9 @@ type subscriber struct {
 	marker  *marker
 	sharded bool // SSUBSCRIBE instead of SUBSCRIBE
 	health  time.Duration
-	// wakeID is the store's wake-up id, and wakeSuffix what it adds to a
-	// lease key's name to name the key's wake-up channel (wakeChannel).
-	wakeID, wakeSuffix string
+	// wakeSuffix is what the store adds to a lease key's name to name
+	// the key's wake-up channel (wakeChannel).
+	wakeSuffix string
 
 	ctx   context.Context // ends when the subscriber closes
 	stop  context.CancelFunc
@@ -115,14 +115,13 @@ func (c *channel) used() bool { return len(c.watches) > 0 || len(c.waiters) > 0 
 // newSubscriber returns an idle subscriber. Its goroutines start, and its
 // connection is dialed, when the first channel is asked for, so that on a
 // Cluster the connection goes to the node of the slot.
-func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool, m *marker, wake string) *subscriber {
+func newSubscriber(rdb redis.UniversalClient, health time.Duration, sharded bool, m *marker, wakeSuffix string) *subscriber {
 	ctx, stop := context.WithCancel(context.Background())
 	return &subscriber{
 		client:     rdb,
 		marker:     m,
 		sharded:    sharded,
-		wakeID:     wake,
-		wakeSuffix: " wake " + wake,
+		wakeSuffix: wakeSuffix,
 		health:     health,
 		ctx:        ctx,
 		stop:       stop,

@@ -48,13 +48,15 @@ type Store struct {
 	replicaWait time.Duration // and how long to wait for them
 	guard       time.Duration // WithRestartGuard; negative: WithoutRestartGuard
 
-	sharded  bool   // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
-	wake     string // the store's wake-up id: 16 random hex digits (wakeChannel)
-	user     string // the ACL user the client logs in as, for errors
-	scripts  *scriptSet
-	settings []any                    // the first arguments of every script (scriptSettings)
-	lastKeys atomic.Pointer[keyNames] // leaseKeys' last answer
-	marker   *marker                  // keeps watched keys marked
+	sharded bool // a Cluster client: sharded pub/sub (SPUBLISH, SSUBSCRIBE)
+	// wakeSuffix names the store's wake-up channels: " wake " and its
+	// wake-up id, 16 random hex digits (wakeChannel).
+	wakeSuffix string
+	user       string // the ACL user the client logs in as, for errors
+	scripts    *scriptSet
+	settings   []any                    // the first arguments of every script (scriptSettings)
+	lastKeys   atomic.Pointer[keyNames] // leaseKeys' last answer
+	marker     *marker                  // keeps watched keys marked
 
 	mu     sync.Mutex             // guards subs, done and adding to awaits
 	subs   map[string]*subscriber // by shard: "" or, on a Cluster, the slot
@@ -164,8 +166,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Store, error) {
 	if s.guard >= 0 {
 		guard = s.guard.Milliseconds()
 	}
-	s.wake = newWakeID()
-	s.settings = scriptSettings(guard, sharded, s.replicas == 0, s.wake)
+	wake := newWakeID()
+	s.wakeSuffix = wakeSuffix(wake)
+	s.settings = scriptSettings(guard, sharded, s.replicas == 0, wake)
 	if s.scripts == nil {
 		s.scripts = leaseScripts // WithFunctions sets its own
 	}

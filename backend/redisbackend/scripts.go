@@ -216,7 +216,7 @@ func (s *Store) keyNames(key string) *keyNames {
 		return last
 	}
 	keys := s.buildLeaseKeys(key)
-	names := &keyNames{key: key, keys: keys, wake: wakeChannel(keys[0], s.wake), args: make([]any, 0, 1+len(keys))}
+	names := &keyNames{key: key, keys: keys, wake: wakeChannel(keys[0], s.wakeSuffix), args: make([]any, 0, 1+len(keys))}
 	names.args = append(names.args, strconv.Itoa(len(keys)))
 	for _, k := range keys {
 		names.args = append(names.args, k)
@@ -237,16 +237,14 @@ func (s *Store) wakeChannel(key string) string {
 	if last := s.lastKeys.Load(); last != nil && last.key == key {
 		return last.wake
 	}
-	return wakeChannel(s.LeaseKey(key), s.wake)
+	return wakeChannel(s.LeaseKey(key), s.wakeSuffix)
 }
 
 // wakeChannel returns the wake-up channel of the lease key name for the
-// store with wake-up id wake (see Store.wakeChannel).
-func wakeChannel(name, wake string) string {
-	if i := strings.IndexByte(name, '{'); i >= 0 {
-		if j := strings.IndexByte(name[i+1:], '}'); j > 0 {
-			return name + " wake " + wake
-		}
+// store whose channels end in suffix (wakeSuffix; see Store.wakeChannel).
+func wakeChannel(name, suffix string) string {
+	if _, ok := hashTag(name); ok {
+		return name + suffix
 	}
 	return name
 }
@@ -258,6 +256,10 @@ func newWakeID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
 	return hex.EncodeToString(b[:])
 }
+
+// wakeSuffix returns what a store with wake-up id id adds to a lease
+// key's name to name its wake-up channel of the key.
+func wakeSuffix(id string) string { return " wake " + id }
 
 // keyNames is a key with the names leaseKeys built for it.
 type keyNames struct {
