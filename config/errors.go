@@ -89,6 +89,12 @@ func tlsHint(err error, tls bool) string {
 		return "; no TLS handshake: does the server speak TLS on that port? (" + keyRedisTLS + ")"
 	case !tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
 		return "; the server closed the connection: does it want TLS on that port? (" + keyRedisTLS + ")"
+	case tls && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
+		// With TLS 1.3 a server that refuses the client's certificate (or
+		// its lack of one) may close the connection before the client
+		// reads its alert: the client then sees only the close.
+		return "; the server closed the TLS connection: does it want a client certificate that its CA signed (" +
+			keyRedisTLSCertFile + " and " + keyRedisTLSKeyFile + ")?"
 	}
 	return ""
 }
